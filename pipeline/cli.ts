@@ -1,0 +1,234 @@
+import { readFileSync } from "node:fs";
+import { Command, CommanderError, Option } from "commander";
+import { BUILT_STAGES } from "../stages/index.ts";
+import { ConfigError, loadConfig } from "./config.ts";
+import { runDoctor } from "./doctor.ts";
+import { formatSummary, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
+import { createLogger } from "./logger.ts";
+import { loadProfiles } from "./profiles.ts";
+import { createProgress } from "./progress.ts";
+import { draftProfile } from "./repo-init.ts";
+import { checkSchemaFiles, writeSchemaFiles } from "./schema-export.ts";
+import { STAGE_ORDER, type StageName } from "./schemas/common.ts";
+import { ClassificationRules } from "./schemas/repo-profile.ts";
+import { splitReferenceChange } from "../stages/split/split.ts";
+import { DiffParseError } from "../stages/split/diff.ts";
+
+/** Stages and commands that later work will add, with the issue that tracks each. */
+const NOT_BUILT: Record<string, { issue: number; summary: string; example: string }> = {
+  qualify: { issue: 6, summary: "run the tests before and after the reference fix; derive stable FAIL_TO_PASS / PASS_TO_PASS", example: "switch-swe qualify --config data/demo/pipeline.yaml" },
+  reconstruct: { issue: 7, summary: "build each task's ordered, cumulative requests with provenance", example: "switch-swe reconstruct --config data/demo/pipeline.yaml" },
+  audit: { issue: 7, summary: "link every FAIL_TO_PASS test to the request that justifies it; write the auditors' report", example: "switch-swe audit --config data/demo/pipeline.yaml" },
+  select: { issue: 8, summary: "choose focus tasks and four same-repository interruptions each, with a seeded RNG", example: "switch-swe select --config data/demo/pipeline.yaml" },
+  schedule: { issue: 8, summary: "build the control and switched schedules of every session", example: "switch-swe schedule --config data/demo/pipeline.yaml" },
+  validate: { issue: 8, summary: "check every session pair's invariants before emission", example: "switch-swe validate --config data/demo/pipeline.yaml" },
+  emit: { issue: 8, summary: "write the manifest, session specifications, tables and profile", example: "switch-swe emit --config data/demo/pipeline.yaml" },
+  verify: { issue: 9, summary: "score an agent's final focus artifact against the held-out verifier", example: "switch-swe verify --session manifests/demo/sessions/S.json --checkout /workspace/w02 --json" },
+  report: { issue: 9, summary: "aggregate verification reports into resolution and gap tables", example: "switch-swe report --results results/" },
+};
+
+class UsageError extends Error {}
+
+/** Commander discards what an action returns, so actions report their exit code through this. */
+let exitCode = 0;
+function act<A extends unknown[]>(fn: (...args: A) => Promise<number> | number): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    exitCode = await fn(...args);
+  };
+}
+
+function notBuilt(name: string): never {
+  const entry = NOT_BUILT[name]!;
+  throw new UsageError(`'${name}' is not built in this version of switch-swe yet (tracked in issue #${entry.issue}); nothing was run`);
+}
+
+async function runWithConfig(configPath: string, runOptions: RunOptions, quiet: boolean): Promise<number> {
+  const loaded = loadConfig(configPath, BUILT_STAGES);
+  const log = createLogger({ level: quiet ? "warn" : "info", file: `${loaded.workDir}/logs/run.log` });
+  log.info(`config ${configPath}: benchmark '${loaded.config.name}', seed ${loaded.config.seed}, work directory ${loaded.workDir}`);
+  const summary = await runPipeline(
+    {
+      workDir: loaded.workDir,
+      baseDir: loaded.baseDir,
+      stages: BUILT_STAGES,
+      stageConfigs: loaded.config.stages,
+      seed: loaded.config.seed,
+      log,
+      progress: quiet ? { start() {}, tick() {}, done() {} } : createProgress(),
+    },
+    runOptions,
+  );
+  process.stdout.write(formatSummary(summary) + "\n");
+  const notBuiltStages = summary.stages.filter((s) => s.status === "not_built").map((s) => s.stage);
+  if (notBuiltStages.length) process.stdout.write(`not built in this version: ${notBuiltStages.join(", ")}\n`);
+  if (summary.stages.length && summary.stages.every((s) => s.status === "up_to_date" || s.status === "not_built")) {
+    process.stdout.write("everything is up to date: no stage did any work\n");
+  }
+  return summary.ok ? 0 : 1;
+}
+
+function stageOption(flag: string, description: string): Option {
+  return new Option(flag, description).choices([...STAGE_ORDER]);
+}
+
+export function buildProgram(): Command {
+  const program = new Command("switch-swe")
+    .description("Builds a task-switching benchmark for coding agents from real pull-request histories.")
+    .showHelpAfterError()
+    .exitOverride();
+
+  program
+    .command("run")
+    .description("run every stage in order, skipping work whose inputs, config and code are unchanged")
+    .requiredOption("-c, --config <file>", "pipeline config (YAML or JSON)")
+    .option("--force", "redo every stage and every record, ignoring caches")
+    .addOption(stageOption("--from <stage>", "redo this stage and every later one"))
+    .addOption(stageOption("--only <stage>", "run this stage alone from the artifacts already built"))
+    .option("-q, --quiet", "print only warnings, errors and the summary")
+    .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
+    .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet))));
+
+  for (const name of STAGE_ORDER) {
+    const built = BUILT_STAGES.find((s) => s.name === name);
+    const info = built ? { summary: built.summary, example: built.example } : NOT_BUILT[name]!;
+    const command = program
+      .command(name)
+      .description(built ? info.summary : `${info.summary} (not built yet: issue #${NOT_BUILT[name]!.issue})`)
+      .option("-c, --config <file>", "pipeline config (YAML or JSON)")
+      .option("--force", "redo the stage, ignoring caches")
+      .option("-q, --quiet", "print only warnings, errors and the summary")
+      .addHelpText("after", `\nExample:\n  ${info.example.split("   |   ").join("\n  ")}`);
+    if (name === "split") {
+      command
+        .option("--diff <file>", "split one git diff by hand instead of running the stage")
+        .option("--profile <file>", "repository profile whose classification rules to use (default rules otherwise)")
+        .option("--json", "print the result as JSON");
+    }
+    command.action(
+      act(async (opts) => {
+        if (!built) notBuilt(name);
+        if (name === "split" && opts.diff) return splitByHand(opts.diff, opts.profile, Boolean(opts.json));
+        if (!opts.config) throw new UsageError(`'${name}' needs --config FILE (or, for split, --diff FILE)`);
+        return runWithConfig(opts.config, { only: name, force: opts.force }, Boolean(opts.quiet));
+      }),
+    );
+  }
+
+  for (const name of ["verify", "report"] as const) {
+    const info = NOT_BUILT[name]!;
+    program
+      .command(name)
+      .description(`${info.summary} (not built yet: issue #${info.issue})`)
+      .allowUnknownOption()
+      .addHelpText("after", `\nExample:\n  ${info.example}`)
+      .action(act(() => notBuilt(name)));
+  }
+
+  program
+    .command("doctor")
+    .description("check git, Python, the Docker engine and base image, and GITHUB_TOKEN; say how to fix what is missing")
+    .option("--json", "print the checks as JSON")
+    .addHelpText("after", "\nExample:\n  switch-swe doctor")
+    .action(act(async (opts) => {
+      const report = await runDoctor();
+      if (opts.json) process.stdout.write(JSON.stringify(report, null, 2) + "\n");
+      else for (const check of report.checks) process.stdout.write(`${check.ok ? "ok  " : check.required ? "FAIL" : "warn"}  ${check.name}: ${check.detail}${check.ok ? "" : `\n      fix: ${check.fix}`}\n`);
+      return report.ok ? 0 : 1;
+    }));
+
+  program
+    .command("schemas")
+    .description("export the public artifacts' JSON Schemas (session spec, manifest entry, verification report)")
+    .option("--out <dir>", "directory to write to", "manifests/schema")
+    .option("--check", "exit 1 if the files in --out are missing or stale, without writing")
+    .addHelpText("after", "\nExample:\n  switch-swe schemas --out manifests/schema\n  switch-swe schemas --check")
+    .action(act(async (opts) => {
+      if (opts.check) {
+        const stale = checkSchemaFiles(opts.out);
+        if (stale.length) {
+          process.stderr.write(`stale or missing JSON Schema files in ${opts.out}: ${stale.join(", ")}; run 'npm run schemas' and commit them\n`);
+          return 1;
+        }
+        process.stdout.write(`JSON Schemas in ${opts.out} are up to date\n`);
+        return 0;
+      }
+      const written = await writeSchemaFiles(opts.out);
+      process.stdout.write(written.map((f) => `wrote ${f}\n`).join(""));
+      return 0;
+    }));
+
+  const repo = program.command("repo").description("manage repository profiles");
+  repo
+    .command("init")
+    .description("write a draft repository profile by inspecting a clone, for a maintainer to review")
+    .argument("<owner/name>", "the repository, as GitHub spells it")
+    .requiredOption("--clone <path>", "a local clone (or checkout) of the repository")
+    .option("--out <file>", "where to write the profile (default data/repos/OWNER__NAME.json)")
+    .option("--force", "overwrite an existing profile")
+    .addHelpText("after", "\nExample:\n  switch-swe repo init psf/requests --clone ~/src/requests")
+    .action(act(async (repoName: string, opts) => {
+      let result;
+      try {
+        result = await draftProfile(repoName, opts.clone, { out: opts.out, force: Boolean(opts.force) });
+      } catch (error) {
+        throw new UsageError((error as Error).message);
+      }
+      process.stdout.write(`wrote ${result.path}\n${result.notes.map((n: string) => `  review: ${n}\n`).join("")}`);
+      return 0;
+    }));
+
+  return program;
+}
+
+function splitByHand(diffPath: string, profilePath: string | undefined, json: boolean): number {
+  let rules = ClassificationRules.parse({});
+  if (profilePath) {
+    const { profiles, errors } = loadProfiles([{ path: profilePath, text: readFileSync(profilePath, "utf8") }]);
+    const first = [...profiles.values()][0];
+    if (!first) throw new UsageError([...errors.values()][0] ?? `${profilePath}: not a repository profile`);
+    rules = first.profile.classification;
+  }
+  let result;
+  try {
+    result = splitReferenceChange(readFileSync(diffPath, "utf8"), rules);
+  } catch (error) {
+    if (error instanceof DiffParseError) throw new UsageError(`${diffPath}: ${error.message}`);
+    throw error;
+  }
+  const output = {
+    implementation_patch: result.implementationPatch,
+    test_patch: result.testPatch,
+    files: result.files,
+    source_files: result.sourceFiles,
+    source_dirs: result.sourceDirs,
+    excluded_files: result.excluded,
+  };
+  if (json) process.stdout.write(JSON.stringify(output, null, 2) + "\n");
+  else {
+    for (const f of result.files) process.stdout.write(`${f.class.padEnd(7)} ${f.status.padEnd(12)} ${f.old_path !== f.path ? `${f.old_path} -> ` : ""}${f.path}  (${f.rule})\n`);
+    process.stdout.write(`C_t: ${result.sourceFiles.join(", ") || "(empty)"}\nD_t: ${result.sourceDirs.join(", ") || "(empty)"}\n`);
+  }
+  return 0;
+}
+
+/** Runs the CLI; returns the exit code (0 ok, 1 the run failed, 2 bad usage, config or input). */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  for (const command of allCommands(program)) command.exitOverride();
+  exitCode = 0;
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    if (error instanceof UsageError || error instanceof ConfigError || error instanceof PipelineError) {
+      process.stderr.write(`switch-swe: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  return exitCode;
+}
+
+function allCommands(command: Command): Command[] {
+  return [command, ...command.commands.flatMap(allCommands)];
+}

@@ -1,0 +1,365 @@
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import { join, relative, resolve } from "node:path";
+import { z } from "zod";
+import { removeStaleTempFiles } from "./atomic.ts";
+import { hashValue, sha256 } from "./canonical.ts";
+import { codeVersion } from "./code-version.ts";
+import { MirrorCache } from "./git.ts";
+import type { Logger } from "./logger.ts";
+import type { Progress } from "./progress.ts";
+import { Reject, STAGE_ORDER, type StageName } from "./schemas/common.ts";
+import type { ExternalFile, InputRef, MapOptions, StageContext, StageDefinition } from "./stage.ts";
+import { RecordError } from "./stage.ts";
+import { ArtifactStore, type LockEntry } from "./store.ts";
+
+export interface EngineOptions {
+  workDir: string;
+  /** Relative paths in stage configs are resolved against this (the config file's directory). */
+  baseDir: string;
+  stages: StageDefinition<any>[];
+  /** Raw per-stage config, validated here by each stage's schema. */
+  stageConfigs: Partial<Record<StageName, unknown>>;
+  seed: string;
+  log: Logger;
+  progress: Progress;
+}
+
+export interface RunOptions {
+  force?: boolean;
+  /** Run every stage, forcing this one and all after it. */
+  from?: StageName;
+  /** Run this stage alone, from the artifacts already in the work directory. */
+  only?: StageName;
+}
+
+export type StageStatus = "ran" | "up_to_date" | "failed" | "not_built";
+
+export interface StageSummary {
+  stage: StageName;
+  status: StageStatus;
+  in: number;
+  out: number;
+  rejected: number;
+  seconds: number;
+  /** Records whose cached result was reused inside a stage that ran. */
+  reused: number;
+  error?: string;
+}
+
+export interface RunSummary {
+  ok: boolean;
+  stages: StageSummary[];
+}
+
+export class PipelineError extends Error {
+  override name = "PipelineError";
+}
+
+const REJECTS = "rejects";
+
+/** The stage graph, in SPEC §2 order; unknown or duplicate stages are a programming error. */
+export function orderStages(stages: StageDefinition<any>[]): StageDefinition<any>[] {
+  const byName = new Map(stages.map((s) => [s.name, s]));
+  if (byName.size !== stages.length) throw new PipelineError("a stage is registered twice");
+  return STAGE_ORDER.flatMap((name) => (byName.has(name) ? [byName.get(name)!] : []));
+}
+
+export async function runPipeline(options: EngineOptions, runOptions: RunOptions = {}): Promise<RunSummary> {
+  const store = new ArtifactStore(options.workDir);
+  const release = acquireRunLock(options.workDir);
+  try {
+    const removed = removeStaleTempFiles(options.workDir);
+    if (removed) options.log.info(`removed ${removed} temporary file(s) left by an interrupted run`);
+    return await runStages(store, options, runOptions);
+  } finally {
+    release();
+  }
+}
+
+async function runStages(store: ArtifactStore, options: EngineOptions, runOptions: RunOptions): Promise<RunSummary> {
+  const stages = orderStages(options.stages);
+  const built = new Set(stages.map((s) => s.name));
+  const summaries: StageSummary[] = [];
+  const forceFromIndex = runOptions.from ? STAGE_ORDER.indexOf(runOptions.from) : Infinity;
+  if (runOptions.only && !built.has(runOptions.only)) {
+    throw new PipelineError(`stage '${runOptions.only}' is not built in this version of switch-swe`);
+  }
+  if (runOptions.from && !built.has(runOptions.from)) {
+    throw new PipelineError(`stage '${runOptions.from}' is not built in this version of switch-swe`);
+  }
+
+  let failed = false;
+  for (const name of STAGE_ORDER) {
+    const stage = stages.find((s) => s.name === name);
+    if (runOptions.only && runOptions.only !== name) continue;
+    if (!stage) {
+      if (!runOptions.only) summaries.push(emptySummary(name, "not_built"));
+      continue;
+    }
+    if (failed) break;
+    const force = Boolean(runOptions.force) || STAGE_ORDER.indexOf(name) >= forceFromIndex;
+    const started = performance.now();
+    try {
+      const summary = await runStage(store, options, stage, force);
+      summaries.push({ ...summary, seconds: (performance.now() - started) / 1000 });
+    } catch (error) {
+      failed = true;
+      const message = error instanceof Error ? error.message : String(error);
+      options.log.error(`${name}: ${message}`);
+      summaries.push({ ...emptySummary(name, "failed"), seconds: (performance.now() - started) / 1000, error: message });
+    }
+  }
+  return { ok: !failed, stages: summaries };
+}
+
+function emptySummary(stage: StageName, status: StageStatus): StageSummary {
+  return { stage, status, in: 0, out: 0, rejected: 0, seconds: 0, reused: 0 };
+}
+
+function parseStageConfig(stage: StageDefinition<any>, raw: unknown): unknown {
+  const parsed = stage.configSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = ["stages", stage.name, ...issue.path.map(String)].join(".");
+    throw new PipelineError(`config key ${key}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+async function readExternalFiles(options: EngineOptions, paths: string[]): Promise<ExternalFile[]> {
+  const files: ExternalFile[] = [];
+  for (const path of [...new Set(paths)].sort()) {
+    const absolute = resolve(options.baseDir, path);
+    if (!existsSync(absolute)) throw new PipelineError(`input file not found: ${path} (resolved to ${absolute})`);
+    if (statSync(absolute).isDirectory()) {
+      for (const name of (await readdir(absolute)).sort()) {
+        if (statSync(join(absolute, name)).isFile()) files.push({ path: join(path, name), text: await readFile(join(absolute, name), "utf8") });
+      }
+    } else files.push({ path, text: await readFile(absolute, "utf8") });
+  }
+  return files;
+}
+
+function outputsIntact(store: ArtifactStore, stage: StageDefinition<any>, entry: LockEntry): boolean {
+  for (const name of [...stage.outputs.map((o) => o.name), REJECTS]) {
+    if (store.hashArtifact(stage.name, name) !== entry.outputs[name]) return false;
+  }
+  return true;
+}
+
+async function runStage(
+  store: ArtifactStore,
+  options: EngineOptions,
+  stage: StageDefinition<any>,
+  force: boolean,
+): Promise<Omit<StageSummary, "seconds">> {
+  const log = options.log.child(stage.name);
+  const config = parseStageConfig(stage, options.stageConfigs[stage.name]);
+  const configHash = hashValue(config);
+  const code = codeVersion(stage.version, stage.sourceFiles);
+
+  const lock = store.readLock();
+  const inputHashes: Record<string, string> = {};
+  for (const ref of stage.inputs) {
+    const hash = store.hashArtifact(ref.stage, ref.name);
+    if (hash === undefined || !lock.stages[ref.stage]) {
+      throw new PipelineError(`input ${ref.stage}/${ref.name} is missing: run stage '${ref.stage}' first`);
+    }
+    inputHashes[`${ref.stage}/${ref.name}`] = hash;
+  }
+  const files = await readExternalFiles(options, stage.externalFiles?.(config) ?? []);
+  const fileHashes = Object.fromEntries(files.map((f) => [f.path, sha256(f.text)]));
+  const key = hashValue({ stage: stage.name, code, config: configHash, inputs: inputHashes, files: fileHashes, seed: options.seed });
+
+  const previous = lock.stages[stage.name];
+  if (!force && previous && previous.key === key && outputsIntact(store, stage, previous)) {
+    log.info("up to date: inputs, config and code unchanged; no work done");
+    return { stage: stage.name, status: "up_to_date", ...previous.counts, reused: previous.counts.in };
+  }
+
+  const inputs = new Map<string, unknown[]>();
+  for (const ref of stage.inputs) {
+    inputs.set(`${ref.stage}/${ref.name}`, await readValidatedInput(store, options.stages, ref));
+  }
+
+  const rejects: Reject[] = [];
+  let processed = 0;
+  let reused = 0;
+  const ctx: StageContext<unknown> = {
+    stage: stage.name,
+    config,
+    seed: options.seed,
+    log,
+    files,
+    mirrors: new MirrorCache(join(options.workDir, "git")),
+    input<T>(ref: InputRef): T[] {
+      const records = inputs.get(`${ref.stage}/${ref.name}`);
+      if (!records) throw new PipelineError(`stage ${stage.name} did not declare input ${ref.stage}/${ref.name}`);
+      return records as T[];
+    },
+    reject(reject) {
+      processed++;
+      rejects.push(Reject.parse({ ...reject, stage: stage.name }));
+    },
+    async mapRecords<T, R>(records: readonly T[], map: MapOptions<T, R>): Promise<R[]> {
+      options.progress.start(stage.name, records.length);
+      const results: R[][] = new Array(records.length);
+      const recordRejects: (Reject | undefined)[] = new Array(records.length);
+      let next = 0;
+      const worker = async () => {
+        while (next < records.length) {
+          const index = next++;
+          const record = records[index]!;
+          const id = map.id(record);
+          const cacheKey = hashValue({ stage: stage.name, code, config: configHash, seed: options.seed, record, dependsOn: map.dependsOn?.(record) ?? null });
+          const useCache = map.cache !== false;
+          const cached = force || !useCache ? undefined : ((await store.readRecordCache(stage.name, cacheKey)) as CachedRecord<R> | undefined);
+          if (cached) {
+            reused++;
+            results[index] = cached.results;
+            recordRejects[index] = cached.reject;
+          } else {
+            const outcome = await runRecord(stage.name, id, record, map);
+            results[index] = outcome.results;
+            recordRejects[index] = outcome.reject;
+            if (outcome.cacheable && useCache) await store.writeRecordCache(stage.name, cacheKey, { results: outcome.results, reject: outcome.reject });
+          }
+          processed++;
+          options.progress.tick(id);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, map.concurrency ?? 1) }, worker));
+      options.progress.done();
+      for (const reject of recordRejects) if (reject) rejects.push(reject);
+      return results.flat();
+    },
+  };
+
+  const produced = await stage.run(ctx);
+  const outputs: Record<string, string> = {};
+  let out = 0;
+  for (const spec of stage.outputs) {
+    const records = produced[spec.name];
+    if (!records) throw new PipelineError(`stage ${stage.name} produced no '${spec.name}' output`);
+    const valid: unknown[] = [];
+    for (const record of records) {
+      const parsed = spec.schema.safeParse(record);
+      if (parsed.success) valid.push(parsed.data);
+      else {
+        // A record the stage built wrongly is a stage bug; it is rejected by name, the rest is written.
+        const issue = parsed.error.issues[0]!;
+        const id = safeKey(spec, record);
+        rejects.push({ stage: stage.name, record_id: id, reason: "internal_error", field: issue.path.join("."), message: `output ${spec.name} record ${id}: field ${issue.path.join(".") || "(root)"}: ${issue.message}` });
+      }
+    }
+    valid.sort((a, b) => compareKeys(spec.key(a), spec.key(b)));
+    const duplicate = valid.find((r, i) => i > 0 && spec.key(r) === spec.key(valid[i - 1]));
+    if (duplicate) throw new PipelineError(`stage ${stage.name} produced two '${spec.name}' records with key ${spec.key(duplicate)}`);
+    outputs[spec.name] = await store.writeRecords(stage.name, spec.name, valid);
+    out += valid.length;
+  }
+  rejects.sort((a, b) => compareKeys(a.record_id, b.record_id) || compareKeys(a.reason, b.reason) || compareKeys(a.message, b.message));
+  outputs[REJECTS] = await store.writeRecords(stage.name, REJECTS, rejects);
+
+  const counts = { in: processed, out, rejected: rejects.length };
+  // Re-read the lock: an earlier stage of this same run may have written it.
+  const fresh = store.readLock();
+  fresh.stages[stage.name] = { key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, counts };
+  await store.writeLock(fresh);
+  if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
+  return { stage: stage.name, status: "ran", ...counts, reused };
+}
+
+interface CachedRecord<R> {
+  results: R[];
+  reject?: Reject;
+}
+
+async function runRecord<T, R>(stage: StageName, id: string, record: T, map: MapOptions<T, R>): Promise<CachedRecord<R> & { cacheable: boolean }> {
+  try {
+    const value = await map.work(record);
+    const results = value === undefined ? [] : Array.isArray(value) ? value : [value];
+    return { results, cacheable: true };
+  } catch (error) {
+    const where = map.where?.(record) ?? {};
+    if (error instanceof RecordError) {
+      const reject = Reject.parse({ stage, record_id: id, reason: error.reason, message: error.message, ...where, ...error.where });
+      return { results: [], reject, cacheable: true };
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    // Unexpected errors are not cached: they may be transient, or a bug that a fix should retry.
+    return { results: [], reject: { stage, record_id: id, reason: "internal_error", message: `${id}: ${message}`, ...where }, cacheable: false };
+  }
+}
+
+function safeKey(spec: { key: (r: any) => string }, record: unknown): string {
+  try {
+    return String(spec.key(record));
+  } catch {
+    return "(unknown)";
+  }
+}
+
+/** Plain code-unit order, independent of the machine's locale. */
+export function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+async function readValidatedInput(store: ArtifactStore, stages: StageDefinition<any>[], ref: InputRef): Promise<unknown[]> {
+  const producer = stages.find((s) => s.name === ref.stage);
+  const spec = producer?.outputs.find((o) => o.name === ref.name);
+  const { records } = await store.readRecords(ref.stage, ref.name);
+  if (!spec) return records;
+  const schema = spec.schema as z.ZodType<unknown>;
+  return records.map((record, index) => {
+    const parsed = schema.safeParse(record);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new PipelineError(`${store.artifactPath(ref.stage, ref.name)} line ${index + 1}: field ${issue.path.join(".")}: ${issue.message}`);
+    }
+    return parsed.data;
+  });
+}
+
+/**
+ * One run at a time per work directory: two runs writing the same lock file would each believe
+ * the other's outputs. A lock left by a dead process is taken over.
+ */
+function acquireRunLock(workDir: string): () => void {
+  const path = join(workDir, ".run.lock");
+  mkdirSync(workDir, { recursive: true });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const pid = Number(readFileSync(path, "utf8"));
+      if (pid && processAlive(pid)) throw new PipelineError(`another switch-swe run (pid ${pid}) is using ${workDir}`);
+      rmSync(path, { force: true });
+    }
+  }
+  throw new PipelineError(`could not lock ${workDir}`);
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+export function formatSummary(summary: RunSummary): string {
+  const rows = [["stage", "status", "in", "out", "rejected", "reused", "time"]];
+  for (const s of summary.stages) {
+    rows.push([s.stage, s.status.replace("_", " "), String(s.in), String(s.out), String(s.rejected), String(s.reused), `${s.seconds.toFixed(2)}s`]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+}
+

@@ -1,0 +1,99 @@
+import { execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const execFileAsync = promisify(execFile);
+
+/** Git with no user or system config and no prompts, so runs do not depend on the machine. */
+export const GIT_ENV = {
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_TERMINAL_PROMPT: "0",
+  PATH: process.env.PATH ?? "/usr/bin:/bin",
+  HOME: tmpdir(),
+};
+
+export async function git(args: string[], options: { cwd?: string; input?: string | Buffer; env?: Record<string, string> } = {}): Promise<string> {
+  if (options.input === undefined) {
+    const { stdout } = await execFileAsync("git", args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, maxBuffer: 1 << 30, encoding: "utf8" });
+    return stdout;
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(stdout) : reject(new GitError(args, code ?? -1, stderr))));
+    child.stdin.end(options.input);
+  });
+}
+
+export class GitError extends Error {
+  constructor(readonly args: string[], readonly code: number, readonly stderr: string) {
+    super(`git ${args[0]} failed (exit ${code}): ${stderr.trim().split("\n").slice(0, 3).join(" | ")}`);
+    this.name = "GitError";
+  }
+}
+
+/**
+ * Bare mirrors of the repositories under one directory, cloned once and shared by every task
+ * and stage. The source can be a URL or a local path (mirrors, firewalls, offline work).
+ */
+export class MirrorCache {
+  constructor(readonly root: string) {}
+
+  pathFor(repo: string): string {
+    return join(this.root, `${repo.replace("/", "__")}.git`);
+  }
+
+  /** Returns a mirror that holds `commit`, cloning or fetching only when it does not. */
+  async ensure(repo: string, source: string, commit?: string): Promise<string> {
+    const path = this.pathFor(repo);
+    if (!existsSync(join(path, "HEAD"))) {
+      await mkdir(this.root, { recursive: true });
+      const partial = `${path}.partial-${process.pid}`;
+      await rm(partial, { recursive: true, force: true });
+      await git(["clone", "--mirror", "--quiet", source, partial]);
+      // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
+      await rename(partial, path);
+    }
+    if (commit && !(await hasCommit(path, commit))) {
+      await git(["fetch", "--quiet", source, "+refs/*:refs/*"], { cwd: path });
+      if (!(await hasCommit(path, commit))) throw new Error(`commit ${commit} is not in ${source}`);
+    }
+    return path;
+  }
+}
+
+export async function hasCommit(gitDir: string, commit: string): Promise<boolean> {
+  try {
+    await git(["cat-file", "-e", `${commit}^{commit}`], { cwd: gitDir });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `git apply --check` of `patch` against the tree of `commit`, through a throwaway index: no
+ * checkout is written, so this is cheap enough to run for every split.
+ */
+export async function applyCheck(gitDir: string, commit: string, patch: string): Promise<{ ok: true } | { ok: false; error: string }> {
+  if (!patch) return { ok: true };
+  const scratch = await mkdtemp(join(tmpdir(), "switch-swe-index-"));
+  const env = { GIT_INDEX_FILE: join(scratch, "index") };
+  try {
+    await git(["read-tree", commit], { cwd: gitDir, env });
+    await git(["apply", "--cached", "--check", "--whitespace=nowarn", "-"], { cwd: gitDir, env, input: patch });
+    return { ok: true };
+  } catch (error) {
+    return { ok: false, error: error instanceof GitError ? error.stderr.trim() : (error as Error).message };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,53 @@
+import { basename } from "node:path";
+import { sha256 } from "./canonical.ts";
+import { RepoProfile } from "./schemas/repo-profile.ts";
+import type { ExternalFile } from "./stage.ts";
+
+export interface LoadedProfile {
+  file: string;
+  sha256: string;
+  profile: RepoProfile;
+}
+
+export interface ProfileSet {
+  profiles: Map<string, LoadedProfile>;
+  /** Profiles that failed validation, by repository (when the file name tells it) with the reason. */
+  errors: Map<string, string>;
+}
+
+/** The file name a repository's profile must have: `owner__name.json`. */
+export function profileFileName(repo: string): string {
+  return `${repo.replace("/", "__")}.json`;
+}
+
+/**
+ * Validates repository profiles. A bad profile does not stop the others: its repository's
+ * records are rejected with the error, which names the file and field.
+ */
+export function loadProfiles(files: ExternalFile[]): ProfileSet {
+  const profiles = new Map<string, LoadedProfile>();
+  const errors = new Map<string, string>();
+  for (const file of files) {
+    if (!file.path.endsWith(".json")) continue;
+    const repoFromName = basename(file.path, ".json").replace("__", "/");
+    let raw: unknown;
+    try {
+      raw = JSON.parse(file.text);
+    } catch (error) {
+      errors.set(repoFromName, `${file.path}: not valid JSON (${(error as Error).message})`);
+      continue;
+    }
+    const parsed = RepoProfile.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      errors.set(repoFromName, `${file.path}: field ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+      continue;
+    }
+    if (basename(file.path) !== profileFileName(parsed.data.repo)) {
+      errors.set(repoFromName, `${file.path}: field repo: names ${parsed.data.repo}, so the file must be called ${profileFileName(parsed.data.repo)}`);
+      continue;
+    }
+    profiles.set(parsed.data.repo, { file: file.path, sha256: sha256(file.text), profile: parsed.data });
+  }
+  return { profiles, errors };
+}

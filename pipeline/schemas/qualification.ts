@@ -1,0 +1,29 @@
+import { z } from "zod";
+import { RejectReason, TaskId, TestStatus } from "./common.ts";
+
+export const TestRun = z.object({
+  state: z.enum(["before", "after"]),
+  run: z.number().int().nonnegative(),
+  /** Every designated test's status in this run, keyed by pytest node id. */
+  outcomes: z.record(z.string(), TestStatus),
+  pytest_seconds: z.number().nonnegative(),
+  infrastructure_retries: z.number().int().min(0).max(2),
+});
+
+/** Stage 3's output: every test's outcome in every run of each state, and the sets derived from them. */
+export const QualificationRecord = z.object({
+  task_id: TaskId,
+  executor: z.enum(["docker", "local"]),
+  recipe_sha256: z.string(),
+  runs_per_state: z.number().int().positive(),
+  designated_tests: z.array(z.string()),
+  runs: z.array(TestRun),
+  fail_to_pass: z.array(z.string()),
+  pass_to_pass: z.array(z.string()),
+  pass_to_fail: z.array(z.string()),
+  fail_to_fail: z.array(z.string()),
+  unstable: z.array(z.string()),
+  kept: z.boolean(),
+  reject_reason: RejectReason.optional(),
+});
+export type QualificationRecord = z.infer<typeof QualificationRecord>;

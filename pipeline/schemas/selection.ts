@@ -1,0 +1,20 @@
+import { z } from "zod";
+import { LocalityClass, RepoName, TaskId } from "./common.ts";
+
+export const SelectedSession = z.object({
+  focus: TaskId,
+  repo: RepoName,
+  locality: LocalityClass,
+  interruptions: z.array(TaskId),
+  case_seed: z.string(),
+});
+
+/** Stage 7's output. */
+export const Selection = z.object({
+  seed: z.string(),
+  sessions: z.array(SelectedSession),
+  /** How often each interruption task is reused across sessions. */
+  interruption_reuse: z.record(z.string(), z.number().int().positive()),
+  stratification: z.record(z.string(), z.unknown()),
+});
+export type Selection = z.infer<typeof Selection>;

@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { LocalityClass, RepoName, TaskId } from "./common.ts";
+
+/**
+ * What the agent is sent: the repository, the active checkout and the cleaned requirement text,
+ * nothing else (SPEC §2.8). Task ids and roles stay in the session's metadata, not the message.
+ */
+export const RequestMessage = z
+  .object({
+    repository: RepoName,
+    checkout: z.string().regex(/^\/[^\0]+$/, "expected an absolute checkout path"),
+    text: z.string().min(1),
+  })
+  .strict();
+
+export const ScheduledRequest = z.object({
+  task_id: TaskId,
+  /** 1-based stage of `task_id`; absent for the finalization request. */
+  stage: z.number().int().positive().optional(),
+  finalization: z.boolean(),
+  message: RequestMessage,
+});
+export type ScheduledRequest = z.infer<typeof ScheduledRequest>;
+
+export const SessionSpec = z.object({
+  session_id: z.string(),
+  benchmark: z.string(),
+  repo: RepoName,
+  focus: TaskId,
+  interruptions: z.array(TaskId),
+  locality: LocalityClass,
+  seeds: z.object({ benchmark: z.string(), case: z.string() }),
+  checkouts: z.array(z.object({ path: z.string(), task_id: TaskId, base_commit: z.string() })),
+  budget: z.object({
+    per_request_seconds: z.number().int().positive(),
+    timeout_continuations: z.number().int().nonnegative(),
+  }),
+  conditions: z.object({
+    control: z.array(ScheduledRequest),
+    switched: z.array(ScheduledRequest),
+  }),
+});
+export type SessionSpec = z.infer<typeof SessionSpec>;

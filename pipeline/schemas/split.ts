@@ -1,0 +1,37 @@
+import { z } from "zod";
+import { CommitSha, FileClass, RepoName, TaskId } from "./common.ts";
+
+export const FileStatus = z.enum(["added", "modified", "deleted", "renamed", "copied", "mode_changed"]);
+export type FileStatus = z.infer<typeof FileStatus>;
+
+export const ChangedFile = z.object({
+  path: z.string(),
+  /** The path before a rename or copy; equal to `path` otherwise. */
+  old_path: z.string(),
+  status: FileStatus,
+  class: FileClass,
+  binary: z.boolean(),
+  similarity: z.number().int().min(0).max(100).optional(),
+  old_mode: z.string().optional(),
+  new_mode: z.string().optional(),
+});
+export type ChangedFile = z.infer<typeof ChangedFile>;
+
+/** Stage 2's output: the reference change split per SPEC §1 and the task's C_t / D_t. */
+export const SplitChange = z.object({
+  task_id: TaskId,
+  repo: RepoName,
+  base_commit: CommitSha,
+  implementation_patch: z.string(),
+  test_patch: z.string(),
+  files: z.array(ChangedFile),
+  /** C_t: source files the implementation touches; a rename contributes both its old and new path. */
+  source_files: z.array(z.string()).min(1),
+  /** D_t: immediate parent directories of C_t; "." is the repository root. */
+  source_dirs: z.array(z.string()).min(1),
+  /** Docs and other files: recorded, and kept out of both patches. */
+  excluded_files: z.array(z.object({ path: z.string(), class: FileClass })),
+  /** The classification that produced this split, fixed before selection (SPEC §1). */
+  classification: z.object({ profile: z.string(), profile_sha256: z.string() }),
+});
+export type SplitChange = z.infer<typeof SplitChange>;

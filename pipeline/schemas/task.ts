@@ -1,0 +1,44 @@
+import { z } from "zod";
+import { CommitSha, IsoTimestamp, RepoName, TaskId } from "./common.ts";
+import { EnvironmentRecipe } from "./repo-profile.ts";
+
+export const ProvenanceSource = z.object({
+  kind: z.enum(["issue", "pr_body", "review", "review_comment", "issue_comment", "authored"]),
+  record_id: z.string(),
+  url: z.string().optional(),
+  author: z.string(),
+  created_at: IsoTimestamp.optional(),
+});
+
+export const Provenance = z.object({
+  sources: z.array(ProvenanceSource).min(1),
+  /** Set when a maintainer's curation file changed this request; never applied silently. */
+  curation: z
+    .object({ action: z.enum(["edit", "merge", "drop", "add"]), reviewer: z.string(), reason: z.string(), file: z.string() })
+    .optional(),
+});
+export type Provenance = z.infer<typeof Provenance>;
+
+export const Request = z.object({
+  /** 1-based position among the task's substantive requests. */
+  stage: z.number().int().positive(),
+  text: z.string().min(1),
+  provenance: Provenance,
+});
+export type Request = z.infer<typeof Request>;
+
+/** A task t = (R_t, Q_t, V_t) of SPEC §1. */
+export const Task = z.object({
+  id: TaskId,
+  snapshot: z.object({ repo: RepoName, base_commit: CommitSha, environment: EnvironmentRecipe }),
+  requests: z.array(Request).min(1),
+  verifier: z.object({
+    test_patch: z.string(),
+    test_command: z.string(),
+    fail_to_pass: z.array(z.string()).min(1),
+    pass_to_pass: z.array(z.string()).min(1),
+  }),
+  source_files: z.array(z.string()).min(1),
+  source_dirs: z.array(z.string()).min(1),
+});
+export type Task = z.infer<typeof Task>;

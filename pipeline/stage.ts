@@ -1,0 +1,92 @@
+import type { z } from "zod";
+import type { Reject, RejectReason, StageName } from "./schemas/common.ts";
+import type { MirrorCache } from "./git.ts";
+import type { Logger } from "./logger.ts";
+
+/** An artifact a stage writes: a list of records, one JSON object per line, sorted by `key`. */
+export interface OutputSpec<T = unknown> {
+  name: string;
+  schema: z.ZodType<T>;
+  /** Records are written sorted by this key, so output order never depends on scheduling. */
+  key: (record: T) => string;
+}
+
+export interface InputRef {
+  stage: StageName;
+  name: string;
+}
+
+/** A file outside the work directory that a stage reads; the engine reads and hashes it. */
+export interface ExternalFile {
+  path: string;
+  text: string;
+}
+
+/**
+ * Thrown by a stage for one bad record. The engine records it as a reject with this reason and
+ * goes on with the other records.
+ */
+export class RecordError extends Error {
+  constructor(
+    readonly reason: RejectReason,
+    message: string,
+    readonly where: { field?: string; file?: string; line?: number } = {},
+  ) {
+    super(message);
+    this.name = "RecordError";
+  }
+}
+
+export interface MapOptions<T, R> {
+  /** Names the record in rejects and progress. */
+  id: (record: T) => string;
+  /** Anything besides the record itself that its result depends on (a profile, a file's hash). */
+  dependsOn?: (record: T) => unknown;
+  concurrency?: number;
+  /** Off for work too cheap to be worth a cache file per record. */
+  cache?: boolean;
+  /** Where the record came from, for rejects (file and line of the input). */
+  where?: (record: T) => { file?: string; line?: number };
+  work: (record: T) => Promise<R | R[] | undefined> | R | R[] | undefined;
+}
+
+export interface StageContext<C> {
+  readonly stage: StageName;
+  readonly config: C;
+  readonly seed: string;
+  readonly log: Logger;
+  /** Records produced by an earlier stage, already validated against that stage's schema. */
+  input<T>(ref: InputRef): T[];
+  /** External files the stage declared, read and hashed by the engine (a directory stands for its files). */
+  readonly files: ExternalFile[];
+  /** Shared bare mirrors of the target repositories, under the work directory. */
+  readonly mirrors: MirrorCache;
+  /**
+   * Runs `work` on each record independently: a record that throws becomes a reject and the
+   * others go on. Results are cached per record, so an unchanged record does no work again.
+   */
+  mapRecords<T, R>(records: readonly T[], options: MapOptions<T, R>): Promise<R[]>;
+  /** Records a reject found outside mapRecords (for example a malformed input line). */
+  reject(reject: Omit<Reject, "stage">): void;
+}
+
+export interface StageDefinition<C = unknown> {
+  name: StageName;
+  summary: string;
+  /** A command line a user can copy, shown in `--help`. */
+  example: string;
+  /** Bump when the stage's behaviour changes in a way its source hash would not show. */
+  version: string;
+  /** Files whose content identifies the stage's code; their hash joins the cache key. */
+  sourceFiles?: string[];
+  configSchema: z.ZodType<C>;
+  inputs: InputRef[];
+  outputs: OutputSpec<any>[];
+  externalFiles?: (config: C) => string[];
+  run(ctx: StageContext<C>): Promise<Record<string, unknown[]>>;
+}
+
+/** Helps TypeScript infer `C` from the config schema at the definition site. */
+export function defineStage<C>(definition: StageDefinition<C>): StageDefinition<C> {
+  return definition;
+}

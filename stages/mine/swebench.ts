@@ -1,0 +1,162 @@
+import { z } from "zod";
+import { Candidate, type Candidate as CandidateT } from "../../pipeline/schemas/candidate.ts";
+import { CommitSha, RepoName, type Reject } from "../../pipeline/schemas/common.ts";
+
+/** A list of test ids given as a JSON array or as a JSON-encoded string of one (SWE-bench does both). */
+const TestList = z.union([
+  z.array(z.string()),
+  z.string().transform((text, ctx) => {
+    try {
+      const value: unknown = JSON.parse(text);
+      if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value as string[];
+    } catch {
+      // reported below
+    }
+    ctx.addIssue({ code: "custom", message: "expected a list of test ids or a JSON string holding one" });
+    return z.NEVER;
+  }),
+]);
+
+/** The SWE-bench family's record: SWE-bench, Lite, Verified, SWE-bench-Live and SWE-Gym use these names. */
+export const SwebenchRecord = z.looseObject({
+  instance_id: z.string().regex(/^.+__.+-[0-9]+$/, "expected owner__name-NUMBER"),
+  repo: RepoName,
+  base_commit: CommitSha,
+  patch: z.string().min(1, "the reference patch is empty"),
+  test_patch: z.string(),
+  problem_statement: z.string().optional(),
+  created_at: z.string().refine((s) => !Number.isNaN(Date.parse(s)), "expected a date-time such as 2023-01-28T06:14:39Z"),
+  version: z.union([z.string(), z.number()]).transform(String).optional(),
+  environment_setup_commit: CommitSha.optional(),
+  FAIL_TO_PASS: TestList.default([]),
+  PASS_TO_PASS: TestList.default([]),
+});
+
+const MODELLED = new Set([
+  "instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
+  "created_at", "version", "environment_setup_commit", "FAIL_TO_PASS", "PASS_TO_PASS",
+]);
+
+export interface ImportResult {
+  candidates: CandidateT[];
+  rejects: Omit<Reject, "stage">[];
+}
+
+/**
+ * Reads SWE-bench-family records from a JSON array or JSON Lines text. Every bad record is a
+ * reject naming the file, the line and the field; the others import.
+ */
+export function importSwebench(file: string, text: string): ImportResult {
+  const candidates: CandidateT[] = [];
+  const rejects: Omit<Reject, "stage">[] = [];
+  for (const { value, line, error } of readRecords(text)) {
+    if (error !== undefined) {
+      rejects.push({ record_id: `${file}:${line}`, reason: "malformed_record", message: `${file} line ${line}: ${error}`, file, line });
+      continue;
+    }
+    const id = typeof (value as { instance_id?: unknown })?.instance_id === "string" ? (value as { instance_id: string }).instance_id : `${file}:${line}`;
+    const parsed = SwebenchRecord.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const field = issue.path.join(".");
+      const missing = issue.code === "invalid_type" && issue.input === undefined;
+      rejects.push({
+        record_id: id,
+        reason: missing ? "missing_field" : "invalid_field",
+        message: `${file} line ${line}, record ${id}: field ${field || "(record)"}: ${missing ? "is required" : issue.message}`,
+        file,
+        line,
+        field,
+      });
+      continue;
+    }
+    const record = parsed.data;
+    const expectedPrefix = record.repo.replace("/", "__") + "-";
+    if (!record.instance_id.startsWith(expectedPrefix)) {
+      rejects.push({ record_id: id, reason: "invalid_field", message: `${file} line ${line}, record ${id}: field instance_id: does not belong to repo ${record.repo} (expected ${expectedPrefix}N)`, file, line, field: "instance_id" });
+      continue;
+    }
+    const pull = Number(/-([0-9]+)$/.exec(record.instance_id)![1]);
+    const extra = Object.fromEntries(Object.entries(record).filter(([k]) => !MODELLED.has(k)));
+    candidates.push(
+      Candidate.parse({
+        id: record.instance_id,
+        repo: record.repo,
+        pull_number: pull > 0 ? pull : null,
+        base_commit: record.base_commit,
+        created_at: new Date(record.created_at).toISOString(),
+        source: { kind: "swebench", file, line },
+        reference_diff: joinPatches(record.patch, record.test_patch),
+        upstream_split: { patch: record.patch, test_patch: record.test_patch },
+        problem_statement: record.problem_statement,
+        upstream_fail_to_pass: record.FAIL_TO_PASS,
+        upstream_pass_to_pass: record.PASS_TO_PASS,
+        version: record.version,
+        environment_setup_commit: record.environment_setup_commit,
+        extra,
+      }),
+    );
+  }
+  return { candidates, rejects };
+}
+
+/** Concatenates two diffs so that the second starts on a line of its own. */
+export function joinPatches(first: string, second: string): string {
+  if (!first) return second;
+  return first.endsWith("\n") || !second ? first + second : `${first}\n${second}`;
+}
+
+function* readRecords(text: string): Generator<{ value?: unknown; line: number; error?: string }> {
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith("[")) {
+    // A JSON array: line numbers are those of each element's first line.
+    let array: unknown;
+    try {
+      array = JSON.parse(text);
+    } catch (error) {
+      yield { line: 1, error: `not valid JSON: ${(error as Error).message}` };
+      return;
+    }
+    const lines = elementLines(text);
+    for (const [index, value] of (array as unknown[]).entries()) yield { value, line: lines[index] ?? 1 };
+    return;
+  }
+  const lines = text.split("\n");
+  for (const [index, raw] of lines.entries()) {
+    if (!raw.trim()) continue;
+    try {
+      yield { value: JSON.parse(raw), line: index + 1 };
+    } catch (error) {
+      yield { line: index + 1, error: `not valid JSON: ${(error as Error).message}` };
+    }
+  }
+}
+
+/** The line on which each top-level element of a JSON array starts. */
+function elementLines(text: string): number[] {
+  const result: number[] = [];
+  let depth = 0;
+  let line = 1;
+  let inString = false;
+  let expectingElement = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (ch === "\n") line++;
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+      continue;
+    }
+    if (depth === 1 && expectingElement && !/\s/.test(ch) && ch !== "]") {
+      result.push(line);
+      expectingElement = false;
+    }
+    if (ch === '"') inString = true;
+    else if (ch === "[" || ch === "{") {
+      depth++;
+      if (depth === 1) expectingElement = true;
+    } else if (ch === "]" || ch === "}") depth--;
+    else if (ch === "," && depth === 1) expectingElement = true;
+  }
+  return result;
+}

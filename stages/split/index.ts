@@ -1,0 +1,80 @@
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
+import { applyCheck } from "../../pipeline/git.ts";
+import type { Candidate } from "../../pipeline/schemas/candidate.ts";
+import { SplitChange } from "../../pipeline/schemas/split.ts";
+import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { DiffParseError } from "./diff.ts";
+import { splitReferenceChange } from "./split.ts";
+
+export { classifyPath } from "./classify.ts";
+export { parseGitDiff } from "./diff.ts";
+export { parentDir, splitReferenceChange } from "./split.ts";
+
+export const SplitConfig = z.strictObject({
+  /** The directory of repository profiles, relative to the config file. */
+  profiles_dir: z.string().default("../repos"),
+  /** Check with `git apply --check` that both patches apply to the base revision (needs the profile's clone_url). */
+  check_apply: z.boolean().default(true),
+});
+export type SplitConfig = z.infer<typeof SplitConfig>;
+
+export const splitStage = defineStage({
+  name: "split",
+  summary: "classify changed files and split each reference change into implementation and test patches",
+  example: "switch-swe split --config data/demo/pipeline.yaml   |   switch-swe split --diff change.diff --profile data/repos/o__n.json --json",
+  version: "1",
+  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  configSchema: SplitConfig,
+  inputs: [{ stage: "mine", name: "candidates" }],
+  outputs: [{ name: "splits", schema: SplitChange, key: (s: SplitChange) => s.task_id }],
+  externalFiles: (config) => [config.profiles_dir],
+  async run(ctx) {
+    const { profiles, errors } = loadProfiles(ctx.files);
+    const candidates = ctx.input<Candidate>({ stage: "mine", name: "candidates" });
+    const splits = await ctx.mapRecords(candidates, {
+      id: (c) => c.id,
+      dependsOn: (c) => profiles.get(c.repo)?.sha256 ?? errors.get(c.repo) ?? null,
+      concurrency: 2,
+      work: async (candidate) => {
+        const loaded = profiles.get(candidate.repo);
+        if (!loaded) {
+          const why = errors.get(candidate.repo) ?? `there is no profile ${ctx.config.profiles_dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
+          throw new RecordError("unknown_repository", `${candidate.id}: field repo: ${why}`, { field: "repo" });
+        }
+        let result;
+        try {
+          result = splitReferenceChange(candidate.reference_diff, loaded.profile.classification);
+        } catch (error) {
+          if (error instanceof DiffParseError) throw new RecordError("unparsable_diff", `${candidate.id}: field reference_diff: ${error.message}`, { field: "reference_diff" });
+          throw error;
+        }
+        if (!result.sourceFiles.length) throw new RecordError("no_source_changes", `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`, { field: "reference_diff" });
+        if (!result.testPatch) throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, { field: "reference_diff" });
+        if (ctx.config.check_apply) {
+          const source = loaded.profile.clone_url;
+          if (!source) throw new RecordError("invalid_field", `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`, { field: "clone_url" });
+          const mirror = await ctx.mirrors.ensure(candidate.repo, source, candidate.base_commit);
+          for (const [name, patch] of [["implementation", result.implementationPatch], ["test", result.testPatch]] as const) {
+            const check = await applyCheck(mirror, candidate.base_commit, patch);
+            if (!check.ok) throw new RecordError("patch_does_not_apply", `${candidate.id}: the ${name} patch does not apply to ${candidate.base_commit}: ${check.error}`, { field: "reference_diff" });
+          }
+        }
+        return SplitChange.parse({
+          task_id: candidate.id,
+          repo: candidate.repo,
+          base_commit: candidate.base_commit,
+          implementation_patch: result.implementationPatch,
+          test_patch: result.testPatch,
+          files: result.files.map(({ rule: _rule, ...file }) => file),
+          source_files: result.sourceFiles,
+          source_dirs: result.sourceDirs,
+          excluded_files: result.excluded,
+          classification: { profile: loaded.file, profile_sha256: loaded.sha256 },
+        });
+      },
+    });
+    return { splits };
+  },
+});
