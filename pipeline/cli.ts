@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
+import { buildDemoCorpus } from "./demo-corpus.ts";
 import { runDoctor } from "./doctor.ts";
 import { formatSummary, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
 import { createLogger } from "./logger.ts";
@@ -123,6 +124,23 @@ export function buildProgram(): Command {
       .addHelpText("after", `\nExample:\n  ${info.example}`)
       .action(act(() => notBuilt(name)));
   }
+
+  program
+    .command("demo")
+    .description("build the bundled demo corpus (real git repositories and their records) and run the pipeline over it")
+    .option("--corpus <file>", "corpus description", "data/demo/corpus.yaml")
+    .option("--out <dir>", "where to build the corpus", ".switch-swe/demo-corpus")
+    .option("-c, --config <file>", "pipeline config to run over it", "data/demo/pipeline.yaml")
+    .option("--force", "redo every stage, ignoring caches")
+    .option("-q, --quiet", "print only warnings, errors and the summary")
+    .addHelpText("after", "\nExample:\n  switch-swe demo")
+    .action(
+      act(async (opts) => {
+        const corpus = await buildDemoCorpus(opts.corpus, opts.out);
+        process.stderr.write(`demo corpus: ${corpus.records} pull requests in ${corpus.repositories.join(", ")} (${corpus.built ? "built" : "already built"}) at ${corpus.dir}\n`);
+        return runWithConfig(opts.config, { force: opts.force }, Boolean(opts.quiet));
+      }),
+    );
 
   program
     .command("doctor")

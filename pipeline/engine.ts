@@ -193,6 +193,7 @@ async function runStage(
     log,
     files,
     mirrors: new MirrorCache(join(options.workDir, "git")),
+    resolvePath: (path) => resolve(options.baseDir, path),
     input<T>(ref: InputRef): T[] {
       const records = inputs.get(`${ref.stage}/${ref.name}`);
       if (!records) throw new PipelineError(`stage ${stage.name} did not declare input ${ref.stage}/${ref.name}`);
@@ -357,7 +358,7 @@ function processAlive(pid: number): boolean {
 export function formatSummary(summary: RunSummary): string {
   const rows = [["stage", "status", "in", "out", "rejected", "reused", "time"]];
   for (const s of summary.stages) {
-    rows.push([s.stage, s.status.replace("_", " "), String(s.in), String(s.out), String(s.rejected), String(s.reused), `${s.seconds.toFixed(2)}s`]);
+    rows.push([s.stage, s.status.replaceAll("_", " "), String(s.in), String(s.out), String(s.rejected), String(s.reused), `${s.seconds.toFixed(2)}s`]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");

@@ -45,6 +45,9 @@ export class GitError extends Error {
  * and stage. The source can be a URL or a local path (mirrors, firewalls, offline work).
  */
 export class MirrorCache {
+  /** One clone or fetch per repository at a time; concurrent records of a repository wait for it. */
+  private readonly pending = new Map<string, Promise<string>>();
+
   constructor(readonly root: string) {}
 
   pathFor(repo: string): string {
@@ -53,6 +56,13 @@ export class MirrorCache {
 
   /** Returns a mirror that holds `commit`, cloning or fetching only when it does not. */
   async ensure(repo: string, source: string, commit?: string): Promise<string> {
+    const previous = this.pending.get(repo) ?? Promise.resolve("");
+    const next = previous.catch(() => "").then(() => this.ensureNow(repo, source, commit));
+    this.pending.set(repo, next);
+    return next;
+  }
+
+  private async ensureNow(repo: string, source: string, commit?: string): Promise<string> {
     const path = this.pathFor(repo);
     if (!existsSync(join(path, "HEAD"))) {
       await mkdir(this.root, { recursive: true });
@@ -63,7 +73,7 @@ export class MirrorCache {
       await rename(partial, path);
     }
     if (commit && !(await hasCommit(path, commit))) {
-      await git(["fetch", "--quiet", source, "+refs/*:refs/*"], { cwd: path });
+      await git([`--git-dir=${path}`, "fetch", "--quiet", source, "+refs/*:refs/*"]);
       if (!(await hasCommit(path, commit))) throw new Error(`commit ${commit} is not in ${source}`);
     }
     return path;
@@ -72,7 +82,7 @@ export class MirrorCache {
 
 export async function hasCommit(gitDir: string, commit: string): Promise<boolean> {
   try {
-    await git(["cat-file", "-e", `${commit}^{commit}`], { cwd: gitDir });
+    await git([`--git-dir=${gitDir}`, "cat-file", "-e", `${commit}^{commit}`]);
     return true;
   } catch {
     return false;
@@ -88,8 +98,9 @@ export async function applyCheck(gitDir: string, commit: string, patch: string):
   const scratch = await mkdtemp(join(tmpdir(), "switch-swe-index-"));
   const env = { GIT_INDEX_FILE: join(scratch, "index") };
   try {
-    await git(["read-tree", commit], { cwd: gitDir, env });
-    await git(["apply", "--cached", "--check", "--whitespace=nowarn", "-"], { cwd: gitDir, env, input: patch });
+    // --git-dir always: without it a broken mirror would let git find an enclosing repository.
+    await git([`--git-dir=${gitDir}`, "read-tree", commit], { env });
+    await git([`--git-dir=${gitDir}`, "apply", "--cached", "--check", "--whitespace=nowarn", "-"], { env, input: patch });
     return { ok: true };
   } catch (error) {
     return { ok: false, error: error instanceof GitError ? error.stderr.trim() : (error as Error).message };

@@ -59,6 +59,8 @@ export interface StageContext<C> {
   input<T>(ref: InputRef): T[];
   /** External files the stage declared, read and hashed by the engine (a directory stands for its files). */
   readonly files: ExternalFile[];
+  /** Resolves a path from the config (or from a file the config names) against the config's directory. */
+  resolvePath(path: string): string;
   /** Shared bare mirrors of the target repositories, under the work directory. */
   readonly mirrors: MirrorCache;
   /**

@@ -1,3 +1,4 @@
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
@@ -53,7 +54,9 @@ export const splitStage = defineStage({
         if (!result.sourceFiles.length) throw new RecordError("no_source_changes", `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`, { field: "reference_diff" });
         if (!result.testPatch) throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, { field: "reference_diff" });
         if (ctx.config.check_apply) {
-          const source = loaded.profile.clone_url;
+          const cloneUrl = loaded.profile.clone_url;
+          // A relative clone_url is a local path, relative to the profile file that names it.
+          const source = cloneUrl && !/^[a-z]+:\/\//.test(cloneUrl) && !cloneUrl.includes("@") ? resolve(dirname(ctx.resolvePath(loaded.file)), cloneUrl) : cloneUrl;
           if (!source) throw new RecordError("invalid_field", `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`, { field: "clone_url" });
           const mirror = await ctx.mirrors.ensure(candidate.repo, source, candidate.base_commit);
           for (const [name, patch] of [["implementation", result.implementationPatch], ["test", result.testPatch]] as const) {
