@@ -80,5 +80,6 @@ export function loadConfig(path: string, stages: StageDefinition<any>[]): Loaded
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") return `unknown key (expected one of the documented keys; check its spelling)`;
+  if (issue.code === "invalid_type" && issue.input === undefined) return `is required (${issue.message.replace(/^Invalid input: /, "")})`;
   return issue.message;
 }

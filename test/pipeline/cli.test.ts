@@ -1,0 +1,91 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { checkSchemaFiles } from "../../pipeline/schema-export.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const bin = join(root, "bin", "switch-swe.mjs");
+
+async function cli(args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const SUBCOMMANDS = ["run", "mine", "split", "qualify", "reconstruct", "audit", "locality", "select", "schedule", "validate", "emit", "verify", "report", "doctor", "schemas", "repo", "demo"];
+
+describe("switch-swe CLI", () => {
+  it("lists every subcommand, and each one's help has an example", async () => {
+    const help = await cli(["--help"]);
+    expect(help.code).toBe(0);
+    for (const name of SUBCOMMANDS) expect(help.stdout).toMatch(new RegExp(`^  ${name}\\b`, "m"));
+    for (const name of SUBCOMMANDS.filter((n) => n !== "repo")) {
+      const sub = await cli([name, "--help"]);
+      expect(sub.code, name).toBe(0);
+      expect(sub.stdout, name).toMatch(/Example:\n  switch-swe /);
+    }
+    expect((await cli(["repo", "init", "--help"])).stdout).toMatch(/Example:\n  switch-swe repo init/);
+  }, 120_000);
+
+  it("says plainly that a stage of a later issue is not built, and exits 2", async () => {
+    const result = await cli(["qualify", "--config", "data/demo/pipeline.yaml"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/'qualify' is not built .*issue #6.*nothing was run/);
+  });
+
+  it("reports a config error with its key and exits 2", async () => {
+    const dir = tempDir();
+    const path = join(dir, "bad.yaml");
+    await import("node:fs").then((fs) => fs.writeFileSync(path, "name: Bad Name\nseed: 1\nwork_dir: w\n"));
+    const result = await cli(["run", "--config", path]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`${path}: key name (line 1)`);
+  });
+
+  it("doctor says whether GITHUB_TOKEN is set and never prints it", async () => {
+    const secret = "ghp_thisMustNeverBePrinted123";
+    const result = await cli(["doctor", "--json"], { GITHUB_TOKEN: secret });
+    expect(result.stdout + result.stderr).not.toContain(secret);
+    const report = JSON.parse(result.stdout);
+    expect(report.checks.find((c: { name: string }) => c.name === "GITHUB_TOKEN")).toMatchObject({ ok: true, detail: "set (value not shown)" });
+    expect(report.checks.find((c: { name: string }) => c.name === "git").ok).toBe(true);
+  });
+
+  it("split --diff prints the split of one diff as JSON", async () => {
+    const dir = tempDir();
+    const diff = join(dir, "change.diff");
+    await import("node:fs").then((fs) =>
+      fs.writeFileSync(
+        diff,
+        "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n" +
+          "diff --git a/tests/test_mod.py b/tests/test_mod.py\n--- a/tests/test_mod.py\n+++ b/tests/test_mod.py\n@@ -1 +1 @@\n-x\n+y\n" +
+          "diff --git a/docs/index.rst b/docs/index.rst\n--- a/docs/index.rst\n+++ b/docs/index.rst\n@@ -1 +1 @@\n-d\n+e\n",
+      ),
+    );
+    const result = await cli(["split", "--diff", diff, "--json"]);
+    expect(result.code).toBe(0);
+    const out = JSON.parse(result.stdout);
+    expect(out.source_files).toEqual(["pkg/mod.py"]);
+    expect(out.source_dirs).toEqual(["pkg"]);
+    expect(out.implementation_patch).toMatch(/^diff --git a\/pkg\/mod.py/);
+    expect(out.test_patch).toMatch(/^diff --git a\/tests\/test_mod.py/);
+    expect(out.files.map((f: { path: string; class: string }) => `${f.path}:${f.class}`)).toEqual(["pkg/mod.py:source", "tests/test_mod.py:test", "docs/index.rst:docs"]);
+  });
+
+  it("keeps the committed JSON Schemas in step with the zod schemas", async () => {
+    expect(checkSchemaFiles(join(root, "manifests", "schema"))).toEqual([]);
+    const result = await cli(["schemas", "--check", "--out", join(tempDir(), "none")]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/stale or missing JSON Schema files/);
+    expect(JSON.parse(readFileSync(join(root, "manifests/schema/session-spec.schema.json"), "utf8")).properties.conditions).toBeDefined();
+  });
+});

@@ -1,0 +1,192 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { runPipeline, type EngineOptions } from "../../pipeline/engine.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { silentProgress } from "../../pipeline/progress.ts";
+import { defineStage, RecordError, type StageDefinition } from "../../pipeline/stage.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const Item = z.object({ id: z.string(), value: z.number() });
+type Item = z.infer<typeof Item>;
+
+/** Two small stages over a list of numbers, counting the records they really work on. */
+function makeStages(calls: { mine: string[]; split: string[] }): StageDefinition<any>[] {
+  const source = defineStage({
+    name: "mine",
+    summary: "reads numbers",
+    example: "",
+    version: "1",
+    configSchema: z.strictObject({ file: z.string() }),
+    inputs: [],
+    outputs: [{ name: "items", schema: Item, key: (i: Item) => i.id }],
+    externalFiles: (config) => [config.file],
+    async run(ctx) {
+      const lines = ctx.files[0]!.text.split("\n").filter(Boolean);
+      const items = await ctx.mapRecords(lines, {
+        id: (line) => line.split("=")[0]!,
+        work: (line) => {
+          const [id, raw] = line.split("=");
+          calls.mine.push(id!);
+          if (raw === "bad") throw new RecordError("invalid_field", `record ${id}: field value: not a number`, { field: "value" });
+          if (raw === "boom") throw new Error("unexpected");
+          return { id: id!, value: Number(raw) };
+        },
+      });
+      return { items };
+    },
+  });
+  const double = defineStage({
+    name: "split",
+    summary: "doubles",
+    example: "",
+    version: "1",
+    configSchema: z.strictObject({ factor: z.number().default(2) }),
+    inputs: [{ stage: "mine", name: "items" }],
+    outputs: [{ name: "doubled", schema: Item, key: (i: Item) => i.id }],
+    async run(ctx) {
+      const items = ctx.input<Item>({ stage: "mine", name: "items" });
+      const doubled = await ctx.mapRecords(items, {
+        id: (i) => i.id,
+        work: (i) => {
+          calls.split.push(i.id);
+          return { id: i.id, value: i.value * ctx.config.factor };
+        },
+      });
+      return { doubled };
+    },
+  });
+  return [double, source];
+}
+
+function setup(lines: string[]) {
+  const dir = tempDir();
+  writeFileSync(join(dir, "input.txt"), lines.join("\n") + "\n");
+  const calls = { mine: [] as string[], split: [] as string[] };
+  const options = (configs: Record<string, unknown> = {}): EngineOptions => ({
+    workDir: join(dir, "work"),
+    baseDir: dir,
+    stages: makeStages(calls),
+    stageConfigs: { mine: { file: "input.txt" }, split: {}, ...configs },
+    seed: "7",
+    log: silentLogger,
+    progress: silentProgress,
+  });
+  const read = (stage: string, name: string) =>
+    readFileSync(join(dir, "work", "artifacts", stage, `${name}.jsonl`), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return { dir, calls, options, read };
+}
+
+describe("engine cache", () => {
+  it("does no work on an unchanged re-run and says the stages are up to date", async () => {
+    const t = setup(["a=1", "b=2"]);
+    const first = await runPipeline(t.options());
+    expect(first.stages.filter((s) => s.status === "ran").map((s) => s.stage)).toEqual(["mine", "split"]);
+    expect(t.calls).toEqual({ mine: ["a", "b"], split: ["a", "b"] });
+    const lockBefore = readFileSync(join(t.dir, "work", "switch-swe.lock.json"), "utf8");
+
+    const second = await runPipeline(t.options());
+    expect(second.stages.filter((s) => s.stage === "mine" || s.stage === "split").map((s) => s.status)).toEqual(["up_to_date", "up_to_date"]);
+    expect(t.calls).toEqual({ mine: ["a", "b"], split: ["a", "b"] });
+    expect(readFileSync(join(t.dir, "work", "switch-swe.lock.json"), "utf8")).toBe(lockBefore);
+    expect(t.read("split", "doubled")).toEqual([{ id: "a", value: 2 }, { id: "b", value: 4 }]);
+  });
+
+  it("reruns a stage whose config changed, and only that stage onwards", async () => {
+    const t = setup(["a=1", "b=2"]);
+    await runPipeline(t.options());
+    const summary = await runPipeline(t.options({ split: { factor: 3 } }));
+    expect(summary.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
+    expect(summary.stages.find((s) => s.stage === "split")!.status).toBe("ran");
+    expect(t.calls.split).toEqual(["a", "b", "a", "b"]);
+    expect(t.read("split", "doubled")).toEqual([{ id: "a", value: 3 }, { id: "b", value: 6 }]);
+  });
+
+  it("reworks only the records of an input file that changed", async () => {
+    const t = setup(["a=1", "b=2"]);
+    await runPipeline(t.options());
+    writeFileSync(join(t.dir, "input.txt"), "a=1\nb=5\nc=7\n");
+    const summary = await runPipeline(t.options());
+    expect(summary.stages.find((s) => s.stage === "mine")!.status).toBe("ran");
+    expect(t.calls.mine).toEqual(["a", "b", "b", "c"]);
+    expect(t.calls.split).toEqual(["a", "b", "b", "c"]);
+    expect(summary.stages.find((s) => s.stage === "split")!.reused).toBe(1);
+    expect(t.read("split", "doubled").map((r) => r.value)).toEqual([2, 10, 14]);
+  });
+
+  it("reruns a stage whose output was edited or deleted on disk", async () => {
+    const t = setup(["a=1"]);
+    await runPipeline(t.options());
+    writeFileSync(join(t.dir, "work", "artifacts", "split", "doubled.jsonl"), '{"id":"a","value":99}\n');
+    const summary = await runPipeline(t.options());
+    expect(summary.stages.find((s) => s.stage === "split")!.status).toBe("ran");
+    expect(t.read("split", "doubled")).toEqual([{ id: "a", value: 2 }]);
+  });
+
+  it("honours --force, --from and --only", async () => {
+    const t = setup(["a=1"]);
+    await runPipeline(t.options());
+    await runPipeline(t.options(), { force: true });
+    expect(t.calls).toEqual({ mine: ["a", "a"], split: ["a", "a"] });
+
+    const from = await runPipeline(t.options(), { from: "split" });
+    expect(from.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
+    expect(t.calls.split).toEqual(["a", "a", "a"]);
+
+    const only = await runPipeline(t.options(), { only: "split", force: true });
+    expect(only.stages.map((s) => s.stage)).toEqual(["split"]);
+    expect(t.calls).toEqual({ mine: ["a", "a"], split: ["a", "a", "a", "a"] });
+  });
+
+  it("--only refuses to run a stage whose inputs were never built", async () => {
+    const t = setup(["a=1"]);
+    const summary = await runPipeline(t.options(), { only: "split" });
+    expect(summary.ok).toBe(false);
+    expect(summary.stages[0]!.error).toMatch(/input mine\/items is missing: run stage 'mine' first/);
+  });
+
+  it("lists the stages this build lacks as not built", async () => {
+    const t = setup(["a=1"]);
+    const summary = await runPipeline(t.options());
+    expect(summary.stages.find((s) => s.stage === "qualify")!.status).toBe("not_built");
+  });
+});
+
+describe("per-record isolation", () => {
+  it("records a bad record as a reject with reason and field, and goes on with the rest", async () => {
+    const t = setup(["a=1", "b=bad", "c=boom", "d=4"]);
+    const summary = await runPipeline(t.options());
+    expect(summary.ok).toBe(true);
+    expect(t.read("mine", "items").map((i) => i.id)).toEqual(["a", "d"]);
+    const rejects = t.read("mine", "rejects");
+    expect(rejects).toEqual([
+      { stage: "mine", record_id: "b", reason: "invalid_field", field: "value", message: "record b: field value: not a number" },
+      { stage: "mine", record_id: "c", reason: "internal_error", message: "c: unexpected" },
+    ]);
+    expect(summary.stages.find((s) => s.stage === "mine")).toMatchObject({ in: 4, out: 2, rejected: 2 });
+  });
+
+  it("retries an unexpected error on the next run but keeps a deterministic reject cached", async () => {
+    const t = setup(["b=bad", "c=boom"]);
+    await runPipeline(t.options());
+    writeFileSync(join(t.dir, "input.txt"), "b=bad\nc=boom\ne=5\n");
+    await runPipeline(t.options());
+    // b's reject came from a RecordError and is reused; c crashed unexpectedly and is tried again.
+    expect(t.calls.mine).toEqual(["b", "c", "c", "e"]);
+  });
+});
+
+describe("run lock", () => {
+  it("refuses a second run on the same work directory while the first holds it", async () => {
+    const t = setup(["a=1"]);
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(join(t.dir, "work"), { recursive: true });
+    writeFileSync(join(t.dir, "work", ".run.lock"), String(process.pid));
+    await expect(runPipeline(t.options())).rejects.toThrow(/another switch-swe run \(pid \d+\)/);
+    // a lock left by a dead process is taken over
+    writeFileSync(join(t.dir, "work", ".run.lock"), "999999");
+    await expect(runPipeline(t.options())).resolves.toMatchObject({ ok: true });
+    expect(existsSync(join(t.dir, "work", ".run.lock"))).toBe(false);
+  });
+});
