@@ -60,7 +60,8 @@ export function loadConfig(path: string, stages: StageDefinition<any>[]): Loaded
     const issue = parsed.error.issues[0]!;
     const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
     const keyPath = [...issue.path.map((p) => p as string | number), ...keys.slice(0, 1)];
-    throw new ConfigError(`${path}: key ${keyPath.join(".") || "(top level)"}${lineOf(keyPath)}: ${describeIssue(issue)}`);
+    const missing = !keys.length && valueAt(raw, keyPath) === undefined;
+    throw new ConfigError(`${path}: key ${keyPath.join(".") || "(top level)"}${lineOf(keyPath)}: ${missing ? "is required" : describeIssue(issue)}`);
   }
   const config = parsed.data;
   for (const name of Object.keys(config.stages) as StageName[]) {
@@ -71,7 +72,8 @@ export function loadConfig(path: string, stages: StageDefinition<any>[]): Loaded
       const issue = result.error.issues[0]!;
       const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
       const keyPath = ["stages", name, ...issue.path.map((p) => p as string | number), ...keys.slice(0, 1)];
-      throw new ConfigError(`${path}: key ${keyPath.join(".")}${lineOf(keyPath)}: ${describeIssue(issue)}`);
+      const missing = !keys.length && valueAt(raw, keyPath) === undefined;
+      throw new ConfigError(`${path}: key ${keyPath.join(".")}${lineOf(keyPath)}: ${missing ? "is required" : describeIssue(issue)}`);
     }
   }
   const baseDir = dirname(resolve(path));
@@ -80,6 +82,14 @@ export function loadConfig(path: string, stages: StageDefinition<any>[]): Loaded
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys") return `unknown key (expected one of the documented keys; check its spelling)`;
-  if (issue.code === "invalid_type" && issue.input === undefined) return `is required (${issue.message.replace(/^Invalid input: /, "")})`;
   return issue.message;
+}
+
+function valueAt(value: unknown, path: (string | number)[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<string | number, unknown>)[key];
+  }
+  return current;
 }
