@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { importSwebench } from "../../stages/mine/swebench.ts";
+
+const base = "b40a0f4e33823e6d0f341f7e8684e359a99060d1";
+const record = (over: Record<string, unknown> = {}) => ({
+  instance_id: "pvlib__pvlib-python-1707",
+  repo: "pvlib/pvlib-python",
+  base_commit: base,
+  patch: "diff --git a/pvlib/iam.py b/pvlib/iam.py\n--- a/pvlib/iam.py\n+++ b/pvlib/iam.py\n@@ -1 +1 @@\n-a\n+b\n",
+  test_patch: "diff --git a/pvlib/tests/test_iam.py b/pvlib/tests/test_iam.py\n--- a/pvlib/tests/test_iam.py\n+++ b/pvlib/tests/test_iam.py\n@@ -1 +1 @@\n-a\n+b\n",
+  problem_statement: "iam fails",
+  created_at: "2023-03-24T10:46:42Z",
+  version: "0.9",
+  FAIL_TO_PASS: '["pvlib/tests/test_iam.py::test_x[1-2]"]',
+  PASS_TO_PASS: ["pvlib/tests/test_iam.py::test_y"],
+  environment_setup_commit: base,
+  hints_text: "kept",
+  ...over,
+});
+
+describe("SWE-bench-family import", () => {
+  it("imports JSONL with test lists given as JSON strings or lists, and keeps extra fields", () => {
+    const { candidates, rejects } = importSwebench("a.jsonl", [record(), record({ instance_id: "pvlib__pvlib-python-2", FAIL_TO_PASS: ["t::a"] })].map((r) => JSON.stringify(r)).join("\n") + "\n");
+    expect(rejects).toEqual([]);
+    expect(candidates[0]).toMatchObject({
+      id: "pvlib__pvlib-python-1707",
+      pull_number: 1707,
+      source: { kind: "swebench", file: "a.jsonl", line: 1 },
+      upstream_fail_to_pass: ["pvlib/tests/test_iam.py::test_x[1-2]"],
+      upstream_pass_to_pass: ["pvlib/tests/test_iam.py::test_y"],
+      extra: { hints_text: "kept" },
+      version: "0.9",
+      created_at: "2023-03-24T10:46:42.000Z",
+    });
+    expect(candidates[0]!.reference_diff).toBe(record().patch + record().test_patch);
+    expect(candidates[1]!.upstream_fail_to_pass).toEqual(["t::a"]);
+  });
+
+  it("imports a JSON array with each element's line number", () => {
+    const text = "[\n" + JSON.stringify(record()) + ",\n" + JSON.stringify(record({ instance_id: "pvlib__pvlib-python-3" })) + "\n]\n";
+    const { candidates } = importSwebench("a.json", text);
+    expect(candidates.map((c) => c.source)).toEqual([
+      { kind: "swebench", file: "a.json", line: 2 },
+      { kind: "swebench", file: "a.json", line: 3 },
+    ]);
+  });
+
+  it("rejects a malformed line and a bad field by file, line and field; the rest imports", () => {
+    const text = [JSON.stringify(record()), "{not json", JSON.stringify(record({ instance_id: "pvlib__pvlib-python-9", base_commit: "abc123" })), JSON.stringify(record({ instance_id: "pvlib__pvlib-python-10", patch: undefined })), JSON.stringify(record({ instance_id: "pvlib__pvlib-python-11", FAIL_TO_PASS: "not a list" })), JSON.stringify(record({ instance_id: "psf__requests-12" }))].join("\n");
+    const { candidates, rejects } = importSwebench("lite.jsonl", text);
+    expect(candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-1707"]);
+    expect(rejects.map((r) => [r.record_id, r.reason, r.line, r.field])).toEqual([
+      ["lite.jsonl:2", "malformed_record", 2, undefined],
+      ["pvlib__pvlib-python-9", "invalid_field", 3, "base_commit"],
+      ["pvlib__pvlib-python-10", "missing_field", 4, "patch"],
+      ["pvlib__pvlib-python-11", "invalid_field", 5, "FAIL_TO_PASS"],
+      ["psf__requests-12", "invalid_field", 6, "instance_id"],
+    ]);
+    expect(rejects[1]!.message).toMatch(/^lite\.jsonl line 3, record pvlib__pvlib-python-9: field base_commit: /);
+  });
+});
