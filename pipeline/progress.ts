@@ -24,6 +24,7 @@ export function createProgress(options: ProgressOptions = {}): Progress {
   let count = 0;
   let startedAt = 0;
   let lastLine = 0;
+  let printedCount = -1;
 
   const line = (detail?: string) => {
     const pct = total ? Math.floor((count / total) * 100) : 100;
@@ -35,6 +36,7 @@ export function createProgress(options: ProgressOptions = {}): Progress {
       stream.write(`\r${label} ${bar} ${count}/${total} ${pct}% ${elapsed}s${detail ? " " + detail.slice(0, 40) : ""}\x1b[K`);
     } else {
       stream.write(`${label}: ${count}/${total} (${pct}%) after ${elapsed}s\n`);
+      printedCount = count;
     }
   };
 
@@ -61,7 +63,7 @@ export function createProgress(options: ProgressOptions = {}): Progress {
       if (tty) {
         line();
         stream.write("\n");
-      } else if (count > 0) line();
+      } else if (count > 0 && printedCount !== count) line();
     },
   };
 }
