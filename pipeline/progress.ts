@@ -45,6 +45,7 @@ export function createProgress(options: ProgressOptions = {}): Progress {
       label = l;
       total = t;
       count = 0;
+      printedCount = -1;
       startedAt = now();
       lastLine = startedAt;
       if (tty && total > 0) line();

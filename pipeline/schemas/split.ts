@@ -10,6 +10,8 @@ export const ChangedFile = z.object({
   old_path: z.string(),
   status: FileStatus,
   class: FileClass,
+  /** The classification rule that decided `class` (for example `test_dir`, `override[0]`), for auditors. */
+  rule: z.string(),
   binary: z.boolean(),
   similarity: z.number().int().min(0).max(100).optional(),
   old_mode: z.string().optional(),

@@ -70,7 +70,7 @@ export const splitStage = defineStage({
           base_commit: candidate.base_commit,
           implementation_patch: result.implementationPatch,
           test_patch: result.testPatch,
-          files: result.files.map(({ rule: _rule, ...file }) => file),
+          files: result.files,
           source_files: result.sourceFiles,
           source_dirs: result.sourceDirs,
           excluded_files: result.excluded,

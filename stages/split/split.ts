@@ -8,7 +8,7 @@ import { parseGitDiff, type FileDiff } from "./diff.ts";
 export interface SplitResult {
   implementationPatch: string;
   testPatch: string;
-  files: (ChangedFile & { rule: string })[];
+  files: ChangedFile[];
   /** C_t of SPEC §1. */
   sourceFiles: string[];
   /** D_t of SPEC §1; "." is the repository root. */
