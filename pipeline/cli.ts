@@ -12,7 +12,7 @@ import { draftProfile } from "./repo-init.ts";
 import { checkSchemaFiles, writeSchemaFiles } from "./schema-export.ts";
 import { STAGE_ORDER, type StageName } from "./schemas/common.ts";
 import { ClassificationRules } from "./schemas/repo-profile.ts";
-import { splitReferenceChange } from "../stages/split/split.ts";
+import { splitFields, splitReferenceChange } from "../stages/split/split.ts";
 import { DiffParseError } from "../stages/split/diff.ts";
 
 /** Stages and commands that later work will add, with the issue that tracks each. */
@@ -213,15 +213,7 @@ function splitByHand(diffPath: string, profilePath: string | undefined, json: bo
     if (error instanceof DiffParseError) throw new UsageError(`${diffPath}: ${error.message}`);
     throw error;
   }
-  const output = {
-    implementation_patch: result.implementationPatch,
-    test_patch: result.testPatch,
-    files: result.files,
-    source_files: result.sourceFiles,
-    source_dirs: result.sourceDirs,
-    excluded_files: result.excluded,
-  };
-  if (json) process.stdout.write(JSON.stringify(output, null, 2) + "\n");
+  if (json) process.stdout.write(JSON.stringify(splitFields(result), null, 2) + "\n");
   else {
     for (const f of result.files) process.stdout.write(`${f.class.padEnd(7)} ${f.status.padEnd(12)} ${f.old_path !== f.path ? `${f.old_path} -> ` : ""}${f.path}  (${f.rule})\n`);
     process.stdout.write(`C_t: ${result.sourceFiles.join(", ") || "(empty)"}\nD_t: ${result.sourceDirs.join(", ") || "(empty)"}\n`);

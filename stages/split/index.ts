@@ -7,11 +7,11 @@ import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
 import { DiffParseError } from "./diff.ts";
-import { splitReferenceChange } from "./split.ts";
+import { splitFields, splitReferenceChange } from "./split.ts";
 
 export { classifyPath } from "./classify.ts";
 export { parseGitDiff } from "./diff.ts";
-export { parentDir, splitReferenceChange } from "./split.ts";
+export { parentDir, splitFields, splitReferenceChange } from "./split.ts";
 
 export const SplitConfig = z.strictObject({
   /** The directory of repository profiles, relative to the config file. */
@@ -68,12 +68,7 @@ export const splitStage = defineStage({
           task_id: candidate.id,
           repo: candidate.repo,
           base_commit: candidate.base_commit,
-          implementation_patch: result.implementationPatch,
-          test_patch: result.testPatch,
-          files: result.files,
-          source_files: result.sourceFiles,
-          source_dirs: result.sourceDirs,
-          excluded_files: result.excluded,
+          ...splitFields(result),
           classification: { profile: loaded.file, profile_sha256: loaded.sha256 },
         });
       },

@@ -81,3 +81,15 @@ export function splitReferenceChange(diffText: string, rules: ClassificationRule
     excluded,
   };
 }
+
+/** The split in the artifact's field names, as the stage stores it and `split --diff --json` prints it. */
+export function splitFields(result: SplitResult) {
+  return {
+    implementation_patch: result.implementationPatch,
+    test_patch: result.testPatch,
+    files: result.files,
+    source_files: result.sourceFiles,
+    source_dirs: result.sourceDirs,
+    excluded_files: result.excluded,
+  };
+}
