@@ -170,7 +170,8 @@ async function runStage(
   }
   const files = await readExternalFiles(options, stage.externalFiles?.(config) ?? []);
   const fileHashes = Object.fromEntries(files.map((f) => [f.path, sha256(f.text)]));
-  const key = hashValue({ stage: stage.name, code, config: configHash, inputs: inputHashes, files: fileHashes, seed: options.seed });
+  const seedKey = stage.usesSeed ? options.seed : null;
+  const key = hashValue({ stage: stage.name, code, config: configHash, inputs: inputHashes, files: fileHashes, seed: seedKey });
 
   const previous = lock.stages[stage.name];
   if (!force && previous && previous.key === key && outputsIntact(store, stage, previous)) {
@@ -213,7 +214,7 @@ async function runStage(
           const index = next++;
           const record = records[index]!;
           const id = map.id(record);
-          const cacheKey = hashValue({ stage: stage.name, code, config: configHash, seed: options.seed, record, dependsOn: map.dependsOn?.(record) ?? null });
+          const cacheKey = hashValue({ stage: stage.name, code, config: configHash, seed: seedKey, record, dependsOn: map.dependsOn?.(record) ?? null });
           const useCache = map.cache !== false;
           const cached = force || !useCache ? undefined : ((await store.readRecordCache(stage.name, cacheKey)) as CachedRecord<R> | undefined);
           if (cached) {

@@ -82,6 +82,11 @@ export interface StageDefinition<C = unknown> {
   /** Files whose content identifies the stage's code; their hash joins the cache key. */
   sourceFiles?: string[];
   configSchema: z.ZodType<C>;
+  /**
+   * Whether the stage draws from the benchmark seed. Only such stages have the seed in their
+   * cache key: a new seed redraws sessions without redoing splits or test runs.
+   */
+  usesSeed?: boolean;
   inputs: InputRef[];
   outputs: OutputSpec<any>[];
   externalFiles?: (config: C) => string[];

@@ -12,7 +12,7 @@ const Item = z.object({ id: z.string(), value: z.number() });
 type Item = z.infer<typeof Item>;
 
 /** Two small stages over a list of numbers, counting the records they really work on. */
-function makeStages(calls: { mine: string[]; split: string[] }): StageDefinition<any>[] {
+function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = false): StageDefinition<any>[] {
   const source = defineStage({
     name: "mine",
     summary: "reads numbers",
@@ -43,6 +43,7 @@ function makeStages(calls: { mine: string[]; split: string[] }): StageDefinition
     example: "",
     version: "1",
     configSchema: z.strictObject({ factor: z.number().default(2) }),
+    usesSeed: splitUsesSeed,
     inputs: [{ stage: "mine", name: "items" }],
     outputs: [{ name: "doubled", schema: Item, key: (i: Item) => i.id }],
     async run(ctx) {
@@ -60,16 +61,16 @@ function makeStages(calls: { mine: string[]; split: string[] }): StageDefinition
   return [double, source];
 }
 
-function setup(lines: string[]) {
+function setup(lines: string[], splitUsesSeed = false) {
   const dir = tempDir();
   writeFileSync(join(dir, "input.txt"), lines.join("\n") + "\n");
   const calls = { mine: [] as string[], split: [] as string[] };
-  const options = (configs: Record<string, unknown> = {}): EngineOptions => ({
+  const options = (configs: Record<string, unknown> = {}, seed = "7"): EngineOptions => ({
     workDir: join(dir, "work"),
     baseDir: dir,
-    stages: makeStages(calls),
+    stages: makeStages(calls, splitUsesSeed),
     stageConfigs: { mine: { file: "input.txt" }, split: {}, ...configs },
-    seed: "7",
+    seed,
     log: silentLogger,
     progress: silentProgress,
   });
@@ -113,6 +114,20 @@ describe("engine cache", () => {
     expect(t.calls.split).toEqual(["a", "b", "b", "c"]);
     expect(summary.stages.find((s) => s.stage === "split")!.reused).toBe(1);
     expect(t.read("split", "doubled").map((r) => r.value)).toEqual([2, 10, 14]);
+  });
+
+  it("does not redo a stage that draws no random numbers when only the seed changes", async () => {
+    const t = setup(["a=1"]);
+    await runPipeline(t.options());
+    const summary = await runPipeline(t.options({}, "another seed"));
+    expect(summary.stages.filter((s) => s.status === "ran")).toEqual([]);
+    expect(t.calls).toEqual({ mine: ["a"], split: ["a"] });
+
+    const seeded = setup(["a=1"], true);
+    await runPipeline(seeded.options());
+    const redrawn = await runPipeline(seeded.options({}, "another seed"));
+    expect(redrawn.stages.filter((s) => s.status === "ran").map((s) => s.stage)).toEqual(["split"]);
+    expect(seeded.calls).toEqual({ mine: ["a"], split: ["a", "a"] });
   });
 
   it("reruns a stage whose output was edited or deleted on disk", async () => {
