@@ -15,7 +15,7 @@ export { parentDir, splitFields, splitReferenceChange } from "./split.ts";
 
 export const SplitConfig = z.strictObject({
   /** The directory of repository profiles, relative to the config file. */
-  profiles_dir: z.string().default("../repos"),
+  profiles_dir: z.string().default("data/repos"),
   /** Check with `git apply --check` that both patches apply to the base revision (needs the profile's clone_url). */
   check_apply: z.boolean().default(true),
 });
