@@ -7,4 +7,5 @@ let round = 0;
 process.stdout.write("ready\n");
 for (;;) {
   await writeFileAtomic(path!, contents[round++ % 2]!);
+  process.stdout.write("wrote\n");
 }

@@ -8,10 +8,19 @@ import { tempDir } from "../helpers/tmp.ts";
 
 const writer = fileURLToPath(new URL("../helpers/write-loop.ts", import.meta.url));
 
-function killWhileWriting(path: string, afterMs: number): Promise<void> {
+/** Starts the writer, waits for `writes` whole writes, then SIGKILLs it `afterMs` later (mid-write, mostly). */
+function killWhileWriting(path: string, writes: number, afterMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", writer, path], { stdio: ["ignore", "pipe", "inherit"] });
-    child.stdout.once("data", () => setTimeout(() => child.kill("SIGKILL"), afterMs));
+    let completed = 0;
+    let armed = false;
+    child.stdout.on("data", (chunk: Buffer) => {
+      completed += (chunk.toString().match(/wrote/g) ?? []).length;
+      if (!armed && completed >= writes) {
+        armed = true;
+        setTimeout(() => child.kill("SIGKILL"), afterMs);
+      }
+    });
     child.on("exit", (_code, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error(`writer exited without being killed (${signal})`))));
   });
 }
@@ -22,8 +31,8 @@ describe("atomic writes", () => {
     const path = join(dir, "artifacts", "split", "splits.jsonl");
     await writeFileAtomic(path, "initial\n");
     const seen = new Set<string>();
-    for (const delay of [5, 40, 90, 150, 230, 310]) {
-      await killWhileWriting(path, delay);
+    for (const [writes, delay] of [[0, 1], [1, 0], [1, 3], [2, 7], [1, 11], [3, 17]] as const) {
+      await killWhileWriting(path, writes, delay);
       const text = readFileSync(path, "utf8");
       const lines = text.split("\n").filter(Boolean);
       const kind = text === "initial\n" ? "initial" : lines[0]!.slice(7, 8);
