@@ -1,31 +1,16 @@
-import { readFileSync, writeFileSync, cpSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { sha256 } from "../../pipeline/canonical.ts";
-import { loadConfig } from "../../pipeline/config.ts";
-import { buildDemoCorpus } from "../../pipeline/demo-corpus.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
-import { silentLogger } from "../../pipeline/logger.ts";
-import { silentProgress } from "../../pipeline/progress.ts";
-import { BUILT_STAGES } from "../../stages/index.ts";
+import { prepareDemoCopy } from "../helpers/demo-copy.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
-
-/** The demo as the README runs it, but in a temporary copy of data/demo. */
+/** The demo as the README runs it, in a temporary directory. */
 async function runDemo() {
-  const dir = tempDir();
-  cpSync(join(root, "data", "demo"), join(dir, "demo"), { recursive: true });
-  const config = join(dir, "demo", "pipeline.yaml");
-  writeFileSync(config, readFileSync(config, "utf8").replaceAll("../../.switch-swe/", "../out/"));
-  const profile = join(dir, "demo", "repos", "demo-org__geometry.json");
-  writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/", "../../out/"));
-  const corpus = await buildDemoCorpus(join(dir, "demo", "corpus.yaml"), join(dir, "out", "demo-corpus"));
-  const loaded = loadConfig(config, BUILT_STAGES);
-  const options = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, log: silentLogger, progress: silentProgress };
+  const { corpus, options, workDir } = await prepareDemoCopy(tempDir());
   const summary = await runPipeline(options);
-  const read = (stage: string, name: string) => readFileSync(join(loaded.workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
+  const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8") };
 }
 
