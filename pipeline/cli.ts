@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
-import { buildDemoCorpus } from "./demo-corpus.ts";
+import { buildDemoCorpus } from "./demo/build.ts";
 import { runDoctor } from "./doctor.ts";
 import { formatSummary, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
 import { createLogger } from "./logger.ts";

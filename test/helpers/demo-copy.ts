@@ -2,7 +2,7 @@ import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../pipeline/config.ts";
-import { buildDemoCorpus, type CorpusResult } from "../../pipeline/demo-corpus.ts";
+import { buildDemoCorpus, type CorpusResult } from "../../pipeline/demo/build.ts";
 import type { EngineOptions } from "../../pipeline/engine.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";

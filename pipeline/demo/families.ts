@@ -1,0 +1,159 @@
+/**
+ * Code templates for the demo corpus. A repository's family decides what its functions do; a
+ * function grows by request stage (1: the behaviour, 2: input validation, 3: a keyword option),
+ * and each stage has a test that fails until that stage's code exists. Request texts name the
+ * identifiers and literals the tests use, as a real issue and review would.
+ */
+export type FamilyName = "numeric" | "text" | "money";
+
+export interface DemoFunction {
+  name: string;
+  /** Dotted import path of the module holding it. */
+  module: string;
+  stage: 1 | 2 | 3;
+  /** Family parameters: numeric a/b, text separator, money rate. */
+  a: number;
+  b: number;
+  sep: string;
+  /** The module's original function, present from the first commit. */
+  base?: boolean;
+  /** Set by a regressing change: the base function now rounds (and breaks its old test). */
+  regressed?: boolean;
+  /** Listed in the module's __all__ (tested without any request asking for it). */
+  exported?: boolean;
+  /** Its stage-1 test fails at random, half the time. */
+  flaky?: boolean;
+  /** Its stage-1 test uses the conftest fixture `sample_input`. */
+  usesFixture?: boolean;
+  /** Its stage-1 test reads a binary data file. */
+  binaryData?: boolean;
+  /** A list version of this base function: `name(values)` maps it over a list. */
+  manyOf?: string;
+  /** Added without tests. */
+  untested?: boolean;
+}
+
+const SAMPLE: Record<FamilyName, string> = { numeric: "2", text: '"a b"', money: "100" };
+
+export function fixtureValue(family: FamilyName): string {
+  return SAMPLE[family];
+}
+
+function render(family: FamilyName, fn: DemoFunction): string {
+  if (fn.manyOf) {
+    const check = fn.stage >= 2 ? `    if not isinstance(values, list):\n        raise TypeError("${fn.name} expects a list")\n` : "";
+    return `def ${fn.name}(values):\n${check}    return [${fn.manyOf}(v) for v in values]\n`;
+  }
+  if (fn.base) {
+    if (family === "numeric") return `def ${fn.name}(value):\n    return ${fn.regressed ? `round(value * ${fn.a}, 1)` : `value * ${fn.a}`}\n`;
+    if (family === "text") return `def ${fn.name}(text):\n    return text.strip()${fn.regressed ? ".lower()" : ""}\n`;
+    return `def ${fn.name}(amounts):\n    return round(sum(amounts), ${fn.regressed ? 1 : 2})\n`;
+  }
+  const lines: string[] = [];
+  if (family === "numeric") {
+    lines.push(`def ${fn.name}(value${fn.stage >= 3 ? ", precision=None" : ""}):`);
+    if (fn.stage >= 2) lines.push(`    if isinstance(value, bool) or not isinstance(value, (int, float)):`, `        raise TypeError("${fn.name} expects a number")`);
+    lines.push(`    result = value * ${fn.a} + ${fn.b}`);
+    if (fn.stage >= 3) lines.push(`    if precision is not None:`, `        result = round(result, precision)`);
+    lines.push(`    return result`);
+  } else if (family === "text") {
+    lines.push(`def ${fn.name}(text${fn.stage >= 3 ? ", upper=False" : ""}):`);
+    if (fn.stage >= 2) lines.push(`    if not isinstance(text, str):`, `        raise TypeError("${fn.name} expects a string")`);
+    lines.push(`    result = text.replace(" ", "${fn.sep}")`);
+    if (fn.stage >= 3) lines.push(`    if upper:`, `        result = result.upper()`);
+    lines.push(`    return result`);
+  } else {
+    lines.push(`def ${fn.name}(amount${fn.stage >= 3 ? ", currency=None" : ""}):`);
+    if (fn.stage >= 2) lines.push(`    if amount < 0:`, `        raise ValueError("${fn.name} needs a non-negative amount")`);
+    lines.push(`    result = round(amount * ${fn.a}, 2)`);
+    if (fn.stage >= 3) lines.push(`    if currency is not None:`, `        return f"{result:.2f} {currency}"`);
+    lines.push(`    return result`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+/** A module's source: its functions in the order they were added, and __all__ when one is exported. */
+export function renderModule(family: FamilyName, functions: DemoFunction[], extraLines: string[] = []): string {
+  const parts: string[] = [`"""${functions[0]?.module ?? "module"}."""\n`];
+  const exported = functions.filter((f) => f.exported).map((f) => `"${f.name}"`);
+  if (exported.length) parts.push(`__all__ = [${exported.join(", ")}]\n`);
+  for (const fn of functions) parts.push("\n" + render(family, fn));
+  for (const line of extraLines) parts.push("\n" + line);
+  return parts.join("\n");
+}
+
+function numericExpected(fn: DemoFunction, value: number): string {
+  return String(value * fn.a + fn.b);
+}
+
+/** The tests of one function at its current stage, each importing its module at call time. */
+export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
+  if (fn.untested) return [];
+  const imp = `importlib.import_module("${fn.module}")`;
+  if (fn.manyOf) {
+    const input = family === "numeric" ? "[1, 2]" : family === "text" ? '[" a ", "b "]' : "[[1.25], [2.5]]";
+    const tests = [`def test_${fn.name}():\n    module = ${imp}\n    assert module.${fn.name}(${input}) == [module.${fn.manyOf}(v) for v in ${input}]\n`];
+    if (fn.stage >= 2) tests.push(`def test_${fn.name}_rejects_tuple():\n    with pytest.raises(TypeError, match="${fn.name} expects a list"):\n        ${imp}.${fn.name}(tuple())\n`);
+    return tests;
+  }
+  if (fn.base) {
+    if (family === "numeric") return [`def test_${fn.name}():\n    assert ${imp}.${fn.name}(1.25) == ${1.25 * fn.a}\n`];
+    if (family === "text") return [`def test_${fn.name}():\n    assert ${imp}.${fn.name}("  Ab  ") == "Ab"\n`];
+    return [`def test_${fn.name}():\n    assert ${imp}.${fn.name}([1.25, 2.5]) == 3.75\n`];
+  }
+  const tests: string[] = [];
+  const arg = fn.usesFixture ? "sample_input" : "";
+  const input = fn.usesFixture ? "sample_input" : SAMPLE[family];
+  let basic: string;
+  if (family === "numeric") basic = `assert ${imp}.${fn.name}(${input}) == ${numericExpected(fn, 2)}`;
+  else if (family === "text") basic = `assert ${imp}.${fn.name}(${input}) == "a${fn.sep}b"`;
+  else basic = `assert ${imp}.${fn.name}(${input}) == pytest.approx(${Math.round(100 * fn.a * 100) / 100})`;
+  const body = [basic];
+  if (fn.flaky) body.push(`assert random.random() < 0.5, "flaky on purpose"`);
+  if (fn.binaryData) body.unshift(`assert (pathlib.Path(__file__).parent / "data" / "${fn.name}.bin").read_bytes()[:4] == b"\\x89BIN"`);
+  tests.push(`def test_${fn.name}_basic(${arg}):\n    ${body.join("\n    ")}\n`);
+  if (fn.exported) tests.push(`def test_${fn.name}_listed():\n    assert "${fn.name}" in ${imp}.__all__\n`);
+  if (fn.stage >= 2) {
+    if (family === "numeric") tests.push(`def test_${fn.name}_rejects_text():\n    with pytest.raises(TypeError, match="${fn.name} expects a number"):\n        ${imp}.${fn.name}("2")\n    with pytest.raises(TypeError):\n        ${imp}.${fn.name}(True)\n`);
+    else if (family === "text") tests.push(`def test_${fn.name}_rejects_bytes():\n    with pytest.raises(TypeError, match="${fn.name} expects a string"):\n        ${imp}.${fn.name}(b"a b")\n`);
+    else tests.push(`def test_${fn.name}_rejects_negative():\n    with pytest.raises(ValueError, match="${fn.name} needs a non-negative amount"):\n        ${imp}.${fn.name}(-1)\n`);
+  }
+  if (fn.stage >= 3) {
+    if (family === "numeric") tests.push(`def test_${fn.name}_precision():\n    assert ${imp}.${fn.name}(0.123456, precision=2) == round(0.123456 * ${fn.a} + ${fn.b}, 2)\n`);
+    else if (family === "text") tests.push(`def test_${fn.name}_upper():\n    assert ${imp}.${fn.name}("a b", upper=True) == "A${fn.sep.toUpperCase()}B"\n`);
+    else tests.push(`def test_${fn.name}_currency():\n    assert ${imp}.${fn.name}(100, currency="EUR") == "${(Math.round(100 * fn.a * 100) / 100).toFixed(2)} EUR"\n`);
+  }
+  return tests;
+}
+
+/** The names of the test functions `renderTests` writes for `fn`. */
+export function testNames(family: FamilyName, fn: DemoFunction): string[] {
+  return renderTests(family, fn).map((t) => /^def (test_\w+)\(/.exec(t)![1]!);
+}
+
+export function renderTestFile(family: FamilyName, functions: DemoFunction[], extra: string[] = []): string {
+  const header = "import importlib\nimport pathlib\nimport random\n\nimport pytest\n";
+  const bodies = functions.flatMap((fn) => renderTests(family, fn)).concat(extra);
+  return [header, ...bodies].join("\n\n");
+}
+
+/** Stage texts: 1 from the issue (or PR body), 2 and 3 from review rounds. */
+export function requestText(family: FamilyName, stage: 1 | 2 | 3, fns: DemoFunction[]): string {
+  const each = (f: (fn: DemoFunction) => string) => fns.map(f).join(" ");
+  const many = fns.find((fn) => fn.manyOf);
+  if (many && stage === 1) return `Add \`${many.name}(values)\` to \`${many.module}\`: it applies \`${many.manyOf}\` to every value of a list and returns the results as a list.`;
+  if (many) return `\`${many.name}\` must raise TypeError with the message "${many.name} expects a list" when it is given anything but a list.`;
+  if (stage === 1) {
+    if (family === "numeric") return each((fn) => `\`${fn.name}(value)\` in \`${fn.module}\` should return the value multiplied by ${fn.a}, plus ${fn.b}; for example \`${fn.name}(2)\` returns ${numericExpected(fn, 2)}.`);
+    if (family === "text") return each((fn) => `\`${fn.name}(text)\` in \`${fn.module}\` should return the text with every space replaced by "${fn.sep}"; for example \`${fn.name}("a b")\` returns "a${fn.sep}b".`);
+    return each((fn) => `\`${fn.name}(amount)\` in \`${fn.module}\` should convert an amount at the rate ${fn.a}, rounded to cents; for example \`${fn.name}(100)\` returns ${Math.round(100 * fn.a * 100) / 100}.`);
+  }
+  if (stage === 2) {
+    if (family === "numeric") return each((fn) => `\`${fn.name}\` must reject input that is not a number: a string or a bool should raise TypeError with the message "${fn.name} expects a number".`);
+    if (family === "text") return each((fn) => `\`${fn.name}\` must raise TypeError with the message "${fn.name} expects a string" when it is given anything but a str (bytes included).`);
+    return each((fn) => `A negative amount passed to \`${fn.name}\` must raise ValueError with the message "${fn.name} needs a non-negative amount".`);
+  }
+  if (family === "numeric") return each((fn) => `\`${fn.name}\` should accept a \`precision\` keyword (default None); when it is given, round the result to that many digits.`);
+  if (family === "text") return each((fn) => `Please add an \`upper\` keyword to \`${fn.name}\` (default False) that returns the result in upper case.`);
+  return each((fn) => `Add a \`currency\` keyword to \`${fn.name}\` (default None): when it is given, return the amount with two decimals followed by the currency code, like "115.00 EUR".`);
+}
