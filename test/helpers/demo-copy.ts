@@ -1,4 +1,4 @@
-import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../pipeline/config.ts";
@@ -18,8 +18,10 @@ export async function prepareDemoCopy(dir: string): Promise<{ corpus: CorpusResu
   cpSync(join(root, "data", "demo"), join(dir, "demo"), { recursive: true });
   const config = join(dir, "demo", "pipeline.yaml");
   writeFileSync(config, readFileSync(config, "utf8").replaceAll("../../.switch-swe/", "../out/"));
-  const profile = join(dir, "demo", "repos", "demo-org__geometry.json");
-  writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/", "../../out/"));
+  for (const name of readdirSync(join(dir, "demo", "repos"))) {
+    const profile = join(dir, "demo", "repos", name);
+    writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/", "../../out/"));
+  }
   const corpus = await buildDemoCorpus(join(dir, "demo", "corpus.yaml"), join(dir, "out", "demo-corpus"));
   const loaded = loadConfig(config, BUILT_STAGES);
   const options: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, log: silentLogger, progress: silentProgress };

@@ -1,0 +1,67 @@
+import { XMLParser } from "fast-xml-parser";
+import type { TestStatus } from "./schemas/common.ts";
+
+export interface JunitResult {
+  nodeId: string;
+  status: Exclude<TestStatus, "absent" | "timeout">;
+  seconds: number;
+}
+
+const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "", isArray: (name) => ["testsuite", "testcase", "skipped", "failure", "error", "properties", "property"].includes(name), parseTagValue: false });
+
+/**
+ * Reads pytest's JUnit XML (written with `-o junit_family=xunit1`, which records each test's file)
+ * into pytest node ids that can be passed back to pytest verbatim, parametrized ids included.
+ * xfail and xpass are told apart from skips by pytest's own markers in the report.
+ */
+export function parseJunitXml(xml: string): JunitResult[] {
+  const doc = parser.parse(xml) as { testsuites?: { testsuite?: Suite[] }; testsuite?: Suite[] };
+  const suites = doc.testsuites?.testsuite ?? doc.testsuite ?? [];
+  const results: JunitResult[] = [];
+  for (const suite of suites) {
+    for (const tc of suite.testcase ?? []) {
+      results.push({ nodeId: nodeIdOf(tc), status: statusOf(tc), seconds: Number(tc.time ?? 0) });
+    }
+  }
+  return results;
+}
+
+interface Suite {
+  testcase?: TestCase[];
+}
+
+interface TestCase {
+  classname?: string;
+  name: string;
+  file?: string;
+  time?: string;
+  skipped?: { type?: string; message?: string }[];
+  failure?: { message?: string }[];
+  error?: { message?: string }[];
+}
+
+function nodeIdOf(tc: TestCase): string {
+  const classname = tc.classname ?? "";
+  if (!tc.file) {
+    // Without the file attribute the module path is the classname up to the first capitalised part.
+    const parts = classname.split(".");
+    const classStart = parts.findIndex((p) => /^[A-Z]/.test(p));
+    const modules = classStart < 0 ? parts : parts.slice(0, classStart);
+    const classes = classStart < 0 ? [] : parts.slice(classStart);
+    return [modules.join("/") + ".py", ...classes, tc.name].join("::");
+  }
+  const file = tc.file.replaceAll("\\", "/");
+  const modulePath = file.replace(/\.py$/, "").replaceAll("/", ".");
+  const classes = classname.startsWith(modulePath) ? classname.slice(modulePath.length).split(".").filter(Boolean) : [];
+  return [file, ...classes, tc.name].join("::");
+}
+
+function statusOf(tc: TestCase): JunitResult["status"] {
+  if (tc.error?.length) return "error";
+  if (tc.failure?.length) {
+    // pytest reports a strict xpass as a failure with this message
+    return /\[XPASS\(strict\)\]/.test(tc.failure[0]?.message ?? "") ? "xpassed" : "failed";
+  }
+  if (tc.skipped?.length) return tc.skipped[0]?.type === "pytest.xfail" ? "xfailed" : "skipped";
+  return "passed";
+}

@@ -1,0 +1,134 @@
+import { createHash } from "node:crypto";
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildDemoCorpus, demoRepoPath, type PullIntent } from "../../pipeline/demo/build.ts";
+import { git } from "../../pipeline/git.ts";
+import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
+import { LocalityIndex } from "../../stages/locality/locality.ts";
+import { importSwebench } from "../../stages/mine/swebench.ts";
+import { splitReferenceChange } from "../../stages/split/split.ts";
+import { pytestAt } from "../helpers/pytest-run.ts";
+import { fileTempDir, tempDir } from "../helpers/tmp.ts";
+
+const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
+
+async function fingerprint(dir: string): Promise<string> {
+  const hash = createHash("sha256");
+  for (const file of ["records.jsonl", "intents.json", ...readdirSync(join(dir, "github")).sort().map((f) => `github/${f}`)]) hash.update(file).update(readFileSync(join(dir, file)));
+  for (const repo of readdirSync(join(dir, "repos")).sort()) hash.update(await git(["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: join(dir, "repos", repo) }));
+  return hash.digest("hex");
+}
+
+describe("the demo corpus", () => {
+  let dir: string;
+  let intents: PullIntent[];
+  let records: ReturnType<typeof importSwebench>["candidates"];
+  let github: Record<string, any>;
+
+  beforeAll(async () => {
+    dir = fileTempDir();
+    await buildDemoCorpus(plan, dir);
+    intents = JSON.parse(readFileSync(join(dir, "intents.json"), "utf8"));
+    records = importSwebench("records.jsonl", readFileSync(join(dir, "records.jsonl"), "utf8")).candidates;
+    github = Object.fromEntries(readdirSync(join(dir, "github")).map((f) => [f, JSON.parse(readFileSync(join(dir, "github", f), "utf8"))]));
+  }, 120_000);
+
+  it("is byte-identical when generated again, commit ids included", async () => {
+    const again = tempDir();
+    await buildDemoCorpus(plan, again);
+    expect(await fingerprint(again)).toBe(await fingerprint(dir));
+  }, 120_000);
+
+  it("has three repositories of different shapes with 15+ merged pull requests each, merged both ways", async () => {
+    const repos = Object.values(github).filter((g) => Object.keys(g.pulls).length);
+    expect(repos.length).toBeGreaterThanOrEqual(3);
+    for (const g of repos) expect(Object.values(g.pulls).filter((p: any) => p.merged_at).length).toBeGreaterThanOrEqual(15);
+    const layouts = new Set(records.map((r) => (r.reference_diff.includes("b/src/") ? "src" : r.reference_diff.match(/b\/\w+\/tests\//) ? "inpackage" : "flat")));
+    expect(layouts).toEqual(new Set(["src", "flat", "inpackage"]));
+    // merge commits have two parents, squash merges one; every PR has several commits
+    let merges = 0;
+    let squashes = 0;
+    for (const g of repos) {
+      const repoDir = demoRepoPath(dir, g.repository.full_name);
+      for (const pr of Object.values(g.pulls) as any[]) {
+        const parents = (await git(["rev-list", "--parents", "-n", "1", pr.merge_commit_sha], { cwd: repoDir })).trim().split(" ").length - 1;
+        parents === 2 ? merges++ : squashes++;
+        expect((await git(["rev-parse", `refs/pull/${pr.number}/head`], { cwd: repoDir })).trim()).toBe(pr.head.sha);
+        expect(g.pull_commits[pr.number].length).toBeGreaterThanOrEqual(1);
+      }
+    }
+    expect(merges).toBeGreaterThan(0);
+    expect(squashes).toBeGreaterThan(0);
+    expect(intents.filter((i) => i.stages >= 2).length / intents.length).toBeGreaterThanOrEqual(0.6);
+  }, 60_000);
+
+  it("has the variety every stage needs, found in the diffs themselves", () => {
+    const profiles = { package_roots: ["src/geometry", "textkit", "ledger"] };
+    const splits = records.map((r) => ({ id: r.id, repo: r.repo, split: splitReferenceChange(r.reference_diff, ClassificationRules.parse(profiles)) }));
+    const sourceCounts = new Set(splits.map((s) => s.split.sourceFiles.length));
+    for (const n of [1, 2, 3, 4]) expect(sourceCounts).toContain(n);
+    const statuses = new Set(splits.flatMap((s) => s.split.files.map((f) => f.status)));
+    expect(statuses).toContain("renamed");
+    expect(statuses).toContain("deleted");
+    expect(statuses).toContain("added");
+    expect(splits.some((s) => s.split.files.some((f) => f.binary && f.class === "test"))).toBe(true);
+    expect(splits.some((s) => s.split.files.some((f) => f.binary && f.class === "source"))).toBe(true);
+    expect(splits.some((s) => s.split.files.some((f) => f.path.endsWith("conftest.py")))).toBe(true);
+    expect(splits.some((s) => s.split.sourceDirs.includes("."))).toBe(true);
+    expect(splits.filter((s) => s.split.files.every((f) => f.class === "docs") && s.split.files.some((f) => f.path.startsWith("docs/") || f.path.startsWith("README"))).length).toBeGreaterThan(0);
+    expect(splits.filter((s) => s.split.files.length && s.split.files.every((f) => f.path === "CHANGES.rst")).length).toBeGreaterThan(0);
+    expect(splits.filter((s) => s.split.sourceFiles.length && !s.split.testPatch).length).toBeGreaterThan(0);
+    expect(records.some((r) => r.reference_diff.includes("random.random() < 0.5"))).toBe(true);
+    const index = new LocalityIndex(splits.filter((s) => s.split.sourceFiles.length).map((s) => ({ id: s.id, repo: s.repo, sourceFiles: s.split.sourceFiles, sourceDirs: s.split.sourceDirs })));
+    const counts = [...index.counts().values()].reduce((a, c) => ({ near: a.near + c.near, far: a.far + c.far, ineligible: a.ineligible + c.ineligible }), { near: 0, far: 0, ineligible: 0 });
+    expect(counts.near).toBeGreaterThanOrEqual(30);
+    expect(counts.far).toBeGreaterThanOrEqual(100);
+    expect(counts.ineligible).toBeGreaterThanOrEqual(30);
+  });
+
+  it("has linked issues in every form GitHub accepts, decoys that must not link, and the discussion noise", () => {
+    const bodies = Object.values(github).flatMap((g) => Object.values(g.pulls).map((p: any) => p.body as string));
+    for (const form of [/^Fixes #\d+/m, /^closes #\d+/m, /^Resolves: #\d+/m, /^Closes demo-org\/tracker#\d+/m, /^Resolved https:\/\/github\.com\/demo-org\/\w+\/issues\/\d+/m, /^Follow-up to the discussion in #\d+\./m, /fixx #\d+/]) {
+      expect(bodies.some((b) => form.test(b)), String(form)).toBe(true);
+    }
+    const commitMessages = Object.values(github).flatMap((g) => Object.values(g.pull_commits).flat().map((c: any) => c.commit.message as string));
+    expect(commitMessages.some((m) => /This fixes #\d+\./.test(m))).toBe(true);
+    const reviews = Object.values(github).flatMap((g) => Object.values(g.reviews).flat() as any[]);
+    expect(new Set(reviews.map((r) => r.state))).toEqual(new Set(["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED"]));
+    const reviewComments = Object.values(github).flatMap((g) => Object.values(g.review_comments).flat() as any[]);
+    expect(reviewComments.every((c) => c.path && c.line >= 1)).toBe(true);
+    expect(reviewComments.some((c) => c.body.includes("```suggestion"))).toBe(true);
+    const bodiesOf = reviewComments.map((c) => `${c.pull_request_review_id}:${c.body}`);
+    expect(bodiesOf.length).toBeGreaterThan(new Set(bodiesOf).size);
+    const comments = Object.values(github).flatMap((g) => Object.entries(g.issue_comments).flatMap(([n, list]) => (list as any[]).map((c) => ({ ...c, merged_at: g.pulls[n]?.merged_at }))));
+    expect(comments.some((c) => c.user.type === "Bot")).toBe(true);
+    expect(comments.some((c) => /^(Thanks, done!|Rebased on main)/.test(c.body))).toBe(true);
+    expect(comments.some((c) => c.merged_at && c.created_at > c.merged_at)).toBe(true);
+    const timelines = Object.values(github).flatMap((g) => Object.values(g.timelines).flat() as any[]);
+    expect(timelines.some((e) => e.event === "connected")).toBe(true);
+    expect(timelines.some((e) => e.event === "closed" && e.commit_id)).toBe(true);
+  });
+
+  it("has real tests: F2P fail before the fix and pass after, regressions break, the rest passes in both states", async () => {
+    const byId = new Map(intents.map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]));
+    const problems: string[] = [];
+    for (const record of records) {
+      const intent = byId.get(record.id)!;
+      const repoDir = demoRepoPath(dir, record.repo);
+      const before = await pytestAt(repoDir, record.base_commit, [record.upstream_split!.test_patch]);
+      const after = await pytestAt(repoDir, record.base_commit, [record.upstream_split!.test_patch, record.upstream_split!.patch]);
+      const f2p = [...after].filter(([t, s]) => s === "passed" && before.get(t) !== "passed").map(([t]) => t).sort();
+      const p2f = [...before].filter(([t, s]) => s === "passed" && after.get(t) !== "passed").map(([t]) => t).sort();
+      const expected = intent.fail_to_pass;
+      const unexpected = f2p.filter((t) => !expected.includes(t) && !intent.flaky.includes(t));
+      if (expected.some((t) => !f2p.includes(t)) || unexpected.length || p2f.join() !== [...intent.regressions].sort().join()) {
+        problems.push(`${record.id}: F2P ${f2p.join(", ")} expected ${expected.join(", ")}; P2F ${p2f.join(", ")}`);
+      }
+      for (const t of intent.flaky) expect(before.get(t), t).not.toBe("passed");
+    }
+    expect(problems).toEqual([]);
+    expect(intents.filter((i) => i.regressions.length).length).toBeGreaterThanOrEqual(1);
+  }, 600_000);
+});
