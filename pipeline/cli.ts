@@ -2,7 +2,9 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
+import { join } from "node:path";
 import { buildDemoCorpus } from "./demo/build.ts";
+import { FakeGithub } from "./demo/github-server.ts";
 import { runDoctor } from "./doctor.ts";
 import { formatSummary, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
 import { createLogger } from "./logger.ts";
@@ -43,7 +45,20 @@ function notBuilt(name: string): never {
   throw new UsageError(`'${name}' is not built in this version of switch-swe yet (tracked in issue #${entry.issue}); nothing was run`);
 }
 
-async function runWithConfig(configPath: string, runOptions: RunOptions, quiet: boolean): Promise<number> {
+/** Command-line flags that override a stage's config for this run only. */
+interface Overrides {
+  offline?: boolean;
+  tokenFile?: string;
+}
+
+function applyOverrides(stages: Record<string, unknown>, overrides: Overrides): Record<string, unknown> {
+  const mine = stages.mine as { github?: Record<string, unknown> } | undefined;
+  if (!mine?.github || (overrides.offline === undefined && overrides.tokenFile === undefined)) return stages;
+  const github = { ...mine.github, ...(overrides.offline !== undefined ? { offline: overrides.offline } : {}), ...(overrides.tokenFile ? { token_file: overrides.tokenFile } : {}) };
+  return { ...stages, mine: { ...mine, github } };
+}
+
+async function runWithConfig(configPath: string, runOptions: RunOptions, quiet: boolean, overrides: Overrides = {}): Promise<number> {
   const loaded = loadConfig(configPath, BUILT_STAGES);
   const log = createLogger({ level: quiet ? "warn" : "info", file: `${loaded.workDir}/logs/run.log` });
   log.info(`config ${configPath}: benchmark '${loaded.config.name}', seed ${loaded.config.seed}, work directory ${loaded.workDir}`);
@@ -52,7 +67,7 @@ async function runWithConfig(configPath: string, runOptions: RunOptions, quiet: 
       workDir: loaded.workDir,
       baseDir: loaded.baseDir,
       stages: BUILT_STAGES,
-      stageConfigs: loaded.config.stages,
+      stageConfigs: applyOverrides(loaded.config.stages, overrides),
       seed: loaded.config.seed,
       log,
       progress: quiet ? { start() {}, tick() {}, done() {} } : createProgress(),
@@ -86,8 +101,10 @@ export function buildProgram(): Command {
     .addOption(stageOption("--from <stage>", "redo this stage and every later one"))
     .addOption(stageOption("--only <stage>", "run this stage alone from the artifacts already built"))
     .option("-q, --quiet", "print only warnings, errors and the summary")
+    .option("--offline", "mine GitHub from the recorded HTTP cache only")
+    .option("--token-file <file>", "read the GitHub token from this file instead of GITHUB_TOKEN")
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
-    .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet))));
+    .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile })));
 
   for (const name of STAGE_ORDER) {
     const built = BUILT_STAGES.find((s) => s.name === name);
@@ -99,6 +116,9 @@ export function buildProgram(): Command {
       .option("--force", "redo the stage, ignoring caches")
       .option("-q, --quiet", "print only warnings, errors and the summary")
       .addHelpText("after", `\nExample:\n  ${info.example.split("   |   ").join("\n  ")}`);
+    if (name === "mine") {
+      command.option("--offline", "mine GitHub from the recorded HTTP cache only").option("--token-file <file>", "read the GitHub token from this file instead of GITHUB_TOKEN");
+    }
     if (name === "split") {
       command
         .option("--diff <file>", "split one git diff by hand instead of running the stage")
@@ -110,7 +130,7 @@ export function buildProgram(): Command {
         if (!built) notBuilt(name);
         if (name === "split" && opts.diff) return splitByHand(opts.diff, opts.profile, Boolean(opts.json));
         if (!opts.config) throw new UsageError(`'${name}' needs --config FILE (or, for split, --diff FILE)`);
-        return runWithConfig(opts.config, { only: name, force: opts.force }, Boolean(opts.quiet));
+        return runWithConfig(opts.config, { only: name, force: opts.force }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile });
       }),
     );
   }
@@ -138,7 +158,12 @@ export function buildProgram(): Command {
       act(async (opts) => {
         const corpus = await buildDemoCorpus(opts.corpus, opts.out);
         process.stderr.write(`demo corpus: ${corpus.records} pull requests in ${corpus.repositories.join(", ")} (${corpus.built ? "built" : "already built"}) at ${corpus.dir}\n`);
-        return runWithConfig(opts.config, { force: opts.force }, Boolean(opts.quiet));
+        const server = await serveDemoApi(opts.config, join(corpus.dir, "github"));
+        try {
+          return await runWithConfig(opts.config, { force: opts.force }, Boolean(opts.quiet));
+        } finally {
+          await server?.stop();
+        }
       }),
     );
 
@@ -196,6 +221,26 @@ export function buildProgram(): Command {
     }));
 
   return program;
+}
+
+/**
+ * Serves the demo corpus's GitHub records on the loopback address the config's mine.github.api_url
+ * names, so the config (and with it every cache key) stays the same from run to run.
+ */
+async function serveDemoApi(configPath: string, recordsDir: string): Promise<FakeGithub | undefined> {
+  const loaded = loadConfig(configPath, BUILT_STAGES);
+  const apiUrl = (loaded.config.stages.mine as { github?: { api_url?: string } } | undefined)?.github?.api_url;
+  if (!apiUrl) return undefined;
+  const url = new URL(apiUrl);
+  if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost") throw new UsageError(`the demo serves its GitHub records on loopback only; ${configPath}: key stages.mine.github.api_url is ${apiUrl}`);
+  const server = new FakeGithub({ recordsDir });
+  try {
+    await server.start(Number(url.port));
+  } catch (error) {
+    throw new UsageError(`cannot serve the demo's GitHub API on ${apiUrl} (${(error as Error).message}); free the port or change stages.mine.github.api_url in ${configPath}`);
+  }
+  process.stderr.write(`demo GitHub API: serving ${recordsDir} on ${server.url}\n`);
+  return server;
 }
 
 function splitByHand(diffPath: string, profilePath: string | undefined, json: boolean): number {

@@ -6,6 +6,7 @@ import { removeStaleTempFiles } from "./atomic.ts";
 import { hashValue, sha256 } from "./canonical.ts";
 import { codeVersion } from "./code-version.ts";
 import { MirrorCache } from "./git.ts";
+import { createGithubClient, readToken } from "./github-client.ts";
 import type { Logger } from "./logger.ts";
 import type { Progress } from "./progress.ts";
 import { Reject, STAGE_ORDER, type StageName } from "./schemas/common.ts";
@@ -195,6 +196,11 @@ async function runStage(
     files,
     mirrors: new MirrorCache(join(options.workDir, "git")),
     resolvePath: (path) => resolve(options.baseDir, path),
+    github: ({ baseUrl, offline, tokenFile, waitUnitMs }) => {
+      const token = readToken(process.env, tokenFile ? resolve(options.baseDir, tokenFile) : undefined);
+      const cacheDir = join(options.workDir, "http-cache", new URL(baseUrl).hostname.replace(/[^\w.-]/g, "_"));
+      return { ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs }), token };
+    },
     input<T>(ref: InputRef): T[] {
       const records = inputs.get(`${ref.stage}/${ref.name}`);
       if (!records) throw new PipelineError(`stage ${stage.name} did not declare input ${ref.stage}/${ref.name}`);

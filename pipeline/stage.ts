@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Reject, RejectReason, StageName } from "./schemas/common.ts";
 import type { MirrorCache } from "./git.ts";
+import type { GithubClient, RequestCounts } from "./github-client.ts";
 import type { Logger } from "./logger.ts";
 
 /** An artifact a stage writes: a list of records, one JSON object per line, sorted by `key`. */
@@ -63,6 +64,11 @@ export interface StageContext<C> {
   resolvePath(path: string): string;
   /** Shared bare mirrors of the target repositories, under the work directory. */
   readonly mirrors: MirrorCache;
+  /**
+   * A GitHub client (Octokit with throttling and retry) whose responses are cached, and recorded
+   * for offline replay, under the work directory. The token comes from GITHUB_TOKEN or a file.
+   */
+  github(options: { baseUrl: string; offline: boolean; tokenFile?: string; waitUnitMs?: number }): { octokit: GithubClient; counts: RequestCounts; token?: string };
   /**
    * Runs `work` on each record independently: a record that throws becomes a reject and the
    * others go on. Results are cached per record, so an unchanged record does no work again.

@@ -44,6 +44,8 @@ export const PullRequestRecord = z.object({
   head_sha: CommitSha,
   merge_commit_sha: CommitSha.nullable(),
   commits: z.array(z.object({ sha: CommitSha, message: z.string(), committed_at: IsoTimestamp })),
+  /** Files GitHub lists as changed; the reference diff itself comes from git. */
+  changed_files: z.array(z.string()).default([]),
   discussion: z.array(DiscussionItem),
 });
 export type PullRequestRecord = z.infer<typeof PullRequestRecord>;

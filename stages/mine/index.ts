@@ -1,44 +1,101 @@
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { loadProfiles } from "../../pipeline/profiles.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
-import { defineStage } from "../../pipeline/stage.ts";
+import { RepoName } from "../../pipeline/schemas/common.ts";
+import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { redact } from "../../pipeline/github-client.ts";
+import { isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";
 import { importSwebench } from "./swebench.ts";
+
+const DateString = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "expected a date such as 2024-01-31");
 
 export const MineConfig = z.strictObject({
   /** SWE-bench-family files (JSON or JSONL), relative to the config file. */
   swebench: z.array(z.string().min(1)).default([]),
+  github: z
+    .strictObject({
+      api_url: z.string().url().default("https://api.github.com"),
+      repos: z.array(z.strictObject({ repo: RepoName, since: DateString.optional(), until: DateString.optional(), numbers: z.array(z.number().int().positive()).optional() })).min(1),
+      /** Mine from the recorded HTTP cache alone, with no request sent. */
+      offline: z.boolean().default(false),
+      token_file: z.string().optional(),
+      /** Profiles give each repository's clone_url; without one, GitHub's clone URL is used. */
+      profiles_dir: z.string().default("data/repos"),
+      concurrency: z.number().int().positive().default(4),
+      /** Milliseconds per second of retry or rate-limit wait; tests shorten it. */
+      wait_unit_ms: z.number().int().positive().default(1000),
+    })
+    .optional(),
 });
 export type MineConfig = z.infer<typeof MineConfig>;
 
 export const mineStage = defineStage({
   name: "mine",
-  summary: "collect candidates from SWE-bench-family record files",
-  example: "switch-swe mine --config data/demo/pipeline.yaml",
-  version: "1",
+  summary: "collect candidates from SWE-bench-family record files and from merged pull requests on GitHub",
+  example: "switch-swe mine --config data/demo/pipeline.yaml   |   GITHUB_TOKEN=... switch-swe mine --config mine.yaml --offline",
+  version: "2",
   sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
   configSchema: MineConfig,
   inputs: [],
   outputs: [{ name: "candidates", schema: Candidate, key: (c: Candidate) => c.id }],
-  externalFiles: (config) => config.swebench,
+  externalFiles: (config) => [...config.swebench, ...(config.github ? [config.github.profiles_dir] : [])],
   async run(ctx) {
     const seen = new Map<string, string>();
     const candidates: Candidate[] = [];
-    for (const file of ctx.files) {
+    const keep = (candidate: Candidate, where: string) => {
+      const first = seen.get(candidate.id);
+      if (first) {
+        ctx.reject({ record_id: candidate.id, reason: "duplicate_record", message: `${where}: record ${candidate.id} was already read from ${first}; the first one is kept`, field: "instance_id" });
+        return;
+      }
+      seen.set(candidate.id, where);
+      candidates.push(candidate);
+    };
+    const swebenchFiles = new Set(ctx.config.swebench);
+    for (const file of ctx.files.filter((f) => swebenchFiles.has(f.path))) {
       const result = importSwebench(file.path, file.text);
       for (const reject of result.rejects) ctx.reject(reject);
-      for (const candidate of result.candidates) {
-        const where = candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id;
-        const first = seen.get(candidate.id);
-        if (first) {
-          ctx.reject({ record_id: candidate.id, reason: "duplicate_record", message: `${where}: record ${candidate.id} was already read from ${first}; the first one is kept`, field: "instance_id" });
-          continue;
-        }
-        seen.set(candidate.id, where);
-        candidates.push(candidate);
-      }
+      for (const candidate of result.candidates) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
     }
-    // Counted as processed records for the summary; import has no per-record work to cache.
-    await ctx.mapRecords(candidates, { id: (c) => c.id, cache: false, work: () => undefined });
+    await ctx.mapRecords([...candidates], { id: (c) => c.id, cache: false, work: () => undefined });
+
+    const gh = ctx.config.github;
+    if (gh) {
+      const { profiles } = loadProfiles(ctx.files.filter((f) => !swebenchFiles.has(f.path)));
+      const { octokit, counts, token } = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms });
+      const cloneSource = (repo: string) => {
+        const loaded = profiles.get(repo);
+        const url = loaded?.profile.clone_url;
+        if (!url) return `https://github.com/${repo}.git`;
+        return /^[a-z]+:\/\//.test(url) || url.includes("@") ? url : ctx.resolvePath(`${loaded!.file}/../${url}`);
+      };
+      const pulls: PullSummary[] = [];
+      for (const target of gh.repos) {
+        try {
+          pulls.push(...(await listMergedPulls(octokit, target)));
+        } catch (error) {
+          const reason = isNotFound(error) ? "not_found" : "internal_error";
+          ctx.reject({ record_id: target.repo, reason, message: redact(`${target.repo}: could not list pull requests: ${(error as Error).message}`, token), field: "repo" });
+        }
+      }
+      const mined = await ctx.mapRecords(pulls, {
+        id: (p) => `${p.repo.replace("/", "__")}-${p.number}`,
+        concurrency: gh.concurrency,
+        dependsOn: (p) => cloneSource(p.repo),
+        work: async (pull) => {
+          try {
+            return await minePull({ octokit, mirrors: ctx.mirrors, cloneSource }, pull);
+          } catch (error) {
+            if (error instanceof RecordError) throw error;
+            // Anything else (exhausted retries, a broken recording) must not leak the token.
+            throw new Error(redact((error as Error).message, token));
+          }
+        },
+      });
+      for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);
+      ctx.log.info(`GitHub requests: ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified), ${counts.replayed} replayed offline`);
+    }
     return { candidates };
   },
 });

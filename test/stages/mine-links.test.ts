@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { closingReferences, mentions } from "../../stages/mine/links.ts";
+
+const R = "o/r";
+const nums = (refs: { repo: string; number: number }[]) => refs.map((r) => `${r.repo}#${r.number}`);
+
+describe("closing keywords", () => {
+  it.each(["close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved", "FIXES", "Closes", "ReSoLvEd"])("%s #12 closes #12", (keyword) => {
+    expect(nums(closingReferences(`This ${keyword} #12 for good.`, R))).toEqual(["o/r#12"]);
+  });
+
+  it("accepts a colon, cross-repository references and issue URLs", () => {
+    expect(nums(closingReferences("Fixes: #3", R))).toEqual(["o/r#3"]);
+    expect(nums(closingReferences("Closes other/repo#9", R))).toEqual(["other/repo#9"]);
+    expect(nums(closingReferences("resolves https://github.com/a/b/issues/77", R))).toEqual(["a/b#77"]);
+  });
+
+  it("takes only the reference right after the keyword", () => {
+    expect(nums(closingReferences("fixes #1, #2", R))).toEqual(["o/r#1"]);
+  });
+
+  it("ignores plain mentions, misspellings, hyphens and code", () => {
+    for (const text of ["Related to #5", "see #5", "fixx #5", "fixes- #5", "prefix #5", "suffixes #5", "`fixes #5`", "```\nfixes #5\n```", "fixes 5"]) {
+      expect(closingReferences(text, R), text).toEqual([]);
+    }
+  });
+
+  it("finds every mention, for the timeline check", () => {
+    expect(nums(mentions("Follow-up to #4 and other/x#2; see https://github.com/o/r/issues/8", R))).toEqual(["o/r#4", "other/x#2", "o/r#8"]);
+    expect(mentions("color #fff is not an issue; neither is a#1", R)).toEqual([]);
+  });
+});
