@@ -9,7 +9,7 @@ import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-"));
 try {
-  const { options } = await prepareDemoCopy(dir);
+  const { options, server } = await prepareDemoCopy(dir);
   const time = async () => {
     const start = performance.now();
     const summary = await runPipeline(options);
@@ -21,6 +21,7 @@ try {
   console.log(`first run:  ${cold.ms.toFixed(1)} ms (ran: ${cold.ran.join(", ")})`);
   console.log(`second run: ${warm.ms.toFixed(1)} ms (ran: ${warm.ran.join(", ") || "nothing"})`);
   console.log(`ratio second/first: ${(warm.ms / cold.ms).toFixed(4)} (target < 0.05)`);
+  await server.stop();
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

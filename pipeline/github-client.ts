@@ -17,7 +17,10 @@ export interface GithubClientOptions {
   cacheDir: string;
   offline?: boolean;
   log: Logger;
-  /** Scales every wait (retries, rate limits); tests shorten it. Milliseconds per second of wait. */
+  /**
+   * Milliseconds per second of retry backoff after a failure; tests shorten it. Rate-limit waits
+   * always follow the server's reset time and Retry-After, in real seconds.
+   */
   waitUnitMs?: number;
   maxRetries?: number;
 }
@@ -64,7 +67,7 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     auth: options.token,
     userAgent: "switch-swe",
     throttle: {
-      retryAfterBaseValue: unit,
+      retryAfterBaseValue: 1000,
       fallbackSecondaryRateRetryAfter: 60,
       onRateLimit: (retryAfter: number, request: { method: string; url: string }, _client: unknown, retryCount: number) => {
         options.log.warn(`GitHub rate limit reached on ${request.method} ${request.url}; waiting ${retryAfter}s for the reset (retry ${retryCount + 1})`);

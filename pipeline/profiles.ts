@@ -1,4 +1,4 @@
-import { basename } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import { sha256 } from "./canonical.ts";
 import { RepoProfile } from "./schemas/repo-profile.ts";
 import type { ExternalFile } from "./stage.ts";
@@ -50,4 +50,16 @@ export function loadProfiles(files: ExternalFile[]): ProfileSet {
     profiles.set(parsed.data.repo, { file: file.path, sha256: sha256(file.text), profile: parsed.data });
   }
   return { profiles, errors };
+}
+
+/**
+ * Where to clone a repository from: the profile's clone_url (a URL as it is, a local path relative
+ * to the profile file), or GitHub's clone URL when the profile names none.
+ * `resolvePath` resolves the profile's own path (relative to the config) to an absolute one.
+ */
+export function cloneSourceOf(repo: string, loaded: LoadedProfile | undefined, resolvePath: (path: string) => string): string {
+  const url = loaded?.profile.clone_url;
+  if (!loaded || !url) return `https://github.com/${repo}.git`;
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[\w.-]+@[\w.-]+:/.test(url)) return url;
+  return resolve(dirname(resolvePath(loaded.file)), url);
 }

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { loadProfiles } from "../../pipeline/profiles.ts";
+import { cloneSourceOf, loadProfiles } from "../../pipeline/profiles.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
@@ -23,7 +23,7 @@ export const MineConfig = z.strictObject({
       /** Profiles give each repository's clone_url; without one, GitHub's clone URL is used. */
       profiles_dir: z.string().default("data/repos"),
       concurrency: z.number().int().positive().default(4),
-      /** Milliseconds per second of retry or rate-limit wait; tests shorten it. */
+      /** Milliseconds per second of retry backoff after a failure (rate-limit waits follow GitHub's reset times). */
       wait_unit_ms: z.number().int().positive().default(1000),
     })
     .optional(),
@@ -64,12 +64,7 @@ export const mineStage = defineStage({
     if (gh) {
       const { profiles } = loadProfiles(ctx.files.filter((f) => !swebenchFiles.has(f.path)));
       const { octokit, counts, token } = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms });
-      const cloneSource = (repo: string) => {
-        const loaded = profiles.get(repo);
-        const url = loaded?.profile.clone_url;
-        if (!url) return `https://github.com/${repo}.git`;
-        return /^[a-z]+:\/\//.test(url) || url.includes("@") ? url : ctx.resolvePath(`${loaded!.file}/../${url}`);
-      };
+      const cloneSource = (repo: string) => cloneSourceOf(repo, profiles.get(repo), ctx.resolvePath);
       const pulls: PullSummary[] = [];
       for (const target of gh.repos) {
         try {

@@ -1,7 +1,6 @@
-import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
+import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
 import { applyCheck } from "../../pipeline/git.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
@@ -54,11 +53,8 @@ export const splitStage = defineStage({
         if (!result.sourceFiles.length) throw new RecordError("no_source_changes", `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`, { field: "reference_diff" });
         if (!result.testPatch) throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, { field: "reference_diff" });
         if (ctx.config.check_apply) {
-          const cloneUrl = loaded.profile.clone_url;
-          // A relative clone_url is a local path, relative to the profile file that names it.
-          const source = cloneUrl && !/^[a-z]+:\/\//.test(cloneUrl) && !cloneUrl.includes("@") ? resolve(dirname(ctx.resolvePath(loaded.file)), cloneUrl) : cloneUrl;
-          if (!source) throw new RecordError("invalid_field", `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`, { field: "clone_url" });
-          const mirror = await ctx.mirrors.ensure(candidate.repo, source, candidate.base_commit);
+          if (!loaded.profile.clone_url) throw new RecordError("invalid_field", `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`, { field: "clone_url" });
+          const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
           for (const [name, patch] of [["implementation", result.implementationPatch], ["test", result.testPatch]] as const) {
             const check = await applyCheck(mirror, candidate.base_commit, patch);
             if (!check.ok) throw new RecordError("patch_does_not_apply", `${candidate.id}: the ${name} patch does not apply to ${candidate.base_commit}: ${check.error}`, { field: "reference_diff" });

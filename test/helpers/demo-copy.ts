@@ -1,8 +1,9 @@
 import { cpSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../pipeline/config.ts";
 import { buildDemoCorpus, type CorpusResult } from "../../pipeline/demo/build.ts";
+import { FakeGithub } from "../../pipeline/demo/github-server.ts";
 import type { EngineOptions } from "../../pipeline/engine.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
@@ -10,20 +11,34 @@ import { BUILT_STAGES } from "../../stages/index.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
+export interface DemoCopy {
+  corpus: CorpusResult;
+  options: EngineOptions;
+  workDir: string;
+  configPath: string;
+  server: FakeGithub;
+}
+
 /**
- * The README's demo, set up inside `dir` instead of the clone: data/demo is copied and its paths
- * pointed at `dir/out`, the corpus is built there, and engine options for its config returned.
+ * The README's demo, set up inside `dir` instead of the clone: data/demo is copied with its paths
+ * pointed at `dir/out`, the corpus is built there (or reused from `corpusDir`), its GitHub API is
+ * served on a free loopback port, and engine options for the config are returned. Stop the server.
  */
-export async function prepareDemoCopy(dir: string): Promise<{ corpus: CorpusResult; options: EngineOptions; workDir: string }> {
+export async function prepareDemoCopy(dir: string, options: { corpusDir?: string; mine?: Record<string, unknown>; rateWindowMs?: number } = {}): Promise<DemoCopy> {
   cpSync(join(root, "data", "demo"), join(dir, "demo"), { recursive: true });
-  const config = join(dir, "demo", "pipeline.yaml");
-  writeFileSync(config, readFileSync(config, "utf8").replaceAll("../../.switch-swe/", "../out/"));
+  const corpusDir = options.corpusDir ?? join(dir, "out", "demo-corpus");
+  const corpus = await buildDemoCorpus(join(dir, "demo", "corpus.yaml"), corpusDir);
+  const server = new FakeGithub({ recordsDir: join(corpusDir, "github"), rateWindowMs: options.rateWindowMs });
+  const apiUrl = await server.start();
+  const configPath = join(dir, "demo", "pipeline.yaml");
+  let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replace("http://127.0.0.1:47623", apiUrl);
+  if (options.mine) config = config.replace("      profiles_dir: repos\n  split:", `      profiles_dir: repos\n${Object.entries(options.mine).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`).join("\n")}\n  split:`);
+  writeFileSync(configPath, config);
   for (const name of readdirSync(join(dir, "demo", "repos"))) {
     const profile = join(dir, "demo", "repos", name);
-    writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/", "../../out/"));
+    writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(dir, "demo", "repos"), corpusDir)));
   }
-  const corpus = await buildDemoCorpus(join(dir, "demo", "corpus.yaml"), join(dir, "out", "demo-corpus"));
-  const loaded = loadConfig(config, BUILT_STAGES);
-  const options: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, log: silentLogger, progress: silentProgress };
-  return { corpus, options, workDir: loaded.workDir };
+  const loaded = loadConfig(configPath, BUILT_STAGES);
+  const engine: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, log: silentLogger, progress: silentProgress };
+  return { corpus, options: engine, workDir: loaded.workDir, configPath, server };
 }

@@ -9,8 +9,8 @@ import { tempDir } from "../helpers/tmp.ts";
 
 /** The demo as the README runs it, in a temporary directory. */
 async function runDemo() {
-  const { corpus, options, workDir } = await prepareDemoCopy(tempDir());
-  const summary = await runPipeline(options);
+  const { corpus, options, workDir, server } = await prepareDemoCopy(tempDir());
+  const summary = await runPipeline(options).finally(() => server.stop());
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8") };
 }
@@ -20,11 +20,12 @@ describe("the demo", () => {
     const a = await runDemo();
     const b = await runDemo();
     expect(a.corpus.records).toBe(48);
+    expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 48, rejected: 0 });
     expect(sha256(a.records)).toBe(sha256(b.records));
     for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["locality", "pairs"]] as const) {
       expect(a.read(stage, name), `${stage}/${name}`).toBe(b.read(stage, name));
     }
-    const again = await runPipeline(a.options);
+    const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
     expect(again.stages.filter((s) => s.status === "ran")).toEqual([]);
   }, 120_000);
 
