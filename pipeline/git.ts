@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { simpleGit } from "simple-git";
 
 const execFileAsync = promisify(execFile);
 
@@ -41,6 +42,15 @@ export class GitError extends Error {
 }
 
 /**
+ * simple-git over the isolated environment. Pointing GIT_CONFIG_GLOBAL at /dev/null is what keeps
+ * a machine's own git config out of our runs, so simple-git is told that this config path is meant.
+ */
+function mirrorGit(baseDir: string) {
+  const guarded = Object.keys(GIT_ENV).filter((key) => key.startsWith("GIT_"));
+  return simpleGit({ baseDir, allowEnvironment: guarded, unsafe: { allowUnsafeConfigPaths: true } }).env(GIT_ENV);
+}
+
+/**
  * Bare mirrors of the repositories under one directory, cloned once and shared by every task
  * and stage. The source can be a URL or a local path (mirrors, firewalls, offline work).
  */
@@ -68,12 +78,13 @@ export class MirrorCache {
       await mkdir(this.root, { recursive: true });
       const partial = `${path}.partial-${process.pid}`;
       await rm(partial, { recursive: true, force: true });
-      await git(["clone", "--mirror", "--quiet", source, partial]);
+      await mirrorGit(this.root).mirror(source, partial);
       // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
       await rename(partial, path);
     }
     if (commit && !(await hasCommit(path, commit))) {
-      await git([`--git-dir=${path}`, "fetch", "--quiet", source, "+refs/*:refs/*"]);
+      // Pull requests' heads (refs/pull/*) come along: a squash-merged PR's head is only there.
+      await mirrorGit(path).fetch(source, "+refs/*:refs/*");
       if (!(await hasCommit(path, commit))) throw new Error(`commit ${commit} is not in ${source}`);
     }
     return path;
