@@ -2,7 +2,11 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Docker from "dockerode";
+import { buildBaseImage } from "./executors/docker.ts";
+import { listImages, pruneImages } from "./executors/images.ts";
 import { buildDemoCorpus } from "./demo/build.ts";
 import { FakeGithub } from "./demo/github-server.ts";
 import { runDoctor } from "./doctor.ts";
@@ -19,7 +23,6 @@ import { DiffParseError } from "../stages/split/diff.ts";
 
 /** Stages and commands that later work will add, with the issue that tracks each. */
 const NOT_BUILT: Record<string, { issue: number; summary: string; example: string }> = {
-  qualify: { issue: 6, summary: "run the tests before and after the reference fix; derive stable FAIL_TO_PASS / PASS_TO_PASS", example: "switch-swe qualify --config data/demo/pipeline.yaml" },
   reconstruct: { issue: 7, summary: "build each task's ordered, cumulative requests with provenance", example: "switch-swe reconstruct --config data/demo/pipeline.yaml" },
   audit: { issue: 7, summary: "link every FAIL_TO_PASS test to the request that justifies it; write the auditors' report", example: "switch-swe audit --config data/demo/pipeline.yaml" },
   select: { issue: 8, summary: "choose focus tasks and four same-repository interruptions each, with a seeded RNG", example: "switch-swe select --config data/demo/pipeline.yaml" },
@@ -49,9 +52,14 @@ function notBuilt(name: string): never {
 interface Overrides {
   offline?: boolean;
   tokenFile?: string;
+  executor?: string;
+  runs?: number;
+  jobs?: number;
 }
 
 function applyOverrides(stages: Record<string, unknown>, overrides: Overrides): Record<string, unknown> {
+  const qualify = { ...(stages.qualify as object | undefined), ...(overrides.executor ? { executor: overrides.executor } : {}), ...(overrides.runs ? { runs: overrides.runs } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}) };
+  if (Object.keys(qualify).length) stages = { ...stages, qualify };
   const mine = stages.mine as { github?: Record<string, unknown> } | undefined;
   if (!mine?.github || (overrides.offline === undefined && overrides.tokenFile === undefined)) return stages;
   const github = { ...mine.github, ...(overrides.offline !== undefined ? { offline: overrides.offline } : {}), ...(overrides.tokenFile ? { token_file: overrides.tokenFile } : {}) };
@@ -103,8 +111,10 @@ export function buildProgram(): Command {
     .option("-q, --quiet", "print only warnings, errors and the summary")
     .option("--offline", "mine GitHub from the recorded HTTP cache only")
     .option("--token-file <file>", "read the GitHub token from this file instead of GITHUB_TOKEN")
+    .addOption(new Option("--executor <kind>", "qualify's executor: docker, local or auto").choices(["auto", "docker", "local"]))
+    .option("--jobs <n>", "tasks qualified at once", (v) => Number(v))
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
-    .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile })));
+    .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile, executor: opts.executor, jobs: opts.jobs })));
 
   for (const name of STAGE_ORDER) {
     const built = BUILT_STAGES.find((s) => s.name === name);
@@ -116,6 +126,12 @@ export function buildProgram(): Command {
       .option("--force", "redo the stage, ignoring caches")
       .option("-q, --quiet", "print only warnings, errors and the summary")
       .addHelpText("after", `\nExample:\n  ${info.example.split("   |   ").join("\n  ")}`);
+    if (name === "qualify") {
+      command
+        .addOption(new Option("--executor <kind>", "docker, local, or auto (Docker when an engine answers)").choices(["auto", "docker", "local"]))
+        .option("--runs <n>", "runs of each state", (v) => Number(v))
+        .option("--jobs <n>", "tasks qualified at once", (v) => Number(v));
+    }
     if (name === "mine") {
       command.option("--offline", "mine GitHub from the recorded HTTP cache only").option("--token-file <file>", "read the GitHub token from this file instead of GITHUB_TOKEN");
     }
@@ -130,7 +146,7 @@ export function buildProgram(): Command {
         if (!built) notBuilt(name);
         if (name === "split" && opts.diff) return splitByHand(opts.diff, opts.profile, Boolean(opts.json));
         if (!opts.config) throw new UsageError(`'${name}' needs --config FILE (or, for split, --diff FILE)`);
-        return runWithConfig(opts.config, { only: name, force: opts.force }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile });
+        return runWithConfig(opts.config, { only: name, force: opts.force }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile, executor: opts.executor, runs: opts.runs, jobs: opts.jobs });
       }),
     );
   }
@@ -199,6 +215,43 @@ export function buildProgram(): Command {
       process.stdout.write(written.map((f) => `wrote ${f}\n`).join(""));
       return 0;
     }));
+
+  const images = program.command("images").description("build, list and prune the Docker images the docker executor uses");
+  images
+    .command("base")
+    .description("build the base image from a Debian root filesystem (debootstrap + docker import; needs root)")
+    .option("--suite <suite>", "Debian release: bullseye (Python 3.9), bookworm (3.11), trixie (3.13)", "bookworm")
+    .option("--mirror <url>", "Debian mirror", "http://deb.debian.org/debian")
+    .addHelpText("after", "\nExample:\n  switch-swe images base --suite bookworm")
+    .action(
+      act(async (opts) => {
+        const tag = await buildBaseImage({ suite: opts.suite, mirror: opts.mirror, log: createLogger(), workDir: tmpdir() });
+        process.stdout.write(`built ${tag}\n`);
+        return 0;
+      }),
+    );
+  images
+    .command("list")
+    .description("list switch-swe's base and environment images")
+    .addHelpText("after", "\nExample:\n  switch-swe images list")
+    .action(
+      act(async () => {
+        for (const image of await listImages(new Docker())) process.stdout.write(`${image.tag}  ${(image.size / 2 ** 20).toFixed(0)} MiB  ${image.repo ?? ""}\n`);
+        return 0;
+      }),
+    );
+  images
+    .command("prune")
+    .description("remove environment images (they are rebuilt on demand); --all removes base images too")
+    .option("--all", "remove base images as well")
+    .addHelpText("after", "\nExample:\n  switch-swe images prune")
+    .action(
+      act(async (opts) => {
+        const removed = await pruneImages(new Docker(), Boolean(opts.all));
+        process.stdout.write(removed.map((t) => `removed ${t}\n`).join("") || "nothing to remove\n");
+        return 0;
+      }),
+    );
 
   const repo = program.command("repo").description("manage repository profiles");
   repo

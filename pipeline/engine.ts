@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { z } from "zod";
@@ -157,7 +157,7 @@ async function runStage(
 ): Promise<Omit<StageSummary, "seconds">> {
   const log = options.log.child(stage.name);
   const config = parseStageConfig(stage, options.stageConfigs[stage.name]);
-  const configHash = hashValue(config);
+  const configHash = hashValue(Object.fromEntries(Object.entries(config as Record<string, unknown>).filter(([key]) => !stage.volatileConfig?.includes(key))));
   const code = codeVersion(stage.version, stage.sourceFiles);
 
   const lock = store.readLock();
@@ -188,6 +188,7 @@ async function runStage(
   const rejects: Reject[] = [];
   let processed = 0;
   let reused = 0;
+  const seenIds = new Set<string>();
   const ctx: StageContext<unknown> = {
     stage: stage.name,
     config,
@@ -196,6 +197,11 @@ async function runStage(
     files,
     mirrors: new MirrorCache(join(options.workDir, "git")),
     resolvePath: (path) => resolve(options.baseDir, path),
+    workPath: (name) => join(options.workDir, name),
+    metric: (values) => {
+      mkdirSync(join(options.workDir, "logs"), { recursive: true });
+      appendFileSync(join(options.workDir, "logs", "metrics.jsonl"), JSON.stringify({ stage: stage.name, ...values }) + "\n");
+    },
     github: ({ baseUrl, offline, tokenFile, waitUnitMs }) => {
       const token = readToken(process.env, tokenFile ? resolve(options.baseDir, tokenFile) : undefined);
       const cacheDir = join(options.workDir, "http-cache", new URL(baseUrl).hostname.replace(/[^\w.-]/g, "_"));
@@ -207,7 +213,8 @@ async function runStage(
       return records as T[];
     },
     reject(reject) {
-      processed++;
+      // A record already counted by mapRecords (rejected after its work) is not counted twice.
+      if (!seenIds.has(reject.record_id)) processed++;
       rejects.push(Reject.parse({ ...reject, stage: stage.name }));
     },
     async mapRecords<T, R>(records: readonly T[], map: MapOptions<T, R>): Promise<R[]> {
@@ -220,6 +227,7 @@ async function runStage(
           const index = next++;
           const record = records[index]!;
           const id = map.id(record);
+          seenIds.add(id);
           const cacheKey = hashValue({ stage: stage.name, code, config: configHash, seed: seedKey, record, dependsOn: map.dependsOn?.(record) ?? null });
           const useCache = map.cache !== false;
           const cached = force || !useCache ? undefined : ((await store.readRecordCache(stage.name, cacheKey)) as CachedRecord<R> | undefined);
@@ -293,7 +301,7 @@ async function runRecord<T, R>(stage: StageName, id: string, record: T, map: Map
     const where = map.where?.(record) ?? {};
     if (error instanceof RecordError) {
       const reject = Reject.parse({ stage, record_id: id, reason: error.reason, message: error.message, ...where, ...error.where });
-      return { results: [], reject, cacheable: true };
+      return { results: [], reject, cacheable: error.cacheable };
     }
     const message = error instanceof Error ? error.message : String(error);
     // Unexpected errors are not cached: they may be transient, or a bug that a fix should retry.

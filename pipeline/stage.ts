@@ -32,6 +32,8 @@ export class RecordError extends Error {
     readonly reason: RejectReason,
     message: string,
     readonly where: { field?: string; file?: string; line?: number } = {},
+    /** False for rejects that may not recur (an infrastructure fault): recorded, but retried next run. */
+    readonly cacheable = true,
   ) {
     super(message);
     this.name = "RecordError";
@@ -74,6 +76,10 @@ export interface StageContext<C> {
    * others go on. Results are cached per record, so an unchanged record does no work again.
    */
   mapRecords<T, R>(records: readonly T[], options: MapOptions<T, R>): Promise<R[]>;
+  /** A directory of the stage's own under the work directory (environments, scratch space). */
+  workPath(name: string): string;
+  /** Appends a measurement to logs/metrics.jsonl: figures for benchmarks, kept out of artifacts. */
+  metric(values: Record<string, unknown>): void;
   /** Records a reject found outside mapRecords (for example a malformed input line). */
   reject(reject: Omit<Reject, "stage">): void;
 }
@@ -88,6 +94,8 @@ export interface StageDefinition<C = unknown> {
   /** Files whose content identifies the stage's code; their hash joins the cache key. */
   sourceFiles?: string[];
   configSchema: z.ZodType<C>;
+  /** Config keys that change how fast the stage runs, not what it produces; kept out of the cache key. */
+  volatileConfig?: string[];
   /**
    * Whether the stage draws from the benchmark seed. Only such stages have the seed in their
    * cache key: a new seed redraws sessions without redoing splits or test runs.

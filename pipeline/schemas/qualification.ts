@@ -6,7 +6,7 @@ export const TestRun = z.object({
   run: z.number().int().nonnegative(),
   /** Every designated test's status in this run, keyed by pytest node id. */
   outcomes: z.record(z.string(), TestStatus),
-  pytest_seconds: z.number().nonnegative(),
+  timed_out: z.boolean(),
   infrastructure_retries: z.number().int().min(0).max(2),
 });
 
@@ -14,7 +14,11 @@ export const TestRun = z.object({
 export const QualificationRecord = z.object({
   task_id: TaskId,
   executor: z.enum(["docker", "local"]),
-  recipe_sha256: z.string(),
+  /** The environment's key: sha256 of (repository, recipe, as-of date). */
+  environment_key: z.string(),
+  as_of: z.string().nullable(),
+  /** The pytest arguments that selected the designated tests (empty: the whole suite). */
+  test_args: z.array(z.string()),
   runs_per_state: z.number().int().positive(),
   designated_tests: z.array(z.string()),
   runs: z.array(TestRun),
@@ -25,5 +29,6 @@ export const QualificationRecord = z.object({
   unstable: z.array(z.string()),
   kept: z.boolean(),
   reject_reason: RejectReason.optional(),
+  reject_detail: z.string().optional(),
 });
 export type QualificationRecord = z.infer<typeof QualificationRecord>;

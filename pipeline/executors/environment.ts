@@ -1,0 +1,41 @@
+import { hashValue } from "../canonical.ts";
+import type { RepoProfile } from "../schemas/repo-profile.ts";
+import { EnvironmentRecipe } from "../schemas/repo-profile.ts";
+import type { EnvironmentSpec } from "./types.ts";
+
+/** The recipe for one task: the profile's, with every matching override (by version or task id) applied in order. */
+export function recipeFor(profile: RepoProfile, task: { id: string; version?: string }): EnvironmentRecipe {
+  let recipe = profile.environment;
+  for (const override of profile.environment_overrides) {
+    if (override.tasks.includes(task.id) || (task.version !== undefined && override.versions.includes(task.version))) {
+      recipe = EnvironmentRecipe.parse({ ...recipe, ...override.recipe });
+    }
+  }
+  return recipe;
+}
+
+export function environmentSpec(repo: string, recipe: EnvironmentRecipe, asOf: string | null): EnvironmentSpec {
+  return { repo, recipe, asOf, key: hashValue({ repo, recipe, asOf }) };
+}
+
+/**
+ * One environment per (repository, recipe), resolved as of the earliest pull request that uses
+ * it: no task then sees a dependency released after it was opened, and tasks sharing a recipe
+ * share one environment.
+ */
+export function planEnvironments<T extends { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null }>(tasks: T[]): Map<string, EnvironmentSpec> {
+  const earliest = new Map<string, { repo: string; recipe: EnvironmentRecipe; asOf: string | null }>();
+  for (const task of tasks) {
+    const group = hashValue({ repo: task.repo, recipe: task.recipe });
+    const known = earliest.get(group);
+    const asOf = task.createdAt;
+    if (!known) earliest.set(group, { repo: task.repo, recipe: task.recipe, asOf });
+    else if (asOf && (!known.asOf || asOf < known.asOf)) known.asOf = asOf;
+  }
+  const byTask = new Map<string, EnvironmentSpec>();
+  for (const task of tasks) {
+    const group = earliest.get(hashValue({ repo: task.repo, recipe: task.recipe }))!;
+    byTask.set(task.id, environmentSpec(group.repo, group.recipe, group.asOf));
+  }
+  return byTask;
+}

@@ -1,0 +1,20 @@
+import Docker from "dockerode";
+import type { Logger } from "../logger.ts";
+import { DEFAULT_LIMITS, DockerExecutor, dockerAvailable, type DockerLimits } from "./docker.ts";
+import { LocalExecutor } from "./local.ts";
+import type { Executor } from "./types.ts";
+
+export * from "./types.ts";
+export { DockerExecutor, LocalExecutor };
+
+/**
+ * The executor a run asked for. `auto` takes Docker when an engine answers and otherwise the local
+ * executor, saying loudly that the repository's code will run unsandboxed.
+ */
+export async function createExecutor(kind: "auto" | "docker" | "local", options: { envRoot: string; log: Logger; limits?: DockerLimits }): Promise<Executor> {
+  const docker = new Docker();
+  if (kind === "docker") return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS);
+  if (kind === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS);
+  if (kind === "auto") options.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
+  return new LocalExecutor(options.envRoot, options.log);
+}

@@ -1,0 +1,149 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Logger } from "../logger.ts";
+import { BuildFailed, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+
+interface Completed {
+  code: number;
+  timedOut: boolean;
+  output: string;
+  seconds: number;
+}
+
+/** Runs a command in its own process group so a timeout can kill everything it started. */
+export function runProcess(command: string, args: string[], options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string }): Promise<Completed> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    let output = "";
+    const keep = (d: Buffer) => {
+      output = (output + d.toString()).slice(-20_000);
+    };
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, options.timeoutSeconds * 1000);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      // whatever the test run left behind in its group goes too
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // nothing left
+      }
+      resolve({ code: code ?? -1, timedOut, output, seconds: (performance.now() - started) / 1000 });
+    });
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+const BASE_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", PYTHONDONTWRITEBYTECODE: "1", PIP_DISABLE_PIP_VERSION_CHECK: "1" };
+
+/**
+ * A virtual environment per environment key on this machine, for the demo and for users without
+ * Docker. Nothing is sandboxed: the repository's tests run as this user, with this network.
+ * They do get a clean environment: no variable of ours (GITHUB_TOKEN included) reaches them.
+ */
+export class LocalExecutor implements Executor {
+  readonly kind = "local" as const;
+  private readonly pending = new Map<string, Promise<{ built: boolean }>>();
+
+  constructor(private readonly root: string, private readonly log: Logger) {}
+
+  private envDir(env: EnvironmentSpec): string {
+    return join(this.root, env.key.slice(0, 16));
+  }
+
+  private pythonFor(env: EnvironmentSpec): string {
+    return join(this.envDir(env), "bin", "python");
+  }
+
+  ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
+    let pending = this.pending.get(env.key);
+    if (!pending) {
+      pending = this.build(env);
+      this.pending.set(env.key, pending);
+      // A recipe that cannot build fails every task that uses it, once; a fault is tried again.
+      pending.catch((error) => {
+        if (!(error instanceof BuildFailed)) this.pending.delete(env.key);
+      });
+    }
+    return pending;
+  }
+
+  private async build(env: EnvironmentSpec): Promise<{ built: boolean }> {
+    const dir = this.envDir(env);
+    if (existsSync(join(dir, ".ready"))) return { built: false };
+    const interpreter = await this.findPython(env.recipe.python);
+    const partial = `${dir}.partial-${process.pid}`;
+    await rm(partial, { recursive: true, force: true });
+    await mkdir(this.root, { recursive: true });
+    this.log.info(`building environment ${env.key.slice(0, 12)} for ${env.repo} (Python ${env.recipe.python}, as of ${env.asOf ?? "today"})`);
+    const network = buildNetworkSettings();
+    const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
+    const step = async (args: string[], what: string) => {
+      const result = await runProcess(args[0]!, args.slice(1), { cwd: this.root, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds });
+      if (result.code !== 0 || result.timedOut) throw new BuildFailed(`${what} failed for ${env.repo}${result.timedOut ? " (timed out)" : ""}: ${result.output.trim().split("\n").slice(-5).join(" | ")}`);
+    };
+    try {
+      await this.buildInto(partial, interpreter, env, step);
+    } catch (error) {
+      await rm(partial, { recursive: true, force: true });
+      throw error;
+    }
+    await rm(dir, { recursive: true, force: true });
+    await rename(partial, dir);
+    return { built: true };
+  }
+
+  private async buildInto(partial: string, interpreter: string, env: EnvironmentSpec, step: (args: string[], what: string) => Promise<void>): Promise<void> {
+    await step([interpreter, "-m", "venv", partial], "creating the virtual environment");
+    // uv itself is today's; the exclusion date applies to what it resolves.
+    await step([join(partial, "bin", "python"), "-m", "pip", "install", "--quiet", "uv"], "installing uv");
+    const requirements = [...new Set(["pytest", ...env.recipe.pip_requirements])];
+    const exclude = env.asOf ? ["--exclude-newer", env.asOf] : [];
+    await step([join(partial, "bin", "uv"), "pip", "install", "--quiet", "--python", join(partial, "bin", "python"), ...exclude, ...requirements], "installing the requirements");
+    await writeFile(join(partial, ".recipe.json"), JSON.stringify({ repo: env.repo, recipe: env.recipe, asOf: env.asOf }, null, 2));
+    await writeFile(join(partial, ".ready"), "");
+  }
+
+  private async findPython(version: string): Promise<string> {
+    for (const candidate of [`python${version}`, "python3"]) {
+      const result = await runProcess(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { cwd: tmpdir(), env: BASE_ENV, timeoutSeconds: 30 }).catch(() => undefined);
+      if (result?.code === 0 && result.output.trim() === version) return candidate;
+    }
+    throw new BuildFailed(`Python ${version} is not installed on this machine (the local executor uses the machine's interpreters; install python${version} or use the docker executor)`);
+  }
+
+  async run(request: TestRunRequest): Promise<TestRunResult> {
+    const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
+    try {
+      const junit = join(results, "report.xml");
+      const script = testScript(request.env.recipe, this.pythonFor(request.env), request.tests, junit);
+      const done = await runProcess("bash", ["-s"], {
+        cwd: request.checkoutDir,
+        env: { ...BASE_ENV, PATH: `${join(this.envDir(request.env), "bin")}:${BASE_ENV.PATH}`, HOME: results, VIRTUAL_ENV: this.envDir(request.env) },
+        timeoutSeconds: request.timeoutSeconds,
+        input: script,
+      });
+      const junitXml = existsSync(junit) ? await readFile(junit, "utf8") : undefined;
+      return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output.slice(-4000) };
+    } finally {
+      await rm(results, { recursive: true, force: true });
+    }
+  }
+}

@@ -1,0 +1,83 @@
+import { existsSync } from "node:fs";
+import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
+
+/** An environment to run a repository's tests in: one per (repository, recipe, as-of date). */
+export interface EnvironmentSpec {
+  repo: string;
+  recipe: EnvironmentRecipe;
+  /** Dependencies are resolved only from releases published before this instant (uv --exclude-newer). */
+  asOf: string | null;
+  /** sha256 of the three above: names the virtual environment or image. */
+  key: string;
+}
+
+export interface TestRunRequest {
+  env: EnvironmentSpec;
+  /** A prepared checkout on the host (patches applied). */
+  checkoutDir: string;
+  /** pytest arguments selecting tests: files or node ids; empty for the whole suite. */
+  tests: string[];
+  timeoutSeconds: number;
+}
+
+export interface TestRunResult {
+  timedOut: boolean;
+  /** The JUnit XML report, read from outside the checkout; absent when pytest wrote none. */
+  junitXml?: string;
+  exitCode: number;
+  wallSeconds: number;
+  /** The last lines of the run's output, for diagnosis. */
+  outputTail: string;
+}
+
+/** The machinery failed (engine down, image build broken, OOM kill): retried, never blamed on the task. */
+export class InfrastructureFault extends Error {
+  override name = "InfrastructureFault";
+}
+
+/** The environment cannot be built from its recipe (a dependency that does not exist, say): the task's fault. */
+export class BuildFailed extends Error {
+  override name = "BuildFailed";
+}
+
+export interface Executor {
+  readonly kind: "docker" | "local";
+  /** Builds the environment unless it exists; returns whether it had to be built. */
+  ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }>;
+  run(request: TestRunRequest): Promise<TestRunResult>;
+}
+
+/** pytest options the pipeline always sets, after the repository's own, so they win. */
+export const PYTEST_OPTIONS = [
+  "-p", "no:cacheprovider",
+  // xunit1 records each test's file, so results map back to exact node ids
+  "-o", "junit_family=xunit1",
+  // a non-strict XPASS looks like a pass in JUnit; strict makes it a failure we can see
+  "-o", "xfail_strict=true",
+  // the repository's addopts (-x, --lf, plugins' options) must not change what runs
+  "-o", "addopts=",
+  "-q",
+];
+
+/** The shell command for one run: the recipe's install commands, then pytest with our options. */
+export function testScript(recipe: EnvironmentRecipe, python: string, tests: string[], junitPath: string): string {
+  const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+  const install = recipe.install.map((c) => `${c}\n`).join("");
+  const pytest = [python, "-m", "pytest", ...tests, ...PYTEST_OPTIONS, `--junitxml=${junitPath}`].map(quote).join(" ");
+  return `set -e\n${install}exec ${pytest}\n`;
+}
+
+const BUILD_PASSTHROUGH = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX"];
+const CA_CANDIDATES = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE"];
+
+/**
+ * What an environment build needs from the host to reach the package index: proxy and index
+ * settings, and the CA bundle this machine trusts (behind a TLS-intercepting proxy pip and uv
+ * fail without it). Builds only: test runs get none of it, and no network.
+ */
+export function buildNetworkSettings(env: NodeJS.ProcessEnv = process.env): { vars: Record<string, string>; caBundle?: string } {
+  const vars: Record<string, string> = {};
+  for (const key of BUILD_PASSTHROUGH) if (env[key]) vars[key] = env[key]!;
+  const caBundle = CA_CANDIDATES.map((k) => env[k]).find((v): v is string => Boolean(v)) ?? (existsSync("/etc/ssl/certs/ca-certificates.crt") ? "/etc/ssl/certs/ca-certificates.crt" : undefined);
+  return { vars, caBundle };
+}

@@ -1,0 +1,33 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { git, GitError } from "../../pipeline/git.ts";
+
+export class PatchDoesNotApply extends Error {
+  override name = "PatchDoesNotApply";
+}
+
+/**
+ * A fresh checkout of `commit` from a bare mirror (sharing its objects, so it is cheap), with the
+ * patches applied in order. The caller removes it with `dispose`.
+ */
+export async function freshCheckout(mirror: string, commit: string, patches: { name: string; text: string }[], parent: string): Promise<{ dir: string; dispose: () => Promise<void> }> {
+  const root = await mkdtemp(join(parent, "checkout-"));
+  const dir = join(root, "repo");
+  const dispose = () => rm(root, { recursive: true, force: true });
+  try {
+    await git(["clone", "--quiet", "--shared", "--no-checkout", mirror, dir]);
+    await git(["checkout", "--quiet", "--detach", commit], { cwd: dir });
+    for (const patch of patches) {
+      if (!patch.text) continue;
+      try {
+        await git(["apply", "--whitespace=nowarn", "--binary", "-"], { cwd: dir, input: patch.text });
+      } catch (error) {
+        throw new PatchDoesNotApply(`the ${patch.name} patch does not apply to ${commit}: ${error instanceof GitError ? error.stderr.trim().split("\n").slice(0, 2).join(" | ") : (error as Error).message}`);
+      }
+    }
+    return { dir, dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}

@@ -1,0 +1,93 @@
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { createExecutor } from "../../pipeline/executors/index.ts";
+import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
+import { cloneSourceOf, loadProfiles } from "../../pipeline/profiles.ts";
+import type { Candidate } from "../../pipeline/schemas/candidate.ts";
+import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import type { SplitChange } from "../../pipeline/schemas/split.ts";
+import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { designatedTestFiles, qualifyTask } from "./run.ts";
+
+export { classifyTests, keepDecision } from "./outcomes.ts";
+
+export const QualifyConfig = z.strictObject({
+  executor: z.enum(["auto", "docker", "local"]).default("auto"),
+  /** Runs of each state; a test whose outcome differs between them is unstable. */
+  runs: z.number().int().min(1).default(3),
+  /** Tasks qualified at once; 0 means one per core. */
+  jobs: z.number().int().min(0).default(0),
+  /** Also run the rest of the suite, for pass-to-pass coverage beyond the touched test files. */
+  full_suite: z.boolean().default(false),
+  profiles_dir: z.string().default("data/repos"),
+  limits: z.strictObject({ memory_mb: z.number().int().positive().default(2048), pids: z.number().int().positive().default(512), cpus: z.number().positive().default(1) }).default({ memory_mb: 2048, pids: 512, cpus: 1 }),
+});
+export type QualifyConfig = z.infer<typeof QualifyConfig>;
+
+export const qualifyStage = defineStage({
+  name: "qualify",
+  summary: "run the tests before and after the reference fix, several times; derive stable FAIL_TO_PASS / PASS_TO_PASS",
+  example: "switch-swe qualify --config data/demo/pipeline.yaml   |   switch-swe qualify --task split.json --executor docker --runs 3 --json",
+  version: "1",
+  sourceFiles: [fileURLToPath(new URL(".", import.meta.url)), fileURLToPath(new URL("../../pipeline/executors/", import.meta.url))],
+  configSchema: QualifyConfig,
+  volatileConfig: ["jobs"],
+  inputs: [
+    { stage: "mine", name: "candidates" },
+    { stage: "split", name: "splits" },
+  ],
+  outputs: [{ name: "qualifications", schema: QualificationRecord, key: (q: QualificationRecord) => q.task_id }],
+  externalFiles: (config) => [config.profiles_dir],
+  async run(ctx) {
+    const { profiles, errors } = loadProfiles(ctx.files);
+    const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
+    const splits = ctx.input<SplitChange>({ stage: "split", name: "splits" });
+    const known = splits.filter((s) => profiles.has(s.repo));
+    const environments = planEnvironments(
+      known.map((s) => ({ id: s.task_id, repo: s.repo, recipe: recipeFor(profiles.get(s.repo)!.profile, { id: s.task_id, version: candidates.get(s.task_id)?.version }), createdAt: candidates.get(s.task_id)?.created_at ?? null })),
+    );
+    const limits = ctx.config.limits;
+    const executor = await createExecutor(ctx.config.executor, { envRoot: ctx.workPath("envs"), log: ctx.log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
+    ctx.log.info(`executor: ${executor.kind}; ${new Set([...environments.values()].map((e) => e.key)).size} environment(s) for ${splits.length} task(s)`);
+    const scratch = ctx.workPath("scratch");
+    mkdirSync(scratch, { recursive: true });
+    const jobs = ctx.config.jobs || (await import("node:os")).availableParallelism();
+
+    const records = await ctx.mapRecords(splits, {
+      id: (s) => s.task_id,
+      concurrency: jobs,
+      dependsOn: (s) => ({ env: environments.get(s.task_id)?.key ?? errors.get(s.repo) ?? null, executor: executor.kind }),
+      work: async (split) => {
+        const loaded = profiles.get(split.repo);
+        if (!loaded) throw new RecordError("unknown_repository", `${split.task_id}: field repo: ${errors.get(split.repo) ?? `no profile for ${split.repo} in ${ctx.config.profiles_dir}`}`, { field: "repo" });
+        const env = environments.get(split.task_id)!;
+        const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
+        const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
+        const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch }, ctx.log);
+        for (const r of runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
+        return QualificationRecord.parse({
+          task_id: split.task_id,
+          executor: executor.kind,
+          environment_key: env.key,
+          as_of: env.asOf,
+          test_args: testArgs,
+          runs_per_state: ctx.config.runs,
+          designated_tests: sets.designated,
+          runs: runs.map(({ pytestSeconds: _p, wallSeconds: _w, ...run }) => run),
+          fail_to_pass: sets.failToPass,
+          pass_to_pass: sets.passToPass,
+          pass_to_fail: sets.passToFail,
+          fail_to_fail: sets.failToFail,
+          unstable: sets.unstable,
+          kept: decision.kept,
+          ...(decision.kept ? {} : { reject_reason: decision.reason, reject_detail: decision.detail }),
+        });
+      },
+    });
+    for (const record of records) {
+      if (!record.kept) ctx.reject({ record_id: record.task_id, reason: record.reject_reason!, message: `${record.task_id}: ${record.reject_detail}` });
+    }
+    return { qualifications: records };
+  },
+});

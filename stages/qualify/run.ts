@@ -1,0 +1,114 @@
+import { parseJunitXml } from "../../pipeline/junit.ts";
+import type { Logger } from "../../pipeline/logger.ts";
+import type { TestStatus } from "../../pipeline/schemas/common.ts";
+import type { ChangedFile } from "../../pipeline/schemas/split.ts";
+import { BuildFailed, InfrastructureFault, type EnvironmentSpec, type Executor } from "../../pipeline/executors/types.ts";
+import { RecordError } from "../../pipeline/stage.ts";
+import { freshCheckout, PatchDoesNotApply } from "./checkout.ts";
+import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
+
+export const MAX_INFRASTRUCTURE_RETRIES = 2;
+
+/** Test modules the test patch leaves in place: the files whose tests are designated. */
+export function designatedTestFiles(files: ChangedFile[]): string[] {
+  return files
+    .filter((f) => f.class === "test" && f.status !== "deleted" && /(^|\/)(test_[^/]*|[^/]*_test|tests)\.py$/.test(f.path))
+    .map((f) => f.path)
+    .sort();
+}
+
+/** Runs `attempt`, re-running it after an infrastructure fault at most twice; says how many re-runs it took. */
+export async function withInfrastructureRetries<T>(what: string, log: Logger, attempt: () => Promise<T>): Promise<{ value: T; retries: number }> {
+  for (let retries = 0; ; retries++) {
+    try {
+      return { value: await attempt(), retries };
+    } catch (error) {
+      if (!(error instanceof InfrastructureFault)) throw error;
+      if (retries === MAX_INFRASTRUCTURE_RETRIES) {
+        throw new RecordError("infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`, {}, false);
+      }
+      log.warn(`${what}: infrastructure fault, retrying (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);
+    }
+  }
+}
+
+export interface QualifyTaskInput {
+  id: string;
+  mirror: string;
+  baseCommit: string;
+  testPatch: string;
+  implementationPatch: string;
+  env: EnvironmentSpec;
+  testArgs: string[];
+  runs: number;
+  scratch: string;
+}
+
+export interface StateRun {
+  state: "before" | "after";
+  run: number;
+  outcomes: Record<string, TestStatus>;
+  timed_out: boolean;
+  infrastructure_retries: number;
+  pytestSeconds: number;
+  wallSeconds: number;
+}
+
+/**
+ * Qualifies one task: each state (before = base + test patch, after = + implementation patch) in
+ * its own fresh checkout, run `runs` times; every designated test's status in every run, read from
+ * the JUnit report only; then the sets and whether the task is kept.
+ */
+export async function qualifyTask(executor: Executor, input: QualifyTaskInput, log: Logger) {
+  try {
+    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env));
+  } catch (error) {
+    if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
+    throw error;
+  }
+  const runs: StateRun[] = [];
+  for (const state of ["before", "after"] as const) {
+    const patches = [{ name: "test", text: input.testPatch }, ...(state === "after" ? [{ name: "implementation", text: input.implementationPatch }] : [])];
+    let checkout;
+    try {
+      checkout = await freshCheckout(input.mirror, input.baseCommit, patches, input.scratch);
+    } catch (error) {
+      if (error instanceof PatchDoesNotApply) throw new RecordError("patch_does_not_apply", `${input.id}: ${error.message}`, { field: "reference_diff" });
+      throw error;
+    }
+    try {
+      for (let run = 0; run < input.runs; run++) {
+        const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, () =>
+          executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds }),
+        );
+        const report = result.junitXml ? parseJunitXml(result.junitXml) : [];
+        if (!result.junitXml && !result.timedOut) log.warn(`${input.id}: ${state} run ${run + 1} wrote no JUnit report (exit ${result.exitCode}): ${result.outputTail.trim().split("\n").slice(-3).join(" | ")}`);
+        runs.push({
+          state,
+          run,
+          outcomes: Object.fromEntries(report.map((r) => [r.nodeId, r.status])),
+          timed_out: result.timedOut,
+          infrastructure_retries: retries,
+          pytestSeconds: report.reduce((s, r) => s + r.seconds, 0),
+          wallSeconds: result.wallSeconds,
+        });
+      }
+    } finally {
+      await checkout.dispose();
+    }
+  }
+  for (const state of ["before", "after"] as const) {
+    if (runs.filter((r) => r.state === state).every((r) => r.timed_out)) {
+      throw new RecordError("timeout", `${input.id}: every ${state} run exceeded ${input.env.recipe.test_timeout_seconds}s`, { field: "environment.test_timeout_seconds" });
+    }
+  }
+  // Every run lists every designated test: a test it did not report was absent, or cut off by the timeout.
+  const designated = [...new Set(runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
+  for (const r of runs) {
+    for (const test of designated) r.outcomes[test] ??= r.timed_out ? "timeout" : "absent";
+    r.outcomes = Object.fromEntries(Object.entries(r.outcomes).sort(([a], [b]) => (a < b ? -1 : 1)));
+  }
+  const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);
+  const sets = classifyTests(outcomesOf("before"), outcomesOf("after"));
+  return { runs, sets, decision: keepDecision(sets) };
+}
