@@ -169,14 +169,16 @@ export function buildProgram(): Command {
     .option("-c, --config <file>", "pipeline config to run over it", "data/demo/pipeline.yaml")
     .option("--force", "redo every stage, ignoring caches")
     .option("-q, --quiet", "print only warnings, errors and the summary")
-    .addHelpText("after", "\nExample:\n  switch-swe demo")
+    .addOption(new Option("--executor <kind>", "qualify's executor: docker, local or auto").choices(["auto", "docker", "local"]))
+    .option("--jobs <n>", "tasks qualified at once", (v) => Number(v))
+    .addHelpText("after", "\nExample:\n  switch-swe demo\n  switch-swe demo --executor local")
     .action(
       act(async (opts) => {
         const corpus = await buildDemoCorpus(opts.corpus, opts.out);
         process.stderr.write(`demo corpus: ${corpus.records} pull requests in ${corpus.repositories.join(", ")} (${corpus.built ? "built" : "already built"}) at ${corpus.dir}\n`);
         const server = await serveDemoApi(opts.config, join(corpus.dir, "github"));
         try {
-          return await runWithConfig(opts.config, { force: opts.force }, Boolean(opts.quiet));
+          return await runWithConfig(opts.config, { force: opts.force }, Boolean(opts.quiet), { executor: opts.executor, jobs: opts.jobs });
         } finally {
           await server?.stop();
         }

@@ -1,0 +1,132 @@
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { beforeAll, describe, expect, it } from "vitest";
+import { environmentSpec } from "../../pipeline/executors/environment.ts";
+import { DockerExecutor } from "../../pipeline/executors/docker.ts";
+import { LocalExecutor } from "../../pipeline/executors/local.ts";
+import { parseJunitXml } from "../../pipeline/junit.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
+import { dockerForTests } from "../helpers/docker.ts";
+import { fileTempDir, tempDir } from "../helpers/tmp.ts";
+
+const docker = await dockerForTests();
+const escapeMarker = `/tmp/switch-swe-escaped-${process.pid}`;
+
+/** A repository whose tests try what untrusted code might; each passes only if it was contained. */
+function hostileCheckout(): string {
+  const dir = tempDir("switch-swe-hostile-");
+  mkdirSync(join(dir, "tests"));
+  writeFileSync(
+    join(dir, "tests", "test_hostile.py"),
+    `import os, pathlib, socket, time
+
+
+def test_network_is_unreachable():
+    try:
+        socket.create_connection(("1.1.1.1", 53), timeout=3)
+    except OSError:
+        return
+    raise AssertionError("reached the network")
+
+
+def test_no_token_in_environment():
+    assert not [k for k in os.environ if "TOKEN" in k or "GITHUB" in k]
+
+
+def test_write_outside_checkout():
+    pathlib.Path("${escapeMarker}").write_text("escaped")
+
+
+def test_fork_bomb_is_stopped():
+    children = []
+    try:
+        for _ in range(20000):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(60)
+                os._exit(0)
+            children.append(pid)
+    except OSError:
+        pass
+    for pid in children:
+        os.kill(pid, 9)
+    assert len(children) < 20000, "nothing limited the number of processes"
+
+
+def test_still_runs_after_the_others():
+    assert True
+`,
+  );
+  return dir;
+}
+
+function hangingCheckout(): string {
+  const dir = tempDir("switch-swe-hang-");
+  mkdirSync(join(dir, "tests"));
+  writeFileSync(join(dir, "tests", "test_hang.py"), "import time\n\n\ndef test_hangs():\n    time.sleep(3600)\n");
+  return dir;
+}
+
+const recipe = EnvironmentRecipe.parse({ python: "3.11", pip_requirements: ["pytest"] });
+const env = environmentSpec("demo-org/hostile", recipe, "2024-06-01T00:00:00Z");
+
+describe.skipIf(!docker)("the Docker executor contains what a repository's tests do", () => {
+  let executor: DockerExecutor;
+  beforeAll(async () => {
+    executor = new DockerExecutor(new Docker(), silentLogger, { memoryBytes: 512 * 2 ** 20, pids: 64, cpus: 1 });
+    await executor.ensureEnvironment(env);
+  }, 600_000);
+
+  it("no network, no token, no writes outside, no runaway forks; the run completes", async () => {
+    const saved = process.env.GITHUB_TOKEN;
+    process.env.GITHUB_TOKEN = "ghp_mustNotReachTheTests";
+    try {
+      const result = await executor.run({ env, checkoutDir: hostileCheckout(), tests: [], timeoutSeconds: 120 });
+      const statuses = Object.fromEntries(parseJunitXml(result.junitXml!).map((r) => [r.nodeId.split("::")[1], r.status]));
+      expect(statuses).toEqual({
+        test_network_is_unreachable: "passed",
+        test_no_token_in_environment: "passed",
+        test_write_outside_checkout: "passed",
+        test_fork_bomb_is_stopped: "passed",
+        test_still_runs_after_the_others: "passed",
+      });
+      expect(existsSync(escapeMarker)).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.GITHUB_TOKEN;
+      else process.env.GITHUB_TOKEN = saved;
+    }
+  }, 300_000);
+
+  it("kills a hanging run at its timeout and leaves no container behind", async () => {
+    const started = Date.now();
+    const result = await executor.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 8 });
+    expect(result.timedOut).toBe(true);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    const leftovers = await new Docker().listContainers({ all: true, filters: { label: [`org.switch-swe.environment=${env.key}`] } });
+    expect(leftovers).toEqual([]);
+  }, 120_000);
+});
+
+describe("the local executor", () => {
+  it("builds a virtual environment once, strips our variables, and times out a hanging run", async () => {
+    const root = fileTempDir();
+    const local = new LocalExecutor(root, silentLogger);
+    expect(await local.ensureEnvironment(env)).toEqual({ built: true });
+    // another process (a later run) finds it on disk
+    expect(await new LocalExecutor(root, silentLogger).ensureEnvironment(env)).toEqual({ built: false });
+    const saved = process.env.GITHUB_TOKEN;
+    process.env.GITHUB_TOKEN = "ghp_mustNotReachTheTests";
+    try {
+      const checkout = hostileCheckout();
+      const result = await local.run({ env, checkoutDir: checkout, tests: ["tests/test_hostile.py::test_no_token_in_environment"], timeoutSeconds: 60 });
+      expect(parseJunitXml(result.junitXml!).map((r) => r.status)).toEqual(["passed"]);
+    } finally {
+      if (saved === undefined) delete process.env.GITHUB_TOKEN;
+      else process.env.GITHUB_TOKEN = saved;
+    }
+    const hung = await local.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 3 });
+    expect(hung.timedOut).toBe(true);
+  }, 300_000);
+});

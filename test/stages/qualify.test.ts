@@ -1,0 +1,111 @@
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Docker from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildDemoCorpus, type PullIntent } from "../../pipeline/demo/build.ts";
+import { runPipeline } from "../../pipeline/engine.ts";
+import { DockerExecutor } from "../../pipeline/executors/docker.ts";
+import { environmentSpec } from "../../pipeline/executors/environment.ts";
+import { InfrastructureFault } from "../../pipeline/executors/types.ts";
+import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import { withInfrastructureRetries } from "../../stages/qualify/run.ts";
+import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
+import { dockerForTests } from "../helpers/docker.ts";
+import { fileTempDir } from "../helpers/tmp.ts";
+
+const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
+const bin = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
+const docker = await dockerForTests();
+
+function readRecords<T>(path: string): T[] {
+  return readFileSync(path, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+}
+
+describe("qualify on the demo corpus", () => {
+  let corpusDir: string;
+  let intents: Map<string, PullIntent>;
+  let demo: DemoCopy;
+  const qualifyWith = async (executor: "local" | "docker", force = true) => {
+    const stageConfigs = { ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor } };
+    const summary = await runPipeline({ ...demo.options, stageConfigs }, { only: "qualify", force });
+    return { summary, records: readRecords<QualificationRecord>(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl")), text: readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8") };
+  };
+  let local: Awaited<ReturnType<typeof qualifyWith>>;
+
+  beforeAll(async () => {
+    corpusDir = fileTempDir();
+    await buildDemoCorpus(plan, corpusDir);
+    intents = new Map((JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]));
+    demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
+    await runPipeline(demo.options, { only: "mine" });
+    await runPipeline(demo.options, { only: "split" });
+    local = await qualifyWith("local");
+  }, 600_000);
+  afterAll(() => demo?.server.stop());
+
+  it("finds every intended F2P test, excludes flaky ones as unstable, flags regressions", () => {
+    expect(local.records).toHaveLength(41);
+    for (const record of local.records) {
+      const intent = intents.get(record.task_id)!;
+      expect(record.fail_to_pass, record.task_id).toEqual([...intent.fail_to_pass].sort());
+      expect(record.unstable, record.task_id).toEqual([...intent.flaky].sort());
+      expect(record.pass_to_fail, record.task_id).toEqual([...intent.regressions].sort());
+      expect(record.runs).toHaveLength(6);
+      for (const run of record.runs) expect(Object.keys(run.outcomes)).toEqual(record.designated_tests);
+      if (intent.regressions.length) expect(record).toMatchObject({ kept: false, reject_reason: "regression" });
+      else if (!intent.fail_to_pass.length) expect(record).toMatchObject({ kept: false, reject_reason: "no_fail_to_pass" });
+      else expect(record.kept, record.task_id).toBe(true);
+    }
+    const rejects = readRecords<{ record_id: string; reason: string }>(join(demo.workDir, "artifacts", "qualify", "rejects.jsonl"));
+    expect(rejects.map((r) => r.reason).sort()).toEqual(["no_fail_to_pass", "regression", "regression", "regression"]);
+  });
+
+  it("gives byte-identical records when SIGKILLed mid-run and run again", async () => {
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, "qualify", "--config", demo.configPath, "--executor", "local", "--force", "-q"], { stdio: "ignore" });
+      setTimeout(() => child.kill("SIGKILL"), 8000);
+      child.on("exit", (_c, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error("qualify finished before it was killed"))));
+    });
+    const again = await qualifyWith("local", false);
+    expect(again.summary.stages[0]!.reused).toBeGreaterThan(0);
+    expect(again.text).toBe(local.text);
+  }, 600_000);
+
+  it.skipIf(!docker)("the Docker executor agrees with the local one on every task", async () => {
+    const viaDocker = await qualifyWith("docker");
+    expect(viaDocker.records.map((r) => r.executor)).toEqual(viaDocker.records.map(() => "docker"));
+    const sets = (records: QualificationRecord[]) => records.map((r) => ({ id: r.task_id, f2p: r.fail_to_pass, p2p: r.pass_to_pass, p2f: r.pass_to_fail, unstable: r.unstable, kept: r.kept }));
+    expect(sets(viaDocker.records)).toEqual(sets(local.records));
+    const leftovers = await new Docker().listContainers({ all: true, filters: { label: ["org.switch-swe.environment"] } });
+    expect(leftovers).toEqual([]);
+  }, 1_200_000);
+});
+
+describe("infrastructure faults", () => {
+  it("retries a fault at most twice, counts the retries, then rejects without caching", async () => {
+    let calls = 0;
+    const flaky = async () => {
+      calls++;
+      if (calls <= 2) throw new InfrastructureFault("the engine restarted");
+      return "ok";
+    };
+    expect(await withInfrastructureRetries("t", silentLogger, flaky)).toEqual({ value: "ok", retries: 2 });
+    calls = -10;
+    const error = await withInfrastructureRetries("t", silentLogger, flaky).catch((e) => e);
+    expect(error).toMatchObject({ reason: "infrastructure_fault", cacheable: false });
+    expect(error.message).toMatch(/the engine restarted \(after 2 retries\)/);
+    const notAFault = await withInfrastructureRetries("t", silentLogger, async () => { throw new Error("a bug"); }).catch((e) => e);
+    expect(notAFault.message).toBe("a bug");
+  });
+
+  it.skipIf(!docker)("turns a Docker engine error into an infrastructure fault", async () => {
+    const broken = new DockerExecutor(new Docker({ socketPath: "/nonexistent/docker.sock" }), silentLogger);
+    const env = environmentSpec("o/r", EnvironmentRecipe.parse({ python: "3.11" }), null);
+    await expect(broken.ensureEnvironment(env)).rejects.toBeInstanceOf(InfrastructureFault);
+    await expect(broken.run({ env, checkoutDir: "/tmp", tests: [], timeoutSeconds: 5 })).rejects.toBeInstanceOf(InfrastructureFault);
+  });
+});
