@@ -1,13 +1,19 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import Docker from "dockerode";
-import { buildBaseImage } from "./executors/docker.ts";
+import { buildBaseImage, DockerExecutor } from "./executors/docker.ts";
+import { environmentsForTasks } from "../stages/qualify/index.ts";
+import { ArtifactStore } from "./store.ts";
+import { Candidate } from "./schemas/candidate.ts";
+import { SplitChange } from "./schemas/split.ts";
 import { listImages, pruneImages } from "./executors/images.ts";
 import { buildDemoCorpus } from "./demo/build.ts";
+import { formatByHand, qualifyByHand } from "../stages/qualify/by-hand.ts";
+import { RecordError } from "./stage.ts";
 import { FakeGithub } from "./demo/github-server.ts";
 import { runDoctor } from "./doctor.ts";
 import { formatSummary, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
@@ -128,6 +134,12 @@ export function buildProgram(): Command {
       .addHelpText("after", `\nExample:\n  ${info.example.split("   |   ").join("\n  ")}`);
     if (name === "qualify") {
       command
+        .option("--task <file>", "qualify one task by hand: a split record (one line of artifacts/split/splits.jsonl)")
+        .option("--profile <file>", "with --task: the repository profile (default data/repos/OWNER__NAME.json)")
+        .option("--work-dir <dir>", "with --task: where environments and mirrors go", ".switch-swe/qualify")
+        .option("--as-of <date>", "with --task: resolve dependencies as of this date")
+        .option("--full-suite", "with --task: run the whole suite, not only the touched test files")
+        .option("--json", "with --task: print the result as JSON")
         .addOption(new Option("--executor <kind>", "docker, local, or auto (Docker when an engine answers)").choices(["auto", "docker", "local"]))
         .option("--runs <n>", "runs of each state", (v) => Number(v))
         .option("--jobs <n>", "tasks qualified at once", (v) => Number(v));
@@ -145,6 +157,17 @@ export function buildProgram(): Command {
       act(async (opts) => {
         if (!built) notBuilt(name);
         if (name === "split" && opts.diff) return splitByHand(opts.diff, opts.profile, Boolean(opts.json));
+        if (name === "qualify" && opts.task) {
+          let result;
+          try {
+            result = await qualifyByHand({ taskFile: opts.task, profile: opts.profile, executor: opts.executor ?? "auto", runs: opts.runs ?? 3, workDir: opts.workDir, asOf: opts.asOf, fullSuite: Boolean(opts.fullSuite), log: createLogger({ level: opts.json ? "warn" : "info" }) });
+          } catch (error) {
+            if (error instanceof RecordError) throw new UsageError(error.message);
+            throw error;
+          }
+          process.stdout.write(opts.json ? JSON.stringify(result, null, 2) + "\n" : formatByHand(result));
+          return result.kept ? 0 : 1;
+        }
         if (!opts.config) throw new UsageError(`'${name}' needs --config FILE (or, for split, --diff FILE)`);
         return runWithConfig(opts.config, { only: name, force: opts.force }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile, executor: opts.executor, runs: opts.runs, jobs: opts.jobs });
       }),
@@ -229,6 +252,29 @@ export function buildProgram(): Command {
       act(async (opts) => {
         const tag = await buildBaseImage({ suite: opts.suite, mirror: opts.mirror, log: createLogger(), workDir: tmpdir() });
         process.stdout.write(`built ${tag}\n`);
+        return 0;
+      }),
+    );
+  images
+    .command("build")
+    .description("build the environment image of every split task of a pipeline (qualify builds them on demand too)")
+    .requiredOption("-c, --config <file>", "pipeline config whose split stage has run")
+    .addHelpText("after", "\nExample:\n  switch-swe images build --config data/demo/pipeline.yaml")
+    .action(
+      act(async (opts) => {
+        const loaded = loadConfig(opts.config, BUILT_STAGES);
+        const store = new ArtifactStore(loaded.workDir);
+        const read = async (stage: StageName, name: string) => (await store.readRecords(stage, name).catch(() => { throw new UsageError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${opts.config}' up to split first`); })).records;
+        const splits = (await read("split", "splits")).map((r) => SplitChange.parse(r));
+        const candidates = new Map((await read("mine", "candidates")).map((r) => Candidate.parse(r)).map((c) => [c.id, c]));
+        const profilesDir = resolve(loaded.baseDir, (loaded.config.stages.qualify as { profiles_dir?: string } | undefined)?.profiles_dir ?? "data/repos");
+        const { profiles } = loadProfiles(readdirSync(profilesDir).filter((f) => f.endsWith(".json")).map((f) => ({ path: f, text: readFileSync(join(profilesDir, f), "utf8") })));
+        const environments = [...new Map([...environmentsForTasks(splits, candidates, profiles).values()].map((e) => [e.key, e])).values()];
+        const executor = new DockerExecutor(new Docker(), createLogger());
+        for (const env of environments) {
+          const { built } = await executor.ensureEnvironment(env);
+          process.stdout.write(`${built ? "built" : "present"} ${DockerExecutor.imageTag(env)}  ${env.repo}  as of ${env.asOf ?? "today"}\n`);
+        }
         return 0;
       }),
     );

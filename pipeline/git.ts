@@ -2,7 +2,7 @@ import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { simpleGit } from "simple-git";
 
@@ -58,7 +58,11 @@ export class MirrorCache {
   /** One clone or fetch per repository at a time; concurrent records of a repository wait for it. */
   private readonly pending = new Map<string, Promise<string>>();
 
-  constructor(readonly root: string) {}
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
 
   pathFor(repo: string): string {
     return join(this.root, `${repo.replace("/", "__")}.git`);

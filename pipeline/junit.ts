@@ -15,18 +15,26 @@ const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "",
  * xfail and xpass are told apart from skips by pytest's own markers in the report.
  */
 export function parseJunitXml(xml: string): JunitResult[] {
+  return parseJunitReport(xml).results;
+}
+
+/** The per-test results and pytest's own session time (the testsuite elements' time). */
+export function parseJunitReport(xml: string): { results: JunitResult[]; sessionSeconds: number } {
   const doc = parser.parse(xml) as { testsuites?: { testsuite?: Suite[] }; testsuite?: Suite[] };
   const suites = doc.testsuites?.testsuite ?? doc.testsuite ?? [];
   const results: JunitResult[] = [];
+  let sessionSeconds = 0;
   for (const suite of suites) {
+    sessionSeconds += Number(suite.time ?? 0);
     for (const tc of suite.testcase ?? []) {
       results.push({ nodeId: nodeIdOf(tc), status: statusOf(tc), seconds: Number(tc.time ?? 0) });
     }
   }
-  return results;
+  return { results, sessionSeconds };
 }
 
 interface Suite {
+  time?: string;
   testcase?: TestCase[];
 }
 

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import type { Logger } from "../logger.ts";
 import { BuildFailed, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
@@ -27,8 +27,14 @@ export interface DockerLimits {
 
 export const DEFAULT_LIMITS: DockerLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512, cpus: 1 };
 
-function engineFault(error: unknown, what: string): InfrastructureFault {
-  return new InfrastructureFault(`Docker engine error while ${what}: ${(error as Error).message}`);
+/**
+ * An engine failure is an infrastructure fault (retried); a 4xx answer means we sent a bad
+ * request, a bug that retrying would only repeat.
+ */
+function engineFault(error: unknown, what: string): Error {
+  const status = (error as { statusCode?: number }).statusCode;
+  const message = `Docker engine error while ${what}: ${(error as Error).message}`;
+  return status && status >= 400 && status < 500 ? new Error(message) : new InfrastructureFault(message);
 }
 
 export async function dockerAvailable(docker = new Docker()): Promise<boolean> {
@@ -132,7 +138,8 @@ export class DockerExecutor implements Executor {
           NetworkDisabled: true,
           HostConfig: {
             NetworkMode: "none",
-            Binds: [`${request.checkoutDir}:/work`, `${results}:/results`],
+            // Bind mounts take absolute host paths only.
+            Binds: [`${resolve(request.checkoutDir)}:/work`, `${results}:/results`],
             Memory: this.limits.memoryBytes,
             MemorySwap: this.limits.memoryBytes,
             PidsLimit: this.limits.pids,

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { createExecutor } from "../../pipeline/executors/index.ts";
 import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
-import { cloneSourceOf, loadProfiles } from "../../pipeline/profiles.ts";
+import { cloneSourceOf, loadProfiles, type LoadedProfile } from "../../pipeline/profiles.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
@@ -11,6 +11,14 @@ import { defineStage, RecordError } from "../../pipeline/stage.ts";
 import { designatedTestFiles, qualifyTask } from "./run.ts";
 
 export { classifyTests, keepDecision } from "./outcomes.ts";
+
+/** Each task's environment: its repository's recipe (with overrides), as of the earliest PR sharing it. */
+export function environmentsForTasks(splits: SplitChange[], candidates: Map<string, Candidate>, profiles: Map<string, LoadedProfile>) {
+  const known = splits.filter((s) => profiles.has(s.repo));
+  return planEnvironments(
+    known.map((s) => ({ id: s.task_id, repo: s.repo, recipe: recipeFor(profiles.get(s.repo)!.profile, { id: s.task_id, version: candidates.get(s.task_id)?.version }), createdAt: candidates.get(s.task_id)?.created_at ?? null })),
+  );
+}
 
 export const QualifyConfig = z.strictObject({
   executor: z.enum(["auto", "docker", "local"]).default("auto"),
@@ -43,10 +51,7 @@ export const qualifyStage = defineStage({
     const { profiles, errors } = loadProfiles(ctx.files);
     const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
     const splits = ctx.input<SplitChange>({ stage: "split", name: "splits" });
-    const known = splits.filter((s) => profiles.has(s.repo));
-    const environments = planEnvironments(
-      known.map((s) => ({ id: s.task_id, repo: s.repo, recipe: recipeFor(profiles.get(s.repo)!.profile, { id: s.task_id, version: candidates.get(s.task_id)?.version }), createdAt: candidates.get(s.task_id)?.created_at ?? null })),
-    );
+    const environments = environmentsForTasks(splits, candidates, profiles);
     const limits = ctx.config.limits;
     const executor = await createExecutor(ctx.config.executor, { envRoot: ctx.workPath("envs"), log: ctx.log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
     ctx.log.info(`executor: ${executor.kind}; ${new Set([...environments.values()].map((e) => e.key)).size} environment(s) for ${splits.length} task(s)`);
@@ -64,7 +69,8 @@ export const qualifyStage = defineStage({
         const env = environments.get(split.task_id)!;
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
-        const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch }, ctx.log);
+        const { runs, sets, decision, environmentBuilt } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch }, ctx.log);
+        if (environmentBuilt) ctx.metric({ environment_built: env.key, repo: split.repo, executor: executor.kind });
         for (const r of runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
         return QualificationRecord.parse({
           task_id: split.task_id,

@@ -1,4 +1,4 @@
-import { parseJunitXml } from "../../pipeline/junit.ts";
+import { parseJunitReport } from "../../pipeline/junit.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import type { ChangedFile } from "../../pipeline/schemas/split.ts";
@@ -60,8 +60,9 @@ export interface StateRun {
  * the JUnit report only; then the sets and whether the task is kept.
  */
 export async function qualifyTask(executor: Executor, input: QualifyTaskInput, log: Logger) {
+  let environmentBuilt = false;
   try {
-    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env));
+    environmentBuilt = (await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env))).value.built;
   } catch (error) {
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
@@ -81,7 +82,8 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
         const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, () =>
           executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds }),
         );
-        const report = result.junitXml ? parseJunitXml(result.junitXml) : [];
+        const parsed = result.junitXml ? parseJunitReport(result.junitXml) : { results: [], sessionSeconds: 0 };
+        const report = parsed.results;
         if (!result.junitXml && !result.timedOut) log.warn(`${input.id}: ${state} run ${run + 1} wrote no JUnit report (exit ${result.exitCode}): ${result.outputTail.trim().split("\n").slice(-3).join(" | ")}`);
         runs.push({
           state,
@@ -89,7 +91,7 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
           outcomes: Object.fromEntries(report.map((r) => [r.nodeId, r.status])),
           timed_out: result.timedOut,
           infrastructure_retries: retries,
-          pytestSeconds: report.reduce((s, r) => s + r.seconds, 0),
+          pytestSeconds: parsed.sessionSeconds,
           wallSeconds: result.wallSeconds,
         });
       }
@@ -110,5 +112,5 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
   }
   const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);
   const sets = classifyTests(outcomesOf("before"), outcomesOf("after"));
-  return { runs, sets, decision: keepDecision(sets) };
+  return { runs, sets, decision: keepDecision(sets), environmentBuilt };
 }

@@ -1,0 +1,71 @@
+import { mkdirSync, readFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { environmentSpec, recipeFor } from "../../pipeline/executors/environment.ts";
+import { createExecutor } from "../../pipeline/executors/index.ts";
+import { MirrorCache } from "../../pipeline/git.ts";
+import type { Logger } from "../../pipeline/logger.ts";
+import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
+import { SplitChange } from "../../pipeline/schemas/split.ts";
+import { designatedTestFiles, qualifyTask } from "./run.ts";
+
+export interface ByHandOptions {
+  taskFile: string;
+  profile?: string;
+  executor: "auto" | "docker" | "local";
+  runs: number;
+  workDir: string;
+  asOf?: string;
+  fullSuite: boolean;
+  log: Logger;
+}
+
+/**
+ * Qualifies one task from a split record (a line of artifacts/split/splits.jsonl saved as a file),
+ * for a maintainer checking a task by hand: every test's status in every run, and the sets.
+ */
+export async function qualifyByHand(options: ByHandOptions) {
+  const workDir = resolve(options.workDir);
+  const text = readFileSync(options.taskFile, "utf8").trim();
+  const parsed = SplitChange.safeParse(JSON.parse(text.split("\n")[0]!));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`${options.taskFile}: field ${issue.path.join(".")}: ${issue.message} (expected a split record, one line of artifacts/split/splits.jsonl)`);
+  }
+  const split = parsed.data;
+  const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
+  const { profiles, errors } = loadProfiles([{ path: basename(profilePath), text: readFileSync(profilePath, "utf8") }]);
+  const loaded = profiles.get(split.repo);
+  if (!loaded) throw new Error(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
+  const env = environmentSpec(split.repo, recipeFor(loaded.profile, { id: split.task_id }), options.asOf ?? null);
+  const executor = await createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log });
+  const mirror = await new MirrorCache(join(workDir, "git")).ensure(split.repo, cloneSourceOf(split.repo, loaded, (p) => resolve(dirname(profilePath), p)), split.base_commit);
+  const scratch = join(workDir, "scratch");
+  mkdirSync(scratch, { recursive: true });
+  const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files);
+  const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, scratch }, options.log);
+  return {
+    task_id: split.task_id,
+    executor: executor.kind,
+    test_args: testArgs,
+    runs: runs.map((r) => ({ state: r.state, run: r.run + 1, timed_out: r.timed_out, infrastructure_retries: r.infrastructure_retries, outcomes: r.outcomes })),
+    fail_to_pass: sets.failToPass,
+    pass_to_pass: sets.passToPass,
+    pass_to_fail: sets.passToFail,
+    fail_to_fail: sets.failToFail,
+    unstable: sets.unstable,
+    kept: decision.kept,
+    ...(decision.kept ? {} : { reject_reason: decision.reason, reject_detail: decision.detail }),
+  };
+}
+
+/** A table for a terminal: one row a test, one column a run of each state, then its set. */
+export function formatByHand(result: Awaited<ReturnType<typeof qualifyByHand>>): string {
+  const setOf = (t: string) => (result.fail_to_pass.includes(t) ? "F2P" : result.pass_to_pass.includes(t) ? "P2P" : result.pass_to_fail.includes(t) ? "P2F" : result.unstable.includes(t) ? "unstable" : "F2F");
+  const tests = [...new Set(result.runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
+  const header = ["test", ...result.runs.map((r) => `${r.state[0]}${r.run}`), "set"];
+  const rows = tests.map((t) => [t, ...result.runs.map((r) => r.outcomes[t] ?? "absent"), setOf(t)]);
+  const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => r[i]!.length)));
+  const lines = [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join("  "));
+  lines.push("", `${result.task_id} (${result.executor}): ${result.kept ? "kept" : `rejected: ${result.reject_reason}: ${result.reject_detail}`}`);
+  return lines.join("\n") + "\n";
+}
