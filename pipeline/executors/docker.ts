@@ -55,6 +55,7 @@ export async function dockerAvailable(docker = new Docker()): Promise<boolean> {
 export class DockerExecutor implements Executor {
   readonly kind = "docker" as const;
   private readonly pending = new Map<string, Promise<{ built: boolean }>>();
+  readonly built: string[] = [];
 
   constructor(private readonly docker: Docker, private readonly log: Logger, private readonly limits: DockerLimits = DEFAULT_LIMITS) {}
 
@@ -113,6 +114,7 @@ export class DockerExecutor implements Executor {
         throw new BuildFailed(`building the environment of ${env.repo} failed (exit ${result.StatusCode}): ${logs.replace(/[\x00-\x08]/g, "").trim().split("\n").slice(-5).join(" | ")}`);
       }
       await container.commit({ repo: ENV_REPOSITORY, tag: tag.split(":")[1], changes: [`LABEL ${LABEL}=${env.key}`, `LABEL org.switch-swe.repo=${env.repo}`, "ENV PATH=/env/bin:/usr/local/bin:/usr/bin:/bin"] });
+      this.built.push(env.key);
       return { built: true };
     } catch (error) {
       if (error instanceof BuildFailed || error instanceof InfrastructureFault) throw error;

@@ -61,6 +61,7 @@ const BASE_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", PYTHON
 export class LocalExecutor implements Executor {
   readonly kind = "local" as const;
   private readonly pending = new Map<string, Promise<{ built: boolean }>>();
+  readonly built: string[] = [];
 
   constructor(private readonly root: string, private readonly log: Logger) {}
 
@@ -107,6 +108,7 @@ export class LocalExecutor implements Executor {
     }
     await rm(dir, { recursive: true, force: true });
     await rename(partial, dir);
+    this.built.push(env.key);
     return { built: true };
   }
 

@@ -42,6 +42,8 @@ export class BuildFailed extends Error {
 
 export interface Executor {
   readonly kind: "docker" | "local";
+  /** Keys of the environments this executor built (not found ready-made), in build order. */
+  readonly built: string[];
   /** Builds the environment unless it exists; returns whether it had to be built. */
   ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }>;
   run(request: TestRunRequest): Promise<TestRunResult>;

@@ -69,8 +69,7 @@ export const qualifyStage = defineStage({
         const env = environments.get(split.task_id)!;
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
-        const { runs, sets, decision, environmentBuilt } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch }, ctx.log);
-        if (environmentBuilt) ctx.metric({ environment_built: env.key, repo: split.repo, executor: executor.kind });
+        const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch }, ctx.log);
         for (const r of runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
         return QualificationRecord.parse({
           task_id: split.task_id,
@@ -91,6 +90,7 @@ export const qualifyStage = defineStage({
         });
       },
     });
+    for (const key of executor.built) ctx.metric({ environment_built: key, executor: executor.kind });
     for (const record of records) {
       if (!record.kept) ctx.reject({ record_id: record.task_id, reason: record.reject_reason!, message: `${record.task_id}: ${record.reject_detail}` });
     }

@@ -60,9 +60,8 @@ export interface StateRun {
  * the JUnit report only; then the sets and whether the task is kept.
  */
 export async function qualifyTask(executor: Executor, input: QualifyTaskInput, log: Logger) {
-  let environmentBuilt = false;
   try {
-    environmentBuilt = (await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env))).value.built;
+    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env));
   } catch (error) {
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
@@ -112,5 +111,5 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
   }
   const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);
   const sets = classifyTests(outcomesOf("before"), outcomesOf("after"));
-  return { runs, sets, decision: keepDecision(sets), environmentBuilt };
+  return { runs, sets, decision: keepDecision(sets) };
 }

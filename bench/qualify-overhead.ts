@@ -1,0 +1,48 @@
+// Qualify over the demo corpus: orchestration overhead = (qualify wall time × jobs) ÷ (sum of
+// pytest's own wall time in all runs), with warm environments; and the number of environment
+// builds against the number of distinct recipes. Target (issue #6): overhead ≤ 1.15, builds =
+// distinct recipes. Runs each executor that is available. Usage: npm run bench:qualify
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { dockerAvailable } from "../pipeline/executors/docker.ts";
+import { runPipeline } from "../pipeline/engine.ts";
+import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-qualify-"));
+try {
+  const demo = await prepareDemoCopy(dir);
+  await runPipeline(demo.options, { only: "mine" });
+  await runPipeline(demo.options, { only: "split" });
+  const jobs = availableParallelism();
+  const metricsFile = join(demo.workDir, "logs", "metrics.jsonl");
+  mkdirSync(join(demo.workDir, "logs"), { recursive: true });
+  const executors = ["local", ...((await dockerAvailable(new Docker())) ? ["docker"] : [])] as const;
+  for (const executor of executors) {
+    const stageConfigs = { ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor, jobs } };
+    writeFileSync(metricsFile, "");
+    // Cold (environments may be built; Docker images persist between runs of this benchmark).
+    const cold = await runPipeline({ ...demo.options, stageConfigs }, { only: "qualify", force: true });
+    const builds = readMetrics().filter((m) => m.environment_built).length;
+    writeFileSync(metricsFile, "");
+    const started = performance.now();
+    const warm = await runPipeline({ ...demo.options, stageConfigs }, { only: "qualify", force: true });
+    const wall = (performance.now() - started) / 1000;
+    const runs = readMetrics().filter((m) => m.pytest_seconds !== undefined);
+    const pytest = runs.reduce((s, m) => s + Number(m.pytest_seconds), 0);
+    const processes = runs.reduce((s, m) => s + Number(m.wall_seconds), 0);
+    const recipes = new Set(readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).environment_key)).size;
+    console.log(`${executor}: ${warm.stages[0]!.in} tasks, ${runs.length} pytest runs, jobs ${jobs}; cold ${cold.stages[0]!.seconds.toFixed(1)}s, warm ${wall.toFixed(1)}s`);
+    console.log(`  overhead vs pytest's own session time: (${wall.toFixed(1)}s × ${jobs}) ÷ ${pytest.toFixed(1)}s = ${((wall * jobs) / pytest).toFixed(2)} (target ≤ 1.15)`);
+    console.log(`  overhead vs the test processes' wall time (interpreter start${executor === "docker" ? ", container start" : ""} included): (${wall.toFixed(1)}s × ${jobs}) ÷ ${processes.toFixed(1)}s = ${((wall * jobs) / processes).toFixed(2)}`);
+    console.log(`  environment builds in the cold run: ${builds}; distinct recipes: ${recipes}`);
+  }
+  await demo.server.stop();
+
+  function readMetrics(): Record<string, unknown>[] {
+    return existsSync(metricsFile) ? readFileSync(metricsFile, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
