@@ -57,7 +57,8 @@ export class DockerExecutor implements Executor {
   private readonly pending = new Map<string, Promise<{ built: boolean }>>();
   readonly built: string[] = [];
 
-  constructor(private readonly docker: Docker, private readonly log: Logger, private readonly limits: DockerLimits = DEFAULT_LIMITS) {}
+  /** `labels` mark every test container, so a caller can find (and check it removed) its own. */
+  constructor(private readonly docker: Docker, private readonly log: Logger, private readonly limits: DockerLimits = DEFAULT_LIMITS, private readonly labels: Record<string, string> = {}) {}
 
   static imageTag(env: EnvironmentSpec): string {
     return `${ENV_REPOSITORY}:${env.key.slice(0, 16)}`;
@@ -147,7 +148,7 @@ export class DockerExecutor implements Executor {
             PidsLimit: this.limits.pids,
             NanoCpus: Math.round(this.limits.cpus * 1e9),
           },
-          Labels: { [LABEL]: request.env.key },
+          Labels: { [LABEL]: request.env.key, ...this.labels },
         });
         await container.start();
       } catch (error) {

@@ -11,10 +11,14 @@ export { DockerExecutor, LocalExecutor };
  * The executor a run asked for. `auto` takes Docker when an engine answers and otherwise the local
  * executor, saying loudly that the repository's code will run unsandboxed.
  */
-export async function createExecutor(kind: "auto" | "docker" | "local", options: { envRoot: string; log: Logger; limits?: DockerLimits }): Promise<Executor> {
+/** The label naming the work directory a test container ran for. */
+export const WORK_LABEL = "org.switch-swe.work";
+
+export async function createExecutor(kind: "auto" | "docker" | "local", options: { envRoot: string; log: Logger; limits?: DockerLimits; workDir?: string }): Promise<Executor> {
   const docker = new Docker();
-  if (kind === "docker") return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS);
-  if (kind === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS);
+  const labels: Record<string, string> = options.workDir ? { [WORK_LABEL]: options.workDir } : {};
+  if (kind === "docker") return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS, labels);
+  if (kind === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS, labels);
   if (kind === "auto") options.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
   return new LocalExecutor(options.envRoot, options.log);
 }

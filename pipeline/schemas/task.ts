@@ -40,5 +40,24 @@ export const Task = z.object({
   }),
   source_files: z.array(z.string()).min(1),
   source_dirs: z.array(z.string()).min(1),
+  /** Two or more substantive requests: the task can be suspended and resumed (SPEC §1). */
+  focus_candidate: z.boolean(),
+  /** A maintainer's curation file changed the reconstruction (see each request's provenance). */
+  curated: z.boolean(),
 });
 export type Task = z.infer<typeof Task>;
+
+/** How reconstruct classified one discussion item, and the stage it fed: kept for curators. */
+export const CommentClassRecord = z.object({
+  task_id: TaskId,
+  item_id: z.number().int(),
+  kind: z.enum(["issue_comment", "review", "review_comment"]),
+  author: z.string(),
+  created_at: IsoTimestamp,
+  url: z.string(),
+  round: z.number().int().nonnegative().nullable(),
+  class: z.enum(["substantive", "suggestion", "bot", "approval_only", "progress_only", "duplicate", "question", "dismissed", "needs_reference", "no_requirement", "author", "post_merge", "empty"]),
+  reason: z.string(),
+  stage: z.number().int().positive().nullable(),
+});
+export type CommentClassRecord = z.infer<typeof CommentClassRecord>;

@@ -53,7 +53,7 @@ export const qualifyStage = defineStage({
     const splits = ctx.input<SplitChange>({ stage: "split", name: "splits" });
     const environments = environmentsForTasks(splits, candidates, profiles);
     const limits = ctx.config.limits;
-    const executor = await createExecutor(ctx.config.executor, { envRoot: ctx.workPath("envs"), log: ctx.log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
+    const executor = await createExecutor(ctx.config.executor, { envRoot: ctx.workPath("envs"), workDir: ctx.workPath(""), log: ctx.log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
     ctx.log.info(`executor: ${executor.kind}; ${new Set([...environments.values()].map((e) => e.key)).size} environment(s) for ${splits.length} task(s)`);
     const scratch = ctx.workPath("scratch");
     mkdirSync(scratch, { recursive: true });

@@ -37,9 +37,9 @@ describe("switch-swe CLI", () => {
   }, 120_000);
 
   it("says plainly that a stage of a later issue is not built, and exits 2", async () => {
-    const result = await cli(["qualify", "--config", "data/demo/pipeline.yaml"]);
+    const result = await cli(["select", "--config", "data/demo/pipeline.yaml"]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/'qualify' is not built .*issue #6.*nothing was run/);
+    expect(result.stderr).toMatch(/'select' is not built .*issue #8.*nothing was run/);
   });
 
   it("reports a config error with its key and exits 2", async () => {

@@ -10,6 +10,8 @@ import { tempDir } from "../helpers/tmp.ts";
 /** The demo as the README runs it, in a temporary directory. */
 async function runDemo() {
   const { corpus, options, workDir, server } = await prepareDemoCopy(tempDir());
+  // The local executor keeps this end-to-end test quick; the Docker executor has its own tests.
+  options.stageConfigs = { ...options.stageConfigs, qualify: { ...(options.stageConfigs.qualify as object), executor: "local" } };
   const summary = await runPipeline(options).finally(() => server.stop());
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8") };
@@ -27,7 +29,7 @@ describe("the demo", () => {
     }
     const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
     expect(again.stages.filter((s) => s.status === "ran")).toEqual([]);
-  }, 120_000);
+  }, 600_000);
 
   it("splits every pull request as its intent says and finds every locality class", async () => {
     const demo = await runDemo();
@@ -49,5 +51,5 @@ describe("the demo", () => {
     const perRepo = new Map<string, number>();
     for (const s of splits) perRepo.set(s.repo, (perRepo.get(s.repo) ?? 0) + 1);
     expect(pairs).toHaveLength([...perRepo.values()].reduce((n, k) => n + (k * (k - 1)) / 2, 0));
-  }, 120_000);
+  }, 600_000);
 });

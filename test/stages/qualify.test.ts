@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus, type PullIntent } from "../../pipeline/demo/build.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
+import { WORK_LABEL } from "../../pipeline/executors/index.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { InfrastructureFault } from "../../pipeline/executors/types.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
@@ -80,7 +81,8 @@ describe("qualify on the demo corpus", () => {
     expect(viaDocker.records.map((r) => r.executor)).toEqual(viaDocker.records.map(() => "docker"));
     const sets = (records: QualificationRecord[]) => records.map((r) => ({ id: r.task_id, f2p: r.fail_to_pass, p2p: r.pass_to_pass, p2f: r.pass_to_fail, unstable: r.unstable, kept: r.kept }));
     expect(sets(viaDocker.records)).toEqual(sets(local.records));
-    const leftovers = await new Docker().listContainers({ all: true, filters: { label: ["org.switch-swe.environment"] } });
+    // Only this run's containers: other test files may be running their own at the same time.
+    const leftovers = await new Docker().listContainers({ all: true, filters: { label: [`${WORK_LABEL}=${join(demo.workDir, "")}`] } });
     expect(leftovers).toEqual([]);
   }, 1_200_000);
 });

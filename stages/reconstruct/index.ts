@@ -1,0 +1,89 @@
+import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { recipeFor } from "../../pipeline/executors/environment.ts";
+import { PYTEST_OPTIONS } from "../../pipeline/executors/types.ts";
+import { loadProfiles } from "../../pipeline/profiles.ts";
+import type { Candidate } from "../../pipeline/schemas/candidate.ts";
+import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import type { SplitChange } from "../../pipeline/schemas/split.ts";
+import { CommentClassRecord, Task } from "../../pipeline/schemas/task.ts";
+import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { addedLines } from "./clean.ts";
+import { applyCuration, CurationError, parseCuration } from "./curation.ts";
+import { reconstructRequests } from "./reconstruct.ts";
+
+export { FINALIZATION_TEXT } from "./reconstruct.ts";
+
+export const ReconstructConfig = z.strictObject({
+  profiles_dir: z.string().default("data/repos"),
+  /** Reviewed curation files, one per task: `<task id>.yaml`. */
+  curation_dir: z.string().default("data/curation"),
+});
+
+export const reconstructStage = defineStage({
+  name: "reconstruct",
+  summary: "build each task's ordered, cumulative requests with provenance, applying reviewed curation",
+  example: "switch-swe reconstruct --config data/demo/pipeline.yaml",
+  version: "1",
+  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  configSchema: ReconstructConfig,
+  inputs: [
+    { stage: "mine", name: "candidates" },
+    { stage: "split", name: "splits" },
+    { stage: "qualify", name: "qualifications" },
+  ],
+  outputs: [
+    { name: "tasks", schema: Task, key: (t: Task) => t.id },
+    { name: "comments", schema: CommentClassRecord, key: (c: CommentClassRecord) => `${c.task_id}\0${String(c.item_id).padStart(20, "0")}` },
+  ],
+  externalFiles: (config) => [config.profiles_dir, config.curation_dir],
+  async run(ctx) {
+    const profileFiles = ctx.files.filter((f) => f.path.startsWith(ctx.config.profiles_dir));
+    const { profiles } = loadProfiles(profileFiles);
+    const curations = new Map(ctx.files.filter((f) => f.path.startsWith(ctx.config.curation_dir) && f.path.endsWith(".yaml")).map((f) => [basename(f.path, ".yaml"), f]));
+    const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
+    const splits = new Map(ctx.input<SplitChange>({ stage: "split", name: "splits" }).map((s) => [s.task_id, s]));
+    const kept = ctx.input<QualificationRecord>({ stage: "qualify", name: "qualifications" }).filter((q) => q.kept);
+    const comments: CommentClassRecord[] = [];
+    const tasks = await ctx.mapRecords(kept, {
+      id: (q) => q.task_id,
+      dependsOn: (q) => ({ candidate: candidates.get(q.task_id), split: splits.get(q.task_id), curation: curations.get(q.task_id)?.text ?? null, profile: profiles.get(splits.get(q.task_id)?.repo ?? "")?.sha256 ?? null }),
+      work: (q) => {
+        const candidate = candidates.get(q.task_id)!;
+        const split = splits.get(q.task_id)!;
+        const loaded = profiles.get(split.repo);
+        if (!loaded) throw new RecordError("unknown_repository", `${q.task_id}: field repo: no profile for ${split.repo}`, { field: "repo" });
+        const result = reconstructRequests(candidate, addedLines(split.implementation_patch));
+        let requests = result.requests;
+        const curation = curations.get(q.task_id);
+        if (curation) {
+          try {
+            requests = applyCuration(requests, parseCuration(curation.path, curation.text), curation.path);
+          } catch (error) {
+            if (error instanceof CurationError) throw new RecordError("invalid_field", error.message, { file: curation.path, field: "actions" });
+            throw error;
+          }
+        }
+        if (!requests.length) throw new RecordError("too_few_stages", `${q.task_id}: no request could be reconstructed`);
+        comments.push(...result.comments.map((c) => CommentClassRecord.parse(c)));
+        return Task.parse({
+          id: q.task_id,
+          snapshot: { repo: split.repo, base_commit: split.base_commit, environment: recipeFor(loaded.profile, { id: q.task_id, version: candidate.version }) },
+          requests,
+          verifier: {
+            test_patch: split.test_patch,
+            test_command: ["python", "-m", "pytest", ...q.test_args, ...PYTEST_OPTIONS].join(" "),
+            fail_to_pass: q.fail_to_pass,
+            pass_to_pass: q.pass_to_pass,
+          },
+          source_files: split.source_files,
+          source_dirs: split.source_dirs,
+          focus_candidate: requests.length >= 2,
+          curated: Boolean(curation),
+        });
+      },
+    });
+    return { tasks, comments };
+  },
+});

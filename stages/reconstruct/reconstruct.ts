@@ -1,0 +1,99 @@
+import type { Candidate, DiscussionItem } from "../../pipeline/schemas/candidate.ts";
+import type { Request } from "../../pipeline/schemas/task.ts";
+import { classifyDiscussion, REQUEST_CLASSES, type Classified } from "./classify.ts";
+import { cleanRequestText } from "./clean.ts";
+
+/** The one finalization request: it closes every session and states no requirement. */
+export const FINALIZATION_TEXT = "Finish this task and prepare it for evaluation: complete the work you consider unfinished, then stop.";
+
+export interface CommentRecord {
+  task_id: string;
+  item_id: number;
+  kind: DiscussionItem["kind"];
+  author: string;
+  created_at: string;
+  url: string;
+  round: number | null;
+  class: Classified["class"];
+  reason: string;
+  /** The stage this comment contributed to, if any. */
+  stage: number | null;
+}
+
+const LINK_ORDER = { pr_body_keyword: 0, commit_keyword: 1, timeline: 2 } as const;
+
+function source(item: DiscussionItem) {
+  return { kind: item.kind, record_id: String(item.id), url: item.url, author: item.author, created_at: item.created_at };
+}
+
+/** Suggestion blocks carry code for the fix: the ask around them stays, the code goes. */
+function askOf(item: DiscussionItem): string {
+  return item.body.replace(/```suggestion[\s\S]*?```/g, "").trim();
+}
+
+/**
+ * Rebuilds a task's ordered, cumulative requests. Stage 1 is the linked issue (the closing one
+ * first; any other is noted in provenance), or the PR description when no issue is linked.
+ * Every later stage is one pre-merge review round (the feedback between two pushes of the
+ * author's commits) with at least one substantive comment; its substantive comments become one
+ * request. Every comment's class is returned for curators.
+ */
+export function reconstructRequests(candidate: Candidate, added: ReadonlySet<string>): { requests: Request[]; comments: CommentRecord[] } {
+  const requests: Request[] = [];
+  const pr = candidate.pull_request;
+  const issues = [...candidate.issues].sort((a, b) => LINK_ORDER[a.linked_by] - LINK_ORDER[b.linked_by] || a.number - b.number);
+  if (issues.length) {
+    const [first, ...others] = issues;
+    requests.push({
+      stage: 1,
+      text: cleanRequestText(`${first!.title}\n\n${first!.body}`, added),
+      provenance: { sources: [first!, ...others].map((i) => ({ kind: "issue" as const, record_id: `${i.repo}#${i.number}`, url: i.url, author: i.author, created_at: i.created_at })) },
+    });
+  } else if (pr) {
+    requests.push({ stage: 1, text: cleanRequestText(`${pr.title}\n\n${pr.body}`, added), provenance: { sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] } });
+  } else {
+    // A SWE-bench record without its history: the problem statement is the only request.
+    requests.push({ stage: 1, text: cleanRequestText(candidate.problem_statement ?? "", added), provenance: { sources: [{ kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" }] } });
+  }
+  if (!pr) return { requests: requests.filter((r) => r.text), comments: [] };
+
+  const classified = classifyDiscussion(pr.discussion, pr.author, pr.merged_at);
+  // Round k is the feedback after the author's k-th push (counting from 0) and before the next one.
+  const pushes = [...new Set(pr.commits.map((c) => c.committed_at))].sort();
+  const roundOf = (created: string): number => Math.max(0, pushes.filter((p) => p < created).length - 1);
+  const comments: CommentRecord[] = classified.map((c) => ({
+    task_id: candidate.id,
+    item_id: c.item.id,
+    kind: c.item.kind,
+    author: c.item.author,
+    created_at: c.item.created_at,
+    url: c.item.url,
+    round: c.class === "post_merge" ? null : roundOf(c.item.created_at),
+    class: c.class,
+    reason: c.reason,
+    stage: null,
+  }));
+  const rounds = new Map<number, Classified[]>();
+  classified.forEach((c, i) => {
+    const round = comments[i]!.round;
+    if (round === null || !REQUEST_CLASSES.has(c.class)) return;
+    rounds.set(round, [...(rounds.get(round) ?? []), c]);
+  });
+  for (const round of [...rounds.keys()].sort((a, b) => a - b)) {
+    const items = rounds.get(round)!;
+    const seen = new Set<string>();
+    const parts: string[] = [];
+    for (const c of items) {
+      const text = cleanRequestText(askOf(c.item), added);
+      const key = text.replace(/\s+/g, " ").toLowerCase();
+      if (!text || seen.has(key)) continue;
+      seen.add(key);
+      parts.push(text);
+    }
+    if (!parts.length) continue;
+    const stage = requests.length + 1;
+    requests.push({ stage, text: parts.join("\n\n"), provenance: { sources: items.map((c) => source(c.item)) } });
+    for (const c of items) comments.find((r) => r.item_id === c.item.id)!.stage = stage;
+  }
+  return { requests, comments };
+}
