@@ -24,7 +24,7 @@ describe("the demo", () => {
     expect(a.corpus.records).toBe(48);
     expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 48, rejected: 0 });
     expect(sha256(a.records)).toBe(sha256(b.records));
-    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["locality", "pairs"]] as const) {
+    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["locality", "pairs"]] as const) {
       expect(a.read(stage, name), `${stage}/${name}`).toBe(b.read(stage, name));
     }
     const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
@@ -51,5 +51,28 @@ describe("the demo", () => {
     const perRepo = new Map<string, number>();
     for (const s of splits) perRepo.set(s.repo, (perRepo.get(s.repo) ?? 0) + 1);
     expect(pairs).toHaveLength([...perRepo.values()].reduce((n, k) => n + (k * (k - 1)) / 2, 0));
+  }, 600_000);
+
+  it("reconstructs every kept task's rounds in order, and no noise, suggestion code or uncurated edit gets in", async () => {
+    const demo = await runDemo();
+    const intents = new Map((JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]));
+    const tasks = demo.read("reconstruct", "tasks").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const comments = demo.read("reconstruct", "comments").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(tasks.length).toBeGreaterThanOrEqual(30);
+    for (const task of tasks) {
+      expect(task.requests.length, task.id).toBe(intents.get(task.id)!.stages);
+      const times = task.requests.slice(1).map((r: any) => r.provenance.sources.map((s: any) => s.created_at).sort()[0]);
+      expect(times, task.id).toEqual([...times].sort());
+      for (const r of task.requests) expect(r.text, task.id).not.toMatch(/```suggestion|def \w+\(value, precision=None\):/);
+    }
+    const noise = comments.filter((c) => ["bot", "approval_only", "progress_only", "duplicate", "post_merge", "dismissed", "question", "needs_reference", "empty"].includes(c.class));
+    expect(new Set(noise.map((c) => c.class)).size).toBe(9);
+    expect(noise.every((c) => c.stage === null)).toBe(true);
+    expect(tasks.filter((t) => t.focus_candidate).length).toBeGreaterThanOrEqual(20);
+    const curated = tasks.find((t) => t.id === "demo-org__geometry-3");
+    expect(curated.curated).toBe(true);
+    expect(curated.requests[1].text).not.toMatch(/^Thanks for this!/);
+    expect(curated.requests[1].provenance.curation).toMatchObject({ action: "edit", reviewer: "demo-maintainer" });
+    expect(tasks.filter((t) => t.curated).map((t) => t.id)).toEqual(["demo-org__geometry-3"]);
   }, 600_000);
 });
