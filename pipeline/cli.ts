@@ -29,7 +29,6 @@ import { DiffParseError } from "../stages/split/diff.ts";
 
 /** Stages and commands that later work will add, with the issue that tracks each. */
 const NOT_BUILT: Record<string, { issue: number; summary: string; example: string }> = {
-  audit: { issue: 7, summary: "link every FAIL_TO_PASS test to the request that justifies it; write the auditors' report", example: "switch-swe audit --config data/demo/pipeline.yaml" },
   select: { issue: 8, summary: "choose focus tasks and four same-repository interruptions each, with a seeded RNG", example: "switch-swe select --config data/demo/pipeline.yaml" },
   schedule: { issue: 8, summary: "build the control and switched schedules of every session", example: "switch-swe schedule --config data/demo/pipeline.yaml" },
   validate: { issue: 8, summary: "check every session pair's invariants before emission", example: "switch-swe validate --config data/demo/pipeline.yaml" },

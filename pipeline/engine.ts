@@ -2,7 +2,7 @@ import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSyn
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { z } from "zod";
-import { removeStaleTempFiles } from "./atomic.ts";
+import { removeStaleTempFiles, writeFileAtomic } from "./atomic.ts";
 import { hashValue, sha256 } from "./canonical.ts";
 import { codeVersion } from "./code-version.ts";
 import { MirrorCache } from "./git.ts";
@@ -142,9 +142,13 @@ async function readExternalFiles(options: EngineOptions, paths: string[]): Promi
   return files;
 }
 
-function outputsIntact(store: ArtifactStore, stage: StageDefinition<any>, entry: LockEntry): boolean {
+function outputsIntact(store: ArtifactStore, stage: StageDefinition<any>, entry: LockEntry, baseDir: string): boolean {
   for (const name of [...stage.outputs.map((o) => o.name), REJECTS]) {
     if (store.hashArtifact(stage.name, name) !== entry.outputs[name]) return false;
+  }
+  for (const [path, hash] of Object.entries(entry.published)) {
+    const absolute = resolve(baseDir, path);
+    if (!existsSync(absolute) || sha256(readFileSync(absolute)) !== hash) return false;
   }
   return true;
 }
@@ -175,7 +179,7 @@ async function runStage(
   const key = hashValue({ stage: stage.name, code, config: configHash, inputs: inputHashes, files: fileHashes, seed: seedKey });
 
   const previous = lock.stages[stage.name];
-  if (!force && previous && previous.key === key && outputsIntact(store, stage, previous)) {
+  if (!force && previous && previous.key === key && outputsIntact(store, stage, previous, options.baseDir)) {
     log.info("up to date: inputs, config and code unchanged; no work done");
     return { stage: stage.name, status: "up_to_date", ...previous.counts, reused: previous.counts.in };
   }
@@ -186,6 +190,7 @@ async function runStage(
   }
 
   const rejects: Reject[] = [];
+  const published: Record<string, string> = {};
   let processed = 0;
   let reused = 0;
   const seenIds = new Set<string>();
@@ -198,6 +203,11 @@ async function runStage(
     mirrors: new MirrorCache(join(options.workDir, "git")),
     resolvePath: (path) => resolve(options.baseDir, path),
     workPath: (name) => join(options.workDir, name),
+    publish: async (path, content) => {
+      const absolute = resolve(options.baseDir, path);
+      await writeFileAtomic(absolute, content);
+      published[relative(options.baseDir, absolute)] = sha256(content);
+    },
     metric: (values) => {
       mkdirSync(join(options.workDir, "logs"), { recursive: true });
       appendFileSync(join(options.workDir, "logs", "metrics.jsonl"), JSON.stringify({ stage: stage.name, ...values }) + "\n");
@@ -281,7 +291,7 @@ async function runStage(
   const counts = { in: processed, out, rejected: rejects.length };
   // Re-read the lock: an earlier stage of this same run may have written it.
   const fresh = store.readLock();
-  fresh.stages[stage.name] = { key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, counts };
+  fresh.stages[stage.name] = { key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, counts };
   await store.writeLock(fresh);
   if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
   return { stage: stage.name, status: "ran", ...counts, reused };

@@ -78,6 +78,11 @@ export interface StageContext<C> {
   mapRecords<T, R>(records: readonly T[], options: MapOptions<T, R>): Promise<R[]>;
   /** A directory of the stage's own under the work directory (environments, scratch space). */
   workPath(name: string): string;
+  /**
+   * Writes a report file outside the work directory (an auditors' report, say), atomically; the
+   * lock file records it, so a changed or deleted report makes the stage run again.
+   */
+  publish(path: string, content: string): Promise<void>;
   /** Appends a measurement to logs/metrics.jsonl: figures for benchmarks, kept out of artifacts. */
   metric(values: Record<string, unknown>): void;
   /** Records a reject found outside mapRecords (for example a malformed input line). */

@@ -13,6 +13,8 @@ export const LockEntry = z.object({
   inputs: z.record(z.string(), z.string()),
   files: z.record(z.string(), z.string()),
   outputs: z.record(z.string(), z.string()),
+  /** Report files published outside the work directory, by path relative to the config file. */
+  published: z.record(z.string(), z.string()).default({}),
   counts: z.object({ in: z.number(), out: z.number(), rejected: z.number() }),
 });
 export type LockEntry = z.infer<typeof LockEntry>;

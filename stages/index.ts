@@ -3,10 +3,11 @@ import { localityStage } from "./locality/index.ts";
 import { mineStage } from "./mine/index.ts";
 import { qualifyStage } from "./qualify/index.ts";
 import { reconstructStage } from "./reconstruct/index.ts";
+import { auditStage } from "./audit/index.ts";
 import { splitStage } from "./split/index.ts";
 
 /**
  * The stages this build has, in any order (the engine orders them by SPEC §2). A stage missing
  * here shows as "not built" in every run summary.
  */
-export const BUILT_STAGES: StageDefinition<any>[] = [mineStage, splitStage, qualifyStage, reconstructStage, localityStage];
+export const BUILT_STAGES: StageDefinition<any>[] = [mineStage, splitStage, qualifyStage, reconstructStage, auditStage, localityStage];

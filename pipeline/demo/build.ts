@@ -340,7 +340,7 @@ class RepositoryBuilder {
         const module = modules[0]!;
         title = `Remove ${module.importPath}`;
         texts.push(`Remove the unused module \`${module.importPath}\`: importing it should raise ImportError.`);
-        if (stages > 1) texts.push(`Say in the package docstring that \`${module.importPath}\` was removed, so that \`help(${this.plan.package})\` tells users.`);
+        if (stages > 1) texts.push(`Say in the package docstring (\`${this.plan.package}.__doc__\`) that \`${module.importPath}\` was removed, so that \`help(${this.plan.package})\` tells users.`);
         const slug = module.key.replaceAll("/", "_");
         apply.push(() => {
           this.modules.delete(module.key);

@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { LocalityPair } from "../../pipeline/schemas/locality.ts";
-import type { SplitChange } from "../../pipeline/schemas/split.ts";
+import type { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage } from "../../pipeline/stage.ts";
 import { LocalityIndex } from "./locality.ts";
 
@@ -16,12 +16,13 @@ export const localityStage = defineStage({
   version: "1",
   sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
   configSchema: LocalityConfig,
-  inputs: [{ stage: "split", name: "splits" }],
+  // The pool is the audited tasks: what qualify, reconstruct and audit kept.
+  inputs: [{ stage: "audit", name: "tasks" }],
   outputs: [{ name: "pairs", schema: LocalityPair, key: (p: LocalityPair) => `${p.repo}\0${p.task_a}\0${p.task_b}` }],
   async run(ctx) {
-    const splits = ctx.input<SplitChange>({ stage: "split", name: "splits" });
-    const index = new LocalityIndex(splits.map((s) => ({ id: s.task_id, repo: s.repo, sourceFiles: s.source_files, sourceDirs: s.source_dirs })));
-    await ctx.mapRecords(splits, { id: (s) => s.task_id, cache: false, work: () => undefined });
+    const tasks = ctx.input<Task>({ stage: "audit", name: "tasks" });
+    const index = new LocalityIndex(tasks.map((t) => ({ id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs })));
+    await ctx.mapRecords(tasks, { id: (t) => t.id, cache: false, work: () => undefined });
     return { pairs: [...index.pairs()] };
   },
 });

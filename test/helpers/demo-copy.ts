@@ -1,4 +1,4 @@
-import { cpSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../pipeline/config.ts";
@@ -31,7 +31,9 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
   const server = new FakeGithub({ recordsDir: join(corpusDir, "github"), rateWindowMs: options.rateWindowMs });
   const apiUrl = await server.start();
   const configPath = join(dir, "demo", "pipeline.yaml");
-  let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replace("http://127.0.0.1:47623", apiUrl);
+  mkdirSync(join(dir, "audits"), { recursive: true });
+  cpSync(join(root, "audits", "decisions.yaml"), join(dir, "audits", "decisions.yaml"));
+  let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replaceAll("../../audits/", "../audits/").replace("http://127.0.0.1:47623", apiUrl);
   if (options.mine) config = config.replace("      profiles_dir: repos\n  split:", `      profiles_dir: repos\n${Object.entries(options.mine).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`).join("\n")}\n  split:`);
   writeFileSync(configPath, config);
   for (const name of readdirSync(join(dir, "demo", "repos"))) {

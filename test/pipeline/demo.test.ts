@@ -24,7 +24,7 @@ describe("the demo", () => {
     expect(a.corpus.records).toBe(48);
     expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 48, rejected: 0 });
     expect(sha256(a.records)).toBe(sha256(b.records));
-    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["locality", "pairs"]] as const) {
+    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["audit", "records"], ["audit", "tasks"], ["locality", "pairs"]] as const) {
       expect(a.read(stage, name), `${stage}/${name}`).toBe(b.read(stage, name));
     }
     const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
@@ -48,8 +48,10 @@ describe("the demo", () => {
     const pairs = demo.read("locality", "pairs").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const classes = new Set(pairs.map((p) => (p.eligible ? p.class : "ineligible")));
     expect(classes).toEqual(new Set(["near", "far", "ineligible"]));
+    // Locality's pool is the audited tasks.
+    const audited = demo.read("audit", "tasks").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const perRepo = new Map<string, number>();
-    for (const s of splits) perRepo.set(s.repo, (perRepo.get(s.repo) ?? 0) + 1);
+    for (const t of audited) perRepo.set(t.snapshot.repo, (perRepo.get(t.snapshot.repo) ?? 0) + 1);
     expect(pairs).toHaveLength([...perRepo.values()].reduce((n, k) => n + (k * (k - 1)) / 2, 0));
   }, 600_000);
 

@@ -1,0 +1,83 @@
+/**
+ * What a test checks, as tokens that a request must mention for the test to be justified by it:
+ * the public names it calls (its subject) and the literals, keywords, exceptions and attributes
+ * it checks (its behaviour). Test scaffolding (pytest, importlib, fixtures) is not evidence.
+ */
+export interface TestEvidence {
+  subject: string[];
+  behaviour: string[];
+}
+
+const SCAFFOLDING = new Set(["assert", "pytest", "raises", "match", "approx", "importlib", "import_module", "pathlib", "Path", "__file__", "parent", "read_bytes", "read_text", "write_text", "exists", "with_name", "module", "random", "int", "str", "len", "set", "list", "tuple", "dict", "isinstance", "True", "False", "None", "in", "not", "and", "or", "for", "v", "with", "def", "return", "marker", "runs", "self", "monkeypatch", "tmp_path", "capsys", "request"]);
+
+/**
+ * One test function as the test patch leaves it (context and added lines, from its `def` to the
+ * next top-level statement), and the lines the patch removed from it.
+ */
+export function testSource(testPatch: string, file: string, name: string): { source: string; added: string; removed: string } | undefined {
+  const sections = testPatch.split(/^(?=diff --git )/m);
+  const section = sections.find((s) => s.split("\n")[0]!.endsWith(` b/${file}`));
+  if (!section) return undefined;
+  const body = section.split("\n").filter((l) => /^[ +-]/.test(l) && !l.startsWith("+++") && !l.startsWith("---"));
+  const def = new RegExp(`^\\s*(async\\s+)?def ${name}\\(`);
+  const start = body.findIndex((l) => l[0] !== "-" && def.test(l.slice(1)));
+  if (start < 0) return undefined;
+  const source = [body[start]!.slice(1)];
+  const added: string[] = [];
+  const removed: string[] = [];
+  for (const line of body.slice(start + 1)) {
+    const text = line.slice(1);
+    if (line[0] !== "-" && /^\S/.test(text)) break;
+    (line[0] === "-" ? removed : source).push(text);
+    if (line[0] === "+") added.push(text);
+  }
+  return { source: source.join("\n"), added: added.join("\n"), removed: removed.join("\n") };
+}
+
+function normaliseNumber(text: string): string {
+  return String(Number(text));
+}
+
+/**
+ * Evidence for what the patch changed in a test: the tokens of the lines it added, less those of
+ * the lines it removed (a renamed module's tests check only the new path). A new test, or one
+ * whose change adds nothing new, is judged on its whole source.
+ */
+export function changedEvidence(test: { source: string; added: string; removed: string }, testName: string): TestEvidence {
+  const whole = evidenceOf(test.source, testName);
+  if (!test.removed.trim()) return whole;
+  const header = `def ${testName}():\n`;
+  const before = evidenceOf(header + test.removed, testName);
+  const now = evidenceOf(header + test.added, testName);
+  const old = new Set([...before.subject, ...before.behaviour]);
+  const subject = now.subject.filter((t) => !old.has(t));
+  const behaviour = now.behaviour.filter((t) => !old.has(t));
+  return subject.length || behaviour.length ? { subject, behaviour } : whole;
+}
+
+export function evidenceOf(source: string, testName: string): TestEvidence {
+  const params = new Set((/def \w+\(([^)]*)\)/.exec(source)?.[1] ?? "").split(",").map((p) => p.trim().split(/[:=]/)[0]!).filter(Boolean));
+  const body = source.split("\n").slice(1).join("\n");
+  const strings = [...body.matchAll(/(?<![\w])b?(["'])((?:\\.|(?!\1).)*)\1/g)].map((m) => m[2]!);
+  const withoutStrings = body.replace(/(["'])(?:\\.|(?!\1).)*\1/g, " ");
+  const called = [...withoutStrings.matchAll(/\.?([A-Za-z_][A-Za-z0-9_]*)\s*\(/g)].map((m) => m[1]!);
+  const keywords = [...withoutStrings.matchAll(/\b([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)/g)].map((m) => m[1]!);
+  const attributes = [...withoutStrings.matchAll(/\.([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()/g)].map((m) => m[1]!);
+  const exceptions = [...withoutStrings.matchAll(/\b([A-Z][A-Za-z]*(?:Error|Exception|Warning))\b/g)].map((m) => m[1]!);
+  const numbers = [...withoutStrings.matchAll(/(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])/g)].map((m) => normaliseNumber(m[1]!));
+  const keep = (t: string) => t.length > 1 && !SCAFFOLDING.has(t) && !params.has(t) && t !== testName;
+  // A string that is a name (an identifier or a dotted module path) names the subject too.
+  const names = strings.filter((s) => /^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$/.test(s));
+  const subject = [...new Set([...called.filter((c) => !exceptions.includes(c) && !/^[A-Z]/.test(c)), ...names].filter(keep))].sort();
+  // 0, 1 and 2 are too common in tests to say what a request asked for.
+  const distinctiveNumbers = numbers.filter((n) => !["0", "1", "2"].includes(n));
+  const behaviour = [...new Set([...[...strings.filter((s) => s.length > 1 && !names.includes(s)), ...keywords, ...attributes.filter((a) => !subject.includes(a)), ...exceptions].filter(keep), ...distinctiveNumbers])].sort();
+  return { subject, behaviour };
+}
+
+/** Whether `text` mentions `token`: as a word for names, as a number for numbers, verbatim otherwise. */
+export function mentions(text: string, token: string): boolean {
+  if (/^\d+(\.\d+)?$/.test(token)) return [...text.matchAll(/(?<![\w.])(\d+(?:\.\d+)?)(?![\w])/g)].some((m) => normaliseNumber(m[1]!) === token);
+  if (/^\w+$/.test(token)) return new RegExp(`(?<![\\w])${token}(?![\\w])`).test(text);
+  return text.includes(token);
+}

@@ -1,0 +1,78 @@
+import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
+import { z } from "zod";
+import { AuditRecord } from "../../pipeline/schemas/audit.ts";
+import { Task } from "../../pipeline/schemas/task.ts";
+import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { alignTask } from "./align.ts";
+import { alignmentCsv, htmlReport } from "./report.ts";
+
+export { alignTask } from "./align.ts";
+
+/** Auditors' sign-off: `audits/decisions.yaml`. */
+export const Decisions = z.strictObject({
+  decisions: z
+    .array(
+      z.strictObject({
+        task: z.string(),
+        verdict: z.enum(["approve", "exclude"]),
+        auditor: z.string().min(1),
+        reason: z.string().min(1),
+        /** Public contracts that justify F2P tests no request mentions, by test id. */
+        contracts: z.record(z.string(), z.string()).default({}),
+      }),
+    )
+    .default([]),
+});
+
+export const AuditConfig = z.strictObject({
+  decisions: z.string().default("audits/decisions.yaml"),
+  /** Where the report goes: `<report_dir>/alignment.csv` and `<report_dir>/index.html`. */
+  report_dir: z.string().default("audits/report"),
+});
+
+export const auditStage = defineStage({
+  name: "audit",
+  summary: "link every FAIL_TO_PASS test to the request that justifies it; flag the rest; apply auditors' decisions; write the report",
+  example: "switch-swe audit --config data/demo/pipeline.yaml",
+  version: "1",
+  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  configSchema: AuditConfig,
+  inputs: [{ stage: "reconstruct", name: "tasks" }],
+  outputs: [
+    { name: "records", schema: AuditRecord, key: (r: AuditRecord) => r.task_id },
+    { name: "tasks", schema: Task, key: (t: Task) => t.id },
+  ],
+  externalFiles: (config) => [config.decisions],
+  async run(ctx) {
+    const file = ctx.files[0]!;
+    const parsed = Decisions.safeParse(parse(file.text) ?? {});
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new Error(`${file.path}: field ${issue.path.join(".")}: ${issue.message}`);
+    }
+    const decisions = new Map(parsed.data.decisions.map((d) => [d.task, d]));
+    const tasks = ctx.input<Task>({ stage: "reconstruct", name: "tasks" });
+    const records: AuditRecord[] = [];
+    const passed = await ctx.mapRecords(tasks, {
+      id: (t) => t.id,
+      cache: false,
+      work: (task) => {
+        const decision = decisions.get(task.id);
+        const { links, flags } = alignTask(task, decision?.contracts);
+        records.push(AuditRecord.parse({ task_id: task.id, links, flags, ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}) }));
+        if (decision?.verdict === "exclude") throw new RecordError("audit_excluded", `${task.id}: excluded by ${decision.auditor}: ${decision.reason}`, { file: file.path });
+        const unjustified = flags.filter((f) => f.flag === "unjustified_test");
+        if (unjustified.length && decision?.verdict !== "approve") {
+          throw new RecordError("unjustified_test", `${task.id}: ${unjustified.length} fail-to-pass test(s) no request justifies: ${unjustified.map((f) => f.subject).join(", ")}; approve with a public contract in ${file.path}, or curate the requests`, { field: "verifier.fail_to_pass" });
+        }
+        return task;
+      },
+    });
+    records.sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
+    const byId = new Map(tasks.map((t) => [t.id, t]));
+    await ctx.publish(`${ctx.config.report_dir}/alignment.csv`, alignmentCsv(records, byId));
+    await ctx.publish(`${ctx.config.report_dir}/index.html`, htmlReport(records, byId));
+    return { records, tasks: passed };
+  },
+});

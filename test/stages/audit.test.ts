@@ -1,0 +1,117 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PullIntent } from "../../pipeline/demo/build.ts";
+import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
+import { runPipeline } from "../../pipeline/engine.ts";
+import type { AuditRecord } from "../../pipeline/schemas/audit.ts";
+import type { Task } from "../../pipeline/schemas/task.ts";
+import { alignTask } from "../../stages/audit/align.ts";
+import { changedEvidence, evidenceOf, testSource } from "../../stages/audit/evidence.ts";
+import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
+import { fileTempDir } from "../helpers/tmp.ts";
+
+const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
+const CHROMIUM = "/usr/bin/chromium";
+
+describe("evidence", () => {
+  it("separates what a test calls from what it checks, and drops scaffolding", () => {
+    const source = `def test_fold_rejects(sample_input):\n    with pytest.raises(TypeError, match="fold expects a number"):\n        importlib.import_module("pkg.mod").fold("2", scale=3)\n    assert importlib.import_module("pkg.mod").fold(2) == 7.0`;
+    expect(evidenceOf(source, "test_fold_rejects")).toEqual({ subject: ["fold", "pkg.mod"], behaviour: ["3", "7", "TypeError", "fold expects a number", "scale"] });
+  });
+
+  it("judges a changed test on what the patch changed in it", () => {
+    const patch = `diff --git a/tests/test_m.py b/tests/test_m.py\n--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -1,3 +1,3 @@\n def test_g():\n-    assert importlib.import_module("pkg.old").g(1) == 5\n+    assert importlib.import_module("pkg.new").g(1) == 5\n`;
+    const test = testSource(patch, "tests/test_m.py", "test_g")!;
+    expect(changedEvidence(test, "test_g")).toEqual({ subject: ["pkg.new"], behaviour: [] });
+  });
+
+  it("links a test to the stages that name its subject and its behaviour, and flags the rest", () => {
+    const patch = `diff --git a/tests/test_m.py b/tests/test_m.py\n--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -0,0 +1,6 @@\n+def test_f():\n+    assert m.fold(2) == 13\n+def test_f_raises():\n+    with pytest.raises(ValueError, match="negative"):\n+        m.fold(-1)\n+def test_f_listed():\n+    assert "fold" in m.__all__\n`;
+    const task = {
+      id: "o__r-1",
+      requests: [
+        { stage: 1, text: "`fold(x)` should return 13 for 2.", provenance: { sources: [] } },
+        { stage: 2, text: "`fold` must raise ValueError for negative input.", provenance: { sources: [] } },
+        { stage: 3, text: "Please also make it faster.", provenance: { sources: [] } },
+      ],
+      verifier: { test_patch: patch, fail_to_pass: ["tests/test_m.py::test_f", "tests/test_m.py::test_f_raises", "tests/test_m.py::test_f_listed"] },
+    } as unknown as Task;
+    const { links, flags } = alignTask(task);
+    expect(links.map((l) => [l.test.split("::")[1], l.stages])).toEqual([["test_f", [1]], ["test_f_raises", [2]], ["test_f_listed", []]]);
+    expect(links[1]!.evidence.map((e) => `${e.stage}:${e.token}`).sort()).toEqual(["2:ValueError", "2:fold", "2:negative"]);
+    expect(flags.map((f) => [f.flag, f.subject])).toEqual([["unjustified_test", "tests/test_m.py::test_f_listed"], ["unverified_stage", "stage 3"]]);
+    expect(alignTask(task, { "tests/test_m.py::test_f_listed": "public API listing" }).flags.map((f) => f.flag)).toEqual(["unverified_stage"]);
+  });
+});
+
+describe("the audit on the demo corpus", () => {
+  let demo: DemoCopy;
+  let intents: PullIntent[];
+  const records = () => readFileSync(join(demo.workDir, "artifacts", "audit", "records.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as AuditRecord);
+  const reportDir = () => join(demo.configPath, "..", "..", "audits", "demo");
+
+  beforeAll(async () => {
+    const corpusDir = fileTempDir();
+    await buildDemoCorpus(plan, corpusDir);
+    intents = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
+    demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
+    demo.options.stageConfigs = { ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor: "local" } };
+    const summary = await runPipeline(demo.options);
+    expect(summary.ok).toBe(true);
+  }, 600_000);
+  afterAll(() => demo?.server.stop());
+
+  it("flags the demo's deliberately unjustified tests, and no other test", () => {
+    const unjustified = records().flatMap((r) => r.flags.filter((f) => f.flag === "unjustified_test").map((f) => f.subject)).sort();
+    expect(unjustified).toEqual(intents.flatMap((i) => i.unjustified).sort());
+    // The only other flags: the flaky PRs' first stage, whose only test is unstable.
+    const flakyFirstStages = intents.filter((i) => i.kind === "flaky" && i.stages > 1).map((i) => `${i.repo.replace("/", "__")}-${i.number}`).sort();
+    expect(records().filter((r) => r.flags.some((f) => f.flag === "unverified_stage")).map((r) => r.task_id)).toEqual(flakyFirstStages);
+  });
+
+  it("applies auditors' decisions: approval with a contract keeps a task, exclusion removes one", async () => {
+    const flagged = records().find((r) => r.flags.some((f) => f.flag === "unjustified_test"))!;
+    const clean = records().find((r) => !r.flags.length)!;
+    const test = flagged.flags.find((f) => f.flag === "unjustified_test")!.subject;
+    const decisions = join(demo.configPath, "..", "..", "audits", "decisions.yaml");
+    writeFileSync(decisions, `decisions:\n  - task: ${flagged.task_id}\n    verdict: approve\n    auditor: ann\n    reason: __all__ is the module's documented API list\n    contracts:\n      "${test}": "public names are listed in __all__"\n  - task: ${clean.task_id}\n    verdict: exclude\n    auditor: ann\n    reason: the issue is ambiguous\n`);
+    await runPipeline(demo.options, { from: "audit" });
+    const tasks = readFileSync(join(demo.workDir, "artifacts", "audit", "tasks.jsonl"), "utf8");
+    expect(tasks).toContain(`"id":"${flagged.task_id}"`);
+    expect(tasks).not.toContain(`"id":"${clean.task_id}"`);
+    const rejects = readFileSync(join(demo.workDir, "artifacts", "audit", "rejects.jsonl"), "utf8");
+    expect(rejects).toContain(`"reason":"audit_excluded","record_id":"${clean.task_id}"`);
+    expect(records().find((r) => r.task_id === flagged.task_id)!.links.find((l) => l.test === test)!.public_contract).toBe("public names are listed in __all__");
+    expect(readFileSync(join(reportDir(), "alignment.csv"), "utf8")).toMatch(/^task,repo,test,stages,evidence,public_contract,flags,decision\n/);
+  }, 120_000);
+
+  it.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("renders a report an auditor can filter, with links to the source records", async () => {
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"] });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`file://${join(reportDir(), "index.html")}`);
+      const all = await page.locator("article").count();
+      expect(all).toBe(records().length);
+      expect(await page.locator("#shown").textContent()).toBe(String(all));
+      await page.selectOption("#flag", "unjustified_test");
+      const visible = await page.locator("article:visible").count();
+      expect(visible).toBe(records().filter((r) => r.flags.some((f) => f.flag === "unjustified_test")).length);
+      await page.selectOption("#flag", "");
+      await page.selectOption("#repo", "demo-org/ledger");
+      expect(await page.locator("article:visible").count()).toBe(await page.locator('article[data-repo="demo-org/ledger"]').count());
+      // A provenance link points at the record it came from.
+      const record = records().find((r) => r.task_id.startsWith("demo-org__ledger"))!;
+      const link = page.locator(`article[id="${record.task_id}"] .prov a`).first();
+      const tasks = readFileSync(join(demo.workDir, "artifacts", "reconstruct", "tasks.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Task);
+      const source = tasks.find((t) => t.id === record.task_id)!.requests[0]!.provenance.sources[0]!;
+      expect(await link.getAttribute("href")).toBe(source.url);
+      expect(await link.getAttribute("data-record")).toBe(source.record_id);
+      await page.screenshot({ path: join(fileTempDir(), "report.png"), fullPage: false });
+    } finally {
+      await browser.close();
+    }
+  }, 120_000);
+});
