@@ -42,7 +42,7 @@ ol.stages{padding-left:22px}ol.stages li{margin:8px 0}
 .prov{font-size:12px;color:var(--muted);margin-top:4px}.prov a{color:var(--accent);text-decoration:none;margin-right:8px}
 table{border-collapse:collapse;width:100%;font-size:13px;margin-top:8px}th,td{border-top:1px solid var(--line);padding:5px 6px;text-align:left;vertical-align:top}
 td.test{font-family:ui-monospace,Menlo,monospace;word-break:break-all}.token{font-family:ui-monospace,Menlo,monospace;background:#eef2fb;border-radius:4px;padding:0 4px;margin-right:4px}
-tr.unjustified td{background:#fff6ef}ul.flags{margin:8px 0 0;padding-left:18px;color:var(--warn);font-size:13px}
+tr.unjustified td{background:#fff6ef}.stage{font-size:11px;color:var(--muted);margin-right:4px}ul.flags{margin:8px 0 0;padding-left:18px;color:var(--warn);font-size:13px}
 details>summary{cursor:pointer;color:var(--muted);font-size:13px;margin-top:8px}
 `;
 
@@ -70,7 +70,9 @@ export function htmlReport(records: AuditRecord[], tasks: Map<string, Task>): st
     const rows = record.links
       .map((l) => {
         const unjustified = record.flags.some((f) => f.flag === "unjustified_test" && f.subject === l.test);
-        const evidence = l.evidence.map((e) => `<span class="token" title="stage ${e.stage}">${esc(e.token)}</span>`).join("");
+        const byStage = new Map<number, string[]>();
+        for (const e of l.evidence) byStage.set(e.stage, [...(byStage.get(e.stage) ?? []), e.token]);
+        const evidence = [...byStage].map(([stage, tokens]) => `<div><span class="stage">stage ${stage}</span> ${tokens.map((t) => `<span class="token">${esc(t)}</span>`).join("")}</div>`).join("");
         return `<tr class="${unjustified ? "unjustified" : ""}"><td class="test">${esc(l.test)}</td><td>${l.stages.join(", ") || "—"}</td><td>${evidence || (l.public_contract ? `contract: ${esc(l.public_contract)}` : "—")}</td></tr>`;
       })
       .join("");
