@@ -29,10 +29,6 @@ import { DiffParseError } from "../stages/split/diff.ts";
 
 /** Stages and commands that later work will add, with the issue that tracks each. */
 const NOT_BUILT: Record<string, { issue: number; summary: string; example: string }> = {
-  select: { issue: 8, summary: "choose focus tasks and four same-repository interruptions each, with a seeded RNG", example: "switch-swe select --config data/demo/pipeline.yaml" },
-  schedule: { issue: 8, summary: "build the control and switched schedules of every session", example: "switch-swe schedule --config data/demo/pipeline.yaml" },
-  validate: { issue: 8, summary: "check every session pair's invariants before emission", example: "switch-swe validate --config data/demo/pipeline.yaml" },
-  emit: { issue: 8, summary: "write the manifest, session specifications, tables and profile", example: "switch-swe emit --config data/demo/pipeline.yaml" },
   verify: { issue: 9, summary: "score an agent's final focus artifact against the held-out verifier", example: "switch-swe verify --session manifests/demo/sessions/S.json --checkout /workspace/w02 --json" },
   report: { issue: 9, summary: "aggregate verification reports into resolution and gap tables", example: "switch-swe report --results results/" },
 };
@@ -81,6 +77,7 @@ async function runWithConfig(configPath: string, runOptions: RunOptions, quiet: 
       stages: BUILT_STAGES,
       stageConfigs: applyOverrides(loaded.config.stages, overrides),
       seed: loaded.config.seed,
+      name: loaded.config.name,
       log,
       progress: quiet ? { start() {}, tick() {}, done() {} } : createProgress(),
     },

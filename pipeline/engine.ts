@@ -22,6 +22,8 @@ export interface EngineOptions {
   /** Raw per-stage config, validated here by each stage's schema. */
   stageConfigs: Partial<Record<StageName, unknown>>;
   seed: string;
+  /** The benchmark's name (the config's `name`). */
+  name?: string;
   log: Logger;
   progress: Progress;
 }
@@ -58,6 +60,7 @@ export class PipelineError extends Error {
 }
 
 const REJECTS = "rejects";
+const TRANSIENT: ReadonlySet<string> = new Set(["internal_error", "infrastructure_fault"]);
 
 /** The stage graph, in SPEC §2 order; unknown or duplicate stages are a programming error. */
 export function orderStages(stages: StageDefinition<any>[]): StageDefinition<any>[] {
@@ -198,6 +201,7 @@ async function runStage(
     stage: stage.name,
     config,
     seed: options.seed,
+    benchmark: options.name ?? "benchmark",
     log,
     files,
     mirrors: new MirrorCache(join(options.workDir, "git")),
@@ -291,7 +295,11 @@ async function runStage(
   const counts = { in: processed, out, rejected: rejects.length };
   // Re-read the lock: an earlier stage of this same run may have written it.
   const fresh = store.readLock();
-  fresh.stages[stage.name] = { key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, counts };
+  // Rejects that may not recur (a bug, an engine or network failure) leave the stage incomplete:
+  // its outputs are written, but the next run does it again instead of calling it up to date.
+  const incomplete = rejects.some((r) => TRANSIENT.has(r.reason));
+  if (incomplete) log.warn(`${rejects.filter((r) => TRANSIENT.has(r.reason)).length} record(s) failed for reasons that may not recur; the stage will run again next time`);
+  fresh.stages[stage.name] = { key: incomplete ? "" : key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, counts };
   await store.writeLock(fresh);
   if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
   return { stage: stage.name, status: "ran", ...counts, reused };

@@ -57,6 +57,8 @@ export interface StageContext<C> {
   readonly stage: StageName;
   readonly config: C;
   readonly seed: string;
+  /** The benchmark's name, from the config. */
+  readonly benchmark: string;
   readonly log: Logger;
   /** Records produced by an earlier stage, already validated against that stage's schema. */
   input<T>(ref: InputRef): T[];

@@ -4,10 +4,14 @@ import { mineStage } from "./mine/index.ts";
 import { qualifyStage } from "./qualify/index.ts";
 import { reconstructStage } from "./reconstruct/index.ts";
 import { auditStage } from "./audit/index.ts";
+import { emitStage } from "./emit/index.ts";
+import { scheduleStage } from "./schedule/index.ts";
+import { selectStage } from "./select/index.ts";
+import { validateStage } from "./validate/index.ts";
 import { splitStage } from "./split/index.ts";
 
 /**
  * The stages this build has, in any order (the engine orders them by SPEC §2). A stage missing
  * here shows as "not built" in every run summary.
  */
-export const BUILT_STAGES: StageDefinition<any>[] = [mineStage, splitStage, qualifyStage, reconstructStage, auditStage, localityStage];
+export const BUILT_STAGES: StageDefinition<any>[] = [mineStage, splitStage, qualifyStage, reconstructStage, auditStage, localityStage, selectStage, scheduleStage, validateStage, emitStage];

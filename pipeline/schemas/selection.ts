@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { LocalityClass, RepoName, TaskId } from "./common.ts";
 
+/** One session chosen by select: its focus, locality group, interruptions and case seed. */
 export const SelectedSession = z.object({
   focus: TaskId,
   repo: RepoName,
@@ -18,3 +19,4 @@ export const Selection = z.object({
   stratification: z.record(z.string(), z.unknown()),
 });
 export type Selection = z.infer<typeof Selection>;
+export type SelectedSession = z.infer<typeof SelectedSession>;

@@ -41,6 +41,6 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
     writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(dir, "demo", "repos"), corpusDir)));
   }
   const loaded = loadConfig(configPath, BUILT_STAGES);
-  const engine: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, log: silentLogger, progress: silentProgress };
+  const engine: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, name: loaded.config.name, log: silentLogger, progress: silentProgress };
   return { corpus, options: engine, workDir: loaded.workDir, configPath, server };
 }

@@ -190,6 +190,18 @@ describe("per-record isolation", () => {
     // b's reject came from a RecordError and is reused; c crashed unexpectedly and is tried again.
     expect(t.calls.mine).toEqual(["b", "c", "c", "e"]);
   });
+
+  it("runs a stage again, even unchanged, while some of its records failed for reasons that may not recur", async () => {
+    const t = setup(["a=1", "c=boom"]);
+    await runPipeline(t.options());
+    const again = await runPipeline(t.options());
+    expect(again.stages.find((s) => s.stage === "mine")!.status).toBe("ran");
+    expect(t.calls.mine).toEqual(["a", "c", "c"]);
+    writeFileSync(join(t.dir, "input.txt"), "a=1\n");
+    await runPipeline(t.options());
+    const settled = await runPipeline(t.options());
+    expect(settled.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
+  });
 });
 
 describe("run lock", () => {

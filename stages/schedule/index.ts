@@ -1,0 +1,71 @@
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { SelectedSession } from "../../pipeline/schemas/selection.ts";
+import { SessionSpec, type ScheduledRequest } from "../../pipeline/schemas/session.ts";
+import type { Task } from "../../pipeline/schemas/task.ts";
+import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { FINALIZATION_TEXT } from "../reconstruct/reconstruct.ts";
+import { assignCheckouts, buildSchedules, ScheduleError, type Slot } from "./schedule.ts";
+
+export { assignCheckouts, buildSchedules, sessionFigures } from "./schedule.ts";
+
+export const DEFAULT_CHECKOUTS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
+
+export const ScheduleConfig = z.strictObject({
+  checkouts: z.array(z.string().regex(/^\//, "expected an absolute path")).min(2).default(DEFAULT_CHECKOUTS),
+  per_request_seconds: z.number().int().positive().default(900),
+  timeout_continuations: z.number().int().nonnegative().default(3),
+});
+
+export const scheduleStage = defineStage({
+  name: "schedule",
+  summary: "build the control and switched schedules of every session, with role-neutral checkouts",
+  example: "switch-swe schedule --config data/demo/pipeline.yaml",
+  version: "1",
+  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  configSchema: ScheduleConfig,
+  usesSeed: true,
+  inputs: [
+    { stage: "select", name: "sessions" },
+    { stage: "audit", name: "tasks" },
+  ],
+  outputs: [{ name: "sessions", schema: SessionSpec, key: (s: SessionSpec) => s.session_id }],
+  async run(ctx) {
+    const tasks = new Map(ctx.input<Task>({ stage: "audit", name: "tasks" }).map((t) => [t.id, t]));
+    const selected = ctx.input<SelectedSession>({ stage: "select", name: "sessions" });
+    const specs = await ctx.mapRecords(selected, {
+      id: (s) => s.focus,
+      dependsOn: (s) => [s.focus, ...s.interruptions].map((id) => tasks.get(id)?.requests ?? null),
+      work: (session) => {
+        const focus = tasks.get(session.focus)!;
+        let schedules;
+        try {
+          schedules = buildSchedules({ focus: { id: focus.id, stages: focus.requests.length }, interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.requests.length })), caseSeed: session.case_seed });
+        } catch (error) {
+          if (error instanceof ScheduleError) throw new RecordError("validation_failed", `${session.focus}: ${error.message}`);
+          throw error;
+        }
+        const members = [focus.id, ...session.interruptions];
+        const checkout = assignCheckouts(members, ctx.config.checkouts, session.case_seed);
+        const toRequest = (slot: Slot): ScheduledRequest => {
+          const task = tasks.get(slot.task)!;
+          const text = slot.finalization ? FINALIZATION_TEXT : task.requests[slot.stage! - 1]!.text;
+          return { task_id: slot.task, ...(slot.stage ? { stage: slot.stage } : {}), finalization: slot.finalization, message: { repository: task.snapshot.repo, checkout: checkout.get(slot.task)!, text } };
+        };
+        return SessionSpec.parse({
+          session_id: `session-${focus.id}`,
+          benchmark: ctx.benchmark,
+          repo: session.repo,
+          focus: focus.id,
+          interruptions: session.interruptions,
+          locality: session.locality,
+          seeds: { benchmark: ctx.seed, case: session.case_seed },
+          checkouts: members.map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: tasks.get(id)!.snapshot.base_commit })).sort((a, b) => (a.path < b.path ? -1 : 1)),
+          budget: { per_request_seconds: ctx.config.per_request_seconds, timeout_continuations: ctx.config.timeout_continuations },
+          conditions: { control: schedules.control.map(toRequest), switched: schedules.switched.map(toRequest) },
+        });
+      },
+    });
+    return { sessions: specs };
+  },
+});
