@@ -44,7 +44,8 @@ export function validateSession(spec: SessionSpec, tasks: Map<string, LocalityTa
   const distinct = new Set(interruptions).size === interruptions.length && !interruptions.includes(focus);
   add("interruptions", interruptions.length === interruptionsPerSession && distinct, `expected ${interruptionsPerSession} distinct interruptions other than the focus, found ${interruptions.length}`);
   add("same_repository", interruptions.every((t) => tasks.get(t)?.repo === spec.repo) && focusTask?.repo === spec.repo, "an interruption is from another repository");
-  const locality = focusTask ? interruptions.map((t) => (tasks.get(t) ? classifyPair(focusTask, tasks.get(t)!) : undefined)) : [];
+  // Locality is defined within one repository; a task from another one fails same_repository above.
+  const locality = focusTask ? interruptions.map((t) => (tasks.get(t)?.repo === focusTask.repo ? classifyPair(focusTask, tasks.get(t)!) : undefined)) : [];
   add("disjoint_files", locality.every((c) => c?.eligible), "an interruption modifies a source file the focus modifies");
   add("locality", locality.every((c) => c?.class === spec.locality), `an interruption is not ${spec.locality} to the focus`);
   add("layout", new Set(spec.checkouts.map((c) => c.path)).size === spec.checkouts.length && spec.checkouts.length === interruptionsPerSession + 1, "checkouts must be one distinct path per task");

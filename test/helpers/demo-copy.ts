@@ -33,7 +33,7 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
   const configPath = join(dir, "demo", "pipeline.yaml");
   mkdirSync(join(dir, "audits"), { recursive: true });
   cpSync(join(root, "audits", "decisions.yaml"), join(dir, "audits", "decisions.yaml"));
-  let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replaceAll("../../audits/", "../audits/").replace("http://127.0.0.1:47623", apiUrl);
+  let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replaceAll("../../audits/", "../audits/").replaceAll("../../manifests/", "../manifests/").replace("http://127.0.0.1:47623", apiUrl);
   if (options.mine) config = config.replace("      profiles_dir: repos\n  split:", `      profiles_dir: repos\n${Object.entries(options.mine).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`).join("\n")}\n  split:`);
   writeFileSync(configPath, config);
   for (const name of readdirSync(join(dir, "demo", "repos"))) {
