@@ -1,8 +1,10 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { sha256 } from "../../pipeline/canonical.ts";
 import type { PullIntent } from "../../pipeline/demo/build.ts";
+import { SessionSpec } from "../../pipeline/schemas/session.ts";
+import { benchmarkProfile } from "../../stages/emit/profile.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
 import { prepareDemoCopy } from "../helpers/demo-copy.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -14,7 +16,10 @@ async function runDemo() {
   options.stageConfigs = { ...options.stageConfigs, qualify: { ...(options.stageConfigs.qualify as object), executor: "local" } };
   const summary = await runPipeline(options).finally(() => server.stop());
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
-  return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8") };
+  const emitted = join(workDir, "..", "..", "manifests", "demo");
+  const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name])).sort();
+  const published = Object.fromEntries(files(emitted).map((f) => [f, readFileSync(join(emitted, f), "utf8")]));
+  return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8"), published };
 }
 
 describe("the demo", () => {
@@ -24,9 +29,11 @@ describe("the demo", () => {
     expect(a.corpus.records).toBe(48);
     expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 48, rejected: 0 });
     expect(sha256(a.records)).toBe(sha256(b.records));
-    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["audit", "records"], ["audit", "tasks"], ["locality", "pairs"]] as const) {
+    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["audit", "records"], ["audit", "tasks"], ["locality", "pairs"], ["select", "sessions"], ["schedule", "sessions"], ["validate", "reports"], ["emit", "manifest"]] as const) {
       expect(a.read(stage, name), `${stage}/${name}`).toBe(b.read(stage, name));
     }
+    expect(Object.keys(a.published).length).toBeGreaterThan(10);
+    expect(a.published).toEqual(b.published);
     const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
     expect(again.stages.filter((s) => s.status === "ran")).toEqual([]);
   }, 600_000);
@@ -76,5 +83,23 @@ describe("the demo", () => {
     expect(curated.requests[1].text).not.toMatch(/^Thanks for this!/);
     expect(curated.requests[1].provenance.curation).toMatchObject({ action: "edit", reviewer: "demo-maintainer" });
     expect(tasks.filter((t) => t.curated).map((t) => t.id)).toEqual(["demo-org__geometry-3"]);
+  }, 600_000);
+
+  it("emits sessions that validate, a manifest of the tasks they use, and a profile computed from them", async () => {
+    const demo = await runDemo();
+    const sessions = Object.entries(demo.published).filter(([f]) => f.startsWith("sessions/")).map(([, text]) => SessionSpec.parse(JSON.parse(text)));
+    expect(sessions.length).toBeGreaterThanOrEqual(6);
+    expect(new Set(sessions.map((s) => s.locality))).toEqual(new Set(["near", "far"]));
+    const reports = demo.read("validate", "reports").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(reports.every((r) => r.passed)).toBe(true);
+    expect(JSON.parse(demo.published["profile.json"]!)).toEqual(JSON.parse(JSON.stringify(benchmarkProfile(sessions))));
+    const manifest = demo.published["manifest.jsonl"]!.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const used = new Set(sessions.flatMap((s) => [s.focus, ...s.interruptions]));
+    expect(new Set(manifest.map((m) => m.task_id))).toEqual(used);
+    // Agent-visible files never carry held-out material; held-out files exist for every task used.
+    for (const [file, text] of Object.entries(demo.published)) {
+      if (!file.startsWith("heldout/")) expect(text.includes("diff --git"), file).toBe(false);
+    }
+    expect(Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).length).toBe(used.size);
   }, 600_000);
 });
