@@ -29,6 +29,8 @@ export const QualifyConfig = z.strictObject({
   /** Also run the rest of the suite, for pass-to-pass coverage beyond the touched test files. */
   full_suite: z.boolean().default(false),
   profiles_dir: z.string().default("data/repos"),
+  /** Pauses before the first and second retry after an infrastructure fault. */
+  infrastructure_backoff_seconds: z.array(z.number().nonnegative()).min(1).default([15, 30]),
   limits: z.strictObject({ memory_mb: z.number().int().positive().default(2048), pids: z.number().int().positive().default(512), cpus: z.number().positive().default(1) }).default({ memory_mb: 2048, pids: 512, cpus: 1 }),
 });
 export type QualifyConfig = z.infer<typeof QualifyConfig>;
@@ -40,7 +42,7 @@ export const qualifyStage = defineStage({
   version: "1",
   sourceFiles: [fileURLToPath(new URL(".", import.meta.url)), fileURLToPath(new URL("../../pipeline/executors/", import.meta.url))],
   configSchema: QualifyConfig,
-  volatileConfig: ["jobs"],
+  volatileConfig: ["jobs", "infrastructure_backoff_seconds"],
   inputs: [
     { stage: "mine", name: "candidates" },
     { stage: "split", name: "splits" },
@@ -69,7 +71,7 @@ export const qualifyStage = defineStage({
         const env = environments.get(split.task_id)!;
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
-        const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch }, ctx.log);
+        const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.config.infrastructure_backoff_seconds.map((s) => s * 1000) }, ctx.log);
         for (const r of runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
         return QualificationRecord.parse({
           task_id: split.task_id,

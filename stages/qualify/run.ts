@@ -17,8 +17,14 @@ export function designatedTestFiles(files: ChangedFile[]): string[] {
     .sort();
 }
 
-/** Runs `attempt`, re-running it after an infrastructure fault at most twice; says how many re-runs it took. */
-export async function withInfrastructureRetries<T>(what: string, log: Logger, attempt: () => Promise<T>): Promise<{ value: T; retries: number }> {
+/** Pauses before the first and second retry: an engine that is restarting needs a moment. */
+export const DEFAULT_INFRASTRUCTURE_BACKOFF_MS = [15_000, 30_000];
+
+/**
+ * Runs `attempt`, re-running it after an infrastructure fault at most twice, after a pause each
+ * time; says how many re-runs it took.
+ */
+export async function withInfrastructureRetries<T>(what: string, log: Logger, attempt: () => Promise<T>, backoffMs: readonly number[] = DEFAULT_INFRASTRUCTURE_BACKOFF_MS): Promise<{ value: T; retries: number }> {
   for (let retries = 0; ; retries++) {
     try {
       return { value: await attempt(), retries };
@@ -27,7 +33,9 @@ export async function withInfrastructureRetries<T>(what: string, log: Logger, at
       if (retries === MAX_INFRASTRUCTURE_RETRIES) {
         throw new RecordError("infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`, {}, false);
       }
-      log.warn(`${what}: infrastructure fault, retrying (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);
+      const pause = backoffMs[retries] ?? backoffMs.at(-1) ?? 0;
+      log.warn(`${what}: infrastructure fault, retrying in ${pause / 1000}s (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 }
@@ -42,6 +50,7 @@ export interface QualifyTaskInput {
   testArgs: string[];
   runs: number;
   scratch: string;
+  infrastructureBackoffMs?: readonly number[];
 }
 
 export interface StateRun {
@@ -61,7 +70,7 @@ export interface StateRun {
  */
 export async function qualifyTask(executor: Executor, input: QualifyTaskInput, log: Logger) {
   try {
-    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env));
+    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env), input.infrastructureBackoffMs);
   } catch (error) {
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
@@ -80,6 +89,7 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
       for (let run = 0; run < input.runs; run++) {
         const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, () =>
           executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds }),
+          input.infrastructureBackoffMs,
         );
         const parsed = result.junitXml ? parseJunitReport(result.junitXml) : { results: [], sessionSeconds: 0 };
         const report = parsed.results;

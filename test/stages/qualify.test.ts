@@ -95,12 +95,12 @@ describe("infrastructure faults", () => {
       if (calls <= 2) throw new InfrastructureFault("the engine restarted");
       return "ok";
     };
-    expect(await withInfrastructureRetries("t", silentLogger, flaky)).toEqual({ value: "ok", retries: 2 });
+    expect(await withInfrastructureRetries("t", silentLogger, flaky, [0])).toEqual({ value: "ok", retries: 2 });
     calls = -10;
-    const error = await withInfrastructureRetries("t", silentLogger, flaky).catch((e) => e);
+    const error = await withInfrastructureRetries("t", silentLogger, flaky, [0]).catch((e) => e);
     expect(error).toMatchObject({ reason: "infrastructure_fault", cacheable: false });
     expect(error.message).toMatch(/the engine restarted \(after 2 retries\)/);
-    const notAFault = await withInfrastructureRetries("t", silentLogger, async () => { throw new Error("a bug"); }).catch((e) => e);
+    const notAFault = await withInfrastructureRetries("t", silentLogger, async () => { throw new Error("a bug"); }, [0]).catch((e) => e);
     expect(notAFault.message).toBe("a bug");
   });
 

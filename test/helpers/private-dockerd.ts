@@ -1,0 +1,62 @@
+import { execFile, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import Docker from "dockerode";
+
+const run = promisify(execFile);
+
+/**
+ * A Docker engine of the test's own, on its own socket and data root, so a test can restart it
+ * without disturbing the engine other tests are using. Needs root, like dockerd.
+ */
+export class PrivateDockerd {
+  readonly socket: string;
+  private readonly pidfile: string;
+
+  constructor(private readonly dir: string) {
+    mkdirSync(dir, { recursive: true });
+    this.socket = join(dir, "docker.sock");
+    this.pidfile = join(dir, "docker.pid");
+  }
+
+  get client(): Docker {
+    return new Docker({ socketPath: this.socket });
+  }
+
+  async start(): Promise<void> {
+    const child = spawn("dockerd", ["--host", `unix://${this.socket}`, "--data-root", join(this.dir, "data"), "--exec-root", join(this.dir, "exec"), "--pidfile", this.pidfile, "--bridge", "none", "--iptables=false", "--ip-masq=false"], { stdio: "ignore", detached: true });
+    child.unref();
+    for (let i = 0; i < 120; i++) {
+      try {
+        await this.client.ping();
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    throw new Error(`the private dockerd at ${this.socket} did not start`);
+  }
+
+  /** Stops the engine the way a service manager does (SIGTERM), and waits until it is gone. */
+  async stop(): Promise<void> {
+    if (!existsSync(this.pidfile)) return;
+    const pid = Number(readFileSync(this.pidfile, "utf8"));
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      return;
+    }
+    for (let i = 0; i < 240 && existsSync(this.pidfile); i++) await new Promise((r) => setTimeout(r, 250));
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Copies an image from the machine's engine into this one. */
+  async loadImage(tag: string): Promise<void> {
+    await run("sh", ["-c", `docker save '${tag}' | docker -H 'unix://${this.socket}' load -q`]);
+  }
+}
