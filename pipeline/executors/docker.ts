@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { BuildFailed, BuildOnce, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
@@ -54,7 +54,7 @@ export async function dockerAvailable(docker = new Docker()): Promise<boolean> {
  */
 export class DockerExecutor implements Executor {
   readonly kind = "docker" as const;
-  private readonly pending = new Map<string, Promise<{ built: boolean }>>();
+  private readonly once = new BuildOnce();
   readonly built: string[] = [];
 
   /** `labels` mark every test container, so a caller can find (and check it removed) its own. */
@@ -65,15 +65,7 @@ export class DockerExecutor implements Executor {
   }
 
   ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
-    let pending = this.pending.get(env.key);
-    if (!pending) {
-      pending = this.build(env);
-      this.pending.set(env.key, pending);
-      pending.catch((error) => {
-        if (!(error instanceof BuildFailed)) this.pending.delete(env.key);
-      });
-    }
-    return pending;
+    return this.once.run(env.key, () => this.build(env));
   }
 
   private async imageExists(tag: string): Promise<boolean> {

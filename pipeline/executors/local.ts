@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { BuildFailed, BuildOnce, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 interface Completed {
   code: number;
@@ -60,7 +60,7 @@ const BASE_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", PYTHON
  */
 export class LocalExecutor implements Executor {
   readonly kind = "local" as const;
-  private readonly pending = new Map<string, Promise<{ built: boolean }>>();
+  private readonly once = new BuildOnce();
   readonly built: string[] = [];
 
   constructor(private readonly root: string, private readonly log: Logger) {}
@@ -74,16 +74,7 @@ export class LocalExecutor implements Executor {
   }
 
   ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
-    let pending = this.pending.get(env.key);
-    if (!pending) {
-      pending = this.build(env);
-      this.pending.set(env.key, pending);
-      // A recipe that cannot build fails every task that uses it, once; a fault is tried again.
-      pending.catch((error) => {
-        if (!(error instanceof BuildFailed)) this.pending.delete(env.key);
-      });
-    }
-    return pending;
+    return this.once.run(env.key, () => this.build(env));
   }
 
   private async build(env: EnvironmentSpec): Promise<{ built: boolean }> {

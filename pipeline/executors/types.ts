@@ -83,3 +83,23 @@ export function buildNetworkSettings(env: NodeJS.ProcessEnv = process.env): { va
   const caBundle = CA_CANDIDATES.map((k) => env[k]).find((v): v is string => Boolean(v)) ?? (existsSync("/etc/ssl/certs/ca-certificates.crt") ? "/etc/ssl/certs/ca-certificates.crt" : undefined);
   return { vars, caBundle };
 }
+
+/**
+ * Builds each environment once per process: concurrent callers share one build; a BuildFailed
+ * is remembered (that recipe will not build), any other failure is tried again by the next caller.
+ */
+export class BuildOnce {
+  private readonly pending = new Map<string, Promise<{ built: boolean }>>();
+
+  run(key: string, build: () => Promise<{ built: boolean }>): Promise<{ built: boolean }> {
+    let pending = this.pending.get(key);
+    if (!pending) {
+      pending = build();
+      this.pending.set(key, pending);
+      pending.catch((error) => {
+        if (!(error instanceof BuildFailed)) this.pending.delete(key);
+      });
+    }
+    return pending;
+  }
+}

@@ -6,7 +6,7 @@ import { MirrorCache } from "../../pipeline/git.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { designatedTestFiles, qualifyTask } from "./run.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
 
 export interface ByHandOptions {
   taskFile: string;
@@ -42,27 +42,15 @@ export async function qualifyByHand(options: ByHandOptions) {
   const scratch = join(workDir, "scratch");
   mkdirSync(scratch, { recursive: true });
   const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files);
-  const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, scratch }, options.log);
-  return {
-    task_id: split.task_id,
-    executor: executor.kind,
-    test_args: testArgs,
-    runs: runs.map((r) => ({ state: r.state, run: r.run + 1, timed_out: r.timed_out, infrastructure_retries: r.infrastructure_retries, outcomes: r.outcomes })),
-    fail_to_pass: sets.failToPass,
-    pass_to_pass: sets.passToPass,
-    pass_to_fail: sets.passToFail,
-    fail_to_fail: sets.failToFail,
-    unstable: sets.unstable,
-    kept: decision.kept,
-    ...(decision.kept ? {} : { reject_reason: decision.reason, reject_detail: decision.detail }),
-  };
+  const input = { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, scratch };
+  return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
 }
 
 /** A table for a terminal: one row a test, one column a run of each state, then its set. */
 export function formatByHand(result: Awaited<ReturnType<typeof qualifyByHand>>): string {
   const setOf = (t: string) => (result.fail_to_pass.includes(t) ? "F2P" : result.pass_to_pass.includes(t) ? "P2P" : result.pass_to_fail.includes(t) ? "P2F" : result.unstable.includes(t) ? "unstable" : "F2F");
   const tests = [...new Set(result.runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
-  const header = ["test", ...result.runs.map((r) => `${r.state[0]}${r.run}`), "set"];
+  const header = ["test", ...result.runs.map((r) => `${r.state[0]}${r.run + 1}`), "set"];
   const rows = tests.map((t) => [t, ...result.runs.map((r) => r.outcomes[t] ?? "absent"), setOf(t)]);
   const widths = header.map((_, i) => Math.max(...[header, ...rows].map((r) => r[i]!.length)));
   const lines = [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join("  "));

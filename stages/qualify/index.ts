@@ -8,7 +8,7 @@ import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
-import { designatedTestFiles, qualifyTask } from "./run.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
 
 export { classifyTests, keepDecision } from "./outcomes.ts";
 
@@ -71,25 +71,10 @@ export const qualifyStage = defineStage({
         const env = environments.get(split.task_id)!;
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
-        const { runs, sets, decision } = await qualifyTask(executor, { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.config.infrastructure_backoff_seconds.map((s) => s * 1000) }, ctx.log);
-        for (const r of runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
-        return QualificationRecord.parse({
-          task_id: split.task_id,
-          executor: executor.kind,
-          environment_key: env.key,
-          as_of: env.asOf,
-          test_args: testArgs,
-          runs_per_state: ctx.config.runs,
-          designated_tests: sets.designated,
-          runs: runs.map(({ pytestSeconds: _p, wallSeconds: _w, ...run }) => run),
-          fail_to_pass: sets.failToPass,
-          pass_to_pass: sets.passToPass,
-          pass_to_fail: sets.passToFail,
-          fail_to_fail: sets.failToFail,
-          unstable: sets.unstable,
-          kept: decision.kept,
-          ...(decision.kept ? {} : { reject_reason: decision.reason, reject_detail: decision.detail }),
-        });
+        const input = { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.config.infrastructure_backoff_seconds.map((s) => s * 1000) };
+        const result = await qualifyTask(executor, input, ctx.log);
+        for (const r of result.runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
+        return qualificationRecord(input, executor.kind, result);
       },
     });
     for (const key of executor.built) ctx.metric({ environment_built: key, executor: executor.kind });

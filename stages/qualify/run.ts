@@ -6,6 +6,7 @@ import { BuildFailed, InfrastructureFault, type EnvironmentSpec, type Executor }
 import { RecordError } from "../../pipeline/stage.ts";
 import { freshCheckout, PatchDoesNotApply } from "./checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
+import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 
 export const MAX_INFRASTRUCTURE_RETRIES = 2;
 
@@ -122,4 +123,26 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
   const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);
   const sets = classifyTests(outcomesOf("before"), outcomesOf("after"));
   return { runs, sets, decision: keepDecision(sets) };
+}
+
+/** The qualification record of one task: every run's outcomes, the sets, and the decision. */
+export function qualificationRecord(input: QualifyTaskInput, executorKind: "docker" | "local", result: Awaited<ReturnType<typeof qualifyTask>>): QualificationRecord {
+  const { runs, sets, decision } = result;
+  return QualificationRecord.parse({
+    task_id: input.id,
+    executor: executorKind,
+    environment_key: input.env.key,
+    as_of: input.env.asOf,
+    test_args: input.testArgs,
+    runs_per_state: input.runs,
+    designated_tests: sets.designated,
+    runs: runs.map(({ pytestSeconds: _p, wallSeconds: _w, ...run }) => run),
+    fail_to_pass: sets.failToPass,
+    pass_to_pass: sets.passToPass,
+    pass_to_fail: sets.passToFail,
+    fail_to_fail: sets.failToFail,
+    unstable: sets.unstable,
+    kept: decision.kept,
+    ...(decision.kept ? {} : { reject_reason: decision.reason, reject_detail: decision.detail }),
+  });
 }
