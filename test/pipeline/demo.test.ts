@@ -1,17 +1,17 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { sha256 } from "../../pipeline/canonical.ts";
 import type { PullIntent } from "../../pipeline/demo/build.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { benchmarkProfile } from "../../stages/emit/profile.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
 import { prepareDemoCopy } from "../helpers/demo-copy.ts";
-import { tempDir } from "../helpers/tmp.ts";
+import { fileTempDir } from "../helpers/tmp.ts";
 
 /** The demo as the README runs it, in a temporary directory. */
 async function runDemo() {
-  const { corpus, options, workDir, server } = await prepareDemoCopy(tempDir());
+  const { corpus, options, workDir, server } = await prepareDemoCopy(fileTempDir());
   // The local executor keeps this end-to-end test quick; the Docker executor has its own tests.
   options.stageConfigs = { ...options.stageConfigs, qualify: { ...(options.stageConfigs.qualify as object), executor: "local" } };
   const summary = await runPipeline(options).finally(() => server.stop());
@@ -23,9 +23,15 @@ async function runDemo() {
 }
 
 describe("the demo", () => {
+  // Two independent runs of the whole pipeline, shared by the tests below.
+  let a: Awaited<ReturnType<typeof runDemo>>;
+  let b: Awaited<ReturnType<typeof runDemo>>;
+  beforeAll(async () => {
+    a = await runDemo();
+    b = await runDemo();
+  }, 900_000);
+
   it("builds the same corpus and artifacts byte for byte on every run, and re-runs do no work", async () => {
-    const a = await runDemo();
-    const b = await runDemo();
     expect(a.corpus.records).toBe(48);
     expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 48, rejected: 0 });
     expect(sha256(a.records)).toBe(sha256(b.records));
@@ -39,7 +45,7 @@ describe("the demo", () => {
   }, 600_000);
 
   it("splits every pull request as its intent says and finds every locality class", async () => {
-    const demo = await runDemo();
+    const demo = a;
     const intents: PullIntent[] = JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8"));
     const rejects = demo.read("split", "rejects").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const reasonOf = new Map(rejects.map((r) => [r.record_id, r.reason]));
@@ -63,7 +69,7 @@ describe("the demo", () => {
   }, 600_000);
 
   it("reconstructs every kept task's rounds in order, and no noise, suggestion code or uncurated edit gets in", async () => {
-    const demo = await runDemo();
+    const demo = a;
     const intents = new Map((JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]));
     const tasks = demo.read("reconstruct", "tasks").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const comments = demo.read("reconstruct", "comments").split("\n").filter(Boolean).map((l) => JSON.parse(l));
@@ -86,7 +92,7 @@ describe("the demo", () => {
   }, 600_000);
 
   it("emits sessions that validate, a manifest of the tasks they use, and a profile computed from them", async () => {
-    const demo = await runDemo();
+    const demo = a;
     const sessions = Object.entries(demo.published).filter(([f]) => f.startsWith("sessions/")).map(([, text]) => SessionSpec.parse(JSON.parse(text)));
     expect(sessions.length).toBeGreaterThanOrEqual(6);
     expect(new Set(sessions.map((s) => s.locality))).toEqual(new Set(["near", "far"]));
