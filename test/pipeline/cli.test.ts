@@ -36,10 +36,10 @@ describe("switch-swe CLI", () => {
     expect((await cli(["repo", "init", "--help"])).stdout).toMatch(/Example:\n  switch-swe repo init/);
   }, 120_000);
 
-  it("says plainly that a stage of a later issue is not built, and exits 2", async () => {
-    const result = await cli(["select", "--config", "data/demo/pipeline.yaml"]);
+  it("says plainly that a command of a later issue is not built, and exits 2", async () => {
+    const result = await cli(["verify", "--session", "manifests/demo/sessions/x.json", "--checkout", "/tmp"]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/'select' is not built .*issue #8.*nothing was run/);
+    expect(result.stderr).toMatch(/'verify' is not built .*issue #9.*nothing was run/);
   });
 
   it("reports a config error with its key and exits 2", async () => {
