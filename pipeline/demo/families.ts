@@ -134,7 +134,7 @@ export function testNames(family: FamilyName, fn: DemoFunction): string[] {
 }
 
 export function renderTestFile(family: FamilyName, functions: DemoFunction[], extra: string[] = []): string {
-  const header = "import importlib\nimport pathlib\nimport random\n\nimport pytest\n";
+  const header = "import importlib\nimport pathlib\n\nimport pytest\n";
   const bodies = functions.flatMap((fn) => renderTests(family, fn)).concat(extra);
   return [header, ...bodies].join("\n\n");
 }

@@ -40,7 +40,7 @@ export function parseGitDiff(text: string): FileDiff[] {
     const start = i;
     const header = lines[i]!;
     i++;
-    const section: Partial<FileDiff> & { headerPaths?: [string, string] } = { binary: false, hunks: 0 };
+    const section: Partial<FileDiff> = { binary: false, hunks: 0 };
     let minusPath: string | null | undefined;
     let plusPath: string | null | undefined;
     let deleted = false;
