@@ -58,8 +58,11 @@ interface Overrides {
 }
 
 function applyOverrides(stages: Record<string, unknown>, overrides: Overrides): Record<string, unknown> {
-  const qualify = { ...(stages.qualify as object | undefined), ...(overrides.executor ? { executor: overrides.executor } : {}), ...(overrides.runs ? { runs: overrides.runs } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}) };
+  const execution = { ...(overrides.executor ? { executor: overrides.executor } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}) };
+  const qualify = { ...(stages.qualify as object | undefined), ...execution, ...(overrides.runs ? { runs: overrides.runs } : {}) };
   if (Object.keys(qualify).length) stages = { ...stages, qualify };
+  // The oracle runs tests too, on the same executor.
+  if (Object.keys(execution).length) stages = { ...stages, oracle: { ...(stages.oracle as object | undefined), ...execution } };
   const mine = stages.mine as { github?: Record<string, unknown> } | undefined;
   if (!mine?.github || (overrides.offline === undefined && overrides.tokenFile === undefined)) return stages;
   const github = { ...mine.github, ...(overrides.offline !== undefined ? { offline: overrides.offline } : {}), ...(overrides.tokenFile ? { token_file: overrides.tokenFile } : {}) };
@@ -112,7 +115,7 @@ export function buildProgram(): Command {
     .option("-q, --quiet", "print only warnings, errors and the summary")
     .option("--offline", "mine GitHub from the recorded HTTP cache only")
     .option("--token-file <file>", "read the GitHub token from this file instead of GITHUB_TOKEN")
-    .addOption(new Option("--executor <kind>", "qualify's executor: docker, local or auto").choices(["auto", "docker", "local"]))
+    .addOption(new Option("--executor <kind>", "qualify's and the oracle's executor: docker, local or auto").choices(["auto", "docker", "local"]))
     .option("--jobs <n>", "tasks qualified at once", (v) => Number(v))
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
     .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile, executor: opts.executor, jobs: opts.jobs })));
@@ -135,9 +138,12 @@ export function buildProgram(): Command {
         .option("--as-of <date>", "with --task: resolve dependencies as of this date")
         .option("--full-suite", "with --task: run the whole suite, not only the touched test files")
         .option("--json", "with --task: print the result as JSON")
+        .option("--runs <n>", "runs of each state", (v) => Number(v));
+    }
+    if (name === "qualify" || name === "oracle") {
+      command
         .addOption(new Option("--executor <kind>", "docker, local, or auto (Docker when an engine answers)").choices(["auto", "docker", "local"]))
-        .option("--runs <n>", "runs of each state", (v) => Number(v))
-        .option("--jobs <n>", "tasks qualified at once", (v) => Number(v));
+        .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
     }
     if (name === "mine") {
       command.option("--offline", "mine GitHub from the recorded HTTP cache only").option("--token-file <file>", "read the GitHub token from this file instead of GITHUB_TOKEN");
@@ -189,7 +195,7 @@ export function buildProgram(): Command {
     .option("-c, --config <file>", "pipeline config to run over it", "data/demo/pipeline.yaml")
     .option("--force", "redo every stage, ignoring caches")
     .option("-q, --quiet", "print only warnings, errors and the summary")
-    .addOption(new Option("--executor <kind>", "qualify's executor: docker, local or auto").choices(["auto", "docker", "local"]))
+    .addOption(new Option("--executor <kind>", "qualify's and the oracle's executor: docker, local or auto").choices(["auto", "docker", "local"]))
     .option("--jobs <n>", "tasks qualified at once", (v) => Number(v))
     .addHelpText("after", "\nExample:\n  switch-swe demo\n  switch-swe demo --executor local")
     .action(

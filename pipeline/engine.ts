@@ -44,6 +44,8 @@ export interface StageSummary {
   in: number;
   out: number;
   rejected: number;
+  /** Rejects counted by reason, for the run's summary. */
+  by_reason?: Record<string, number>;
   seconds: number;
   /** Records whose cached result was reused inside a stage that ran. */
   reused: number;
@@ -292,7 +294,9 @@ async function runStage(
   rejects.sort((a, b) => compareKeys(a.record_id, b.record_id) || compareKeys(a.reason, b.reason) || compareKeys(a.message, b.message));
   outputs[REJECTS] = await store.writeRecords(stage.name, REJECTS, rejects);
 
-  const counts = { in: processed, out, rejected: rejects.length };
+  const byReason: Record<string, number> = {};
+  for (const r of rejects) byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
+  const counts = { in: processed, out, rejected: rejects.length, by_reason: byReason };
   // Re-read the lock: an earlier stage of this same run may have written it.
   const fresh = store.readLock();
   // Rejects that may not recur (a bug, an engine or network failure) leave the stage incomplete:
@@ -394,6 +398,14 @@ export function formatSummary(summary: RunSummary): string {
     rows.push([s.stage, s.status.replaceAll("_", " "), String(s.in), String(s.out), String(s.rejected), String(s.reused), `${s.seconds.toFixed(2)}s`]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+  const table = rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+  // Why records left, stage by stage; the oracle's verdict is always stated, rejects or not.
+  const reasons = summary.stages
+    .filter((s) => s.rejected > 0 || (s.stage === "oracle" && (s.status === "ran" || s.status === "up_to_date")))
+    .map((s) => {
+      const list = Object.entries(s.by_reason ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => `${reason} ${n}`).join(", ");
+      return s.stage === "oracle" ? `oracle: ${s.rejected} of ${s.in} task(s) rejected${list ? ` (${list})` : ""}` : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
+    });
+  return reasons.length ? `${table}\n\nrejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}` : table;
 }
 

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "./atomic.ts";
+import { HeldoutTask } from "./schemas/heldout.ts";
 import { ManifestEntry } from "./schemas/manifest.ts";
 import { SessionSpec } from "./schemas/session.ts";
 import { VerificationReport } from "./schemas/verification.ts";
@@ -11,6 +12,7 @@ export const PUBLIC_SCHEMAS: Record<string, z.ZodType> = {
   "session-spec": SessionSpec,
   "manifest-entry": ManifestEntry,
   "verification-report": VerificationReport,
+  "heldout-task": HeldoutTask,
 };
 
 export function renderSchemaFiles(): Map<string, string> {

@@ -5,6 +5,7 @@ import { qualifyStage } from "./qualify/index.ts";
 import { reconstructStage } from "./reconstruct/index.ts";
 import { auditStage } from "./audit/index.ts";
 import { emitStage } from "./emit/index.ts";
+import { oracleStage } from "./oracle/index.ts";
 import { scheduleStage } from "./schedule/index.ts";
 import { selectStage } from "./select/index.ts";
 import { validateStage } from "./validate/index.ts";
@@ -14,4 +15,4 @@ import { splitStage } from "./split/index.ts";
  * The stages this build has, in any order (the engine orders them by SPEC §2). A stage missing
  * here shows as "not built" in every run summary.
  */
-export const BUILT_STAGES: StageDefinition<any>[] = [mineStage, splitStage, qualifyStage, reconstructStage, auditStage, localityStage, selectStage, scheduleStage, validateStage, emitStage];
+export const BUILT_STAGES: StageDefinition<any>[] = [mineStage, splitStage, qualifyStage, reconstructStage, auditStage, oracleStage, localityStage, selectStage, scheduleStage, validateStage, emitStage];

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, BuildOnce, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
@@ -121,7 +121,8 @@ export class DockerExecutor implements Executor {
     const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
     let container: Docker.Container | undefined;
     try {
-      await writeFile(join(results, "run.sh"), testScript(request.env.recipe, "/env/bin/python", request.tests, "/results/report.xml"));
+      if (request.guarded) await writeFile(join(results, GUARDED_RUNNER_NAME), GUARDED_RUNNER);
+      await writeFile(join(results, "run.sh"), testScript(request.env.recipe, "/env/bin/python", request.tests, "/results/report.xml", request.guarded ? { resultsDir: "/results" } : undefined));
       const started = performance.now();
       try {
         container = await this.docker.createContainer({
@@ -166,7 +167,9 @@ export class DockerExecutor implements Executor {
       const logs = (await container.logs({ stdout: true, stderr: true, tail: 200 }).catch(() => Buffer.from(""))).toString("utf8").replace(/[\x00-\x08]/g, "");
       const junit = join(results, "report.xml");
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
-      return { timedOut, junitXml, exitCode, wallSeconds: (performance.now() - started) / 1000, outputTail: logs.slice(-4000) };
+      const guard = join(results, GUARD_REPORT_NAME);
+      const guardJson = request.guarded && !timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
+      return { timedOut, junitXml, exitCode, wallSeconds: (performance.now() - started) / 1000, outputTail: logs.slice(-4000), ...(guardJson ? { guardJson } : {}) };
     } finally {
       await container?.remove({ force: true }).catch(() => undefined);
       // Files the container created are root's; the host user (root here) removes them.

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, BuildOnce, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 interface Completed {
   code: number;
@@ -126,7 +126,8 @@ export class LocalExecutor implements Executor {
     const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
     try {
       const junit = join(results, "report.xml");
-      const script = testScript(request.env.recipe, this.pythonFor(request.env), request.tests, junit);
+      if (request.guarded) await writeFile(join(results, GUARDED_RUNNER_NAME), GUARDED_RUNNER);
+      const script = testScript(request.env.recipe, this.pythonFor(request.env), request.tests, junit, request.guarded ? { resultsDir: results } : undefined);
       const done = await runProcess("bash", ["-s"], {
         cwd: request.checkoutDir,
         env: { ...BASE_ENV, PATH: `${join(this.envDir(request.env), "bin")}:${BASE_ENV.PATH}`, HOME: results, VIRTUAL_ENV: this.envDir(request.env) },
@@ -134,7 +135,9 @@ export class LocalExecutor implements Executor {
         input: script,
       });
       const junitXml = existsSync(junit) ? await readFile(junit, "utf8") : undefined;
-      return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output.slice(-4000) };
+      const guard = join(results, GUARD_REPORT_NAME);
+      const guardJson = request.guarded && !done.timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
+      return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output.slice(-4000), ...(guardJson ? { guardJson } : {}) };
     } finally {
       await rm(results, { recursive: true, force: true });
     }

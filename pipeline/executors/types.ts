@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 
 /** An environment to run a repository's tests in: one per (repository, recipe, as-of date). */
@@ -18,6 +19,11 @@ export interface TestRunRequest {
   /** pytest arguments selecting tests: files or node ids; empty for the whole suite. */
   tests: string[];
   timeoutSeconds: number;
+  /**
+   * Run through the verifier's guarded runner (pipeline/verifier/runner.py) instead of
+   * `python -m pytest`: for untrusted submissions, whose own outcome record is returned too.
+   */
+  guarded?: boolean;
 }
 
 export interface TestRunResult {
@@ -28,6 +34,8 @@ export interface TestRunResult {
   wallSeconds: number;
   /** The last lines of the run's output, for diagnosis. */
   outputTail: string;
+  /** With `guarded`: the runner's own record of the session (see runner.py), if it finished. */
+  guardJson?: string;
 }
 
 /** The machinery failed (engine down, image build broken, OOM kill): retried, never blamed on the task. */
@@ -61,11 +69,20 @@ export const PYTEST_OPTIONS = [
   "-q",
 ];
 
-/** The shell command for one run: the recipe's install commands, then pytest with our options. */
-export function testScript(recipe: EnvironmentRecipe, python: string, tests: string[], junitPath: string): string {
+/** The verifier's guarded pytest runner, copied next to the JUnit report (outside the checkout) for guarded runs. */
+export const GUARDED_RUNNER = readFileSync(fileURLToPath(new URL("../verifier/runner.py", import.meta.url)), "utf8");
+export const GUARDED_RUNNER_NAME = "switch_swe_runner.py";
+export const GUARD_REPORT_NAME = "guard.json";
+
+/**
+ * The shell command for one run: the recipe's install commands, then pytest with our options;
+ * `guarded` names the results directory holding the guarded runner, which then replaces `-m pytest`.
+ */
+export function testScript(recipe: EnvironmentRecipe, python: string, tests: string[], junitPath: string, guarded?: { resultsDir: string }): string {
   const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
   const install = recipe.install.map((c) => `${c}\n`).join("");
-  const pytest = [python, "-m", "pytest", ...tests, ...PYTEST_OPTIONS, `--junitxml=${junitPath}`].map(quote).join(" ");
+  const runner = guarded ? [`${guarded.resultsDir}/${GUARDED_RUNNER_NAME}`, `${guarded.resultsDir}/${GUARD_REPORT_NAME}`] : ["-m", "pytest"];
+  const pytest = [python, ...runner, ...tests, ...PYTEST_OPTIONS, `--junitxml=${junitPath}`].map(quote).join(" ");
   return `set -e\n${install}exec ${pytest}\n`;
 }
 

@@ -23,6 +23,7 @@ export const StageName = z.enum([
   "qualify",
   "reconstruct",
   "audit",
+  "oracle",
   "locality",
   "select",
   "schedule",

@@ -8,7 +8,7 @@ import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { LocalityPair } from "../../pipeline/schemas/locality.ts";
 import { ManifestEntry } from "../../pipeline/schemas/manifest.ts";
 import type { SessionSpec } from "../../pipeline/schemas/session.ts";
-import type { SplitChange } from "../../pipeline/schemas/split.ts";
+import type { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage } from "../../pipeline/stage.ts";
 import type { ValidationReport } from "../validate/index.ts";
@@ -33,9 +33,9 @@ export const emitStage = defineStage({
   inputs: [
     { stage: "validate", name: "sessions" },
     { stage: "validate", name: "reports" },
-    { stage: "audit", name: "tasks" },
+    { stage: "oracle", name: "tasks" },
     { stage: "audit", name: "records" },
-    { stage: "split", name: "splits" },
+    { stage: "oracle", name: "heldout" },
     { stage: "mine", name: "candidates" },
     { stage: "locality", name: "pairs" },
   ],
@@ -43,9 +43,9 @@ export const emitStage = defineStage({
   async run(ctx) {
     const specs = ctx.input<SessionSpec>({ stage: "validate", name: "sessions" });
     const reports = new Map(ctx.input<ValidationReport>({ stage: "validate", name: "reports" }).map((r) => [r.session_id, r]));
-    const tasks = new Map(ctx.input<Task>({ stage: "audit", name: "tasks" }).map((t) => [t.id, t]));
+    const tasks = new Map(ctx.input<Task>({ stage: "oracle", name: "tasks" }).map((t) => [t.id, t]));
     const audits = new Map(ctx.input<AuditRecord>({ stage: "audit", name: "records" }).map((a) => [a.task_id, a]));
-    const splits = new Map(ctx.input<SplitChange>({ stage: "split", name: "splits" }).map((s) => [s.task_id, s]));
+    const heldout = new Map(ctx.input<HeldoutTask>({ stage: "oracle", name: "heldout" }).map((h) => [h.task_id, h]));
     const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
     const out = ctx.config.out_dir;
 
@@ -104,11 +104,8 @@ export const emitStage = defineStage({
     const { sessions: counts, ...flat } = profile;
     await ctx.publish(`${out}/profile.csv`, stringify([{ ...flat, near_sessions: counts.near, far_sessions: counts.far }], { header: true }));
 
-    // Held-out assets: only the verifier reads these.
-    for (const id of used) {
-      const task = tasks.get(id)!;
-      await ctx.publish(`${ctx.config.heldout_dir}/${id}.json`, json({ task_id: id, implementation_patch: splits.get(id)?.implementation_patch ?? "", test_patch: task.verifier.test_patch, fail_to_pass: task.verifier.fail_to_pass, pass_to_pass: task.verifier.pass_to_pass, test_command: task.verifier.test_command, environment: task.snapshot.environment }));
-    }
+    // Held-out assets: only the verifier reads these. Every one passed the oracle.
+    for (const id of used) await ctx.publish(`${ctx.config.heldout_dir}/${id}.json`, json(heldout.get(id)!));
     ctx.log.info(`emitted ${specs.length} sessions over ${manifest.length} tasks to ${out}; profile ${JSON.stringify(profile)}`);
     return { manifest };
   },

@@ -17,10 +17,10 @@ export const localityStage = defineStage({
   sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
   configSchema: LocalityConfig,
   // The pool is the audited tasks: what qualify, reconstruct and audit kept.
-  inputs: [{ stage: "audit", name: "tasks" }],
+  inputs: [{ stage: "oracle", name: "tasks" }],
   outputs: [{ name: "pairs", schema: LocalityPair, key: (p: LocalityPair) => `${p.repo}\0${p.task_a}\0${p.task_b}` }],
   async run(ctx) {
-    const tasks = ctx.input<Task>({ stage: "audit", name: "tasks" });
+    const tasks = ctx.input<Task>({ stage: "oracle", name: "tasks" });
     const index = new LocalityIndex(tasks.map((t) => ({ id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs })));
     await ctx.mapRecords(tasks, { id: (t) => t.id, cache: false, work: () => undefined });
     return { pairs: [...index.pairs()] };

@@ -1,4 +1,6 @@
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "../../pipeline/logger.ts";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { createExecutor } from "../../pipeline/executors/index.ts";
@@ -20,20 +22,31 @@ export function environmentsForTasks(splits: SplitChange[], candidates: Map<stri
   );
 }
 
-export const QualifyConfig = z.strictObject({
+/** How test runs are executed: shared by qualify and the oracle (and read by `verify`). */
+export const ExecutionFields = {
   executor: z.enum(["auto", "docker", "local"]).default("auto"),
-  /** Runs of each state; a test whose outcome differs between them is unstable. */
-  runs: z.number().int().min(1).default(3),
-  /** Tasks qualified at once; 0 means one per core. */
+  /** Tasks worked on at once; 0 means one per core. */
   jobs: z.number().int().min(0).default(0),
-  /** Also run the rest of the suite, for pass-to-pass coverage beyond the touched test files. */
-  full_suite: z.boolean().default(false),
   profiles_dir: z.string().default("data/repos"),
   /** Pauses before the first and second retry after an infrastructure fault. */
   infrastructure_backoff_seconds: z.array(z.number().nonnegative()).min(1).default([15, 30]),
   limits: z.strictObject({ memory_mb: z.number().int().positive().default(2048), pids: z.number().int().positive().default(512), cpus: z.number().positive().default(1) }).default({ memory_mb: 2048, pids: 512, cpus: 1 }),
+};
+
+export const QualifyConfig = z.strictObject({
+  ...ExecutionFields,
+  /** Runs of each state; a test whose outcome differs between them is unstable. */
+  runs: z.number().int().min(1).default(3),
+  /** Also run the rest of the suite, for pass-to-pass coverage beyond the touched test files. */
+  full_suite: z.boolean().default(false),
 });
 export type QualifyConfig = z.infer<typeof QualifyConfig>;
+
+/** The executor a stage's execution settings ask for; environments live under `<work>/envs`, shared by every stage. */
+export function executorFor(config: { executor: "auto" | "docker" | "local"; limits: { memory_mb: number; pids: number; cpus: number } }, workDir: string, log: Logger) {
+  const { limits } = config;
+  return createExecutor(config.executor, { envRoot: join(workDir, "envs"), workDir, log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
+}
 
 export const qualifyStage = defineStage({
   name: "qualify",
@@ -54,8 +67,7 @@ export const qualifyStage = defineStage({
     const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
     const splits = ctx.input<SplitChange>({ stage: "split", name: "splits" });
     const environments = environmentsForTasks(splits, candidates, profiles);
-    const limits = ctx.config.limits;
-    const executor = await createExecutor(ctx.config.executor, { envRoot: ctx.workPath("envs"), workDir: ctx.workPath(""), log: ctx.log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
+    const executor = await executorFor(ctx.config, ctx.workPath(""), ctx.log);
     ctx.log.info(`executor: ${executor.kind}; ${new Set([...environments.values()].map((e) => e.key)).size} environment(s) for ${splits.length} task(s)`);
     const scratch = ctx.workPath("scratch");
     mkdirSync(scratch, { recursive: true });

@@ -27,11 +27,11 @@ export const scheduleStage = defineStage({
   usesSeed: true,
   inputs: [
     { stage: "select", name: "sessions" },
-    { stage: "audit", name: "tasks" },
+    { stage: "oracle", name: "tasks" },
   ],
   outputs: [{ name: "sessions", schema: SessionSpec, key: (s: SessionSpec) => s.session_id }],
   async run(ctx) {
-    const tasks = new Map(ctx.input<Task>({ stage: "audit", name: "tasks" }).map((t) => [t.id, t]));
+    const tasks = new Map(ctx.input<Task>({ stage: "oracle", name: "tasks" }).map((t) => [t.id, t]));
     const selected = ctx.input<SelectedSession>({ stage: "select", name: "sessions" });
     const specs = await ctx.mapRecords(selected, {
       id: (s) => s.focus,

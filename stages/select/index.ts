@@ -22,10 +22,10 @@ export const selectStage = defineStage({
   sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
   configSchema: SelectConfig,
   usesSeed: true,
-  inputs: [{ stage: "audit", name: "tasks" }],
+  inputs: [{ stage: "oracle", name: "tasks" }],
   outputs: [{ name: "sessions", schema: SelectedSession, key: (s: SelectedSession) => s.focus }],
   async run(ctx) {
-    const tasks = ctx.input<Task>({ stage: "audit", name: "tasks" });
+    const tasks = ctx.input<Task>({ stage: "oracle", name: "tasks" });
     const result = selectSessions(
       tasks.map((t) => ({ id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length })),
       { seed: ctx.seed, sizes: { near: ctx.config.near, far: ctx.config.far }, interruptions: ctx.config.interruptions, minFocusStages: ctx.config.min_focus_stages },

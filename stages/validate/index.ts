@@ -29,14 +29,14 @@ export const validateStage = defineStage({
   configSchema: ValidateConfig,
   inputs: [
     { stage: "schedule", name: "sessions" },
-    { stage: "audit", name: "tasks" },
+    { stage: "oracle", name: "tasks" },
   ],
   outputs: [
     { name: "sessions", schema: SessionSpec, key: (s: SessionSpec) => s.session_id },
     { name: "reports", schema: ValidationReport, key: (r: ValidationReport) => r.session_id },
   ],
   async run(ctx) {
-    const tasks = new Map(ctx.input<Task>({ stage: "audit", name: "tasks" }).map((t) => [t.id, { id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length }]));
+    const tasks = new Map(ctx.input<Task>({ stage: "oracle", name: "tasks" }).map((t) => [t.id, { id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length }]));
     const specs = ctx.input<SessionSpec>({ stage: "schedule", name: "sessions" });
     const reports: ValidationReport[] = [];
     const valid = await ctx.mapRecords(specs, {

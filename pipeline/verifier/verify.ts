@@ -1,0 +1,115 @@
+import { createHash } from "node:crypto";
+import { freshCheckout, PatchDoesNotApply } from "../../stages/qualify/checkout.ts";
+import { withInfrastructureRetries } from "../../stages/qualify/run.ts";
+import { DiffParseError } from "../../stages/split/diff.ts";
+import { BuildFailed, type EnvironmentSpec, type Executor } from "../executors/types.ts";
+import type { Logger } from "../logger.ts";
+import type { HeldoutTask } from "../schemas/heldout.ts";
+import type { ClassificationRules } from "../schemas/repo-profile.ts";
+import type { DroppedPath } from "../schemas/verification.ts";
+import { RecordError } from "../stage.ts";
+import { gradeRun, isResolved, type GradedRun } from "./grade.ts";
+import { pathsOfPatch, planSubmission, UnsafeSubmission } from "./submission.ts";
+
+export interface VerifyInput {
+  task: HeldoutTask;
+  env: EnvironmentSpec;
+  /** A bare mirror holding the task's base commit. */
+  mirror: string;
+  /** The focus artifact: a git diff against the base commit ("" for no change). */
+  artifact: string;
+  rules: ClassificationRules;
+  /** Where the clean checkout is made and removed. */
+  scratch: string;
+  infrastructureBackoffMs?: readonly number[];
+}
+
+/** Everything of a verification report except which session and condition it belongs to. */
+export interface VerifyOutcome {
+  artifact_sha256: string;
+  dropped_paths: DroppedPath[];
+  applied: boolean;
+  apply_error?: string;
+  tests: Record<string, string>;
+  integrity_problems: string[];
+  timed_out: boolean;
+  resolved: boolean;
+  infrastructure_retries: number;
+  infrastructure_fault?: string;
+}
+
+/** The required tests of a task: FAIL_TO_PASS and PASS_TO_PASS, sorted. */
+export function requiredTests(task: HeldoutTask): string[] {
+  return [...new Set([...task.fail_to_pass, ...task.pass_to_pass])].sort();
+}
+
+/**
+ * Scores one artifact against a task's held-out verifier (SPEC §3): its non-test changes, then
+ * the held-out test patch, on a clean checkout of the base commit; the fixed command over the
+ * required test ids through the guarded runner; resolved only if it applied, the run is
+ * trustworthy, and every required test passed. An infrastructure fault re-runs the same frozen
+ * artifact at most twice and is then reported, never blamed on the submission.
+ */
+export async function verifyArtifact(executor: Executor, input: VerifyInput, log: Logger): Promise<VerifyOutcome> {
+  const { task } = input;
+  const required = requiredTests(task);
+  const unapplied = (error: string, dropped: DroppedPath[] = []): VerifyOutcome => ({
+    artifact_sha256: createHash("sha256").update(input.artifact).digest("hex"),
+    dropped_paths: dropped,
+    applied: false,
+    apply_error: error,
+    tests: Object.fromEntries(required.map((t) => [t, "absent"])),
+    integrity_problems: [],
+    timed_out: false,
+    resolved: false,
+    infrastructure_retries: 0,
+  });
+
+  let plan;
+  try {
+    plan = planSubmission(input.artifact, input.rules, pathsOfPatch(task.test_patch));
+  } catch (error) {
+    if (error instanceof DiffParseError) return unapplied(`the artifact is not a git diff: ${error.message}`);
+    if (error instanceof UnsafeSubmission) return unapplied(`refused: ${error.message}`);
+    throw error;
+  }
+  const base = { ...unapplied(""), dropped_paths: plan.dropped };
+  delete base.apply_error;
+
+  let checkout;
+  try {
+    checkout = await freshCheckout(input.mirror, task.base_commit, [{ name: "submitted", text: plan.patch }, { name: "held-out test", text: task.test_patch }], input.scratch);
+  } catch (error) {
+    if (error instanceof PatchDoesNotApply) return { ...base, apply_error: error.message };
+    throw error;
+  }
+  const faulted = (message: string, retries: number): VerifyOutcome => ({ ...base, applied: true, infrastructure_retries: retries, infrastructure_fault: message });
+  try {
+    let outcome;
+    try {
+      await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env), input.infrastructureBackoffMs);
+      outcome = await withInfrastructureRetries(
+        `${task.task_id}: verifier run`,
+        log,
+        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, guarded: true }),
+        input.infrastructureBackoffMs,
+      );
+    } catch (error) {
+      if (error instanceof BuildFailed) return faulted(`the task's environment does not build: ${error.message}`, 0);
+      if (error instanceof RecordError && error.reason === "infrastructure_fault") return faulted(error.message, 2);
+      throw error;
+    }
+    const graded: GradedRun = gradeRun(required, outcome.value);
+    return {
+      ...base,
+      applied: true,
+      tests: graded.tests,
+      integrity_problems: graded.integrityProblems,
+      timed_out: outcome.value.timedOut,
+      resolved: isResolved(true, graded),
+      infrastructure_retries: outcome.retries,
+    };
+  } finally {
+    await checkout.dispose();
+  }
+}

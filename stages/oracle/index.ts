@@ -1,0 +1,137 @@
+import { mkdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
+import type { Logger } from "../../pipeline/logger.ts";
+import { cloneSourceOf, loadProfiles } from "../../pipeline/profiles.ts";
+import type { Candidate } from "../../pipeline/schemas/candidate.ts";
+import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
+import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
+import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
+import type { SplitChange } from "../../pipeline/schemas/split.ts";
+import { Task } from "../../pipeline/schemas/task.ts";
+import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { verifyArtifact } from "../../pipeline/verifier/verify.ts";
+import { environmentsForTasks, ExecutionFields, executorFor } from "../qualify/index.ts";
+
+export const OracleConfig = z.strictObject({
+  ...ExecutionFields,
+  /** Verifier runs of the reference patch (all must resolve) and of the empty patch (none may). */
+  runs: z.number().int().min(1).default(3),
+});
+export type OracleConfig = z.infer<typeof OracleConfig>;
+
+/** The held-out verifier assets of a task, as the verifier reads them. */
+export function heldoutTask(task: Task, split: SplitChange, env: EnvironmentSpec): HeldoutTask {
+  return HeldoutTask.parse({
+    task_id: task.id,
+    repo: task.snapshot.repo,
+    base_commit: task.snapshot.base_commit,
+    implementation_patch: split.implementation_patch,
+    test_patch: task.verifier.test_patch,
+    fail_to_pass: task.verifier.fail_to_pass,
+    pass_to_pass: task.verifier.pass_to_pass,
+    test_command: task.verifier.test_command,
+    environment: env.recipe,
+    environment_as_of: env.asOf,
+  });
+}
+
+export interface OracleTaskInput {
+  heldout: HeldoutTask;
+  env: EnvironmentSpec;
+  mirror: string;
+  rules: ClassificationRules;
+  runs: number;
+  scratch: string;
+  infrastructureBackoffMs?: readonly number[];
+}
+
+/**
+ * Proves a task solvable and not already solved, under the verifier itself: the reference
+ * implementation patch must resolve in every one of `runs` runs and the empty patch in none.
+ * Each check stops at its first contrary run; the verdict is decided by then.
+ */
+export async function oracleTask(executor: Executor, input: OracleTaskInput, log: Logger): Promise<OracleRecord> {
+  const runs: OracleRecord["runs"] = [];
+  const check = async (patch: "reference" | "empty", wantResolved: boolean): Promise<boolean> => {
+    for (let run = 0; run < input.runs; run++) {
+      const outcome = await verifyArtifact(executor, { task: input.heldout, env: input.env, mirror: input.mirror, artifact: patch === "reference" ? input.heldout.implementation_patch : "", rules: input.rules, scratch: input.scratch, infrastructureBackoffMs: input.infrastructureBackoffMs }, log);
+      if (outcome.infrastructure_fault) throw new RecordError("infrastructure_fault", `${input.heldout.task_id}: oracle, ${patch} patch, run ${run + 1}: ${outcome.infrastructure_fault}`, {}, false);
+      const notPassed = Object.fromEntries(Object.entries(outcome.tests).filter(([, status]) => status !== "passed"));
+      runs.push({ patch, run, resolved: outcome.resolved, not_passed: outcome.applied ? notPassed : { "(patch)": outcome.apply_error ?? "does not apply" }, integrity_problems: outcome.integrity_problems, infrastructure_retries: outcome.infrastructure_retries });
+      if (outcome.resolved !== wantResolved) return false;
+    }
+    return true;
+  };
+  const referenceResolves = await check("reference", true);
+  const emptyNeverResolves = await check("empty", false);
+  const failure = (patch: "reference" | "empty") => runs.find((r) => r.patch === patch && r.resolved !== (patch === "reference"))!;
+  let detail: string | undefined;
+  if (!referenceResolves) {
+    const run = failure("reference");
+    const why = [...Object.entries(run.not_passed).map(([t, s]) => `${t} ${s}`), ...run.integrity_problems];
+    detail = `the reference implementation does not resolve under the verifier (run ${run.run + 1} of ${input.runs}): ${why.join("; ")}`;
+  }
+  if (!emptyNeverResolves) {
+    const run = failure("empty");
+    detail = [detail, `the empty patch resolves (run ${run.run + 1} of ${input.runs}): every required test already passes without a fix`].filter(Boolean).join("; and ");
+  }
+  return OracleRecord.parse({ task_id: input.heldout.task_id, runs_per_patch: input.runs, runs, passed: !detail, ...(detail ? { reject_reason: "oracle_failed", reject_detail: detail } : {}) });
+}
+
+export const oracleStage = defineStage({
+  name: "oracle",
+  summary: "prove every task solvable under the verifier: the reference patch resolves in every run, the empty patch in none",
+  example: "switch-swe oracle --config data/demo/pipeline.yaml",
+  version: "1",
+  sourceFiles: [fileURLToPath(new URL(".", import.meta.url)), fileURLToPath(new URL("../../pipeline/verifier/", import.meta.url)), fileURLToPath(new URL("../../pipeline/executors/", import.meta.url))],
+  configSchema: OracleConfig,
+  volatileConfig: ["jobs", "infrastructure_backoff_seconds"],
+  inputs: [
+    { stage: "mine", name: "candidates" },
+    { stage: "split", name: "splits" },
+    { stage: "audit", name: "tasks" },
+  ],
+  outputs: [
+    { name: "results", schema: OracleRecord, key: (r: OracleRecord) => r.task_id },
+    { name: "tasks", schema: Task, key: (t: Task) => t.id },
+    { name: "heldout", schema: HeldoutTask, key: (h: HeldoutTask) => h.task_id },
+  ],
+  externalFiles: (config) => [config.profiles_dir],
+  async run(ctx) {
+    const { profiles, errors } = loadProfiles(ctx.files);
+    const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
+    const splitList = ctx.input<SplitChange>({ stage: "split", name: "splits" });
+    const splits = new Map(splitList.map((s) => [s.task_id, s]));
+    // The same plan as qualify's, so every task runs in the environment it was qualified in.
+    const environments = environmentsForTasks(splitList, candidates, profiles);
+    const tasks = ctx.input<Task>({ stage: "audit", name: "tasks" });
+    const executor = await executorFor(ctx.config, ctx.workPath(""), ctx.log);
+    const scratch = ctx.workPath("scratch");
+    mkdirSync(scratch, { recursive: true });
+
+    const checked = await ctx.mapRecords(tasks, {
+      id: (t) => t.id,
+      concurrency: ctx.config.jobs || availableParallelism(),
+      dependsOn: (t) => ({ split: splits.get(t.id) ?? null, env: environments.get(t.id)?.key ?? errors.get(t.snapshot.repo) ?? null, executor: executor.kind }),
+      work: async (task) => {
+        const split = splits.get(task.id);
+        const loaded = profiles.get(task.snapshot.repo);
+        if (!split || !loaded) throw new RecordError("unknown_repository", `${task.id}: field repo: ${errors.get(task.snapshot.repo) ?? `no split record or no profile for ${task.snapshot.repo}`}`, { field: "repo" });
+        const env = environments.get(task.id)!;
+        const heldout = heldoutTask(task, split, env);
+        const mirror = await ctx.mirrors.ensure(task.snapshot.repo, cloneSourceOf(task.snapshot.repo, loaded, ctx.resolvePath), task.snapshot.base_commit);
+        const record = await oracleTask(executor, { heldout, env, mirror, rules: loaded.profile.classification, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.config.infrastructure_backoff_seconds.map((s) => s * 1000) }, ctx.log);
+        return { record, task, heldout };
+      },
+    });
+    const passed = checked.filter((c) => c.record.passed);
+    for (const { record } of checked) {
+      if (!record.passed) ctx.reject({ record_id: record.task_id, reason: "oracle_failed", message: `${record.task_id}: ${record.reject_detail}` });
+    }
+    ctx.log.info(`oracle: ${checked.length} task(s) checked (${ctx.config.runs} verifier run(s) of the reference and of the empty patch each): ${passed.length} pass, ${checked.length - passed.length} rejected`);
+    return { results: checked.map((c) => c.record), tasks: passed.map((c) => c.task), heldout: passed.map((c) => c.heldout) };
+  },
+});
