@@ -26,12 +26,13 @@ import { STAGE_ORDER, type StageName } from "./schemas/common.ts";
 import { ClassificationRules } from "./schemas/repo-profile.ts";
 import { splitFields, splitReferenceChange } from "../stages/split/split.ts";
 import { DiffParseError } from "../stages/split/diff.ts";
+import { EmitConfig } from "../stages/emit/index.ts";
+import { writeFileAtomic } from "./atomic.ts";
+import { formatVerification, verifySubmission, VerifyInputError } from "./verifier/command.ts";
+import { ReportInputError, writeResultsReport } from "./report/command.ts";
 
-/** Stages and commands that later work will add, with the issue that tracks each. */
-const NOT_BUILT: Record<string, { issue: number; summary: string; example: string }> = {
-  verify: { issue: 9, summary: "score an agent's final focus artifact against the held-out verifier", example: "switch-swe verify --session manifests/demo/sessions/S.json --checkout /workspace/w02 --json" },
-  report: { issue: 9, summary: "aggregate verification reports into resolution and gap tables", example: "switch-swe report --results results/" },
-};
+/** Stages that later work will add, with the issue that tracks each (none at present). */
+const NOT_BUILT: Record<string, { issue: number; summary: string; example: string }> = {};
 
 class UsageError extends Error {}
 
@@ -175,17 +176,67 @@ export function buildProgram(): Command {
     );
   }
 
-  for (const name of ["verify", "report"] as const) {
-    const info = NOT_BUILT[name]!;
-    const command = program
-      .command(name)
-      .description(`${info.summary} (not built yet: issue #${info.issue})`)
-      .addHelpText("after", `\nExample:\n  ${info.example}`)
-      .action(act(() => notBuilt(name)));
-    // The interface issue #9 specifies, so scripts can be written against it already.
-    if (name === "verify") command.option("--session <file>", "the session specification").option("--artifact <patch>", "the focus artifact as a patch").option("--checkout <dir>", "collect the focus artifact from this checkout").option("--json", "print the verification report as JSON");
-    else command.option("--results <dir>", "directory of verification reports");
-  }
+  program
+    .command("verify")
+    .description("score a session's final focus artifact against the focus task's held-out verifier (SPEC §3)")
+    .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark (held-out assets, profiles, executor)")
+    .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
+    .option("--artifact <patch>", "the focus artifact as a git diff against the focus base commit")
+    .option("--checkout <dir>", "collect the focus artifact from this checkout (committed and uncommitted changes, new and deleted files)")
+    .addOption(new Option("--condition <condition>", "which run of the session this artifact comes from").choices(["control", "switched"]).default("switched"))
+    .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
+    .addOption(new Option("--executor <kind>", "docker, local, or auto (default: the config's oracle.executor)").choices(["auto", "docker", "local"]))
+    .option("--out <file>", "also write the verification report (JSON) to this file")
+    .option("--save-artifact <file>", "also write the artifact that was scored (as collected) to this file")
+    .option("--json", "print the verification report as JSON")
+    .addHelpText("after", "\nExit status: 0 resolved, 1 not resolved, 3 infrastructure fault after two re-runs, 2 bad input.\n\nExample:\n  switch-swe verify -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --checkout /workspace/w02 --condition switched --out results/agent-a/S.switched.json")
+    .action(
+      act(async (opts) => {
+        let result;
+        try {
+          result = await verifySubmission({ config: opts.config, session: opts.session, artifact: opts.artifact, checkout: opts.checkout, condition: opts.condition, heldoutDir: opts.heldout, executor: opts.executor, log: createLogger({ level: opts.json ? "warn" : "info" }) });
+        } catch (error) {
+          if (error instanceof VerifyInputError) throw new UsageError(error.message);
+          throw error;
+        }
+        const { report } = result;
+        if (opts.out) await writeFileAtomic(opts.out, JSON.stringify(report, null, 2) + "\n");
+        if (opts.saveArtifact) await writeFileAtomic(opts.saveArtifact, result.artifact);
+        process.stdout.write(opts.json ? JSON.stringify(report, null, 2) + "\n" : formatVerification(report));
+        return report.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
+      }),
+    );
+
+  program
+    .command("report")
+    .description("aggregate verification reports into the study's Table 1: resolution per condition and the gap, overall and per locality group")
+    .requiredOption("--results <dir>", "verification reports; each subdirectory is one configuration (agent and model)")
+    .option("--sessions <dir>", "the benchmark's session specifications: the fixed denominators (default: <emit.out_dir>/sessions of --config)")
+    .option("-c, --config <file>", "the pipeline config that built the benchmark")
+    .option("--out <dir>", "where to write table1.md, table1.csv and resolution.svg (default: <results>/report)")
+    .addHelpText("after", "\nExample:\n  switch-swe report --results results/ --sessions manifests/demo/sessions --out results/report")
+    .action(
+      act(async (opts) => {
+        let sessionsDir = opts.sessions as string | undefined;
+        if (!sessionsDir) {
+          if (!opts.config) throw new UsageError("give --sessions DIR, or --config FILE whose emit.out_dir holds the sessions");
+          const loaded = loadConfig(opts.config, BUILT_STAGES);
+          const emit = EmitConfig.parse((loaded.config.stages as Record<string, unknown>).emit ?? {});
+          sessionsDir = resolve(loaded.baseDir, emit.out_dir, "sessions");
+        }
+        const outDir = opts.out ?? join(opts.results, "report");
+        let written;
+        try {
+          written = await writeResultsReport(opts.results, sessionsDir, outDir);
+        } catch (error) {
+          if (error instanceof ReportInputError) throw new UsageError(error.message);
+          throw error;
+        }
+        process.stdout.write(readFileSync(written.files[0]!, "utf8"));
+        process.stdout.write(written.files.map((f) => `wrote ${f}\n`).join(""));
+        return written.aggregation.problems.length ? 1 : 0;
+      }),
+    );
 
   program
     .command("demo")

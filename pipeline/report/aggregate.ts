@@ -1,0 +1,100 @@
+import type { LocalityClass } from "../schemas/common.ts";
+import type { VerificationReport } from "../schemas/verification.ts";
+
+/** A session of the benchmark, as far as scoring needs it: which group it counts in. */
+export interface ScoredSession {
+  session_id: string;
+  focus: string;
+  locality: LocalityClass;
+}
+
+/** A verification report and the file it came from, under one configuration (an agent and model). */
+export interface LoadedReport {
+  file: string;
+  configuration: string;
+  report: VerificationReport;
+}
+
+export const GROUPS = ["overall", "near", "far"] as const;
+export type Group = (typeof GROUPS)[number];
+
+export interface GroupRow {
+  configuration: string;
+  group: Group;
+  /** The fixed denominator: every session of the group, whether or not a report came in. */
+  sessions: number;
+  uninterrupted_resolved: number;
+  switched_resolved: number;
+  uninterrupted_missing: number;
+  switched_missing: number;
+}
+
+export interface Aggregation {
+  rows: GroupRow[];
+  /** Reports that were not counted, or were counted conservatively, and why. */
+  problems: string[];
+}
+
+/** Resolution in percent over the group's fixed denominator. */
+export const percent = (resolved: number, sessions: number): number => (sessions === 0 ? 0 : (100 * resolved) / sessions);
+/** Uninterrupted minus switched resolution, in percentage points. */
+export const gapPoints = (row: GroupRow): number => percent(row.uninterrupted_resolved, row.sessions) - percent(row.switched_resolved, row.sessions);
+
+/**
+ * Table 1 of the study from verification reports (SPEC §3): for each configuration and group
+ * (overall, near, far), uninterrupted ("control") and switched resolution over the group's fixed
+ * denominator. A session with no report for a condition counts as unresolved there; a report for
+ * an unknown session or for another task than the session's focus is not counted; two reports for
+ * one session and condition count as resolved only if both are.
+ */
+export function aggregateResults(sessions: readonly ScoredSession[], reports: readonly LoadedReport[]): Aggregation {
+  const problems: string[] = [];
+  const byId = new Map(sessions.map((s) => [s.session_id, s]));
+  const configurations = [...new Set(reports.map((r) => r.configuration))].sort();
+  // configuration → session → condition → reports
+  const seen = new Map<string, Map<string, Map<string, LoadedReport[]>>>();
+  for (const loaded of reports) {
+    const { report } = loaded;
+    const session = byId.get(report.session_id);
+    if (!session) {
+      problems.push(`${loaded.file}: field session_id: ${report.session_id} is not a session of this benchmark; not counted`);
+      continue;
+    }
+    if (report.task_id !== session.focus) {
+      problems.push(`${loaded.file}: field task_id: ${report.task_id} is not the focus task of ${report.session_id} (${session.focus}); not counted`);
+      continue;
+    }
+    const bySession = seen.get(loaded.configuration) ?? new Map<string, Map<string, LoadedReport[]>>();
+    seen.set(loaded.configuration, bySession);
+    const byCondition = bySession.get(report.session_id) ?? new Map<string, LoadedReport[]>();
+    bySession.set(report.session_id, byCondition);
+    byCondition.set(report.condition, [...(byCondition.get(report.condition) ?? []), loaded]);
+  }
+  const rows: GroupRow[] = [];
+  for (const configuration of configurations) {
+    const bySession = seen.get(configuration) ?? new Map();
+    const outcome = (sessionId: string, condition: "control" | "switched"): "resolved" | "unresolved" | "missing" => {
+      const found: LoadedReport[] = bySession.get(sessionId)?.get(condition) ?? [];
+      if (!found.length) return "missing";
+      if (found.length > 1) {
+        problems.push(`${configuration}: ${found.length} ${condition} reports for ${sessionId} (${found.map((f) => f.file).join(", ")}); counted as resolved only if all are`);
+      }
+      return found.every((f) => f.report.resolved) ? "resolved" : "unresolved";
+    };
+    for (const group of GROUPS) {
+      const members = sessions.filter((s) => group === "overall" || s.locality === group);
+      const row: GroupRow = { configuration, group, sessions: members.length, uninterrupted_resolved: 0, switched_resolved: 0, uninterrupted_missing: 0, switched_missing: 0 };
+      for (const s of members) {
+        const control = outcome(s.session_id, "control");
+        const switched = outcome(s.session_id, "switched");
+        if (control === "resolved") row.uninterrupted_resolved++;
+        if (control === "missing") row.uninterrupted_missing++;
+        if (switched === "resolved") row.switched_resolved++;
+        if (switched === "missing") row.switched_missing++;
+      }
+      rows.push(row);
+    }
+  }
+  // A duplicate is found once per group it belongs to; say it once.
+  return { rows, problems: [...new Set(problems)] };
+}

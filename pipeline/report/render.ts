@@ -1,0 +1,110 @@
+import { stringify } from "csv-stringify/sync";
+import { gapPoints, GROUPS, percent, type Aggregation, type Group, type GroupRow } from "./aggregate.ts";
+
+const GROUP_TITLES: Record<Group, string> = { overall: "Overall", near: "Near", far: "Far" };
+const fixed = (value: number): string => value.toFixed(1);
+
+/** One row per configuration and group, every count and figure (percentages to one decimal). */
+export function renderCsv(aggregation: Aggregation): string {
+  return stringify(
+    aggregation.rows.map((r) => ({
+      configuration: r.configuration,
+      group: r.group,
+      sessions: r.sessions,
+      uninterrupted_resolved: r.uninterrupted_resolved,
+      switched_resolved: r.switched_resolved,
+      uninterrupted_pct: fixed(percent(r.uninterrupted_resolved, r.sessions)),
+      switched_pct: fixed(percent(r.switched_resolved, r.sessions)),
+      gap_pp: fixed(gapPoints(r)),
+      uninterrupted_missing: r.uninterrupted_missing,
+      switched_missing: r.switched_missing,
+    })),
+    { header: true, columns: ["configuration", "group", "sessions", "uninterrupted_resolved", "switched_resolved", "uninterrupted_pct", "switched_pct", "gap_pp", "uninterrupted_missing", "switched_missing"] },
+  );
+}
+
+function rowsOf(aggregation: Aggregation): Map<string, Map<Group, GroupRow>> {
+  const table = new Map<string, Map<Group, GroupRow>>();
+  for (const row of aggregation.rows) {
+    const groups = table.get(row.configuration) ?? new Map<Group, GroupRow>();
+    groups.set(row.group, row);
+    table.set(row.configuration, groups);
+  }
+  return table;
+}
+
+/** Table 1 of the study (Unint., Switch, Gap per group), then coverage and anything not counted. */
+export function renderMarkdown(aggregation: Aggregation): string {
+  const table = rowsOf(aggregation);
+  const first = [...table.values()][0];
+  const n = (g: Group) => first?.get(g)?.sessions ?? 0;
+  const lines = [
+    "# Focus-task resolution with and without task switching",
+    "",
+    `Resolution (%) over fixed denominators: Overall ${n("overall")} sessions, Near ${n("near")}, Far ${n("far")}. Unint. is the uninterrupted (control) condition, Switch the switched one; Gap is Unint. minus Switch in percentage points. A session without a report counts as unresolved.`,
+    "",
+    `| Configuration | ${GROUPS.map((g) => `${GROUP_TITLES[g]} Unint. | ${GROUP_TITLES[g]} Switch | ${GROUP_TITLES[g]} Gap`).join(" | ")} |`,
+    `|---|${GROUPS.map(() => "---:|---:|---:").join("|")}|`,
+  ];
+  for (const [configuration, groups] of table) {
+    const cells = GROUPS.map((g) => {
+      const r = groups.get(g)!;
+      return `${fixed(percent(r.uninterrupted_resolved, r.sessions))} | ${fixed(percent(r.switched_resolved, r.sessions))} | ${fixed(gapPoints(r))}`;
+    });
+    lines.push(`| ${configuration} | ${cells.join(" | ")} |`);
+  }
+  lines.push("", "## Coverage", "", "| Configuration | Group | Sessions | Unint. resolved | Switch resolved | Unint. missing | Switch missing |", "|---|---|---:|---:|---:|---:|---:|");
+  for (const r of aggregation.rows) lines.push(`| ${r.configuration} | ${GROUP_TITLES[r.group]} | ${r.sessions} | ${r.uninterrupted_resolved} | ${r.switched_resolved} | ${r.uninterrupted_missing} | ${r.switched_missing} |`);
+  if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
+  return lines.join("\n") + "\n";
+}
+
+const escapeXml = (text: string): string => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/**
+ * A grouped bar chart, one panel per configuration: for each group, uninterrupted and switched
+ * resolution side by side, with the gap written above. Plain SVG, no fonts or scripts fetched.
+ */
+export function renderSvg(aggregation: Aggregation): string {
+  const table = rowsOf(aggregation);
+  const panelWidth = 360;
+  const panelHeight = 240;
+  const plotTop = 50;
+  const plotHeight = 150;
+  const colors = { uninterrupted: "#4a78b5", switched: "#d9822b" };
+  const width = Math.max(1, table.size) * panelWidth + 20;
+  const height = panelHeight + 40;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    `<title>Focus-task resolution, uninterrupted vs switched, per locality group</title>`,
+    `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<rect x="20" y="${panelHeight + 12}" width="10" height="10" fill="${colors.uninterrupted}"/><text x="34" y="${panelHeight + 21}">Uninterrupted</text>`,
+    `<rect x="130" y="${panelHeight + 12}" width="10" height="10" fill="${colors.switched}"/><text x="144" y="${panelHeight + 21}">Switched</text>`,
+  ];
+  [...table.entries()].forEach(([configuration, groups], index) => {
+    const left = 10 + index * panelWidth;
+    const axisX = left + 40;
+    const baseY = plotTop + plotHeight;
+    parts.push(`<g><text x="${left + panelWidth / 2}" y="20" text-anchor="middle" font-size="13" font-weight="bold">${escapeXml(configuration)}</text>`);
+    for (const tick of [0, 25, 50, 75, 100]) {
+      const y = baseY - (tick / 100) * plotHeight;
+      parts.push(`<line x1="${axisX}" y1="${y}" x2="${left + panelWidth - 10}" y2="${y}" stroke="#dddddd"/><text x="${axisX - 4}" y="${y + 4}" text-anchor="end">${tick}%</text>`);
+    }
+    GROUPS.forEach((group, g) => {
+      const row = groups.get(group)!;
+      const slot = axisX + 10 + g * 100;
+      const bars: [keyof typeof colors, number][] = [["uninterrupted", percent(row.uninterrupted_resolved, row.sessions)], ["switched", percent(row.switched_resolved, row.sessions)]];
+      bars.forEach(([condition, value], b) => {
+        const h = (value / 100) * plotHeight;
+        const x = slot + b * 36;
+        parts.push(`<rect x="${x}" y="${(baseY - h).toFixed(1)}" width="32" height="${h.toFixed(1)}" fill="${colors[condition]}"><title>${escapeXml(`${configuration}, ${GROUP_TITLES[group]}, ${condition}: ${fixed(value)}%`)}</title></rect>`);
+        parts.push(`<text x="${x + 16}" y="${(baseY - h - 3).toFixed(1)}" text-anchor="middle">${fixed(value)}</text>`);
+      });
+      parts.push(`<text x="${slot + 34}" y="${baseY + 16}" text-anchor="middle">${GROUP_TITLES[group]} (n=${row.sessions})</text>`);
+      parts.push(`<text x="${slot + 34}" y="${baseY + 30}" text-anchor="middle" fill="#555555">gap ${fixed(gapPoints(row))} pp</text>`);
+    });
+    parts.push("</g>");
+  });
+  parts.push("</svg>");
+  return parts.join("\n") + "\n";
+}

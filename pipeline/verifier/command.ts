@@ -1,0 +1,129 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { EmitConfig } from "../../stages/emit/index.ts";
+import { executorFor } from "../../stages/qualify/index.ts";
+import { OracleConfig } from "../../stages/oracle/index.ts";
+import { BUILT_STAGES } from "../../stages/index.ts";
+import { loadConfig } from "../config.ts";
+import { environmentSpec } from "../executors/environment.ts";
+import { MirrorCache } from "../git.ts";
+import type { Logger } from "../logger.ts";
+import { cloneSourceOf, loadProfiles } from "../profiles.ts";
+import { HeldoutTask } from "../schemas/heldout.ts";
+import { SessionSpec } from "../schemas/session.ts";
+import { VerificationReport } from "../schemas/verification.ts";
+import { collectCheckoutArtifact } from "./collect.ts";
+import { verifyArtifact } from "./verify.ts";
+
+/** Bad input to `verify`: names the file and field, and nothing was run. */
+export class VerifyInputError extends Error {
+  override name = "VerifyInputError";
+}
+
+export interface VerifyCommandOptions {
+  config: string;
+  session: string;
+  artifact?: string;
+  checkout?: string;
+  condition: "control" | "switched";
+  /** Overrides the config's emit.heldout_dir. */
+  heldoutDir?: string;
+  executor?: "auto" | "docker" | "local";
+  log: Logger;
+}
+
+function parseFile<T>(schema: z.ZodType<T>, file: string, what: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new VerifyInputError(`${file}: cannot read ${what}: ${(error as Error).message}`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new VerifyInputError(`${file}: field ${issue.path.join(".") || "(root)"}: ${issue.message} (expected ${what})`);
+  }
+  return parsed.data;
+}
+
+function stageConfig<T>(schema: z.ZodType<T>, raw: unknown, configPath: string, stage: string): T {
+  const parsed = schema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new VerifyInputError(`${configPath}: config key ${["stages", stage, ...issue.path.map(String)].join(".")}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/**
+ * `switch-swe verify`: scores one session's final focus artifact, given as a patch or collected
+ * from the focus checkout, against the focus task's held-out verifier. The pipeline config says
+ * where the held-out assets, repository profiles, mirrors and environments are, and which
+ * executor (and limits) the oracle used; verify uses the same.
+ */
+export async function verifySubmission(options: VerifyCommandOptions): Promise<{ report: VerificationReport; artifact: string; excluded: string[] }> {
+  if (Boolean(options.artifact) === Boolean(options.checkout)) throw new VerifyInputError("give exactly one of --artifact PATCH and --checkout DIR");
+  const loaded = loadConfig(options.config, BUILT_STAGES);
+  const stages = loaded.config.stages as Record<string, unknown>;
+  const oracle = stageConfig(OracleConfig, stages.oracle, options.config, "oracle");
+  const emit = stageConfig(EmitConfig, stages.emit, options.config, "emit");
+  const heldoutDir = options.heldoutDir ? resolve(options.heldoutDir) : resolve(loaded.baseDir, emit.heldout_dir);
+
+  const spec = parseFile(SessionSpec, options.session, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
+  const focusCheckout = spec.checkouts.find((c) => c.task_id === spec.focus);
+  if (!focusCheckout) throw new VerifyInputError(`${options.session}: field checkouts: no checkout of the focus task ${spec.focus}`);
+  const heldoutFile = join(heldoutDir, `${spec.focus}.json`);
+  if (!existsSync(heldoutFile)) throw new VerifyInputError(`${heldoutFile}: no held-out verifier for ${spec.focus} (is emit.heldout_dir in ${options.config} the benchmark's? pass --heldout DIR otherwise)`);
+  const heldout = parseFile(HeldoutTask, heldoutFile, "a held-out task");
+  if (heldout.repo !== spec.repo || heldout.base_commit !== focusCheckout.base_commit) {
+    throw new VerifyInputError(`${heldoutFile}: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`);
+  }
+
+  const profilesDir = resolve(loaded.baseDir, oracle.profiles_dir);
+  const files = existsSync(profilesDir) ? readdirSync(profilesDir).filter((f) => f.endsWith(".json")).sort().map((f) => ({ path: join(oracle.profiles_dir, f), text: readFileSync(join(profilesDir, f), "utf8") })) : [];
+  const { profiles, errors } = loadProfiles(files);
+  const profile = profiles.get(spec.repo);
+  if (!profile) throw new VerifyInputError(`${profilesDir}: ${errors.get(spec.repo) ?? `no profile for ${spec.repo}`}`);
+
+  const mirror = await new MirrorCache(join(loaded.workDir, "git")).ensure(spec.repo, cloneSourceOf(spec.repo, profile, (p) => resolve(loaded.baseDir, p)), heldout.base_commit);
+  const scratch = join(loaded.workDir, "verify-scratch");
+  mkdirSync(scratch, { recursive: true });
+
+  let artifact: string;
+  let excluded: string[] = [];
+  if (options.artifact) {
+    try {
+      artifact = readFileSync(options.artifact, "utf8");
+    } catch (error) {
+      throw new VerifyInputError(`${options.artifact}: cannot read the artifact: ${(error as Error).message}`);
+    }
+  } else {
+    try {
+      ({ patch: artifact, excluded } = await collectCheckoutArtifact(options.checkout!, mirror, heldout.base_commit, scratch));
+    } catch (error) {
+      throw new VerifyInputError(`${options.checkout}: cannot collect the focus artifact: ${(error as Error).message}`);
+    }
+  }
+
+  const executor = await executorFor({ ...oracle, ...(options.executor ? { executor: options.executor } : {}) }, loaded.workDir, options.log);
+  const env = environmentSpec(heldout.repo, heldout.environment, heldout.environment_as_of);
+  const outcome = await verifyArtifact(executor, { task: heldout, env, mirror, artifact, rules: profile.profile.classification, scratch, infrastructureBackoffMs: oracle.infrastructure_backoff_seconds.map((s) => s * 1000) }, options.log);
+  const report = VerificationReport.parse({ session_id: spec.session_id, task_id: spec.focus, condition: options.condition, ...outcome });
+  return { report, artifact, excluded };
+}
+
+/** A verification report for a terminal: the verdict, then every required test that did not pass. */
+export function formatVerification(report: VerificationReport): string {
+  const lines = [`${report.session_id} (${report.condition}), focus ${report.task_id}: ${report.resolved ? "RESOLVED" : "NOT RESOLVED"}`];
+  lines.push(`  artifact sha256 ${report.artifact_sha256}${report.applied ? ", applied" : `, did not apply: ${report.apply_error}`}`);
+  for (const d of report.dropped_paths) lines.push(`  dropped ${d.path} (${d.reason.replaceAll("_", " ")}): its held-out or base version was used`);
+  const tests = Object.entries(report.tests);
+  const failing = tests.filter(([, s]) => s !== "passed");
+  if (report.applied) lines.push(`  required tests: ${tests.length - failing.length} of ${tests.length} passed${report.timed_out ? " (the run timed out)" : ""}`);
+  for (const [test, status] of failing) lines.push(`    ${status.padEnd(8)} ${test}`);
+  for (const problem of report.integrity_problems) lines.push(`  integrity: ${problem}`);
+  if (report.infrastructure_fault) lines.push(`  infrastructure fault after ${report.infrastructure_retries} re-run(s): ${report.infrastructure_fault}`);
+  return lines.join("\n") + "\n";
+}
