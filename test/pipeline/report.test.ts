@@ -1,0 +1,150 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { main } from "../../pipeline/cli.ts";
+import { aggregateResults, gapPoints, percent } from "../../pipeline/report/aggregate.ts";
+import { loadReports, loadSessions } from "../../pipeline/report/command.ts";
+import { renderCsv, renderMarkdown, renderSvg } from "../../pipeline/report/render.ts";
+import { SessionSpec } from "../../pipeline/schemas/session.ts";
+import { VerificationReport } from "../../pipeline/schemas/verification.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+/** A valid session specification: only id, focus and locality matter to the report. */
+function session(n: number, locality: "near" | "far") {
+  const focus = `demo-org__lib-${n}`;
+  const request = { task_id: focus, stage: 1, finalization: false, message: { repository: "demo-org/lib", checkout: "/workspace/w00", text: "Do it." } };
+  return SessionSpec.parse({
+    session_id: `session-${focus}`,
+    benchmark: "synthetic",
+    repo: "demo-org/lib",
+    focus,
+    interruptions: [1, 2, 3, 4].map((i) => `demo-org__lib-${100 * n + i}`),
+    locality,
+    seeds: { benchmark: "1", case: "1" },
+    checkouts: [{ path: "/workspace/w00", task_id: focus, base_commit: "a".repeat(40) }],
+    budget: { per_request_seconds: 900, timeout_continuations: 3 },
+    conditions: { control: [request], switched: [request] },
+  });
+}
+
+function report(n: number, condition: "control" | "switched", resolved: boolean) {
+  return VerificationReport.parse({
+    session_id: `session-demo-org__lib-${n}`,
+    task_id: `demo-org__lib-${n}`,
+    condition,
+    artifact_sha256: "0".repeat(64),
+    dropped_paths: [],
+    applied: true,
+    tests: { "tests/test_x.py::test_x": resolved ? "passed" : "failed" },
+    integrity_problems: [],
+    timed_out: false,
+    resolved,
+    infrastructure_retries: 0,
+  });
+}
+
+// Sessions 1-4 near, 5-8 far. Agent A: control resolves 1,2,3 (near) and 5,6 (far); switched
+// resolves 1,2 (near, session 3's report is missing) and 5 (far). Agent B: control 1 and 5,
+// switched 1 and 5, then nothing else: every other run is missing.
+const SESSIONS = [1, 2, 3, 4].map((n) => session(n, "near")).concat([5, 6, 7, 8].map((n) => session(n, "far")));
+const A_CONTROL = new Map([[1, true], [2, true], [3, true], [4, false], [5, true], [6, true], [7, false], [8, false]]);
+const A_SWITCHED = new Map([[1, true], [2, true], [4, false], [5, true], [6, false], [7, false], [8, false]]);
+
+function writeFixture(dir: string) {
+  const sessions = join(dir, "sessions");
+  mkdirSync(sessions, { recursive: true });
+  for (const s of SESSIONS) writeFileSync(join(sessions, `${s.session_id}.json`), JSON.stringify(s));
+  const results = join(dir, "results");
+  mkdirSync(join(results, "agent-a", "switched"), { recursive: true });
+  mkdirSync(join(results, "agent-b"), { recursive: true });
+  for (const [n, ok] of A_CONTROL) writeFileSync(join(results, "agent-a", `s${n}.control.json`), JSON.stringify(report(n, "control", ok)));
+  for (const [n, ok] of A_SWITCHED) writeFileSync(join(results, "agent-a", "switched", `s${n}.json`), JSON.stringify(report(n, "switched", ok)));
+  for (const n of [1, 5]) {
+    writeFileSync(join(results, "agent-b", `s${n}.control.json`), JSON.stringify(report(n, "control", true)));
+    writeFileSync(join(results, "agent-b", `s${n}.switched.json`), JSON.stringify(report(n, "switched", true)));
+  }
+  return { sessions, results };
+}
+
+describe("the results report", () => {
+  it("matches hand-computed Table 1 figures, missing runs counting as unresolved over fixed denominators", () => {
+    const { sessions, results } = writeFixture(tempDir());
+    const loaded = loadReports(results);
+    expect(loaded.problems).toEqual([]);
+    const { rows, problems } = aggregateResults(loadSessions(sessions), loaded.reports);
+    expect(problems).toEqual([]);
+    const figures = rows.map((r) => [r.configuration, r.group, r.sessions, percent(r.uninterrupted_resolved, r.sessions), percent(r.switched_resolved, r.sessions), gapPoints(r), r.uninterrupted_missing, r.switched_missing]);
+    expect(figures).toEqual([
+      // A overall: control 5/8 = 62.5, switched 3/8 = 37.5, gap 25; one switched run missing (session 3).
+      ["agent-a", "overall", 8, 62.5, 37.5, 25, 0, 1],
+      // A near: 3/4 = 75, 2/4 = 50; far: 2/4 = 50, 1/4 = 25.
+      ["agent-a", "near", 4, 75, 50, 25, 0, 1],
+      ["agent-a", "far", 4, 50, 25, 25, 0, 0],
+      // B: 2 of 8 in both conditions (6 runs missing each), 1 of 4 per group: gap 0.
+      ["agent-b", "overall", 8, 25, 25, 0, 6, 6],
+      ["agent-b", "near", 4, 25, 25, 0, 3, 3],
+      ["agent-b", "far", 4, 25, 25, 0, 3, 3],
+    ]);
+    const csv = renderCsv({ rows, problems });
+    expect(csv.split("\n")[0]).toBe("configuration,group,sessions,uninterrupted_resolved,switched_resolved,uninterrupted_pct,switched_pct,gap_pp,uninterrupted_missing,switched_missing");
+    expect(csv).toContain("agent-a,overall,8,5,3,62.5,37.5,25.0,0,1\n");
+    expect(csv).toContain("agent-b,far,4,1,1,25.0,25.0,0.0,3,3\n");
+    const md = renderMarkdown({ rows, problems });
+    expect(md).toContain("| agent-a | 62.5 | 37.5 | 25.0 | 75.0 | 50.0 | 25.0 | 50.0 | 25.0 | 25.0 |");
+    expect(md).toContain("Overall 8 sessions, Near 4, Far 4");
+    const svg = renderSvg({ rows, problems });
+    expect(svg.startsWith("<svg")).toBe(true);
+    expect(svg).toContain("agent-a, Near, switched: 50.0%");
+    expect(svg).toContain("gap 25.0 pp");
+  });
+
+  it("does not count reports for unknown sessions, wrong tasks or bad files, and is conservative with duplicates", () => {
+    const { sessions, results } = writeFixture(tempDir());
+    writeFileSync(join(results, "agent-a", "stray.json"), JSON.stringify({ ...report(2, "control", true), session_id: "session-elsewhere-1" }));
+    writeFileSync(join(results, "agent-a", "wrong-task.json"), JSON.stringify({ ...report(4, "control", true), task_id: "demo-org__lib-401" }));
+    writeFileSync(join(results, "agent-a", "broken.json"), "{ not json");
+    writeFileSync(join(results, "agent-a", "partial.json"), JSON.stringify({ ...report(4, "control", true), resolved: "yes" }));
+    // A second switched report for session 1 that did not resolve: the session counts as unresolved.
+    writeFileSync(join(results, "agent-a", "s1-again.json"), JSON.stringify(report(1, "switched", false)));
+    const loaded = loadReports(results);
+    expect(loaded.problems).toHaveLength(2);
+    expect(loaded.problems[0]).toMatch(/broken\.json: not JSON/);
+    expect(loaded.problems[1]).toMatch(/partial\.json: field resolved: .*not counted/);
+    const { rows, problems } = aggregateResults(loadSessions(sessions), loaded.reports);
+    expect(problems.some((p) => /stray\.json: field session_id: session-elsewhere-1 is not a session/.test(p))).toBe(true);
+    expect(problems.some((p) => /wrong-task\.json: field task_id: demo-org__lib-401 is not the focus task/.test(p))).toBe(true);
+    expect(problems.some((p) => /2 switched reports for session-demo-org__lib-1/.test(p))).toBe(true);
+    const overall = rows.find((r) => r.configuration === "agent-a" && r.group === "overall")!;
+    expect([overall.uninterrupted_resolved, overall.switched_resolved]).toEqual([5, 2]);
+  });
+
+  it("writes table1.md, table1.csv and resolution.svg from the command line, byte-identical on a re-run", async () => {
+    const dir = tempDir();
+    const { sessions, results } = writeFixture(dir);
+    const out = join(dir, "tables");
+    const stdout: string[] = [];
+    const write = process.stdout.write;
+    process.stdout.write = ((chunk: string) => (stdout.push(String(chunk)), true)) as typeof process.stdout.write;
+    let code;
+    try {
+      code = await main(["node", "switch-swe", "report", "--results", results, "--sessions", sessions, "--out", out]);
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(code).toBe(0);
+    expect(stdout.join("")).toContain("| agent-b | 25.0 | 25.0 | 0.0 |");
+    const first = ["table1.md", "table1.csv", "resolution.svg"].map((f) => readFileSync(join(out, f), "utf8"));
+    process.stdout.write = (() => true) as typeof process.stdout.write;
+    try {
+      expect(await main(["node", "switch-swe", "report", "--results", results, "--sessions", sessions, "--out", out])).toBe(0);
+      // A report that cannot be read makes the exit status 1, and the tables still get written.
+      writeFileSync(join(results, "agent-a", "broken.json"), "{");
+      expect(await main(["node", "switch-swe", "report", "--results", results, "--sessions", sessions, "--out", out])).toBe(1);
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(readFileSync(join(out, "table1.md"), "utf8")).toContain("broken.json: not JSON");
+    expect(readFileSync(join(out, "table1.csv"), "utf8")).toBe(first[1]);
+    expect(first[0]).not.toContain("broken.json");
+  });
+});

@@ -1,0 +1,126 @@
+import { describe, expect, it } from "vitest";
+import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
+import { gradeRun, isResolved, statusFromPhases } from "../../pipeline/verifier/grade.ts";
+import { planSubmission, UnsafeSubmission } from "../../pipeline/verifier/submission.ts";
+import { repoWithChange } from "../helpers/git-repo.ts";
+
+const rules = ClassificationRules.parse({ package_roots: ["src/pkg"] });
+const BASE = {
+  "src/pkg/core.py": "def f():\n    return 1\n",
+  "tests/test_core.py": "from pkg.core import f\n\ndef test_f():\n    assert f() == 2\n",
+  "pyproject.toml": "[project]\nname = 'pkg'\n",
+  "README.md": "pkg\n",
+};
+
+describe("planning a submission", () => {
+  it("applies source and docs changes and drops test files, test configuration, held-out test paths and runner shadows", async () => {
+    const { diff } = await repoWithChange(BASE, {
+      "src/pkg/core.py": "def f():\n    return 2\n",
+      "README.md": "pkg, fixed\n",
+      "tests/test_core.py": "def test_f():\n    assert True\n",
+      "tests/test_new.py": "def test_x():\n    pass\n",
+      "conftest.py": "import pytest\n",
+      "src/pkg/conftest.py": "import os\n",
+      "pyproject.toml": "[project]\nname = 'pkg'\n[tool.pytest.ini_options]\naddopts = '-k nothing'\n",
+      "setup.cfg": "[tool:pytest]\naddopts = -x\n",
+      "pytest.ini": "[pytest]\naddopts = -x\n",
+      "src/tox.ini": "[pytest]\naddopts = -x\n",
+      "pytest.py": "raise SystemExit(0)\n",
+      "_pytest/junitxml.py": "\n",
+      "evil.dist-info/entry_points.txt": "[pytest11]\nevil = pkg.core\n",
+      "src/pkg/helpers.py": "X = 1\n",
+      "src/pkg/fixture_data.py": "Y = 2\n",
+    });
+    const plan = planSubmission(diff, rules, new Set(["src/pkg/fixture_data.py"]));
+    expect(plan.applied.map((f) => f.path).sort()).toEqual(["README.md", "src/pkg/core.py", "src/pkg/helpers.py"]);
+    expect(plan.dropped).toEqual([
+      { path: "_pytest/junitxml.py", reason: "test_runner_shadow" },
+      { path: "conftest.py", reason: "test_configuration" },
+      { path: "evil.dist-info/entry_points.txt", reason: "test_runner_shadow" },
+      { path: "pyproject.toml", reason: "test_configuration" },
+      { path: "pytest.ini", reason: "test_configuration" },
+      { path: "pytest.py", reason: "test_runner_shadow" },
+      { path: "setup.cfg", reason: "test_configuration" },
+      { path: "src/pkg/conftest.py", reason: "test_configuration" },
+      { path: "src/pkg/fixture_data.py", reason: "held_out_test_path" },
+      { path: "src/tox.ini", reason: "test_configuration" },
+      { path: "tests/test_core.py", reason: "test_file" },
+      { path: "tests/test_new.py", reason: "test_file" },
+    ]);
+    // What is applied is exactly the kept sections, in order.
+    expect(plan.patch).toBe(plan.applied.map((f) => f.raw).join(""));
+    expect(plan.patch).not.toContain("tests/test_core.py");
+  });
+
+  it("drops a rename that takes a test file away, and deletions of tests", async () => {
+    const { diff } = await repoWithChange(BASE, { "tests/test_core.py": { rename: "src/pkg/moved.py" } });
+    const plan = planSubmission(diff, rules, new Set());
+    expect(plan.applied).toEqual([]);
+    expect(plan.dropped).toEqual([{ path: "src/pkg/moved.py", reason: "test_file" }]);
+    const deleted = await repoWithChange(BASE, { "tests/test_core.py": null });
+    expect(planSubmission(deleted.diff, rules, new Set()).dropped).toEqual([{ path: "tests/test_core.py", reason: "test_file" }]);
+  });
+
+  it("refuses paths that climb out of the repository, absolute paths and .git", () => {
+    const section = (path: string) => `diff --git a/${path} b/${path}\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
+    expect(() => planSubmission(section("../outside.py"), rules, new Set())).toThrow(UnsafeSubmission);
+    expect(() => planSubmission(section("src/../../outside.py"), rules, new Set())).toThrow(/climbs out/);
+    expect(() => planSubmission(section(".git/hooks/post-checkout"), rules, new Set())).toThrow(/\.git/);
+    expect(() => planSubmission(section("src/pkg/ok.py"), rules, new Set())).not.toThrow();
+  });
+
+  it("refuses a symlink pointing outside the repository and keeps one pointing inside", () => {
+    const link = (target: string) => `diff --git a/src/pkg/link.py b/src/pkg/link.py\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ b/src/pkg/link.py\n@@ -0,0 +1 @@\n+${target}\n\\ No newline at end of file\n`;
+    expect(() => planSubmission(link("/etc/passwd"), rules, new Set())).toThrow(/points outside the repository/);
+    expect(() => planSubmission(link("../../../outside"), rules, new Set())).toThrow(/points outside the repository/);
+    expect(() => planSubmission(link("../../.git/config"), rules, new Set())).toThrow(/\.git/);
+    expect(planSubmission(link("core.py"), rules, new Set()).applied).toHaveLength(1);
+  });
+
+  it("says when the artifact is not a diff", () => {
+    expect(() => planSubmission("diff --git a/x b/x\n@@ garbage\n", rules, new Set())).toThrow(/line/);
+    expect(planSubmission("", rules, new Set())).toEqual({ patch: "", applied: [], dropped: [] });
+  });
+});
+
+const junit = (cases: string) => `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="1" time="0.1">${cases}</testsuite></testsuites>`;
+const passedCase = (name: string) => `<testcase classname="tests.test_core" file="tests/test_core.py" line="1" name="${name}" time="0.01"/>`;
+const guard = (outcomes: Record<string, Record<string, string>>, tampering: string[] = []) => JSON.stringify({ finished: true, exitstatus: 0, tampering, outcomes });
+const allPassed = { setup: "passed", call: "passed", teardown: "passed" };
+
+describe("grading a verifier run", () => {
+  const required = ["tests/test_core.py::test_a", "tests/test_core.py::test_b"];
+
+  it("passes a test only when the JUnit report and the runner's record agree", () => {
+    const graded = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), guardJson: guard({ [required[0]!]: allPassed, [required[1]!]: allPassed }), timedOut: false, exitCode: 0 });
+    expect(graded).toEqual({ tests: { [required[0]!]: "passed", [required[1]!]: "passed" }, integrityProblems: [] });
+    expect(isResolved(true, graded)).toBe(true);
+    expect(isResolved(false, graded)).toBe(false);
+  });
+
+  it("does not pass a test whose JUnit entry was forged", () => {
+    const graded = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), guardJson: guard({ [required[0]!]: allPassed, [required[1]!]: { setup: "passed", call: "failed", teardown: "passed" } }), timedOut: false, exitCode: 0 });
+    expect(graded.tests[required[1]!]).toBe("failed");
+    expect(graded.integrityProblems[0]).toMatch(/test_b: the JUnit report says passed, the runner's own record says failed/);
+    expect(isResolved(true, graded)).toBe(false);
+  });
+
+  it("trusts nothing from a session that never finished, and reports tampering", () => {
+    const early = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), timedOut: false, exitCode: 0 });
+    expect(early.integrityProblems).toEqual(["the test session ended before pytest finished it (exit code 0); its results cannot be confirmed"]);
+    expect(isResolved(true, early)).toBe(false);
+    const tampered = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), guardJson: guard({ [required[0]!]: allPassed, [required[1]!]: allPassed }, ["_pytest.runner.call_and_report was replaced during the run"]), timedOut: false, exitCode: 0 });
+    expect(tampered.integrityProblems).toEqual(["tampering: _pytest.runner.call_and_report was replaced during the run"]);
+    expect(isResolved(true, tampered)).toBe(false);
+  });
+
+  it("counts missing, skipped, xfailed and timed-out tests as not passed", () => {
+    expect(gradeRun(required, { junitXml: junit(passedCase("test_a")), guardJson: guard({ [required[0]!]: allPassed }), timedOut: false, exitCode: 0 }).tests[required[1]!]).toBe("absent");
+    expect(gradeRun(required, { timedOut: true, exitCode: -1 }).tests).toEqual({ [required[0]!]: "timeout", [required[1]!]: "timeout" });
+    expect(statusFromPhases({ setup: "skipped", teardown: "passed" })).toBe("skipped");
+    expect(statusFromPhases({ setup: "passed", call: "xfailed", teardown: "passed" })).toBe("xfailed");
+    expect(statusFromPhases({ setup: "passed", call: "passed", teardown: "failed" })).toBe("error");
+    expect(statusFromPhases({ setup: "passed", call: "passed" })).toBe("absent");
+    expect(isResolved(true, { tests: {}, integrityProblems: [] })).toBe(false);
+  });
+});
