@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
@@ -121,7 +121,7 @@ export class DockerExecutor implements Executor {
     const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
     let container: Docker.Container | undefined;
     try {
-      if (request.guarded) await writeFile(join(results, GUARDED_RUNNER_NAME), GUARDED_RUNNER);
+      if (request.guarded) await prepareGuardedRun(results, request.guarded);
       await writeFile(join(results, "run.sh"), testScript(request.env.recipe, "/env/bin/python", request.tests, "/results/report.xml", request.guarded ? { resultsDir: "/results" } : undefined));
       const started = performance.now();
       try {

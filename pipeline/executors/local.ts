@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 interface Completed {
   code: number;
@@ -126,7 +126,7 @@ export class LocalExecutor implements Executor {
     const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
     try {
       const junit = join(results, "report.xml");
-      if (request.guarded) await writeFile(join(results, GUARDED_RUNNER_NAME), GUARDED_RUNNER);
+      if (request.guarded) await prepareGuardedRun(results, request.guarded);
       const script = testScript(request.env.recipe, this.pythonFor(request.env), request.tests, junit, request.guarded ? { resultsDir: results } : undefined);
       const done = await runProcess("bash", ["-s"], {
         cwd: request.checkoutDir,

@@ -1,4 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 
@@ -23,7 +25,7 @@ export interface TestRunRequest {
    * Run through the verifier's guarded runner (pipeline/verifier/runner.py) instead of
    * `python -m pytest`: for untrusted submissions, whose own outcome record is returned too.
    */
-  guarded?: boolean;
+  guarded?: { submittedPaths: string[] };
 }
 
 export interface TestRunResult {
@@ -73,6 +75,13 @@ export const PYTEST_OPTIONS = [
 export const GUARDED_RUNNER = readFileSync(fileURLToPath(new URL("../verifier/runner.py", import.meta.url)), "utf8");
 export const GUARDED_RUNNER_NAME = "switch_swe_runner.py";
 export const GUARD_REPORT_NAME = "guard.json";
+const SUBMITTED_PATHS_NAME = "submitted.json";
+
+/** Puts the guarded runner and the submission's paths in a results directory (outside the checkout). */
+export async function prepareGuardedRun(resultsDir: string, guarded: { submittedPaths: string[] }): Promise<void> {
+  await writeFile(join(resultsDir, GUARDED_RUNNER_NAME), GUARDED_RUNNER);
+  await writeFile(join(resultsDir, SUBMITTED_PATHS_NAME), JSON.stringify(guarded.submittedPaths));
+}
 
 /**
  * The shell command for one run: the recipe's install commands, then pytest with our options;
@@ -81,7 +90,7 @@ export const GUARD_REPORT_NAME = "guard.json";
 export function testScript(recipe: EnvironmentRecipe, python: string, tests: string[], junitPath: string, guarded?: { resultsDir: string }): string {
   const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
   const install = recipe.install.map((c) => `${c}\n`).join("");
-  const runner = guarded ? [`${guarded.resultsDir}/${GUARDED_RUNNER_NAME}`, `${guarded.resultsDir}/${GUARD_REPORT_NAME}`] : ["-m", "pytest"];
+  const runner = guarded ? [`${guarded.resultsDir}/${GUARDED_RUNNER_NAME}`, `${guarded.resultsDir}/${GUARD_REPORT_NAME}`, `${guarded.resultsDir}/${SUBMITTED_PATHS_NAME}`] : ["-m", "pytest"];
   const pytest = [python, ...runner, ...tests, ...PYTEST_OPTIONS, `--junitxml=${junitPath}`].map(quote).join(" ");
   return `set -e\n${install}exec ${pytest}\n`;
 }

@@ -1,4 +1,4 @@
-"""The verifier's pytest runner: `python runner.py GUARD_REPORT [pytest arguments...]`.
+"""The verifier's pytest runner: `python runner.py GUARD_REPORT SUBMITTED_PATHS [pytest arguments...]`.
 
 switch-swe copies this file next to the JUnit report, outside the checkout under test, and runs it
 in place of `python -m pytest` when it scores a submission. The submission's source code runs in
@@ -9,9 +9,10 @@ this process, so nothing here is a sandbox; it makes the cheap forgeries fail:
 - every test's outcome is recorded a second time, by this plugin, and written to GUARD_REPORT
   when the session ends; the verifier counts a test as passed only when the JUnit report and this
   record both say so, and only when the record says the session finished;
-- pytest's and pluggy's reporting functions are fingerprinted once the plugins are loaded and
-  compared when the session ends, and plugins registered from the checkout after start-up are
-  listed: either is reported as tampering, which makes the submission unresolved.
+- pytest's and pluggy's reporting functions are fingerprinted before any code of the checkout
+  runs and compared when the session ends, and any module of the submission (SUBMITTED_PATHS, a
+  JSON list of the paths it changed) that pytest loaded as a plugin is listed: either is reported
+  as tampering, which makes the submission unresolved.
 """
 
 import json
@@ -35,6 +36,8 @@ import pluggy._hooks  # noqa: E402
 import pluggy._manager  # noqa: E402
 
 GUARD_REPORT = sys.argv.pop(1)
+with open(sys.argv.pop(1)) as _submitted:
+    SUBMITTED = set(json.load(_submitted))
 CHECKOUT = os.getcwd()
 
 WATCHED_MODULES = [_pytest.runner, _pytest.reports, _pytest.junitxml, _pytest.skipping, _pytest.main, _pytest.python, pluggy._callers, pluggy._hooks, pluggy._manager]
@@ -63,27 +66,24 @@ def _fingerprint():
     return seen
 
 
-def _in_checkout(path):
-    return bool(path) and os.path.abspath(path).startswith(CHECKOUT + os.sep)
+def _submitted_path(path):
+    """The path relative to the checkout if the submission changed that file, else None."""
+    if not path:
+        return None
+    relative = os.path.relpath(os.path.realpath(path), os.path.realpath(CHECKOUT))
+    return relative if relative in SUBMITTED else None
 
 
 class Guard:
     def __init__(self):
-        self.fingerprint = None
-        self.plugins = set()
+        # Taken before pytest.main: nothing from the checkout has run yet.
+        self.fingerprint = _fingerprint()
         self.outcomes = {}
-        self.config = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_load_initial_conftests(self, early_config, parser, args):
         # What `python -m pytest` does, but only now: pytest and its entry-point plugins are loaded.
         sys.path.insert(0, CHECKOUT)
-        self.config = early_config
-        self.fingerprint = _fingerprint()
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection(self, session):
-        self.plugins = {id(p) for p in session.config.pluginmanager.get_plugins()}
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report):
@@ -97,16 +97,15 @@ class Guard:
     def pytest_sessionfinish(self, session, exitstatus):
         tampering = []
         now = _fingerprint()
-        for key, (value, code) in (self.fingerprint or {}).items():
+        for key, (value, code) in self.fingerprint.items():
             current = now.get(key)
             if current is None or current[0] is not value or current[1] is not code:
                 tampering.append(f"{key} was replaced during the run")
         for plugin in session.config.pluginmanager.get_plugins():
-            if id(plugin) in self.plugins:
-                continue
             source = getattr(plugin, "__file__", None) or getattr(sys.modules.get(type(plugin).__module__), "__file__", None)
-            if _in_checkout(source) and os.path.basename(source) != "conftest.py":
-                tampering.append(f"a plugin from {os.path.relpath(source, CHECKOUT)} was registered during the run")
+            submitted = _submitted_path(source)
+            if submitted:
+                tampering.append(f"the submission's {submitted} was loaded as a pytest plugin")
         report = {"finished": True, "exitstatus": int(exitstatus), "tampering": sorted(tampering), "outcomes": self.outcomes}
         partial = GUARD_REPORT + ".partial"
         with open(partial, "w") as handle:

@@ -83,6 +83,8 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     if (error instanceof PatchDoesNotApply) return { ...base, apply_error: error.message };
     throw error;
   }
+  // The runner flags any of these that pytest loads as a plugin.
+  const submittedPaths = [...new Set(plan.applied.flatMap((f) => [f.path, f.oldPath]))].sort();
   const faulted = (message: string, retries: number): VerifyOutcome => ({ ...base, applied: true, infrastructure_retries: retries, infrastructure_fault: message });
   try {
     let outcome;
@@ -91,7 +93,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
       outcome = await withInfrastructureRetries(
         `${task.task_id}: verifier run`,
         log,
-        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, guarded: true }),
+        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, guarded: { submittedPaths } }),
         input.infrastructureBackoffMs,
       );
     } catch (error) {

@@ -1,0 +1,238 @@
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
+import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
+import { DockerExecutor, LocalExecutor } from "../../pipeline/executors/index.ts";
+import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
+import { git, MirrorCache } from "../../pipeline/git.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { loadProfiles } from "../../pipeline/profiles.ts";
+import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
+import type { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
+import { verifyArtifact, type VerifyOutcome } from "../../pipeline/verifier/verify.ts";
+import { freshCheckout } from "../../stages/qualify/checkout.ts";
+import { qualifyTask } from "../../stages/qualify/run.ts";
+import { dockerForTests } from "../helpers/docker.ts";
+import { fileTempDir } from "../helpers/tmp.ts";
+import Docker from "dockerode";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const TASK = "demo-org__geometry-3";
+const REPO = "demo-org/geometry";
+const CIRCLE = "src/geometry/shapes/circle.py";
+const TESTS = "tests/test_shapes_circle.py";
+/** A wrong implementation: the tests run, and fail, unless something forges their outcome. */
+const WRONG = "\n\ndef weigh_width(value, precision=None):\n    return 0\n";
+/** Python that writes a JUnit report saying every test of the task passed, to the path pytest was given. */
+const FORGE_JUNIT = `
+def _forge_junit():
+    import sys
+    path = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml=")][0]
+    names = ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text", "test_circle_scale"]
+    cases = "".join('<testcase classname="tests.test_shapes_circle" file="${"tests/test_shapes_circle.py"}" name="%s" time="0.01"/>' % n for n in names)
+    with open(path, "w") as f:
+        f.write('<testsuites><testsuite name="pytest" tests="4">' + cases + '</testsuite></testsuites>')
+`;
+/** A pytest plugin that reports every test as passed. */
+const FORGING_PLUGIN = "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    report.outcome = 'passed'\n    report.longrepr = None\n";
+
+interface Fixture {
+  heldout: HeldoutTask;
+  env: EnvironmentSpec;
+  mirror: string;
+  profile: RepoProfile;
+  scratch: string;
+}
+
+let fixture: Fixture;
+let dir: string;
+
+/** A submission: the diff a checkout of the base commit has after `edit`. */
+async function submission(edit: (checkout: string) => void | Promise<void>): Promise<string> {
+  const checkout = await freshCheckout(fixture.mirror, fixture.heldout.base_commit, [], fixture.scratch);
+  try {
+    await edit(checkout.dir);
+    await git(["add", "--all"], { cwd: checkout.dir });
+    return await git(["diff", "--cached", "--binary", "--full-index", "HEAD"], { cwd: checkout.dir });
+  } finally {
+    await checkout.dispose();
+  }
+}
+
+function put(checkout: string, path: string, text: string) {
+  mkdirSync(dirname(join(checkout, path)), { recursive: true });
+  writeFileSync(join(checkout, path), text);
+}
+const append = (checkout: string, path: string, text: string) => writeFileSync(join(checkout, path), readFileSync(join(checkout, path), "utf8") + text);
+
+beforeAll(async () => {
+  dir = fileTempDir();
+  const corpus = await buildDemoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
+  const records = readFileSync(corpus.recordsFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const record = records.find((r) => r.instance_id === TASK)!;
+  const profileFile = join(root, "data", "demo", "repos", "demo-org__geometry.json");
+  const profile = loadProfiles([{ path: profileFile, text: readFileSync(profileFile, "utf8") }]).profiles.get(REPO)!.profile;
+  // The environment the demo pipeline plans for this repository (as of its earliest PR), so a
+  // Docker image built by either is shared.
+  const recipe = recipeFor(profile, { id: TASK });
+  const env = planEnvironments(records.filter((r) => r.repo === REPO).map((r) => ({ id: r.instance_id, repo: REPO, recipe, createdAt: r.created_at }))).get(TASK)!;
+  const mirror = await new MirrorCache(join(dir, "git")).ensure(REPO, join(corpus.dir, "repos", "demo-org__geometry"), record.base_commit);
+  const scratch = join(dir, "scratch");
+  mkdirSync(scratch, { recursive: true });
+  // The task's sets, from a real qualification run (one run of each state).
+  const local = new LocalExecutor(join(dir, "envs"), silentLogger);
+  const qualified = await qualifyTask(local, { id: TASK, mirror, baseCommit: record.base_commit, testPatch: record.test_patch, implementationPatch: record.patch, env, testArgs: [TESTS], runs: 1, scratch }, silentLogger);
+  const heldout = HeldoutTask.parse({ task_id: TASK, repo: REPO, base_commit: record.base_commit, implementation_patch: record.patch, test_patch: record.test_patch, fail_to_pass: qualified.sets.failToPass, pass_to_pass: qualified.sets.passToPass, test_command: "python -m pytest", environment: env.recipe, environment_as_of: env.asOf });
+  fixture = { heldout, env, mirror, profile, scratch };
+}, 600_000);
+
+/** At least ten ways to try to pass without fixing anything; none may resolve. */
+const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: VerifyOutcome) => void }[] = [
+  {
+    name: "edits the tests so they pass",
+    patch: () => submission((c) => put(c, TESTS, "def test_weigh_width_basic():\n    pass\n\ndef test_weigh_width_precision():\n    pass\n\ndef test_weigh_width_rejects_text():\n    pass\n\ndef test_circle_scale():\n    pass\n")),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: TESTS, reason: "held_out_test_path" }]),
+  },
+  {
+    name: "deletes the tests",
+    patch: () => submission((c) => rmSync(join(c, TESTS))),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: TESTS, reason: "held_out_test_path" }]),
+  },
+  {
+    name: "adds a conftest.py that skips everything",
+    patch: () => submission((c) => put(c, "conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.skip(reason='no'))\n")),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "conftest.py", reason: "test_configuration" }]),
+  },
+  {
+    name: "adds a conftest.py beside the tests that xfails everything",
+    patch: () => submission((c) => put(c, "tests/conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.xfail(reason='no'))\n")),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "tests/conftest.py", reason: "test_configuration" }]),
+  },
+  {
+    name: "exits 0 from conftest.py after forging the JUnit report",
+    patch: () => submission((c) => put(c, "conftest.py", `import os\n${FORGE_JUNIT}\ndef pytest_unconfigure(config):\n    _forge_junit()\n    os._exit(0)\n`)),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "conftest.py", reason: "test_configuration" }]),
+  },
+  {
+    name: "exits 0 from the code under test, after writing a passing JUnit file",
+    patch: () => submission((c) => append(c, CIRCLE, `${WRONG}\nimport os\n${FORGE_JUNIT}\n_forge_junit()\nos._exit(0)\n`)),
+    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/ended before pytest finished/),
+  },
+  {
+    name: "patches pytest's reporting from the code under test",
+    patch: () =>
+      submission((c) =>
+        append(c, CIRCLE, `${WRONG}\nimport _pytest.reports as _reports\n_original = _reports.TestReport.from_item_and_call\ndef _forged(cls, item, call):\n    report = _original.__func__(cls, item, call)\n    report.outcome = "passed"\n    report.longrepr = None\n    return report\n_reports.TestReport.from_item_and_call = classmethod(_forged)\n`),
+      ),
+    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/tampering: _pytest\.reports\.TestReport\.from_item_and_call was replaced/),
+  },
+  {
+    name: "writes a fake JUnit file over the real one when the process exits",
+    patch: () =>
+      submission((c) => {
+        put(c, "report.xml", `<testsuites><testsuite name="pytest"><testcase classname="tests.test_shapes_circle" file="${TESTS}" name="test_weigh_width_basic"/></testsuite></testsuites>\n`);
+        append(c, CIRCLE, `${WRONG}\nimport atexit\n${FORGE_JUNIT}\natexit.register(_forge_junit)\n`);
+      }),
+    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/the JUnit report says passed, the runner's own record says failed/),
+  },
+  {
+    name: "prints fake PASSED lines",
+    patch: () => submission((c) => append(c, CIRCLE, `${WRONG}\nfor _n in ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text"]:\n    print("${TESTS}::" + _n + " PASSED")\nprint("==== 4 passed in 0.01s ====")\n`)),
+    expect: (o) => expect(Object.values(o.tests)).toContain("failed"),
+  },
+  {
+    name: "shadows pytest with a pytest.py at the top of the repository",
+    patch: () => submission((c) => put(c, "pytest.py", `import sys\n${FORGE_JUNIT}\n_forge_junit()\nprint("4 passed")\nsys.exit(0)\n`)),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "pytest.py", reason: "test_runner_shadow" }]),
+  },
+  {
+    name: "sets addopts in pyproject.toml",
+    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); append(c, "pyproject.toml", "\n[tool.pytest.ini_options]\naddopts = \"-p geometry.forge\"\n"); }),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "pyproject.toml", reason: "test_configuration" }]),
+  },
+  {
+    name: "sets addopts in setup.cfg",
+    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); put(c, "setup.cfg", "[tool:pytest]\npythonpath = src\naddopts = -p geometry.forge\n"); }),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "setup.cfg", reason: "test_configuration" }]),
+  },
+  {
+    name: "sets addopts in pytest.ini",
+    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); put(c, "pytest.ini", "[pytest]\npythonpath = src\naddopts = -p geometry.forge\n"); }),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "pytest.ini", reason: "test_configuration" }]),
+  },
+  {
+    name: "sets addopts in tox.ini",
+    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); put(c, "tox.ini", "[pytest]\npythonpath = src\naddopts = -p geometry.forge\n"); }),
+    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "tox.ini", reason: "test_configuration" }]),
+  },
+  {
+    name: "registers a pytest plugin through an entry point",
+    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "forge_plugin.py", FORGING_PLUGIN); put(c, "evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"); put(c, "evil-1.0.dist-info/entry_points.txt", "[pytest11]\nevil = forge_plugin\n"); }),
+    expect: (o) => expect(o.dropped_paths.map((d) => d.reason)).toEqual(["test_runner_shadow", "test_runner_shadow"]),
+  },
+  {
+    name: "touches a ../ path",
+    patch: async () => `diff --git a/../outside.py b/../outside.py\nnew file mode 100644\nindex 0000000..8b13789\n--- /dev/null\n+++ b/../outside.py\n@@ -0,0 +1 @@\n+x\n`,
+    expect: (o) => {
+      expect(o.applied).toBe(false);
+      expect(o.apply_error).toMatch(/climbs out of the repository/);
+    },
+  },
+  {
+    name: "replaces the source with a symlink pointing outside the repository",
+    patch: () =>
+      submission(async (c) => {
+        // The real fix, kept outside the repository and linked in.
+        await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+        const outside = join(dir, "outside-circle.py");
+        writeFileSync(outside, readFileSync(join(c, CIRCLE), "utf8"));
+        rmSync(join(c, CIRCLE));
+        symlinkSync(outside, join(c, CIRCLE));
+      }),
+    expect: (o) => {
+      expect(o.applied).toBe(false);
+      expect(o.apply_error).toMatch(/points outside the repository/);
+    },
+  },
+];
+
+describe.each(["local", "docker"] as const)("the verifier with the %s executor", (kind) => {
+  let executor: Executor | undefined;
+  const verify = (artifact: string) => verifyArtifact(executor!, { task: fixture.heldout, env: fixture.env, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch }, silentLogger);
+
+  beforeAll(async () => {
+    if (kind === "local") executor = new LocalExecutor(join(dir, "envs"), silentLogger);
+    else if (await dockerForTests()) executor = new DockerExecutor(new Docker(), silentLogger);
+  }, 60_000);
+
+  it("resolves the reference patch, and the reference with edited tests and a conftest, and not the empty patch", async (ctx) => {
+    if (!executor) return ctx.skip();
+    expect(fixture.heldout.fail_to_pass).toEqual([`${TESTS}::test_weigh_width_basic`, `${TESTS}::test_weigh_width_precision`, `${TESTS}::test_weigh_width_rejects_text`]);
+    const reference = await verify(fixture.heldout.implementation_patch);
+    expect(reference).toMatchObject({ applied: true, resolved: true, integrity_problems: [], dropped_paths: [] });
+    expect(Object.keys(reference.tests)).toEqual([...fixture.heldout.fail_to_pass, ...fixture.heldout.pass_to_pass].sort());
+    const withTests = await submission(async (c) => {
+      await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+      put(c, TESTS, "def test_weigh_width_basic():\n    assert False\n");
+      put(c, "conftest.py", "import pytest\n");
+    });
+    expect(await verify(withTests)).toMatchObject({ resolved: true, dropped_paths: [{ path: "conftest.py", reason: "test_configuration" }, { path: TESTS, reason: "held_out_test_path" }] });
+    const empty = await verify("");
+    expect(empty).toMatchObject({ applied: true, resolved: false });
+    expect(Object.values(empty.tests).filter((s) => s === "failed")).toHaveLength(3);
+  }, 300_000);
+
+  it(`rejects all ${ATTACKS.length} adversarial submissions`, async (ctx) => {
+    if (!executor) return ctx.skip();
+    expect(ATTACKS.length).toBeGreaterThanOrEqual(10);
+    const resolved: string[] = [];
+    for (const attack of ATTACKS) {
+      const outcome = await verify(await attack.patch());
+      if (outcome.resolved) resolved.push(attack.name);
+      attack.expect(outcome);
+    }
+    expect(resolved).toEqual([]);
+  }, 600_000);
+});
