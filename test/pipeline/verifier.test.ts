@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
 import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
 import { DockerExecutor, LocalExecutor } from "../../pipeline/executors/index.ts";
-import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
+import { InfrastructureFault, type EnvironmentSpec, type Executor } from "../../pipeline/executors/types.ts";
 import { git, MirrorCache } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { loadProfiles } from "../../pipeline/profiles.ts";
@@ -14,6 +14,7 @@ import type { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { verifyArtifact, type VerifyOutcome } from "../../pipeline/verifier/verify.ts";
 import { freshCheckout } from "../../stages/qualify/checkout.ts";
 import { qualifyTask } from "../../stages/qualify/run.ts";
+import { oracleTask } from "../../stages/oracle/index.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 import Docker from "dockerode";
@@ -235,4 +236,67 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
     }
     expect(resolved).toEqual([]);
   }, 600_000);
+});
+
+describe("infrastructure faults in the verifier", () => {
+  /** The local executor, failing its first `failures` test runs the way a dying engine does. */
+  function flaky(failures: number): Executor & { artifacts: string[] } {
+    const inner = new LocalExecutor(join(dir, "envs"), silentLogger);
+    const seen: string[] = [];
+    let left = failures;
+    return {
+      kind: "local",
+      built: inner.built,
+      artifacts: seen,
+      ensureEnvironment: (env) => inner.ensureEnvironment(env),
+      async run(request) {
+        seen.push(readFileSync(join(request.checkoutDir, CIRCLE), "utf8"));
+        if (left-- > 0) throw new InfrastructureFault("the engine went away");
+        return inner.run(request);
+      },
+    };
+  }
+  const verifyWith = (executor: Executor, artifact: string) => verifyArtifact(executor, { task: fixture.heldout, env: fixture.env, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch, infrastructureBackoffMs: [0] }, silentLogger);
+
+  it("re-runs the same frozen artifact after a fault and says how many re-runs it took", async () => {
+    const executor = flaky(2);
+    const outcome = await verifyWith(executor, fixture.heldout.implementation_patch);
+    expect(outcome).toMatchObject({ resolved: true, infrastructure_retries: 2 });
+    expect(outcome.infrastructure_fault).toBeUndefined();
+    expect(new Set(executor.artifacts).size).toBe(1);
+    expect(executor.artifacts).toHaveLength(3);
+  }, 120_000);
+
+  it("gives up after two re-runs and reports the fault, not a verdict on the submission", async () => {
+    const outcome = await verifyWith(flaky(3), fixture.heldout.implementation_patch);
+    expect(outcome).toMatchObject({ applied: true, resolved: false, infrastructure_retries: 2 });
+    expect(outcome.infrastructure_fault).toMatch(/the engine went away \(after 2 retries\)/);
+  }, 120_000);
+});
+
+describe("the oracle", () => {
+  const check = (heldout: HeldoutTask) => oracleTask(new LocalExecutor(join(dir, "envs"), silentLogger), { heldout, env: fixture.env, mirror: fixture.mirror, rules: fixture.profile.classification, runs: 2, scratch: fixture.scratch }, silentLogger);
+
+  it("passes a task whose reference resolves in every run and whose empty patch never does", async () => {
+    const record = await check(fixture.heldout);
+    expect(record).toMatchObject({ task_id: TASK, passed: true, runs_per_patch: 2 });
+    expect(record.runs.map((r) => [r.patch, r.run, r.resolved])).toEqual([["reference", 0, true], ["reference", 1, true], ["empty", 0, false], ["empty", 1, false]]);
+  }, 120_000);
+
+  it("rejects a task whose reference does not resolve under the verifier, naming the tests", async () => {
+    // A reference patch that misses the precision argument: two of the three F2P tests pass.
+    const partial = fixture.heldout.implementation_patch.replace("+    if precision is not None:\n+        result = round(result, precision)\n", "").replace("@@ -3,3 +3,12 @@", "@@ -3,3 +3,10 @@");
+    const record = await check({ ...fixture.heldout, implementation_patch: partial });
+    expect(record.passed).toBe(false);
+    expect(record.reject_reason).toBe("oracle_failed");
+    expect(record.reject_detail).toMatch(/^the reference implementation does not resolve under the verifier \(run 1 of 2\): tests\/test_shapes_circle\.py::test_weigh_width_precision failed$/);
+    // The first contrary run decides; the empty patch is still checked.
+    expect(record.runs.map((r) => r.patch)).toEqual(["reference", "empty", "empty"]);
+  }, 120_000);
+
+  it("rejects a task whose empty patch already resolves", async () => {
+    const record = await check({ ...fixture.heldout, fail_to_pass: [`${TESTS}::test_circle_scale`], pass_to_pass: [] });
+    expect(record.passed).toBe(false);
+    expect(record.reject_detail).toMatch(/the empty patch resolves \(run 1 of 2\): every required test already passes without a fix/);
+  }, 120_000);
 });
