@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -21,7 +21,7 @@ async function cli(args: string[], env: Record<string, string> = {}) {
   }
 }
 
-const SUBCOMMANDS = ["run", "mine", "split", "qualify", "reconstruct", "audit", "locality", "select", "schedule", "validate", "emit", "verify", "report", "doctor", "schemas", "repo", "demo"];
+const SUBCOMMANDS = ["run", "mine", "split", "qualify", "reconstruct", "audit", "oracle", "locality", "select", "schedule", "validate", "emit", "verify", "report", "doctor", "schemas", "repo", "demo"];
 
 describe("switch-swe CLI", () => {
   it("lists every subcommand, and each one's help has an example", async () => {
@@ -36,10 +36,19 @@ describe("switch-swe CLI", () => {
     expect((await cli(["repo", "init", "--help"])).stdout).toMatch(/Example:\n  switch-swe repo init/);
   }, 120_000);
 
-  it("says plainly that a command of a later issue is not built, and exits 2", async () => {
-    const result = await cli(["verify", "--session", "manifests/demo/sessions/x.json", "--checkout", "/tmp"]);
-    expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/'verify' is not built .*issue #9.*nothing was run/);
+  it("verify names the file and field of bad input, and exits 2 without running anything", async () => {
+    const dir = tempDir();
+    const session = join(dir, "session.json");
+    writeFileSync(session, JSON.stringify({ session_id: "s", benchmark: "demo" }));
+    const bad = await cli(["verify", "-c", "data/demo/pipeline.yaml", "--session", session, "--artifact", "/dev/null"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`${session}: field repo: `);
+    const both = await cli(["verify", "-c", "data/demo/pipeline.yaml", "--session", session]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("give exactly one of --artifact PATCH and --checkout DIR");
+    const report = await cli(["report", "--results", join(dir, "nothing"), "--sessions", dir]);
+    expect(report.code).toBe(2);
+    expect(report.stderr).toMatch(/session\.json: field repo: .*expected a session specification/);
   });
 
   it("reports a config error with its key and exits 2", async () => {

@@ -1,25 +1,29 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sha256 } from "../../pipeline/canonical.ts";
 import type { PullIntent } from "../../pipeline/demo/build.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { benchmarkProfile } from "../../stages/emit/profile.ts";
-import { runPipeline } from "../../pipeline/engine.ts";
+import { formatSummary, runPipeline } from "../../pipeline/engine.ts";
+import { main } from "../../pipeline/cli.ts";
+import { git } from "../../pipeline/git.ts";
+import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
+import { VerificationReport } from "../../pipeline/schemas/verification.ts";
 import { prepareDemoCopy } from "../helpers/demo-copy.ts";
-import { fileTempDir } from "../helpers/tmp.ts";
+import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 
 /** The demo as the README runs it, in a temporary directory. */
 async function runDemo() {
-  const { corpus, options, workDir, server } = await prepareDemoCopy(fileTempDir());
+  const { corpus, options, workDir, server, configPath } = await prepareDemoCopy(fileTempDir());
   // The local executor keeps this end-to-end test quick; the Docker executor has its own tests.
-  options.stageConfigs = { ...options.stageConfigs, qualify: { ...(options.stageConfigs.qualify as object), executor: "local" } };
+  options.stageConfigs = { ...options.stageConfigs, qualify: { ...(options.stageConfigs.qualify as object), executor: "local" }, oracle: { ...(options.stageConfigs.oracle as object), executor: "local" } };
   const summary = await runPipeline(options).finally(() => server.stop());
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   const emitted = join(workDir, "..", "..", "manifests", "demo");
   const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name])).sort();
   const published = Object.fromEntries(files(emitted).map((f) => [f, readFileSync(join(emitted, f), "utf8")]));
-  return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8"), published };
+  return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8"), published, configPath, emitted };
 }
 
 describe("the demo", () => {
@@ -35,7 +39,7 @@ describe("the demo", () => {
     expect(a.corpus.records).toBe(48);
     expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 48, rejected: 0 });
     expect(sha256(a.records)).toBe(sha256(b.records));
-    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["audit", "records"], ["audit", "tasks"], ["locality", "pairs"], ["select", "sessions"], ["schedule", "sessions"], ["validate", "reports"], ["emit", "manifest"]] as const) {
+    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["audit", "records"], ["audit", "tasks"], ["oracle", "results"], ["oracle", "heldout"], ["locality", "pairs"], ["select", "sessions"], ["schedule", "sessions"], ["validate", "reports"], ["emit", "manifest"]] as const) {
       expect(a.read(stage, name), `${stage}/${name}`).toBe(b.read(stage, name));
     }
     expect(Object.keys(a.published).length).toBeGreaterThan(10);
@@ -107,5 +111,63 @@ describe("the demo", () => {
       if (!file.startsWith("heldout/")) expect(text.includes("diff --git"), file).toBe(false);
     }
     expect(Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).length).toBe(used.size);
+  }, 600_000);
+
+  it("proves every emitted task with the oracle and says so, and verify and report score submissions against the emitted benchmark", async () => {
+    const demo = a;
+    const oracle = demo.read("oracle", "results").split("\n").filter(Boolean).map((l) => OracleRecord.parse(JSON.parse(l)));
+    const heldout = Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).map((f) => f.slice("heldout/".length, -".json".length));
+    const verdict = new Map(oracle.map((r) => [r.task_id, r]));
+    for (const id of heldout) {
+      expect(verdict.get(id)?.passed, id).toBe(true);
+      expect(verdict.get(id)!.runs.map((r) => `${r.patch}:${r.resolved}`), id).toEqual(["reference:true", "reference:true", "reference:true", "empty:false", "empty:false", "empty:false"]);
+    }
+    const stage = demo.summary.stages.find((s) => s.stage === "oracle")!;
+    expect(stage).toMatchObject({ status: "ran", in: oracle.length, rejected: 0 });
+    expect(formatSummary(demo.summary)).toContain(`oracle: 0 of ${oracle.length} task(s) rejected`);
+
+    // Score three submissions of two sessions from the command line, then build Table 1.
+    const dir = tempDir();
+    const sessions = Object.keys(demo.published).filter((f) => f.startsWith("sessions/")).sort().map((f) => join(demo.emitted, f));
+    const [first, second] = sessions.map((f) => SessionSpec.parse(JSON.parse(readFileSync(f, "utf8"))));
+    const reference = JSON.parse(demo.published[`heldout/${first!.focus}.json`]!).implementation_patch as string;
+    writeFileSync(join(dir, "reference.patch"), reference);
+    writeFileSync(join(dir, "empty.patch"), "");
+    // The switched run's focus checkout: the fix uncommitted, plus a virtual environment, caches and a log.
+    const checkout = join(dir, "w02");
+    const focus = first!.checkouts.find((c) => c.task_id === first!.focus)!;
+    await git(["clone", "--quiet", join(demo.corpus.dir, "repos", first!.repo.replace("/", "__")), checkout]);
+    await git(["checkout", "--quiet", focus.base_commit], { cwd: checkout });
+    await git(["apply", "-"], { cwd: checkout, input: reference });
+    mkdirSync(join(checkout, ".venv", "lib"), { recursive: true });
+    writeFileSync(join(checkout, ".venv", "pyvenv.cfg"), "home = /usr\n");
+    mkdirSync(join(checkout, "tests", "__pycache__"), { recursive: true });
+    writeFileSync(join(checkout, "tests", "__pycache__", "x.pyc"), "junk");
+    writeFileSync(join(checkout, "agent.log"), "log\n");
+    const results = join(dir, "results", "demo-agent");
+    const cliQuietly = async (args: string[]) => {
+      const write = process.stdout.write;
+      process.stdout.write = (() => true) as typeof process.stdout.write;
+      try {
+        return await main(["node", "switch-swe", ...args]);
+      } finally {
+        process.stdout.write = write;
+      }
+    };
+    const verify = (session: string, condition: string, source: string[], out: string) => cliQuietly(["verify", "-c", demo.configPath, "--session", session, ...source, "--condition", condition, "--executor", "local", "--out", join(results, out)]);
+    expect(await verify(sessions[0]!, "control", ["--artifact", join(dir, "reference.patch")], "a.control.json")).toBe(0);
+    expect(await verify(sessions[0]!, "switched", ["--checkout", checkout, "--save-artifact", join(dir, "collected.patch")], "a.switched.json")).toBe(0);
+    expect(await verify(sessions[1]!, "control", ["--artifact", join(dir, "empty.patch")], "b.control.json")).toBe(1);
+    const collected = readFileSync(join(dir, "collected.patch"), "utf8");
+    expect(collected.match(/^diff --git a\/(\S+)/gm)).toEqual(reference.match(/^diff --git a\/(\S+)/gm));
+    const switched = VerificationReport.parse(JSON.parse(readFileSync(join(results, "a.switched.json"), "utf8")));
+    expect(switched).toMatchObject({ session_id: first!.session_id, task_id: first!.focus, condition: "switched", applied: true, resolved: true, dropped_paths: [] });
+    expect(VerificationReport.parse(JSON.parse(readFileSync(join(results, "b.control.json"), "utf8")))).toMatchObject({ task_id: second!.focus, resolved: false });
+
+    expect(await cliQuietly(["report", "--results", join(dir, "results"), "-c", demo.configPath, "--out", join(dir, "tables")])).toBe(0);
+    const n = sessions.length;
+    const pct = (100 / n).toFixed(1);
+    // One of n sessions resolved in each condition; the other runs are missing and count as unresolved.
+    expect(readFileSync(join(dir, "tables", "table1.csv"), "utf8")).toContain(`demo-agent,overall,${n},1,1,${pct},${pct},0.0,${n - 2},${n - 1}\n`);
   }, 600_000);
 });

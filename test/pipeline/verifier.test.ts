@@ -148,26 +148,24 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
     patch: () => submission((c) => put(c, "pytest.py", `import sys\n${FORGE_JUNIT}\n_forge_junit()\nprint("4 passed")\nsys.exit(0)\n`)),
     expect: (o) => expect(o.dropped_paths).toEqual([{ path: "pytest.py", reason: "test_runner_shadow" }]),
   },
-  {
-    name: "sets addopts in pyproject.toml",
-    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); append(c, "pyproject.toml", "\n[tool.pytest.ini_options]\naddopts = \"-p geometry.forge\"\n"); }),
-    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "pyproject.toml", reason: "test_configuration" }]),
-  },
-  {
-    name: "sets addopts in setup.cfg",
-    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); put(c, "setup.cfg", "[tool:pytest]\npythonpath = src\naddopts = -p geometry.forge\n"); }),
-    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "setup.cfg", reason: "test_configuration" }]),
-  },
-  {
-    name: "sets addopts in pytest.ini",
-    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); put(c, "pytest.ini", "[pytest]\npythonpath = src\naddopts = -p geometry.forge\n"); }),
-    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "pytest.ini", reason: "test_configuration" }]),
-  },
-  {
-    name: "sets addopts in tox.ini",
-    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "src/geometry/forge.py", FORGING_PLUGIN); put(c, "tox.ini", "[pytest]\npythonpath = src\naddopts = -p geometry.forge\n"); }),
-    expect: (o) => expect(o.dropped_paths).toEqual([{ path: "tox.ini", reason: "test_configuration" }]),
-  },
+  // A wrong fix plus a plugin that reports every test passed, loaded through addopts in each config file pytest reads.
+  ...(
+    [
+      ["pyproject.toml", (c: string) => append(c, "pyproject.toml", '\n[tool.pytest.ini_options]\naddopts = "-p geometry.forge"\n')],
+      ["setup.cfg", (c: string) => put(c, "setup.cfg", "[tool:pytest]\npythonpath = src\naddopts = -p geometry.forge\n")],
+      ["pytest.ini", (c: string) => put(c, "pytest.ini", "[pytest]\npythonpath = src\naddopts = -p geometry.forge\n")],
+      ["tox.ini", (c: string) => put(c, "tox.ini", "[pytest]\npythonpath = src\naddopts = -p geometry.forge\n")],
+    ] as const
+  ).map(([file, configure]) => ({
+    name: `sets addopts in ${file}`,
+    patch: () =>
+      submission((c) => {
+        append(c, CIRCLE, WRONG);
+        put(c, "src/geometry/forge.py", FORGING_PLUGIN);
+        configure(c);
+      }),
+    expect: (o: VerifyOutcome) => expect(o.dropped_paths).toEqual([{ path: file, reason: "test_configuration" }]),
+  })),
   {
     name: "registers a pytest plugin through an entry point",
     patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "forge_plugin.py", FORGING_PLUGIN); put(c, "evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"); put(c, "evil-1.0.dist-info/entry_points.txt", "[pytest11]\nevil = forge_plugin\n"); }),
