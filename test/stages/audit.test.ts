@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PullIntent } from "../../pipeline/demo/build.ts";
 import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
+import { STAGE_ORDER } from "../../pipeline/schemas/common.ts";
 import type { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { alignTask } from "../../stages/audit/align.ts";
@@ -59,6 +60,8 @@ describe("the audit on the demo corpus", () => {
     intents = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
     demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
     demo.options.stageConfigs = { ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor: "local" } };
+    // Up to audit: nothing later is looked at here.
+    demo.options.stages = demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf("audit"));
     const summary = await runPipeline(demo.options);
     expect(summary.ok).toBe(true);
   }, 600_000);
@@ -78,7 +81,7 @@ describe("the audit on the demo corpus", () => {
     const test = flagged.flags.find((f) => f.flag === "unjustified_test")!.subject;
     const decisions = join(demo.configPath, "..", "..", "audits", "decisions.yaml");
     writeFileSync(decisions, `decisions:\n  - task: ${flagged.task_id}\n    verdict: approve\n    auditor: ann\n    reason: __all__ is the module's documented API list\n    contracts:\n      "${test}": "public names are listed in __all__"\n  - task: ${clean.task_id}\n    verdict: exclude\n    auditor: ann\n    reason: the issue is ambiguous\n`);
-    await runPipeline(demo.options, { from: "audit" });
+    await runPipeline(demo.options, { only: "audit" });
     const tasks = readFileSync(join(demo.workDir, "artifacts", "audit", "tasks.jsonl"), "utf8");
     expect(tasks).toContain(`"id":"${flagged.task_id}"`);
     expect(tasks).not.toContain(`"id":"${clean.task_id}"`);
