@@ -129,7 +129,11 @@ export const oracleStage = defineStage({
     });
     const passed = checked.filter((c) => c.record.passed);
     for (const { record } of checked) {
-      if (!record.passed) ctx.reject({ record_id: record.task_id, reason: "oracle_failed", message: `${record.task_id}: ${record.reject_detail}` });
+      if (!record.passed) {
+        ctx.reject({ record_id: record.task_id, reason: "oracle_failed", message: `${record.task_id}: ${record.reject_detail}` });
+        // Said on the console too: an unsolvable task is news to whoever regenerates the benchmark.
+        ctx.log.warn(`oracle rejected ${record.task_id}: ${record.reject_detail}`);
+      }
     }
     ctx.log.info(`oracle: ${checked.length} task(s) checked (${ctx.config.runs} verifier run(s) of the reference and of the empty patch each): ${passed.length} pass, ${checked.length - passed.length} rejected`);
     return { results: checked.map((c) => c.record), tasks: passed.map((c) => c.task), heldout: passed.map((c) => c.heldout) };
