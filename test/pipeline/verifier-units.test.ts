@@ -1,4 +1,10 @@
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { git } from "../../pipeline/git.ts";
+import { collectCheckoutArtifact } from "../../pipeline/verifier/collect.ts";
+import { parseGitDiff } from "../../stages/split/diff.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { gradeRun, isResolved, statusFromPhases } from "../../pipeline/verifier/grade.ts";
 import { planSubmission, UnsafeSubmission } from "../../pipeline/verifier/submission.ts";
@@ -122,5 +128,36 @@ describe("grading a verifier run", () => {
     expect(statusFromPhases({ setup: "passed", call: "passed", teardown: "failed" })).toBe("error");
     expect(statusFromPhases({ setup: "passed", call: "passed" })).toBe("absent");
     expect(isResolved(true, { tests: {}, integrityProblems: [] })).toBe(false);
+  });
+});
+
+describe("collecting the focus artifact from a checkout", () => {
+  it("takes committed and uncommitted changes, deletions and new files, and leaves out environments, caches, logs and build outputs", async () => {
+    const upstream = await repoWithChange({ ...BASE, "src/pkg/gone.py": "X = 1\n", "build/keep.txt": "tracked\n" }, { "CHANGES.md": "later\n" });
+    const checkout = join(tempDir(), "w02");
+    await git(["clone", "--quiet", upstream.dir, checkout]);
+    await git(["checkout", "--quiet", upstream.base], { cwd: checkout });
+    const identity = { GIT_AUTHOR_NAME: "A", GIT_AUTHOR_EMAIL: "a@a.invalid", GIT_COMMITTER_NAME: "A", GIT_COMMITTER_EMAIL: "a@a.invalid" };
+    writeFileSync(join(checkout, "src/pkg/core.py"), "def f():\n    return 2\n");
+    await git(["commit", "--quiet", "-am", "fix"], { cwd: checkout, env: identity });
+    writeFileSync(join(checkout, "README.md"), "pkg, uncommitted\n");
+    rmSync(join(checkout, "src/pkg/gone.py"));
+    writeFileSync(join(checkout, "src/pkg/new.py"), "Y = 2\n");
+    writeFileSync(join(checkout, "build/keep.txt"), "tracked, changed\n");
+    for (const [path, text] of Object.entries({ "env1/pyvenv.cfg": "home = /usr\n", "env1/lib/site.py": "", "src/pkg/__pycache__/core.cpython-311.pyc": "x", ".pytest_cache/v": "x", "agent.log": "x", "build/lib/pkg/core.py": "x", "dist/pkg.whl": "x", "src/pkg.egg-info/PKG-INFO": "x" })) {
+      mkdirSync(dirname(join(checkout, path)), { recursive: true });
+      writeFileSync(join(checkout, path), text);
+    }
+    // The checkout's own git config is never used: a clean filter it defines would leave a mark.
+    const marker = join(tempDir(), "filter-ran");
+    await git(["config", "filter.mark.clean", `touch ${marker}; cat`], { cwd: checkout });
+    writeFileSync(join(checkout, ".gitattributes"), "*.py filter=mark\n");
+    const scratch = tempDir();
+    const { patch, excluded } = await collectCheckoutArtifact(checkout, upstream.dir, upstream.base, scratch);
+    expect(parseGitDiff(patch).map((f) => `${f.status} ${f.path}`)).toEqual(["added .gitattributes", "modified README.md", "modified build/keep.txt", "modified src/pkg/core.py", "deleted src/pkg/gone.py", "added src/pkg/new.py"]);
+    expect(existsSync(marker)).toBe(false);
+    expect(excluded.sort()).toEqual([".pytest_cache/", "agent.log", "build/lib/", "dist/", "env1/", "src/pkg.egg-info/", "src/pkg/__pycache__/"]);
+    expect(readdirSync(scratch)).toEqual([]);
+    await expect(collectCheckoutArtifact(join(checkout, "README.md"), upstream.dir, upstream.base, scratch)).rejects.toThrow(/not a directory/);
   });
 });
