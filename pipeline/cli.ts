@@ -183,7 +183,8 @@ export function buildProgram(): Command {
     .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
     .option("--artifact <patch>", "the focus artifact as a git diff against the focus base commit")
     .option("--checkout <dir>", "collect the focus artifact from this checkout (committed and uncommitted changes, new and deleted files)")
-    .addOption(new Option("--condition <condition>", "which run of the session this artifact comes from").choices(["control", "switched"]).default("switched"))
+    // Required: a report filed under the wrong condition would silently skew Table 1.
+    .addOption(new Option("--condition <condition>", "which run of the session the artifact comes from: control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
     .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
     .addOption(new Option("--executor <kind>", "docker, local, or auto (default: the config's oracle.executor)").choices(["auto", "docker", "local"]))
     .option("--out <file>", "also write the verification report (JSON) to this file")

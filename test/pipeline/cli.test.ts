@@ -40,12 +40,15 @@ describe("switch-swe CLI", () => {
     const dir = tempDir();
     const session = join(dir, "session.json");
     writeFileSync(session, JSON.stringify({ session_id: "s", benchmark: "demo" }));
-    const bad = await cli(["verify", "-c", "data/demo/pipeline.yaml", "--session", session, "--artifact", "/dev/null"]);
+    const bad = await cli(["verify", "-c", "data/demo/pipeline.yaml", "--session", session, "--artifact", "/dev/null", "--condition", "control"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain(`${session}: field repo: `);
-    const both = await cli(["verify", "-c", "data/demo/pipeline.yaml", "--session", session]);
+    const both = await cli(["verify", "-c", "data/demo/pipeline.yaml", "--session", session, "--condition", "switched"]);
     expect(both.code).toBe(2);
     expect(both.stderr).toContain("give exactly one of --artifact PATCH and --checkout DIR");
+    const unlabelled = await cli(["verify", "-c", "data/demo/pipeline.yaml", "--session", session, "--artifact", "/dev/null"]);
+    expect(unlabelled.code).toBe(2);
+    expect(unlabelled.stderr).toMatch(/required option '--condition <condition>' not specified/);
     const report = await cli(["report", "--results", join(dir, "nothing"), "--sessions", dir]);
     expect(report.code).toBe(2);
     expect(report.stderr).toMatch(/session\.json: field repo: .*expected a session specification/);
