@@ -3,5 +3,10 @@
 import { register } from "tsx/esm/api";
 
 register();
+// Output piped into `head` and closed early is not an error of ours: stop quietly.
+process.stdout.on("error", (error) => {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw error;
+});
 const { main } = await import("../pipeline/cli.ts");
 process.exitCode = await main(process.argv);
