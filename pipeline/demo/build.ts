@@ -31,6 +31,8 @@ export interface PullIntent {
   regressions: string[];
   flaky: string[];
   unjustified: string[];
+  /** F2P tests that pass only after another test of their file: the oracle must reject their task. */
+  order_dependent: string[];
   extras: string[];
 }
 
@@ -258,7 +260,7 @@ class RepositoryBuilder {
       return module;
     });
     const stages = 1 + pr.rounds;
-    const intent = { fail_to_pass: [] as string[], regressions: [] as string[], flaky: [] as string[], unjustified: [] as string[] };
+    const intent = { fail_to_pass: [] as string[], regressions: [] as string[], flaky: [] as string[], unjustified: [] as string[], order_dependent: [] as string[] };
     const isSource = (path: string) => !path.includes("test") && !path.startsWith("docs/") && !/^(README|CHANGES)/.test(path);
 
     // What each stage asks for, and the change that answers it.
@@ -277,6 +279,7 @@ class RepositoryBuilder {
             usesFixture: pr.extras.includes("conftest") && i === 0,
             binaryData: pr.extras.includes("binary") && i === 0,
             exported: pr.extras.includes("unjustified_test") && i === 0,
+            orderDependent: pr.extras.includes("order_dependent") && i === 0,
             untested: pr.kind === "no_tests",
           }),
         );
@@ -401,7 +404,10 @@ class RepositoryBuilder {
         for (const name of testNames(this.family, fn)) {
           const id = `${module.testFile}::${name}`;
           if (fn.flaky && name.endsWith("_basic")) intent.flaky.push(id);
+          // The registry test passes before the fix too: pass-to-pass, and what the F2P test leans on.
+          else if (fn.orderDependent && name.endsWith("_zz_registry")) continue;
           else intent.fail_to_pass.push(id);
+          if (fn.orderDependent && name.endsWith("_basic")) intent.order_dependent.push(id);
           if (fn.exported && pr.kind !== "rename" && name.endsWith("_listed")) intent.unjustified.push(id);
         }
       }
@@ -436,6 +442,12 @@ class RepositoryBuilder {
     if (flaky) {
       flaky.flaky = false;
       await this.commit(`Make test_${flaky.name}_basic deterministic`, mergedAt + 2 * HOUR);
+    }
+    // Likewise an order-dependent test is made independent on main, so later PRs do not inherit it.
+    const dependent = fns.find((fn) => fn.orderDependent);
+    if (dependent) {
+      dependent.orderDependent = false;
+      await this.commit(`Make test_${dependent.name}_basic independent of test order`, mergedAt + 2 * HOUR);
     }
 
     const [patch, testPatch] = swebenchStyleSplit(diff);

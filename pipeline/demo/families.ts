@@ -31,6 +31,11 @@ export interface DemoFunction {
   manyOf?: string;
   /** Added without tests. */
   untested?: boolean;
+  /**
+   * Its stage-1 test relies on state another test of the file leaves behind, a test defined
+   * before it but sorted after it: it passes when the file runs in order, and fails alone.
+   */
+  orderDependent?: boolean;
 }
 
 const SAMPLE: Record<FamilyName, string> = { numeric: "2", text: '"a b"', money: "100" };
@@ -113,6 +118,10 @@ export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
   // so it passes on the first run and fails on the second, every time.
   if (fn.flaky) body.push(`marker = pathlib.Path(__file__).with_name(".${fn.name}.runs")`, `runs = int(marker.read_text()) if marker.exists() else 0`, `marker.write_text(str(runs + 1))`, `assert runs % 2 == 0, "flaky on purpose: fails on every second run"`);
   if (fn.binaryData) body.unshift(`assert (pathlib.Path(__file__).parent / "data" / "${fn.name}.bin").read_bytes()[:4] == b"\\x89BIN"`);
+  if (fn.orderDependent) {
+    tests.push(`_registered = []\n\n\ndef test_${fn.name}_zz_registry():\n    _registered.append("${fn.module}")\n    assert _registered\n`);
+    body.unshift("assert _registered");
+  }
   tests.push(`def test_${fn.name}_basic(${arg}):\n    ${body.join("\n    ")}\n`);
   if (fn.exported) tests.push(`def test_${fn.name}_listed():\n    assert "${fn.name}" in ${imp}.__all__\n`);
   if (fn.stage >= 2) {
@@ -130,7 +139,7 @@ export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
 
 /** The names of the test functions `renderTests` writes for `fn`. */
 export function testNames(family: FamilyName, fn: DemoFunction): string[] {
-  return renderTests(family, fn).map((t) => /^def (test_\w+)\(/.exec(t)![1]!);
+  return renderTests(family, fn).map((t) => /^def (test_\w+)\(/m.exec(t)![1]!);
 }
 
 export function renderTestFile(family: FamilyName, functions: DemoFunction[], extra: string[] = []): string {

@@ -8,7 +8,7 @@ export const PullRequestPlan = z.strictObject({
   link: z.enum(["keyword", "keyword_lower", "keyword_colon", "commit_keyword", "cross_repo", "url", "timeline", "none"]),
   merge: z.enum(["merge", "squash"]).default("merge"),
   rename_to: z.string().optional(),
-  extras: z.array(z.enum(["conftest", "binary", "unjustified_test", "decoy_mention", "post_merge_comment"])).default([]),
+  extras: z.array(z.enum(["conftest", "binary", "unjustified_test", "decoy_mention", "post_merge_comment", "order_dependent"])).default([]),
 });
 export type PullRequestPlan = z.infer<typeof PullRequestPlan>;
 

@@ -72,7 +72,11 @@ export async function oracleTask(executor: Executor, input: OracleTaskInput, log
   if (!referenceResolves) {
     const run = failure("reference");
     const why = [...Object.entries(run.not_passed).map(([t, s]) => `${t} ${s}`), ...run.integrity_problems];
-    detail = `the reference implementation does not resolve under the verifier (run ${run.run + 1} of ${input.runs}): ${why.join("; ")}`;
+    // Every required test passed with the reference in qualification, where whole test files ran
+    // in file order; the verifier runs exactly the required ids. A test that passes only the
+    // first way leans on another test's side effects (or on test order).
+    const hint = Object.keys(run.not_passed).some((t) => t !== "(patch)") ? ` (these tests passed in qualification, where their whole files ran in order; run by id they do not, so they likely depend on other tests)` : "";
+    detail = `the reference implementation does not resolve under the verifier (run ${run.run + 1} of ${input.runs}): ${why.join("; ")}${hint}`;
   }
   if (!emptyNeverResolves) {
     const run = failure("empty");

@@ -113,7 +113,7 @@ describe("the demo", () => {
     expect(Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).length).toBe(used.size);
   }, 600_000);
 
-  it("proves every emitted task with the oracle and says so, and verify and report score submissions against the emitted benchmark", async () => {
+  it("proves every emitted task with the oracle, rejects the planted unsolvable one and says why, and verify and report score submissions against the emitted benchmark", async () => {
     const demo = a;
     const oracle = demo.read("oracle", "results").split("\n").filter(Boolean).map((l) => OracleRecord.parse(JSON.parse(l)));
     const heldout = Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).map((f) => f.slice("heldout/".length, -".json".length));
@@ -122,9 +122,20 @@ describe("the demo", () => {
       expect(verdict.get(id)?.passed, id).toBe(true);
       expect(verdict.get(id)!.runs.map((r) => `${r.patch}:${r.resolved}`), id).toEqual(["reference:true", "reference:true", "reference:true", "empty:false", "empty:false", "empty:false"]);
     }
+    // The one task planted to fail it (its F2P test passes only after another test of its file)
+    // is rejected, with the test named; nothing else is.
+    const intents: PullIntent[] = JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8"));
+    const planted = intents.filter((i) => i.order_dependent.length).map((i) => `${i.repo.replace("/", "__")}-${i.number}`);
+    expect(planted).toEqual(["demo-org__textkit-16"]);
+    expect(oracle.filter((r) => !r.passed).map((r) => r.task_id)).toEqual(planted);
+    const rejects = demo.read("oracle", "rejects").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(rejects).toHaveLength(1);
+    expect(rejects[0]).toMatchObject({ record_id: planted[0], reason: "oracle_failed" });
+    expect(rejects[0].message).toContain(`${intents.find((i) => i.order_dependent.length)!.order_dependent[0]} failed`);
+    expect(heldout).not.toContain(planted[0]);
     const stage = demo.summary.stages.find((s) => s.stage === "oracle")!;
-    expect(stage).toMatchObject({ status: "ran", in: oracle.length, rejected: 0 });
-    expect(formatSummary(demo.summary)).toContain(`oracle: 0 of ${oracle.length} task(s) rejected`);
+    expect(stage).toMatchObject({ status: "ran", in: oracle.length, rejected: 1 });
+    expect(formatSummary(demo.summary)).toContain(`oracle: 1 of ${oracle.length} task(s) rejected (oracle_failed 1)`);
 
     // Score three submissions of two sessions from the command line, then build Table 1.
     const dir = tempDir();

@@ -287,7 +287,7 @@ describe("the oracle", () => {
     const record = await check({ ...fixture.heldout, implementation_patch: partial });
     expect(record.passed).toBe(false);
     expect(record.reject_reason).toBe("oracle_failed");
-    expect(record.reject_detail).toMatch(/^the reference implementation does not resolve under the verifier \(run 1 of 2\): tests\/test_shapes_circle\.py::test_weigh_width_precision failed$/);
+    expect(record.reject_detail).toMatch(/^the reference implementation does not resolve under the verifier \(run 1 of 2\): tests\/test_shapes_circle\.py::test_weigh_width_precision failed \(these tests passed in qualification/);
     // The first contrary run decides; the empty patch is still checked.
     expect(record.runs.map((r) => r.patch)).toEqual(["reference", "empty", "empty"]);
   }, 120_000);
