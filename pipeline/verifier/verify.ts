@@ -53,9 +53,9 @@ export function requiredTests(task: HeldoutTask): string[] {
 export async function verifyArtifact(executor: Executor, input: VerifyInput, log: Logger): Promise<VerifyOutcome> {
   const { task } = input;
   const required = requiredTests(task);
-  const unapplied = (error: string, dropped: DroppedPath[] = []): VerifyOutcome => ({
+  const unapplied = (error: string): VerifyOutcome => ({
     artifact_sha256: createHash("sha256").update(input.artifact).digest("hex"),
-    dropped_paths: dropped,
+    dropped_paths: [],
     applied: false,
     apply_error: error,
     tests: Object.fromEntries(required.map((t) => [t, "absent"])),
@@ -65,9 +65,11 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     infrastructure_retries: 0,
   });
 
+  // Parsed outside the try below: a broken held-out patch is our bug, not the submission's.
+  const heldoutTestPaths = pathsOfPatch(task.test_patch);
   let plan;
   try {
-    plan = planSubmission(input.artifact, input.rules, pathsOfPatch(task.test_patch));
+    plan = planSubmission(input.artifact, input.rules, heldoutTestPaths);
   } catch (error) {
     if (error instanceof DiffParseError) return unapplied(`the artifact is not a git diff: ${error.message}`);
     if (error instanceof UnsafeSubmission) return unapplied(`refused: ${error.message}`);

@@ -65,8 +65,8 @@ describe("the demo", () => {
     const pairs = demo.read("locality", "pairs").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const classes = new Set(pairs.map((p) => (p.eligible ? p.class : "ineligible")));
     expect(classes).toEqual(new Set(["near", "far", "ineligible"]));
-    // Locality's pool is the audited tasks.
-    const audited = demo.read("audit", "tasks").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    // Locality's pool is the tasks that passed the oracle.
+    const audited = demo.read("oracle", "tasks").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const perRepo = new Map<string, number>();
     for (const t of audited) perRepo.set(t.snapshot.repo, (perRepo.get(t.snapshot.repo) ?? 0) + 1);
     expect(pairs).toHaveLength([...perRepo.values()].reduce((n, k) => n + (k * (k - 1)) / 2, 0));
