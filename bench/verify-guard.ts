@@ -57,7 +57,9 @@ try {
     console.log(`${kind}: ${heldout.length} tasks × ${REPEATS} runs in each mode`);
     console.log(`  test process wall time: plain ${totals.plain.wall.toFixed(1)}s, guarded ${totals.guarded.wall.toFixed(1)}s, ratio ${(totals.guarded.wall / totals.plain.wall).toFixed(3)} (${((1000 * (totals.guarded.wall - totals.plain.wall)) / runs).toFixed(0)} ms a run)`);
     console.log(`  pytest session time:    plain ${totals.plain.pytest.toFixed(2)}s, guarded ${totals.guarded.pytest.toFixed(2)}s, ratio ${(totals.guarded.pytest / totals.plain.pytest).toFixed(3)}`);
-    console.log(`  oracle stage: ${stage.in} tasks, ${stage.in * 6} verifier runs in ${stage.seconds.toFixed(1)}s (${((1000 * stage.seconds) / (stage.in * 6)).toFixed(0)} ms of stage wall time a run)`);
+    // A check stops at its first contrary run, so a rejected task has fewer than 6.
+    const verifierRuns = readFileSync(join(demo.workDir, "artifacts", "oracle", "results.jsonl"), "utf8").split("\n").filter(Boolean).reduce((n, l) => n + JSON.parse(l).runs.length, 0);
+    console.log(`  oracle stage: ${stage.in} tasks (${stage.rejected} rejected), ${verifierRuns} verifier runs in ${stage.seconds.toFixed(1)}s (${((1000 * stage.seconds) / verifierRuns).toFixed(0)} ms of stage wall time a run)`);
   }
   await demo.server.stop();
 } finally {
