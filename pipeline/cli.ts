@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
@@ -16,9 +16,9 @@ import { formatByHand, qualifyByHand } from "../stages/qualify/by-hand.ts";
 import { RecordError } from "./stage.ts";
 import { FakeGithub } from "./demo/github-server.ts";
 import { runDoctor } from "./doctor.ts";
-import { formatSummary, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
+import { formatSummary, parseStageConfig, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
 import { createLogger } from "./logger.ts";
-import { loadProfiles } from "./profiles.ts";
+import { loadProfiles, loadProfilesDir } from "./profiles.ts";
 import { createProgress } from "./progress.ts";
 import { draftProfile } from "./repo-init.ts";
 import { checkSchemaFiles, writeSchemaFiles } from "./schema-export.ts";
@@ -26,7 +26,8 @@ import { STAGE_ORDER, type StageName } from "./schemas/common.ts";
 import { ClassificationRules } from "./schemas/repo-profile.ts";
 import { splitFields, splitReferenceChange } from "../stages/split/split.ts";
 import { DiffParseError } from "../stages/split/diff.ts";
-import { EmitConfig } from "../stages/emit/index.ts";
+import { emitStage } from "../stages/emit/index.ts";
+import { qualifyStage } from "../stages/qualify/index.ts";
 import { writeFileAtomic } from "./atomic.ts";
 import { formatVerification, verifySubmission, VerifyInputError } from "./verifier/command.ts";
 import { ReportInputError, writeResultsReport } from "./report/command.ts";
@@ -222,7 +223,7 @@ export function buildProgram(): Command {
         if (!sessionsDir) {
           if (!opts.config) throw new UsageError("give --sessions DIR, or --config FILE whose emit.out_dir holds the sessions");
           const loaded = loadConfig(opts.config, BUILT_STAGES);
-          const emit = EmitConfig.parse((loaded.config.stages as Record<string, unknown>).emit ?? {});
+          const emit = parseStageConfig(emitStage, loaded.config.stages.emit);
           sessionsDir = resolve(loaded.baseDir, emit.out_dir, "sessions");
         }
         const outDir = opts.out ?? join(opts.results, "report");
@@ -322,8 +323,7 @@ export function buildProgram(): Command {
         const read = async (stage: StageName, name: string) => (await store.readRecords(stage, name).catch(() => { throw new UsageError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${opts.config}' up to split first`); })).records;
         const splits = (await read("split", "splits")).map((r) => SplitChange.parse(r));
         const candidates = new Map((await read("mine", "candidates")).map((r) => Candidate.parse(r)).map((c) => [c.id, c]));
-        const profilesDir = resolve(loaded.baseDir, (loaded.config.stages.qualify as { profiles_dir?: string } | undefined)?.profiles_dir ?? "data/repos");
-        const { profiles } = loadProfiles(readdirSync(profilesDir).filter((f) => f.endsWith(".json")).map((f) => ({ path: f, text: readFileSync(join(profilesDir, f), "utf8") })));
+        const { profiles } = loadProfilesDir(parseStageConfig(qualifyStage, loaded.config.stages.qualify).profiles_dir, loaded.baseDir);
         const environments = [...new Map([...environmentsForTasks(splits, candidates, profiles).values()].map((e) => [e.key, e])).values()];
         const executor = new DockerExecutor(new Docker(), createLogger());
         for (const env of environments) {

@@ -123,7 +123,8 @@ function emptySummary(stage: StageName, status: StageStatus): StageSummary {
   return { stage, status, in: 0, out: 0, rejected: 0, seconds: 0, reused: 0 };
 }
 
-function parseStageConfig(stage: StageDefinition<any>, raw: unknown): unknown {
+/** A stage's section of the config, validated; an error names the key. Commands outside a run use it too. */
+export function parseStageConfig<C>(stage: StageDefinition<C>, raw: unknown): C {
   const parsed = stage.configSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;

@@ -1,4 +1,5 @@
-import { basename, dirname, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { sha256 } from "./canonical.ts";
 import { RepoProfile } from "./schemas/repo-profile.ts";
 import type { ExternalFile } from "./stage.ts";
@@ -24,6 +25,16 @@ export function profileFileName(repo: string): string {
  * Validates repository profiles. A bad profile does not stop the others: its repository's
  * records are rejected with the error, which names the file and field.
  */
+/**
+ * The profiles of a directory named in a config (`dir` as written there, resolved against
+ * `baseDir`), read the way the engine hands them to a stage: paths relative to the config.
+ */
+export function loadProfilesDir(dir: string, baseDir: string): ProfileSet & { dir: string } {
+  const absolute = resolve(baseDir, dir);
+  const names = existsSync(absolute) ? readdirSync(absolute).filter((f) => f.endsWith(".json")).sort() : [];
+  return { dir: absolute, ...loadProfiles(names.map((f) => ({ path: join(dir, f), text: readFileSync(join(absolute, f), "utf8") }))) };
+}
+
 export function loadProfiles(files: ExternalFile[]): ProfileSet {
   const profiles = new Map<string, LoadedProfile>();
   const errors = new Map<string, string>();

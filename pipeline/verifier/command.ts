@@ -1,15 +1,16 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { z } from "zod";
-import { EmitConfig } from "../../stages/emit/index.ts";
+import type { z } from "zod";
+import { emitStage } from "../../stages/emit/index.ts";
 import { executorFor } from "../../stages/qualify/index.ts";
-import { OracleConfig } from "../../stages/oracle/index.ts";
+import { oracleStage } from "../../stages/oracle/index.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { loadConfig } from "../config.ts";
 import { environmentSpec } from "../executors/environment.ts";
 import { MirrorCache } from "../git.ts";
 import type { Logger } from "../logger.ts";
-import { cloneSourceOf, loadProfiles } from "../profiles.ts";
+import { parseStageConfig } from "../engine.ts";
+import { cloneSourceOf, loadProfilesDir } from "../profiles.ts";
 import { HeldoutTask } from "../schemas/heldout.ts";
 import { SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
@@ -48,15 +49,6 @@ function parseFile<T>(schema: z.ZodType<T>, file: string, what: string): T {
   return parsed.data;
 }
 
-function stageConfig<T>(schema: z.ZodType<T>, raw: unknown, configPath: string, stage: string): T {
-  const parsed = schema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new VerifyInputError(`${configPath}: config key ${["stages", stage, ...issue.path.map(String)].join(".")}: ${issue.message}`);
-  }
-  return parsed.data;
-}
-
 /**
  * `switch-swe verify`: scores one session's final focus artifact, given as a patch or collected
  * from the focus checkout, against the focus task's held-out verifier. The pipeline config says
@@ -67,8 +59,8 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
   if (Boolean(options.artifact) === Boolean(options.checkout)) throw new VerifyInputError("give exactly one of --artifact PATCH and --checkout DIR");
   const loaded = loadConfig(options.config, BUILT_STAGES);
   const stages = loaded.config.stages as Record<string, unknown>;
-  const oracle = stageConfig(OracleConfig, stages.oracle, options.config, "oracle");
-  const emit = stageConfig(EmitConfig, stages.emit, options.config, "emit");
+  const oracle = parseStageConfig(oracleStage, stages.oracle);
+  const emit = parseStageConfig(emitStage, stages.emit);
   const heldoutDir = options.heldoutDir ? resolve(options.heldoutDir) : resolve(loaded.baseDir, emit.heldout_dir);
 
   const spec = parseFile(SessionSpec, options.session, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
@@ -81,9 +73,7 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
     throw new VerifyInputError(`${heldoutFile}: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`);
   }
 
-  const profilesDir = resolve(loaded.baseDir, oracle.profiles_dir);
-  const files = existsSync(profilesDir) ? readdirSync(profilesDir).filter((f) => f.endsWith(".json")).sort().map((f) => ({ path: join(oracle.profiles_dir, f), text: readFileSync(join(profilesDir, f), "utf8") })) : [];
-  const { profiles, errors } = loadProfiles(files);
+  const { profiles, errors, dir: profilesDir } = loadProfilesDir(oracle.profiles_dir, loaded.baseDir);
   const profile = profiles.get(spec.repo);
   if (!profile) throw new VerifyInputError(`${profilesDir}: ${errors.get(spec.repo) ?? `no profile for ${spec.repo}`}`);
 

@@ -16,7 +16,7 @@ export const localityStage = defineStage({
   version: "1",
   sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
   configSchema: LocalityConfig,
-  // The pool is the audited tasks: what qualify, reconstruct and audit kept.
+  // The pool is what qualify, reconstruct, audit and the oracle kept.
   inputs: [{ stage: "oracle", name: "tasks" }],
   outputs: [{ name: "pairs", schema: LocalityPair, key: (p: LocalityPair) => `${p.repo}\0${p.task_a}\0${p.task_b}` }],
   async run(ctx) {
