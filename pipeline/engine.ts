@@ -46,6 +46,8 @@ export interface StageSummary {
   rejected: number;
   /** Rejects counted by reason, for the run's summary. */
   by_reason?: Record<string, number>;
+  /** Set for a gate stage: what it checks, so the summary states its verdict even with no rejects. */
+  gate?: string;
   seconds: number;
   /** Records whose cached result was reused inside a stage that ran. */
   reused: number;
@@ -108,7 +110,7 @@ async function runStages(store: ArtifactStore, options: EngineOptions, runOption
     const started = performance.now();
     try {
       const summary = await runStage(store, options, stage, force);
-      summaries.push({ ...summary, seconds: (performance.now() - started) / 1000 });
+      summaries.push({ ...summary, seconds: (performance.now() - started) / 1000, ...(stage.gate ? { gate: stage.gate.noun } : {}) });
     } catch (error) {
       failed = true;
       const message = error instanceof Error ? error.message : String(error);
@@ -400,12 +402,12 @@ export function formatSummary(summary: RunSummary): string {
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const table = rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
-  // Why records left, stage by stage; the oracle's verdict is always stated, rejects or not.
+  // Why records left, stage by stage; a gate's verdict is always stated, rejects or not.
   const reasons = summary.stages
-    .filter((s) => s.rejected > 0 || (s.stage === "oracle" && (s.status === "ran" || s.status === "up_to_date")))
+    .filter((s) => s.rejected > 0 || (s.gate && (s.status === "ran" || s.status === "up_to_date")))
     .map((s) => {
       const list = Object.entries(s.by_reason ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => `${reason} ${n}`).join(", ");
-      return s.stage === "oracle" ? `oracle: ${s.rejected} of ${s.in} task(s) rejected${list ? ` (${list})` : ""}` : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
+      return s.gate ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}` : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
     });
   return reasons.length ? `${table}\n\nrejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}` : table;
 }

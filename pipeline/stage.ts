@@ -108,6 +108,11 @@ export interface StageDefinition<C = unknown> {
    * cache key: a new seed redraws sessions without redoing splits or test runs.
    */
   usesSeed?: boolean;
+  /**
+   * A gate (the oracle): what it checks is named by `noun`, and every run's summary states how
+   * many it rejected, none included.
+   */
+  gate?: { noun: string };
   inputs: InputRef[];
   outputs: OutputSpec<any>[];
   externalFiles?: (config: C) => string[];

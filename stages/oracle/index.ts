@@ -93,6 +93,7 @@ export const oracleStage = defineStage({
   sourceFiles: [fileURLToPath(new URL(".", import.meta.url)), fileURLToPath(new URL("../../pipeline/verifier/", import.meta.url)), fileURLToPath(new URL("../../pipeline/executors/", import.meta.url))],
   configSchema: OracleConfig,
   volatileConfig: ["jobs", "infrastructure_backoff_seconds"],
+  gate: { noun: "task(s)" },
   inputs: [
     { stage: "mine", name: "candidates" },
     { stage: "split", name: "splits" },

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { runPipeline, type EngineOptions } from "../../pipeline/engine.ts";
+import { formatSummary, runPipeline, type EngineOptions } from "../../pipeline/engine.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { defineStage, RecordError, type StageDefinition } from "../../pipeline/stage.ts";
@@ -215,5 +215,20 @@ describe("run lock", () => {
     writeFileSync(join(t.dir, "work", ".run.lock"), "999999");
     await expect(runPipeline(t.options())).resolves.toMatchObject({ ok: true });
     expect(existsSync(join(t.dir, "work", ".run.lock"))).toBe(false);
+  });
+});
+
+describe("the run summary", () => {
+  it("counts each stage's rejects by reason, and states a gate's verdict even when it rejected nothing", () => {
+    const base = { status: "ran" as const, out: 0, seconds: 0, reused: 0 };
+    const text = formatSummary({
+      ok: true,
+      stages: [
+        { ...base, stage: "split", in: 5, rejected: 3, by_reason: { no_test_changes: 1, no_source_changes: 2 } },
+        { ...base, stage: "qualify", in: 2, rejected: 0, by_reason: {} },
+        { ...base, stage: "oracle", in: 2, rejected: 0, by_reason: {}, gate: "task(s)" },
+      ],
+    });
+    expect(text.split("rejects by reason:\n")[1]).toBe("  split: 3 rejected (no_source_changes 2, no_test_changes 1)\n  oracle: 0 of 2 task(s) rejected");
   });
 });
