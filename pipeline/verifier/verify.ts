@@ -53,17 +53,17 @@ export function requiredTests(task: HeldoutTask): string[] {
 export async function verifyArtifact(executor: Executor, input: VerifyInput, log: Logger): Promise<VerifyOutcome> {
   const { task } = input;
   const required = requiredTests(task);
-  const unapplied = (error: string): VerifyOutcome => ({
+  // What every outcome starts from: not applied, no test run.
+  const initial: VerifyOutcome = {
     artifact_sha256: createHash("sha256").update(input.artifact).digest("hex"),
     dropped_paths: [],
     applied: false,
-    apply_error: error,
     tests: Object.fromEntries(required.map((t) => [t, "absent"])),
     integrity_problems: [],
     timed_out: false,
     resolved: false,
     infrastructure_retries: 0,
-  });
+  };
 
   // Parsed outside the try below: a broken held-out patch is our bug, not the submission's.
   const heldoutTestPaths = pathsOfPatch(task.test_patch);
@@ -71,12 +71,11 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
   try {
     plan = planSubmission(input.artifact, input.rules, heldoutTestPaths);
   } catch (error) {
-    if (error instanceof DiffParseError) return unapplied(`the artifact is not a git diff: ${error.message}`);
-    if (error instanceof UnsafeSubmission) return unapplied(`refused: ${error.message}`);
+    if (error instanceof DiffParseError) return { ...initial, apply_error: `the artifact is not a git diff: ${error.message}` };
+    if (error instanceof UnsafeSubmission) return { ...initial, apply_error: `refused: ${error.message}` };
     throw error;
   }
-  const base = { ...unapplied(""), dropped_paths: plan.dropped };
-  delete base.apply_error;
+  const base: VerifyOutcome = { ...initial, dropped_paths: plan.dropped };
 
   let checkout;
   try {

@@ -6,11 +6,11 @@ import type { PullIntent } from "../../pipeline/demo/build.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { benchmarkProfile } from "../../stages/emit/profile.ts";
 import { formatSummary, runPipeline } from "../../pipeline/engine.ts";
-import { main } from "../../pipeline/cli.ts";
 import { git } from "../../pipeline/git.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";
 import { prepareDemoCopy } from "../helpers/demo-copy.ts";
+import { runCli } from "../helpers/cli-in-process.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 
 /** The demo as the README runs it, in a temporary directory. */
@@ -156,16 +156,7 @@ describe("the demo", () => {
     writeFileSync(join(checkout, "tests", "__pycache__", "x.pyc"), "junk");
     writeFileSync(join(checkout, "agent.log"), "log\n");
     const results = join(dir, "results", "demo-agent");
-    const cliQuietly = async (args: string[]) => {
-      const write = process.stdout.write;
-      process.stdout.write = (() => true) as typeof process.stdout.write;
-      try {
-        return await main(["node", "switch-swe", ...args]);
-      } finally {
-        process.stdout.write = write;
-      }
-    };
-    const verify = (session: string, condition: string, source: string[], out: string) => cliQuietly(["verify", "-c", demo.configPath, "--session", session, ...source, "--condition", condition, "--executor", "local", "--out", join(results, out)]);
+    const verify = (session: string, condition: string, source: string[], out: string) => runCli(["verify", "-c", demo.configPath, "--session", session, ...source, "--condition", condition, "--executor", "local", "--out", join(results, out)]).then((r) => r.code);
     expect(await verify(sessions[0]!, "control", ["--artifact", join(dir, "reference.patch")], "a.control.json")).toBe(0);
     expect(await verify(sessions[0]!, "switched", ["--checkout", checkout, "--save-artifact", join(dir, "collected.patch")], "a.switched.json")).toBe(0);
     expect(await verify(sessions[1]!, "control", ["--artifact", join(dir, "empty.patch")], "b.control.json")).toBe(1);
@@ -175,7 +166,7 @@ describe("the demo", () => {
     expect(switched).toMatchObject({ session_id: first!.session_id, task_id: first!.focus, condition: "switched", applied: true, resolved: true, dropped_paths: [] });
     expect(VerificationReport.parse(JSON.parse(readFileSync(join(results, "b.control.json"), "utf8")))).toMatchObject({ task_id: second!.focus, resolved: false });
 
-    expect(await cliQuietly(["report", "--results", join(dir, "results"), "-c", demo.configPath, "--out", join(dir, "tables")])).toBe(0);
+    expect((await runCli(["report", "--results", join(dir, "results"), "-c", demo.configPath, "--out", join(dir, "tables")])).code).toBe(0);
     const n = sessions.length;
     const pct = (100 / n).toFixed(1);
     // One of n sessions resolved in each condition; the other runs are missing and count as unresolved.

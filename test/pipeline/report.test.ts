@@ -1,12 +1,12 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { main } from "../../pipeline/cli.ts";
 import { aggregateResults, gapPoints, percent } from "../../pipeline/report/aggregate.ts";
 import { loadReports, loadSessions } from "../../pipeline/report/command.ts";
 import { renderCsv, renderMarkdown, renderSvg } from "../../pipeline/report/render.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";
+import { runCli } from "../helpers/cli-in-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 /** A valid session specification: only id, focus and locality matter to the report. */
@@ -122,29 +122,18 @@ describe("the results report", () => {
     const dir = tempDir();
     const { sessions, results } = writeFixture(dir);
     const out = join(dir, "tables");
-    const stdout: string[] = [];
-    const write = process.stdout.write;
-    process.stdout.write = ((chunk: string) => (stdout.push(String(chunk)), true)) as typeof process.stdout.write;
-    let code;
-    try {
-      code = await main(["node", "switch-swe", "report", "--results", results, "--sessions", sessions, "--out", out]);
-    } finally {
-      process.stdout.write = write;
-    }
-    expect(code).toBe(0);
-    expect(stdout.join("")).toContain("| agent-b | 25.0 | 25.0 | 0.0 |");
-    const first = ["table1.md", "table1.csv", "resolution.svg"].map((f) => readFileSync(join(out, f), "utf8"));
-    process.stdout.write = (() => true) as typeof process.stdout.write;
-    try {
-      expect(await main(["node", "switch-swe", "report", "--results", results, "--sessions", sessions, "--out", out])).toBe(0);
-      // A report that cannot be read makes the exit status 1, and the tables still get written.
-      writeFileSync(join(results, "agent-a", "broken.json"), "{");
-      expect(await main(["node", "switch-swe", "report", "--results", results, "--sessions", sessions, "--out", out])).toBe(1);
-    } finally {
-      process.stdout.write = write;
-    }
+    const args = ["report", "--results", results, "--sessions", sessions, "--out", out];
+    const first = await runCli(args);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain("| agent-b | 25.0 | 25.0 | 0.0 |");
+    const files = ["table1.md", "table1.csv", "resolution.svg"].map((f) => readFileSync(join(out, f), "utf8"));
+    expect((await runCli(args)).code).toBe(0);
+    expect(["table1.md", "table1.csv", "resolution.svg"].map((f) => readFileSync(join(out, f), "utf8"))).toEqual(files);
+    // A report that cannot be read makes the exit status 1, and the tables still get written.
+    writeFileSync(join(results, "agent-a", "broken.json"), "{");
+    expect((await runCli(args)).code).toBe(1);
     expect(readFileSync(join(out, "table1.md"), "utf8")).toContain("broken.json: not JSON");
-    expect(readFileSync(join(out, "table1.csv"), "utf8")).toBe(first[1]);
-    expect(first[0]).not.toContain("broken.json");
+    expect(readFileSync(join(out, "table1.csv"), "utf8")).toBe(files[1]);
+    expect(files[0]).not.toContain("broken.json");
   });
 });
