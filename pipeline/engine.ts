@@ -5,6 +5,7 @@ import { z } from "zod";
 import { removeStaleTempFiles, writeFileAtomic } from "./atomic.ts";
 import { hashValue, sha256 } from "./canonical.ts";
 import { codeVersion } from "./code-version.ts";
+import { transientCause } from "./failures.ts";
 import { MirrorCache } from "./git.ts";
 import { createGithubClient, readToken } from "./github-client.ts";
 import type { Logger } from "./logger.ts";
@@ -30,13 +31,19 @@ export interface EngineOptions {
 
 export interface RunOptions {
   force?: boolean;
+  /**
+   * Run later stages even after a stage had transient failures. Off by default: a stage that
+   * could not do all its work must not let later stages publish a smaller benchmark over a good one.
+   */
+  keepGoing?: boolean;
   /** Run every stage, forcing this one and all after it. */
   from?: StageName;
   /** Run this stage alone, from the artifacts already in the work directory. */
   only?: StageName;
 }
 
-export type StageStatus = "ran" | "up_to_date" | "failed" | "not_built";
+/** `incomplete`: the stage ran, but some records failed for reasons that may not recur (see failures.ts). */
+export type StageStatus = "ran" | "incomplete" | "up_to_date" | "failed" | "not_built";
 
 export interface StageSummary {
   stage: StageName;
@@ -51,6 +58,8 @@ export interface StageSummary {
   seconds: number;
   /** Records whose cached result was reused inside a stage that ran. */
   reused: number;
+  /** The first few transient failures of an incomplete stage, for the summary. */
+  transient?: string[];
   error?: string;
 }
 
@@ -64,7 +73,8 @@ export class PipelineError extends Error {
 }
 
 const REJECTS = "rejects";
-const TRANSIENT: ReadonlySet<string> = new Set(["internal_error", "infrastructure_fault"]);
+/** Reasons that a stage reports through ctx.reject for failures that may not recur. */
+const TRANSIENT_REASONS: ReadonlySet<string> = new Set(["internal_error", "infrastructure_fault", "transient_failure"]);
 
 /** The stage graph, in SPEC §2 order; unknown or duplicate stages are a programming error. */
 export function orderStages(stages: StageDefinition<any>[]): StageDefinition<any>[] {
@@ -98,6 +108,7 @@ async function runStages(store: ArtifactStore, options: EngineOptions, runOption
   }
 
   let failed = false;
+  let stopped = false;
   for (const name of STAGE_ORDER) {
     const stage = stages.find((s) => s.name === name);
     if (runOptions.only && runOptions.only !== name) continue;
@@ -105,13 +116,21 @@ async function runStages(store: ArtifactStore, options: EngineOptions, runOption
       if (!runOptions.only) summaries.push(emptySummary(name, "not_built"));
       continue;
     }
-    if (failed) break;
+    if (stopped) break;
     const force = Boolean(runOptions.force) || STAGE_ORDER.indexOf(name) >= forceFromIndex;
     const started = performance.now();
     try {
       const summary = await runStage(store, options, stage, force);
       summaries.push({ ...summary, seconds: (performance.now() - started) / 1000, ...(stage.gate ? { gate: stage.gate.noun } : {}) });
+      if (summary.status === "incomplete") {
+        failed = true;
+        if (!runOptions.keepGoing) {
+          stopped = true;
+          options.log.warn(`${name}: stopping here; later stages keep the outputs of their last complete run (run again once the cause is gone, or pass --keep-going)`);
+        }
+      }
     } catch (error) {
+      stopped = true;
       failed = true;
       const message = error instanceof Error ? error.message : String(error);
       options.log.error(`${name}: ${message}`);
@@ -170,7 +189,7 @@ async function runStage(
   const log = options.log.child(stage.name);
   const config = parseStageConfig(stage, options.stageConfigs[stage.name]);
   const configHash = hashValue(Object.fromEntries(Object.entries(config as Record<string, unknown>).filter(([key]) => !stage.volatileConfig?.includes(key))));
-  const code = codeVersion(stage.version, stage.sourceFiles);
+  const code = codeVersion(stage.version, stage.module);
 
   const lock = store.readLock();
   const inputHashes: Record<string, string> = {};
@@ -198,6 +217,8 @@ async function runStage(
   }
 
   const rejects: Reject[] = [];
+  /** Rejects that may not recur: they make the stage incomplete instead of being results. */
+  const transient = new Set<Reject>();
   const published: Record<string, string> = {};
   let processed = 0;
   let reused = 0;
@@ -234,7 +255,9 @@ async function runStage(
     reject(reject) {
       // A record already counted by mapRecords (rejected after its work) is not counted twice.
       if (!seenIds.has(reject.record_id)) processed++;
-      rejects.push(Reject.parse({ ...reject, stage: stage.name }));
+      const parsed = Reject.parse({ ...reject, stage: stage.name });
+      rejects.push(parsed);
+      if (TRANSIENT_REASONS.has(parsed.reason)) transient.add(parsed);
     },
     async mapRecords<T, R>(records: readonly T[], map: MapOptions<T, R>): Promise<R[]> {
       options.progress.start(stage.name, records.length);
@@ -258,6 +281,7 @@ async function runStage(
             const outcome = await runRecord(stage.name, id, record, map);
             results[index] = outcome.results;
             recordRejects[index] = outcome.reject;
+            if (!outcome.cacheable && outcome.reject) transient.add(outcome.reject);
             if (outcome.cacheable && useCache) await store.writeRecordCache(stage.name, cacheKey, { results: outcome.results, reject: outcome.reject });
           }
           processed++;
@@ -285,7 +309,9 @@ async function runStage(
         // A record the stage built wrongly is a stage bug; it is rejected by name, the rest is written.
         const issue = parsed.error.issues[0]!;
         const id = safeKey(spec, record);
-        rejects.push({ stage: stage.name, record_id: id, reason: "internal_error", field: issue.path.join("."), message: `output ${spec.name} record ${id}: field ${issue.path.join(".") || "(root)"}: ${issue.message}` });
+        const bug: Reject = { stage: stage.name, record_id: id, reason: "internal_error", field: issue.path.join("."), message: `output ${spec.name} record ${id}: field ${issue.path.join(".") || "(root)"}: ${issue.message}` };
+        rejects.push(bug);
+        transient.add(bug);
       }
     }
     valid.sort((a, b) => compareKeys(spec.key(a), spec.key(b)));
@@ -302,14 +328,19 @@ async function runStage(
   const counts = { in: processed, out, rejected: rejects.length, by_reason: byReason };
   // Re-read the lock: an earlier stage of this same run may have written it.
   const fresh = store.readLock();
-  // Rejects that may not recur (a bug, an engine or network failure) leave the stage incomplete:
-  // its outputs are written, but the next run does it again instead of calling it up to date.
-  const incomplete = rejects.some((r) => TRANSIENT.has(r.reason));
-  if (incomplete) log.warn(`${rejects.filter((r) => TRANSIENT.has(r.reason)).length} record(s) failed for reasons that may not recur; the stage will run again next time`);
+  // Rejects that may not recur (a bug, a full disk, an engine or network failure) leave the stage
+  // incomplete: its outputs are written, but the next run does it again instead of calling it up
+  // to date, and the run stops before any later stage builds on them.
+  const incomplete = transient.size > 0;
+  const transientLines = [...transient].sort((a, b) => compareKeys(a.record_id, b.record_id)).map((r) => `${r.reason}: ${r.message}`);
+  if (incomplete) {
+    log.warn(`${transient.size} record(s) failed for reasons that may not recur; nothing of theirs is cached and the stage will run again next time:`);
+    for (const line of transientLines.slice(0, 5)) log.warn(`  ${line}`);
+  }
   fresh.stages[stage.name] = { key: incomplete ? "" : key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, counts };
   await store.writeLock(fresh);
   if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
-  return { stage: stage.name, status: "ran", ...counts, reused };
+  return { stage: stage.name, status: incomplete ? "incomplete" : "ran", ...counts, reused, ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}) };
 }
 
 interface CachedRecord<R> {
@@ -326,10 +357,13 @@ async function runRecord<T, R>(stage: StageName, id: string, record: T, map: Map
     const where = map.where?.(record) ?? {};
     if (error instanceof RecordError) {
       const reject = Reject.parse({ stage, record_id: id, reason: error.reason, message: error.message, ...where, ...error.where });
-      return { results: [], reject, cacheable: error.cacheable };
+      const partial = error.partial === undefined ? [] : [error.partial as R];
+      return { results: partial, reject, cacheable: error.cacheable };
     }
+    const cause = transientCause(error);
+    if (cause !== undefined) return { results: [], reject: { stage, record_id: id, reason: "transient_failure", message: `${id}: ${cause}`, ...where }, cacheable: false };
     const message = error instanceof Error ? error.message : String(error);
-    // Unexpected errors are not cached: they may be transient, or a bug that a fix should retry.
+    // Unexpected errors are not cached either: a bug that a fix should retry.
     return { results: [], reject: { stage, record_id: id, reason: "internal_error", message: `${id}: ${message}`, ...where }, cacheable: false };
   }
 }
@@ -402,13 +436,22 @@ export function formatSummary(summary: RunSummary): string {
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const table = rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+  // What could not be done this time, first: these stages run again next time.
+  const unfinished = summary.stages.filter((s) => s.status === "incomplete" || s.status === "failed").map((s) =>
+    s.status === "failed"
+      ? `  ${s.stage}: failed: ${s.error}`
+      : [`  ${s.stage}: records failed for reasons that may not recur (nothing of theirs was cached):`, ...(s.transient ?? []).map((t) => `    ${t}`)].join("\n"),
+  );
   // Why records left, stage by stage; a gate's verdict is always stated, rejects or not.
   const reasons = summary.stages
-    .filter((s) => s.rejected > 0 || (s.gate && (s.status === "ran" || s.status === "up_to_date")))
+    .filter((s) => s.rejected > 0 || (s.gate && (s.status === "ran" || s.status === "incomplete" || s.status === "up_to_date")))
     .map((s) => {
       const list = Object.entries(s.by_reason ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => `${reason} ${n}`).join(", ");
       return s.gate ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}` : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
     });
-  return reasons.length ? `${table}\n\nrejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}` : table;
+  const sections = [table];
+  if (unfinished.length) sections.push(`not finished (the run exits non-zero; run it again once the cause is gone):\n${unfinished.join("\n")}`);
+  if (reasons.length) sections.push(`rejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}`);
+  return sections.join("\n\n");
 }
 

@@ -2,12 +2,29 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
+import { RequestError } from "@octokit/request-error";
 import { Octokit } from "@octokit/rest";
 import { writeFileAtomic } from "./atomic.ts";
 import { canonicalJson, sha256 } from "./canonical.ts";
 import type { Logger } from "./logger.ts";
 
-const ClientWithPlugins = Octokit.plugin(throttling, retry);
+/**
+ * A 200 whose JSON body was cut short reaches octokit as a string (it falls back to the raw text).
+ * Applied before the retry plugin, this turns such a body into a 502 that the retry plugin retries
+ * like any server error, so a broken body is never returned, cached or replayed.
+ */
+function completeJsonBodies(octokit: { hook: Octokit["hook"] }): void {
+  octokit.hook.wrap("request", async (request, options) => {
+    const response = await request(options);
+    const type = String(response.headers["content-type"] ?? "");
+    if (/json/i.test(type) && (typeof response.data === "string" || response.data === undefined)) {
+      throw new RequestError(`the response body of ${options.method} ${options.url} is not complete JSON (${String(response.data ?? "").length} characters received); it may have been cut short`, 502, { request: options as never, response: response as never });
+    }
+    return response;
+  });
+}
+
+const ClientWithPlugins = Octokit.plugin(completeJsonBodies, throttling, retry);
 export type GithubClient = InstanceType<typeof ClientWithPlugins>;
 
 export interface GithubClientOptions {
@@ -79,7 +96,14 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       },
     },
     retry: { retries: options.maxRetries ?? 4, retryAfterBaseValue: unit },
-    log: { debug: () => {}, info: () => {}, warn: (m: string) => options.log.warn(redact(m, options.token)), error: (m: string) => options.log.error(redact(m, options.token)) },
+    log: {
+      debug: () => {},
+      info: () => {},
+      warn: (m: string) => options.log.warn(redact(m, options.token)),
+      // The request log calls every non-2xx answer an error; a 304 is the cache working, and a
+      // retried failure is said by the retry plugin's own warning. Only the final failure matters.
+      error: (m: string) => (/ - 304 with id /.test(m) ? undefined : options.log.debug(redact(m, options.token))),
+    },
   } as ConstructorParameters<typeof ClientWithPlugins>[0]);
 
   const pathOf = (url: string) => {
@@ -94,7 +118,7 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     if (endpoint.method !== "GET") return request(requestOptions);
     const key = sha256(`GET ${pathOf(endpoint.url)}`);
     const file = fileOf(key);
-    const cached = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as CachedResponse) : undefined;
+    const cached = readCached(file);
     const base = options.baseUrl.replace(/\/$/, "");
     const replay = (c: CachedResponse) => ({ status: 200, url: endpoint.url, headers: { ...(c.etag ? { etag: c.etag } : {}), ...(c.link ? { link: c.link.replaceAll("<{base}", `<${base}`) } : {}) }, data: c.data });
     if (options.offline) {
@@ -113,6 +137,7 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     }
     try {
       const response = await request(requestOptions);
+      if (!isJsonDocument(response.data)) throw new RequestError(`the response body of GET ${pathOf(endpoint.url)} is not a JSON document; not cached`, 502, { request: requestOptions as never, response: response as never });
       const link = response.headers.link?.split(base).join("{base}");
       // Links name the server; stored without it so a recording replays against any base URL.
       const entry: CachedResponse = { key: `GET ${pathOf(endpoint.url)}`, status: response.status, etag: response.headers.etag, link, data: response.data };
@@ -128,6 +153,25 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     }
   });
   return { octokit, counts };
+}
+
+/** Every GitHub API answer the miner reads is a JSON object or array. */
+function isJsonDocument(data: unknown): boolean {
+  return data !== null && typeof data === "object" && !(data instanceof ArrayBuffer);
+}
+
+/**
+ * A cache entry, if it is whole: an unreadable file or one holding a broken body (written by an
+ * older version) is treated as absent, so the next request is unconditional and replaces it.
+ */
+function readCached(file: string): CachedResponse | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const entry = JSON.parse(readFileSync(file, "utf8")) as CachedResponse;
+    return isJsonDocument(entry.data) ? entry : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function readToken(env: NodeJS.ProcessEnv, tokenFile?: string): string | undefined {

@@ -34,6 +34,11 @@ export class RecordError extends Error {
     readonly where: { field?: string; file?: string; line?: number } = {},
     /** False for rejects that may not recur (an infrastructure fault): recorded, but retried next run. */
     readonly cacheable = true,
+    /**
+     * What the record still produced although it is rejected (an audit record, a validation
+     * report): returned by mapRecords and cached with the reject, so nothing is kept on the side.
+     */
+    readonly partial?: unknown,
   ) {
     super(message);
     this.name = "RecordError";
@@ -76,6 +81,9 @@ export interface StageContext<C> {
   /**
    * Runs `work` on each record independently: a record that throws becomes a reject and the
    * others go on. Results are cached per record, so an unchanged record does no work again.
+   * Everything a record produces must come back through this return value (a record rejected
+   * with a RecordError's `partial` included): a cached record's work never runs, so anything
+   * a work function collects on the side would be lost on a partly warm run.
    */
   mapRecords<T, R>(records: readonly T[], options: MapOptions<T, R>): Promise<R[]>;
   /** A directory of the stage's own under the work directory (environments, scratch space). */
@@ -98,8 +106,11 @@ export interface StageDefinition<C = unknown> {
   example: string;
   /** Bump when the stage's behaviour changes in a way its source hash would not show. */
   version: string;
-  /** Files whose content identifies the stage's code; their hash joins the cache key. */
-  sourceFiles?: string[];
+  /**
+   * The module that defines the stage (`import.meta.url`). Its code identity, which joins the
+   * cache key, is every file this module reaches through imports (see code-version.ts).
+   */
+  module: string;
   configSchema: z.ZodType<C>;
   /** Config keys that change how fast the stage runs, not what it produces; kept out of the cache key. */
   volatileConfig?: string[];

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { assertNotKilled, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
@@ -26,6 +26,22 @@ export interface DockerLimits {
 }
 
 export const DEFAULT_LIMITS: DockerLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512, cpus: 1 };
+
+/**
+ * The text of a container's log as Docker sends it: stdout and stderr multiplexed in frames, each
+ * behind an 8-byte header (stream, 0, 0, 0, length as 4 bytes), which must not leak into messages.
+ */
+export function demultiplex(raw: Buffer): string {
+  const chunks: Buffer[] = [];
+  let offset = 0;
+  while (offset + 8 <= raw.length && raw[offset]! <= 2 && raw[offset + 1] === 0 && raw[offset + 2] === 0 && raw[offset + 3] === 0) {
+    const length = raw.readUInt32BE(offset + 4);
+    chunks.push(raw.subarray(offset + 8, offset + 8 + length));
+    offset += 8 + length;
+  }
+  // A TTY log (or anything else) has no frames: taken as it is.
+  return (offset === 0 ? raw : Buffer.concat(chunks)).toString("utf8");
+}
 
 /**
  * An engine failure is an infrastructure fault (retried); a 4xx answer means we sent a bad
@@ -103,8 +119,8 @@ export class DockerExecutor implements Executor {
       await container.start();
       const result = (await container.wait()) as { StatusCode: number };
       if (result.StatusCode !== 0) {
-        const logs = (await container.logs({ stdout: true, stderr: true, tail: 20 })).toString("utf8");
-        throw new BuildFailed(`building the environment of ${env.repo} failed (exit ${result.StatusCode}): ${logs.replace(/[\x00-\x08]/g, "").trim().split("\n").slice(-5).join(" | ")}`);
+        const logs = demultiplex(await container.logs({ stdout: true, stderr: true, tail: 200 }));
+        buildFailure(`building the environment of ${env.repo} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143);
       }
       await container.commit({ repo: ENV_REPOSITORY, tag: tag.split(":")[1], changes: [`LABEL ${LABEL}=${env.key}`, `LABEL org.switch-swe.repo=${env.repo}`, "ENV PATH=/env/bin:/usr/local/bin:/usr/bin:/bin"] });
       this.built.push(env.key);
@@ -164,7 +180,8 @@ export class DockerExecutor implements Executor {
       }
       const state = (await container.inspect().catch((error) => { throw engineFault(error, "inspecting a test container"); })).State;
       if (state.OOMKilled) throw new InfrastructureFault(`the test container ran out of memory (${this.limits.memoryBytes} bytes)`);
-      const logs = (await container.logs({ stdout: true, stderr: true, tail: 200 }).catch(() => Buffer.from(""))).toString("utf8").replace(/[\x00-\x08]/g, "");
+      if (!timedOut && !request.guarded) assertNotKilled(exitCode);
+      const logs = demultiplex(await container.logs({ stdout: true, stderr: true, tail: 200 }).catch(() => Buffer.from("")));
       const junit = join(results, "report.xml");
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
       const guard = join(results, GUARD_REPORT_NAME);

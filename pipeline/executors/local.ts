@@ -1,13 +1,16 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Logger } from "../logger.ts";
-import { BuildFailed, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { assertNotKilled, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
 interface Completed {
+  /** The exit status; 128 + the signal's number when a signal ended the process, as a shell says. */
   code: number;
+  /** The signal that ended the process, if one did. */
+  signal?: string;
   timedOut: boolean;
   output: string;
   seconds: number;
@@ -37,7 +40,7 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
       clearTimeout(timer);
       reject(error);
     });
-    child.on("close", (code) => {
+    child.on("close", (code, signal) => {
       clearTimeout(timer);
       // whatever the test run left behind in its group goes too
       try {
@@ -45,7 +48,8 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
       } catch {
         // nothing left
       }
-      resolve({ code: code ?? -1, timedOut, output, seconds: (performance.now() - started) / 1000 });
+      const status = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : -1);
+      resolve({ code: status, ...(signal ? { signal } : {}), timedOut, output, seconds: (performance.now() - started) / 1000 });
     });
     child.stdin.end(options.input ?? "");
   });
@@ -89,7 +93,7 @@ export class LocalExecutor implements Executor {
     const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
     const step = async (args: string[], what: string) => {
       const result = await runProcess(args[0]!, args.slice(1), { cwd: this.root, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds });
-      if (result.code !== 0 || result.timedOut) throw new BuildFailed(`${what} failed for ${env.repo}${result.timedOut ? " (timed out)" : ""}: ${result.output.trim().split("\n").slice(-5).join(" | ")}`);
+      if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed for ${env.repo}`, result.output, result.timedOut || Boolean(result.signal));
     };
     try {
       await this.buildInto(partial, interpreter, env, step);
@@ -134,7 +138,9 @@ export class LocalExecutor implements Executor {
         timeoutSeconds: request.timeoutSeconds,
         input: script,
       });
-      const junitXml = existsSync(junit) ? await readFile(junit, "utf8") : undefined;
+      if (!done.timedOut && !request.guarded) assertNotKilled(done.code, done.signal ? `signal ${done.signal}` : undefined);
+      // A timed-out run's files are never read: whatever they say was not finished.
+      const junitXml = !done.timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
       const guard = join(results, GUARD_REPORT_NAME);
       const guardJson = request.guarded && !done.timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
       return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output.slice(-4000), ...(guardJson ? { guardJson } : {}) };

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { outputLooksTransient, TransientFailure } from "../failures.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 
 /** An environment to run a repository's tests in: one per (repository, recipe, as-of date). */
@@ -41,8 +42,13 @@ export interface TestRunResult {
 }
 
 /** The machinery failed (engine down, image build broken, OOM kill): retried, never blamed on the task. */
-export class InfrastructureFault extends Error {
+export class InfrastructureFault extends TransientFailure {
   override name = "InfrastructureFault";
+}
+
+/** A test run exceeded its timeout. For qualification that is the machine's moment, not the task's. */
+export class RunTimedOut extends TransientFailure {
+  override name = "RunTimedOut";
 }
 
 /** The environment cannot be built from its recipe (a dependency that does not exist, say): the task's fault. */
@@ -108,6 +114,27 @@ export function buildNetworkSettings(env: NodeJS.ProcessEnv = process.env): { va
   for (const key of BUILD_PASSTHROUGH) if (env[key]) vars[key] = env[key]!;
   const caBundle = CA_CANDIDATES.map((k) => env[k]).find((v): v is string => Boolean(v)) ?? (existsSync("/etc/ssl/certs/ca-certificates.crt") ? "/etc/ssl/certs/ca-certificates.crt" : undefined);
   return { vars, caBundle };
+}
+
+/**
+ * Throws the right error for a failed environment build: transient (a full disk, an unreachable
+ * index, a killed or timed-out step: retried, never cached) or BuildFailed (the recipe cannot be
+ * built: a property of the recipe, remembered).
+ */
+export function buildFailure(what: string, output: string, interrupted: boolean): never {
+  const tail = output.trim().split("\n").slice(-5).join(" | ");
+  if (interrupted || outputLooksTransient(output)) throw new InfrastructureFault(`${what} for a reason that may not recur${interrupted ? " (interrupted or timed out)" : ""}: ${tail}`);
+  throw new BuildFailed(`${what}: ${tail}`);
+}
+
+/**
+ * An unguarded test run that ends by SIGKILL or SIGTERM (exit 137 / 143) without our timeout was
+ * killed from outside (an operator, the OOM killer, an engine restart): an infrastructure fault,
+ * never "every test absent". Guarded runs (the verifier) are not judged this way: there the
+ * submission's own code could kill the run to have it called an infrastructure fault.
+ */
+export function assertNotKilled(exitCode: number, signal?: string): void {
+  if (exitCode === 137 || exitCode === 143) throw new InfrastructureFault(`the test run was killed from outside (exit ${exitCode}${signal ? `, ${signal}` : ""}) before it finished`);
 }
 
 /**

@@ -56,6 +56,7 @@ export const RejectReason = z.enum([
   // qualify
   "build_failed",
   "timeout",
+  "run_failed",
   "no_fail_to_pass",
   "no_pass_to_pass",
   "regression",
@@ -69,6 +70,8 @@ export const RejectReason = z.enum([
   "not_enough_interruptions",
   "validation_failed",
   "oracle_failed",
+  // transient: a full disk, an unreachable server, a killed process; never cached, retried next run
+  "transient_failure",
   // the engine's catch-all for a bug in a stage; never cached, so a fixed stage retries it
   "internal_error",
 ]);

@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
 import { z } from "zod";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
@@ -36,7 +35,7 @@ export const auditStage = defineStage({
   summary: "link every FAIL_TO_PASS test to the request that justifies it; flag the rest; apply auditors' decisions; write the report",
   example: "switch-swe audit --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: AuditConfig,
   inputs: [{ stage: "reconstruct", name: "tasks" }],
   outputs: [
@@ -53,23 +52,24 @@ export const auditStage = defineStage({
     }
     const decisions = new Map(parsed.data.decisions.map((d) => [d.task, d]));
     const tasks = ctx.input<Task>({ stage: "reconstruct", name: "tasks" });
-    const records: AuditRecord[] = [];
-    const passed = await ctx.mapRecords(tasks, {
+    const results = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
       cache: false,
-      work: (task) => {
+      work: (task): { record: AuditRecord; task?: Task } => {
         const decision = decisions.get(task.id);
         const { links, flags } = alignTask(task, decision?.contracts);
-        records.push(AuditRecord.parse({ task_id: task.id, links, flags, ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}) }));
-        if (decision?.verdict === "exclude") throw new RecordError("audit_excluded", `${task.id}: excluded by ${decision.auditor}: ${decision.reason}`, { file: file.path });
+        const record = AuditRecord.parse({ task_id: task.id, links, flags, ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}) });
+        // An excluded task keeps its audit record: the report shows why it left.
+        if (decision?.verdict === "exclude") throw new RecordError("audit_excluded", `${task.id}: excluded by ${decision.auditor}: ${decision.reason}`, { file: file.path }, true, { record });
         const unjustified = flags.filter((f) => f.flag === "unjustified_test");
         if (unjustified.length && decision?.verdict !== "approve") {
-          throw new RecordError("unjustified_test", `${task.id}: ${unjustified.length} fail-to-pass test(s) no request justifies: ${unjustified.map((f) => f.subject).join(", ")}; approve with a public contract in ${file.path}, or curate the requests`, { field: "verifier.fail_to_pass" });
+          throw new RecordError("unjustified_test", `${task.id}: ${unjustified.length} fail-to-pass test(s) no request justifies: ${unjustified.map((f) => f.subject).join(", ")}; approve with a public contract in ${file.path}, or curate the requests`, { field: "verifier.fail_to_pass" }, true, { record });
         }
-        return task;
+        return { record, task };
       },
     });
-    records.sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
+    const records = results.map((r) => r.record).sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
+    const passed = results.flatMap((r) => (r.task ? [r.task] : []));
     const byId = new Map(tasks.map((t) => [t.id, t]));
     await ctx.publish(`${ctx.config.report_dir}/alignment.csv`, alignmentCsv(records, byId));
     await ctx.publish(`${ctx.config.report_dir}/index.html`, htmlReport(records, byId));

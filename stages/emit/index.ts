@@ -1,5 +1,4 @@
 import { stringify } from "csv-stringify/sync";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { canonicalJson } from "../../pipeline/canonical.ts";
 import { renderSchemaFiles } from "../../pipeline/schema-export.ts";
@@ -28,7 +27,7 @@ export const emitStage = defineStage({
   summary: "write the manifest, session specifications, CSV tables, profile and JSON Schemas; held-out assets apart",
   example: "switch-swe emit --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: EmitConfig,
   inputs: [
     { stage: "validate", name: "sessions" },

@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { LocalityPair } from "../../pipeline/schemas/locality.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
@@ -14,7 +13,7 @@ export const localityStage = defineStage({
   summary: "classify every same-repository pair of tasks as near, far or ineligible",
   example: "switch-swe locality --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: LocalityConfig,
   // The pool is what qualify, reconstruct, audit and the oracle kept.
   inputs: [{ stage: "oracle", name: "tasks" }],

@@ -1,10 +1,10 @@
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { cloneSourceOf, loadProfiles } from "../../pipeline/profiles.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
 import { redact } from "../../pipeline/github-client.ts";
+import { transientCause, TransientFailure } from "../../pipeline/failures.ts";
 import { isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";
 import { importSwebench } from "./swebench.ts";
 
@@ -35,7 +35,7 @@ export const mineStage = defineStage({
   summary: "collect candidates from SWE-bench-family record files and from merged pull requests on GitHub",
   example: "switch-swe mine --config data/demo/pipeline.yaml   |   GITHUB_TOKEN=... switch-swe mine --config mine.yaml --offline",
   version: "2",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: MineConfig,
   inputs: [],
   outputs: [{ name: "candidates", schema: Candidate, key: (c: Candidate) => c.id }],
@@ -70,7 +70,8 @@ export const mineStage = defineStage({
         try {
           pulls.push(...(await listMergedPulls(octokit, target)));
         } catch (error) {
-          const reason = isNotFound(error) ? "not_found" : "internal_error";
+          // A repository that does not exist is a result; an unreachable or failing API is not.
+          const reason = isNotFound(error) ? "not_found" : transientCause(error) !== undefined ? "transient_failure" : "internal_error";
           ctx.reject({ record_id: target.repo, reason, message: redact(`${target.repo}: could not list pull requests: ${(error as Error).message}`, token), field: "repo" });
         }
       }
@@ -83,8 +84,10 @@ export const mineStage = defineStage({
             return await minePull({ octokit, mirrors: ctx.mirrors, cloneSource }, pull);
           } catch (error) {
             if (error instanceof RecordError) throw error;
-            // Anything else (exhausted retries, a broken recording) must not leak the token.
-            throw new Error(redact((error as Error).message, token));
+            // Anything else (exhausted retries, a broken recording) must not leak the token, and
+            // keeps its kind: an unreachable API is transient, not a bug.
+            const message = redact((error as Error).message, token);
+            throw transientCause(error) !== undefined ? new TransientFailure(message) : new Error(message);
           }
         },
       });

@@ -1,6 +1,5 @@
 import { mkdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
 import type { Logger } from "../../pipeline/logger.ts";
@@ -90,7 +89,7 @@ export const oracleStage = defineStage({
   summary: "prove every task solvable under the verifier: the reference patch resolves in every run, the empty patch in none",
   example: "switch-swe oracle --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url)), fileURLToPath(new URL("../../pipeline/verifier/", import.meta.url)), fileURLToPath(new URL("../../pipeline/executors/", import.meta.url))],
+  module: import.meta.url,
   configSchema: OracleConfig,
   volatileConfig: ["jobs", "infrastructure_backoff_seconds"],
   gate: { noun: "task(s)" },

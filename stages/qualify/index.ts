@@ -1,7 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../../pipeline/logger.ts";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { createExecutor } from "../../pipeline/executors/index.ts";
 import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
@@ -53,7 +52,7 @@ export const qualifyStage = defineStage({
   summary: "run the tests before and after the reference fix, several times; derive stable FAIL_TO_PASS / PASS_TO_PASS",
   example: "switch-swe qualify --config data/demo/pipeline.yaml   |   switch-swe qualify --task split.json --executor docker --runs 3 --json",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url)), fileURLToPath(new URL("../../pipeline/executors/", import.meta.url))],
+  module: import.meta.url,
   configSchema: QualifyConfig,
   volatileConfig: ["jobs", "infrastructure_backoff_seconds"],
   inputs: [

@@ -2,7 +2,8 @@ import { parseJunitReport } from "../../pipeline/junit.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import type { ChangedFile } from "../../pipeline/schemas/split.ts";
-import { BuildFailed, InfrastructureFault, type EnvironmentSpec, type Executor } from "../../pipeline/executors/types.ts";
+import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor } from "../../pipeline/executors/types.ts";
+import { TransientFailure } from "../../pipeline/failures.ts";
 import { RecordError } from "../../pipeline/stage.ts";
 import { freshCheckout, PatchDoesNotApply } from "./checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
@@ -22,20 +23,21 @@ export function designatedTestFiles(files: ChangedFile[]): string[] {
 export const DEFAULT_INFRASTRUCTURE_BACKOFF_MS = [15_000, 30_000];
 
 /**
- * Runs `attempt`, re-running it after an infrastructure fault at most twice, after a pause each
- * time; says how many re-runs it took.
+ * Runs `attempt`, re-running it after a transient failure (an engine fault, a killed run, a full
+ * disk met by a build, a timeout) at most twice, after a pause each time; says how many re-runs it
+ * took. When it persists, the reject is not cacheable: the next run tries again.
  */
 export async function withInfrastructureRetries<T>(what: string, log: Logger, attempt: () => Promise<T>, backoffMs: readonly number[] = DEFAULT_INFRASTRUCTURE_BACKOFF_MS): Promise<{ value: T; retries: number }> {
   for (let retries = 0; ; retries++) {
     try {
       return { value: await attempt(), retries };
     } catch (error) {
-      if (!(error instanceof InfrastructureFault)) throw error;
+      if (!(error instanceof TransientFailure)) throw error;
       if (retries === MAX_INFRASTRUCTURE_RETRIES) {
-        throw new RecordError("infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`, {}, false);
+        throw new RecordError(error instanceof RunTimedOut ? "timeout" : "infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`, {}, false);
       }
       const pause = backoffMs[retries] ?? backoffMs.at(-1) ?? 0;
-      log.warn(`${what}: infrastructure fault, retrying in ${pause / 1000}s (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);
+      log.warn(`${what}: ${error instanceof RunTimedOut ? "timed out" : "infrastructure fault"}, retrying in ${pause / 1000}s (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
@@ -88,18 +90,23 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
     }
     try {
       for (let run = 0; run < input.runs; run++) {
-        const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, () =>
-          executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds }),
-          input.infrastructureBackoffMs,
-        );
-        const parsed = result.junitXml ? parseJunitReport(result.junitXml) : { results: [], sessionSeconds: 0 };
+        const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, async () => {
+          const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds });
+          // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
+          // is run again, and never read as outcomes.
+          if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
+          return result;
+        }, input.infrastructureBackoffMs);
+        if (!result.junitXml) {
+          throw new RecordError("run_failed", `${input.id}: ${state} run ${run + 1} wrote no JUnit report (exit ${result.exitCode}), so it has no test outcomes to read: ${result.outputTail.trim().split("\n").slice(-5).join(" | ")}`, { field: "environment" });
+        }
+        const parsed = parseJunitReport(result.junitXml);
         const report = parsed.results;
-        if (!result.junitXml && !result.timedOut) log.warn(`${input.id}: ${state} run ${run + 1} wrote no JUnit report (exit ${result.exitCode}): ${result.outputTail.trim().split("\n").slice(-3).join(" | ")}`);
         runs.push({
           state,
           run,
           outcomes: Object.fromEntries(report.map((r) => [r.nodeId, r.status])),
-          timed_out: result.timedOut,
+          timed_out: false,
           infrastructure_retries: retries,
           pytestSeconds: parsed.sessionSeconds,
           wallSeconds: result.wallSeconds,
@@ -109,15 +116,10 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
       await checkout.dispose();
     }
   }
-  for (const state of ["before", "after"] as const) {
-    if (runs.filter((r) => r.state === state).every((r) => r.timed_out)) {
-      throw new RecordError("timeout", `${input.id}: every ${state} run exceeded ${input.env.recipe.test_timeout_seconds}s`, { field: "environment.test_timeout_seconds" });
-    }
-  }
-  // Every run lists every designated test: a test it did not report was absent, or cut off by the timeout.
+  // Every run lists every designated test: a test it did not report was absent.
   const designated = [...new Set(runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
   for (const r of runs) {
-    for (const test of designated) r.outcomes[test] ??= r.timed_out ? "timeout" : "absent";
+    for (const test of designated) r.outcomes[test] ??= "absent";
     r.outcomes = Object.fromEntries(Object.entries(r.outcomes).sort(([a], [b]) => (a < b ? -1 : 1)));
   }
   const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);

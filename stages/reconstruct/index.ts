@@ -1,5 +1,4 @@
 import { basename } from "node:path";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { recipeFor } from "../../pipeline/executors/environment.ts";
 import { PYTEST_OPTIONS } from "../../pipeline/executors/types.ts";
@@ -26,7 +25,7 @@ export const reconstructStage = defineStage({
   summary: "build each task's ordered, cumulative requests with provenance, applying reviewed curation",
   example: "switch-swe reconstruct --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: ReconstructConfig,
   inputs: [
     { stage: "mine", name: "candidates" },
@@ -45,8 +44,7 @@ export const reconstructStage = defineStage({
     const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
     const splits = new Map(ctx.input<SplitChange>({ stage: "split", name: "splits" }).map((s) => [s.task_id, s]));
     const kept = ctx.input<QualificationRecord>({ stage: "qualify", name: "qualifications" }).filter((q) => q.kept);
-    const comments: CommentClassRecord[] = [];
-    const tasks = await ctx.mapRecords(kept, {
+    const results = await ctx.mapRecords(kept, {
       id: (q) => q.task_id,
       dependsOn: (q) => ({ candidate: candidates.get(q.task_id), split: splits.get(q.task_id), curation: curations.get(q.task_id)?.text ?? null, profile: profiles.get(splits.get(q.task_id)?.repo ?? "")?.sha256 ?? null }),
       work: (q) => {
@@ -66,8 +64,8 @@ export const reconstructStage = defineStage({
           }
         }
         if (!requests.length) throw new RecordError("too_few_stages", `${q.task_id}: no request could be reconstructed`);
-        comments.push(...result.comments.map((c) => CommentClassRecord.parse(c)));
-        return Task.parse({
+        const comments = result.comments.map((c) => CommentClassRecord.parse(c));
+        const task = Task.parse({
           id: q.task_id,
           snapshot: { repo: split.repo, base_commit: split.base_commit, environment: recipeFor(loaded.profile, { id: q.task_id, version: candidate.version }) },
           requests,
@@ -82,8 +80,9 @@ export const reconstructStage = defineStage({
           focus_candidate: requests.length >= 2,
           curated: Boolean(curation),
         });
+        return { task, comments };
       },
     });
-    return { tasks, comments };
+    return { tasks: results.map((r) => r.task), comments: results.flatMap((r) => r.comments) };
   },
 });

@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { SelectedSession } from "../../pipeline/schemas/selection.ts";
 import { SessionSpec, type ScheduledRequest } from "../../pipeline/schemas/session.ts";
@@ -22,7 +21,7 @@ export const scheduleStage = defineStage({
   summary: "build the control and switched schedules of every session, with role-neutral checkouts",
   example: "switch-swe schedule --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: ScheduleConfig,
   usesSeed: true,
   inputs: [

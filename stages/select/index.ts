@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { SelectedSession } from "../../pipeline/schemas/selection.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
@@ -19,7 +18,7 @@ export const selectStage = defineStage({
   summary: "choose focus tasks (near and far) and their same-repository interruptions, with seeded draws",
   example: "switch-swe select --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: SelectConfig,
   usesSeed: true,
   inputs: [{ stage: "oracle", name: "tasks" }],

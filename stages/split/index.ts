@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
 import { applyCheck } from "../../pipeline/git.ts";
@@ -25,7 +24,7 @@ export const splitStage = defineStage({
   summary: "classify changed files and split each reference change into implementation and test patches",
   example: "switch-swe split --config data/demo/pipeline.yaml   |   switch-swe split --diff change.diff --profile data/repos/o__n.json --json",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: SplitConfig,
   inputs: [{ stage: "mine", name: "candidates" }],
   outputs: [{ name: "splits", schema: SplitChange, key: (s: SplitChange) => s.task_id }],

@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
@@ -25,7 +24,7 @@ export const validateStage = defineStage({
   summary: "check every session pair's invariants; only sessions that pass all of them go on",
   example: "switch-swe validate --config data/demo/pipeline.yaml",
   version: "1",
-  sourceFiles: [fileURLToPath(new URL(".", import.meta.url))],
+  module: import.meta.url,
   configSchema: ValidateConfig,
   inputs: [
     { stage: "schedule", name: "sessions" },
@@ -38,18 +37,17 @@ export const validateStage = defineStage({
   async run(ctx) {
     const tasks = new Map(ctx.input<Task>({ stage: "oracle", name: "tasks" }).map((t) => [t.id, { id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length }]));
     const specs = ctx.input<SessionSpec>({ stage: "schedule", name: "sessions" });
-    const reports: ValidationReport[] = [];
-    const valid = await ctx.mapRecords(specs, {
+    const results = await ctx.mapRecords(specs, {
       id: (s) => s.session_id,
       cache: false,
-      work: (spec) => {
+      work: (spec): { report: ValidationReport; spec?: SessionSpec } => {
         const checks = validateSession(spec, tasks, ctx.config.checkouts, ctx.config.interruptions);
         const failed = checks.filter((c) => !c.passed);
-        reports.push({ session_id: spec.session_id, passed: !failed.length, checks });
-        if (failed.length) throw new RecordError("validation_failed", `${spec.session_id}: ${failed.map((c) => `${c.check}: ${c.detail}`).join("; ")}`);
-        return spec;
+        const report = { session_id: spec.session_id, passed: !failed.length, checks };
+        if (failed.length) throw new RecordError("validation_failed", `${spec.session_id}: ${failed.map((c) => `${c.check}: ${c.detail}`).join("; ")}`, {}, true, { report });
+        return { report, spec };
       },
     });
-    return { sessions: valid, reports };
+    return { sessions: results.flatMap((r) => (r.spec ? [r.spec] : [])), reports: results.map((r) => r.report) };
   },
 });

@@ -1,0 +1,53 @@
+/**
+ * Every failure is one of two kinds, decided where it happens:
+ *
+ * - deterministic: a property of the input (a patch that does not apply, a requirement that does
+ *   not exist on PyPI). Recorded as a reject and cached like any result.
+ * - transient: a property of the moment (a full disk, an unreachable server, an engine restart,
+ *   a killed process, a timeout, a truncated response). Never cached, never read as a result;
+ *   the stage that met it is incomplete, later stages keep what they had, and the run exits
+ *   non-zero naming it.
+ */
+export class TransientFailure extends Error {
+  override name = "TransientFailure";
+}
+
+/** errno codes that describe the machine or the network, never the input. */
+const TRANSIENT_CODES = new Set([
+  "ENOSPC", "EDQUOT", "EIO", "EMFILE", "ENFILE", "ENOMEM", "EROFS",
+  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "ENOTFOUND", "ENETUNREACH", "EHOSTUNREACH", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** Words tools print for the same conditions (pip, uv, git, apt, Python's OSError). */
+const TRANSIENT_TEXT = /No space left on device|Disk quota exceeded|\[Errno 28\]|ENOSPC|Connection refused|Connection reset by peer|Temporary failure in name resolution|Could not resolve host|Network is unreachable|Failed to establish a new connection|Read timed out|connection timed out|error sending request for url|failed to fetch|Could not connect to/i;
+
+/** The error and the errors it wraps (`cause`), outermost first. */
+function chain(error: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e: unknown = error; e && out.length < 8; e = (e as { cause?: unknown }).cause) out.push(e);
+  return out;
+}
+
+/**
+ * Why `error` is transient, in a few words, or undefined when it is not known to be. An error
+ * that is neither known transient nor a deliberate reject is a bug; the engine does not cache
+ * it either.
+ */
+export function transientCause(error: unknown): string | undefined {
+  for (const e of chain(error)) {
+    if (e instanceof TransientFailure) return e.message;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && TRANSIENT_CODES.has(code)) return `${code}: ${(e as Error).message ?? code}`;
+    // An HTTP client's answer: 5xx and 429 are the server's moment, not our input.
+    const status = (e as { status?: unknown }).status;
+    if (typeof status === "number" && (status >= 500 || status === 429)) return `HTTP ${status}: ${(e as Error).message}`;
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === "string" && TRANSIENT_TEXT.test(message)) return message;
+  }
+  return undefined;
+}
+
+/** True when a tool's output says it failed for a transient reason (see TRANSIENT_TEXT). */
+export function outputLooksTransient(output: string): boolean {
+  return TRANSIENT_TEXT.test(output);
+}
