@@ -32,6 +32,7 @@ function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = 
           calls.mine.push(id!);
           if (raw === "bad") throw new RecordError("invalid_field", `record ${id}: field value: not a number`, { field: "value" });
           if (raw === "boom") throw new Error("unexpected");
+          if (raw === "full") throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
           return { id: id!, value: Number(raw) };
         },
       });
@@ -172,16 +173,34 @@ describe("engine cache", () => {
 
 describe("per-record isolation", () => {
   it("records a bad record as a reject with reason and field, and goes on with the rest", async () => {
-    const t = setup(["a=1", "b=bad", "c=boom", "d=4"]);
+    const t = setup(["a=1", "b=bad", "d=4"]);
     const summary = await runPipeline(t.options());
     expect(summary.ok).toBe(true);
     expect(t.read("mine", "items").map((i) => i.id)).toEqual(["a", "d"]);
-    const rejects = t.read("mine", "rejects");
-    expect(rejects).toEqual([
-      { stage: "mine", record_id: "b", reason: "invalid_field", field: "value", message: "record b: field value: not a number" },
-      { stage: "mine", record_id: "c", reason: "internal_error", message: "c: unexpected" },
-    ]);
-    expect(summary.stages.find((s) => s.stage === "mine")).toMatchObject({ in: 4, out: 2, rejected: 2 });
+    expect(t.read("mine", "rejects")).toEqual([{ stage: "mine", record_id: "b", reason: "invalid_field", field: "value", message: "record b: field value: not a number" }]);
+    expect(summary.stages.find((s) => s.stage === "mine")).toMatchObject({ status: "ran", in: 3, out: 2, rejected: 1 });
+    expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a", "d"]);
+  });
+
+  it("a transient failure or a bug is not a result: the stage is incomplete, later stages keep their outputs, the run fails", async () => {
+    const t = setup(["a=1", "d=4"]);
+    await runPipeline(t.options());
+    writeFileSync(join(t.dir, "input.txt"), "a=1\nc=boom\nf=full\n");
+    const summary = await runPipeline(t.options());
+    expect(summary.ok).toBe(false);
+    const mine = summary.stages.find((s) => s.stage === "mine")!;
+    expect(mine).toMatchObject({ status: "incomplete", rejected: 2 });
+    expect(mine.transient).toEqual(["internal_error: c: unexpected", "transient_failure: f: ENOSPC: ENOSPC: no space left on device, write"]);
+    // split did not run over the smaller input: its output is the last complete run's.
+    expect(summary.stages.find((s) => s.stage === "split")).toBeUndefined();
+    expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a", "d"]);
+    expect(formatSummary(summary)).toMatch(/not finished \(the run exits non-zero[^\n]*\n  mine: records failed for reasons that may not recur[^\n]*\n    internal_error: c: unexpected\n    transient_failure: f: ENOSPC/);
+
+    // --keep-going lets later stages run all the same; the run still fails.
+    const going = await runPipeline(t.options(), { keepGoing: true });
+    expect(going.ok).toBe(false);
+    expect(going.stages.find((s) => s.stage === "split")!.status).toBe("ran");
+    expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a"]);
   });
 
   it("retries an unexpected error on the next run but keeps a deterministic reject cached", async () => {
@@ -197,7 +216,7 @@ describe("per-record isolation", () => {
     const t = setup(["a=1", "c=boom"]);
     await runPipeline(t.options());
     const again = await runPipeline(t.options());
-    expect(again.stages.find((s) => s.stage === "mine")!.status).toBe("ran");
+    expect(again.stages.find((s) => s.stage === "mine")!.status).toBe("incomplete");
     expect(t.calls.mine).toEqual(["a", "c", "c"]);
     writeFileSync(join(t.dir, "input.txt"), "a=1\n");
     await runPipeline(t.options());
@@ -232,5 +251,37 @@ describe("the run summary", () => {
       ],
     });
     expect(text.split("rejects by reason:\n")[1]).toBe("  split: 3 rejected (no_source_changes 2, no_test_changes 1)\n  oracle: 0 of 2 task(s) rejected");
+  });
+});
+
+describe("a stage's code identity", () => {
+  it("is its import graph: editing a module the stage imports runs the stage again", async () => {
+    const t = setup(["a=1"]);
+    const code = join(t.dir, "code");
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(join(code, "shared"), { recursive: true });
+    writeFileSync(join(code, "stage.ts"), 'import { helper } from "./shared/helper.ts";\nexport const x = helper;\n');
+    writeFileSync(join(code, "shared", "helper.ts"), 'export { deep } from "./deep.ts";\nexport const helper = 1;\n');
+    writeFileSync(join(code, "shared", "deep.ts"), "export const deep = 1;\n");
+    const options = () => {
+      const o = t.options();
+      o.stages = o.stages.map((s) => (s.name === "split" ? { ...s, module: join(code, "stage.ts") } : s));
+      return o;
+    };
+    await runPipeline(options());
+    expect((await runPipeline(options())).stages.find((s) => s.stage === "split")!.status).toBe("up_to_date");
+    writeFileSync(join(code, "shared", "deep.ts"), "export const deep = 2; // changed behaviour, two imports away\n");
+    const after = await runPipeline(options());
+    expect(after.stages.find((s) => s.stage === "split")!.status).toBe("ran");
+    expect(after.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
+  });
+
+  it("covers what the real stages use from elsewhere", async () => {
+    const { importGraph } = await import("../../pipeline/code-version.ts");
+    const { BUILT_STAGES } = await import("../../stages/index.ts");
+    const graph = (name: string) => importGraph(BUILT_STAGES.find((s) => s.name === name)!.module).map((p) => p.replace(/^.*?\/(pipeline|stages)\//, "$1/"));
+    // schedule writes the finalization text into every session; the oracle runs qualify's and split's code and the verifier's runner.
+    expect(graph("schedule")).toContain("stages/reconstruct/reconstruct.ts");
+    expect(graph("oracle")).toEqual(expect.arrayContaining(["stages/qualify/run.ts", "stages/split/classify.ts", "pipeline/junit.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
   });
 });
