@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import { readdirSync, renameSync, rmSync } from "node:fs";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
@@ -43,19 +43,6 @@ export async function writeFileAtomic(path: string, data: string | Buffer | Iter
   await fsyncDirectory(dirname(path));
 }
 
-/** Synchronous twin, for the few places (exit handlers, lock files) that cannot await. */
-export function writeFileAtomicSync(path: string, data: string): void {
-  const temp = tempPathFor(path);
-  const fd = openSync(temp, "w", 0o644);
-  try {
-    writeSync(fd, data);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, path);
-}
-
 async function fsyncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, "r");
   try {
@@ -83,4 +70,110 @@ export function removeStaleTempFiles(dir: string): number {
     }
   }
   return removed;
+}
+
+/** Written into every published directory: which files it holds, so a later publish may replace it. */
+export const PUBLISH_MARKER = ".switch-swe-published.json";
+
+function siblingMark(dir: string, kind: "staging" | "replaced"): string {
+  return join(dirname(dir), `.${basename(dir)}.${kind}-`);
+}
+
+/** Every file below `dir`, as paths relative to it, sorted. */
+export function listTree(dir: string, prefix = ""): string[] {
+  let entries;
+  try {
+    entries = readdirSync(join(dir, prefix), { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  return entries
+    .flatMap((e) => (e.isDirectory() ? listTree(dir, prefix ? `${prefix}/${e.name}` : e.name) : [prefix ? `${prefix}/${e.name}` : e.name]))
+    .sort();
+}
+
+/**
+ * Replaces the directory `dir` with exactly `files` (relative path → content), so that nothing of
+ * an earlier publish survives: the new tree is written and fsynced beside it, then swapped in by
+ * two renames. A process killed between the renames leaves the old tree under a marked name,
+ * which `recoverPublishedDirectory` puts back on the next start; readers never see a mix.
+ * `mayReplace` says whether an existing directory is ours to replace.
+ */
+export async function replaceDirectoryAtomic(dir: string, files: ReadonlyMap<string, string>, mayReplace: (existing: string[]) => boolean): Promise<void> {
+  const existing = listTree(dir);
+  if (existing.length && !existing.includes(PUBLISH_MARKER) && !mayReplace(existing)) {
+    throw new Error(`${dir} holds files switch-swe did not publish (${existing.slice(0, 3).join(", ")}${existing.length > 3 ? ", …" : ""}); give this output a directory of its own`);
+  }
+  const staging = `${siblingMark(dir, "staging")}${process.pid}-${Math.random().toString(36).slice(2)}`;
+  await mkdir(staging, { recursive: true });
+  try {
+    const all = new Map(files);
+    all.set(PUBLISH_MARKER, JSON.stringify({ files: [...files.keys()].sort() }, null, 2) + "\n");
+    for (const [path, content] of all) {
+      const target = join(staging, path);
+      await mkdir(dirname(target), { recursive: true });
+      const handle = await open(target, "w", 0o644);
+      try {
+        await handle.writeFile(content);
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+    }
+    for (const sub of new Set([...all.keys()].map((p) => dirname(join(staging, p))))) await fsyncDirectory(sub);
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    throw error;
+  }
+  const replaced = `${siblingMark(dir, "replaced")}${process.pid}-${Math.random().toString(36).slice(2)}`;
+  let moved = false;
+  try {
+    await rename(dir, replaced);
+    moved = true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+  }
+  await rename(staging, dir);
+  await fsyncDirectory(dirname(dir));
+  if (moved) await rm(replaced, { recursive: true, force: true });
+}
+
+/**
+ * Finishes or undoes a directory swap that a killed process left half done: a missing directory
+ * gets its replaced tree back, and leftover staging or replaced trees beside it are removed.
+ * Returns how many leftovers it removed or restored.
+ */
+export function recoverPublishedDirectory(dir: string): number {
+  const parent = dirname(dir);
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return 0;
+  }
+  const staging = basename(siblingMark(dir, "staging"));
+  const replaced = basename(siblingMark(dir, "replaced"));
+  let count = 0;
+  const present = (() => {
+    try {
+      return readdirSync(dir) !== undefined;
+    } catch {
+      return false;
+    }
+  })();
+  let restored = present;
+  for (const name of names.sort()) {
+    if (name.startsWith(replaced) && !restored) {
+      renameSync(join(parent, name), dir);
+      restored = true;
+      count++;
+    } else if (name.startsWith(staging) || name.startsWith(replaced)) {
+      rmSync(join(parent, name), { recursive: true, force: true });
+      count++;
+    }
+  }
+  return count;
 }

@@ -2,7 +2,7 @@ import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSyn
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { z } from "zod";
-import { removeStaleTempFiles, writeFileAtomic } from "./atomic.ts";
+import { listTree, PUBLISH_MARKER, recoverPublishedDirectory, removeStaleTempFiles, replaceDirectoryAtomic, writeFileAtomic } from "./atomic.ts";
 import { hashValue, sha256 } from "./canonical.ts";
 import { codeVersion } from "./code-version.ts";
 import { transientCause } from "./failures.ts";
@@ -87,7 +87,10 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
   const store = new ArtifactStore(options.workDir);
   const release = acquireRunLock(options.workDir);
   try {
-    const removed = removeStaleTempFiles(options.workDir);
+    let removed = removeStaleTempFiles(options.workDir);
+    for (const entry of Object.values(store.readLock().stages)) {
+      for (const dir of entry?.published_dirs ?? []) removed += recoverPublishedDirectory(resolve(options.baseDir, dir)) + removeStaleTempFiles(resolve(options.baseDir, dir));
+    }
     if (removed) options.log.info(`removed ${removed} temporary file(s) left by an interrupted run`);
     return await runStages(store, options, runOptions);
   } finally {
@@ -177,6 +180,12 @@ function outputsIntact(store: ArtifactStore, stage: StageDefinition<any>, entry:
     const absolute = resolve(baseDir, path);
     if (!existsSync(absolute) || sha256(readFileSync(absolute)) !== hash) return false;
   }
+  // A published directory holds exactly what was published: an extra file is a change too.
+  for (const dir of entry.published_dirs) {
+    const expected = Object.keys(entry.published).filter((p) => p.startsWith(`${dir}/`)).map((p) => p.slice(dir.length + 1)).sort();
+    const actual = listTree(resolve(baseDir, dir)).filter((p) => p !== PUBLISH_MARKER);
+    if (actual.join("\0") !== expected.join("\0")) return false;
+  }
   return true;
 }
 
@@ -220,6 +229,7 @@ async function runStage(
   /** Rejects that may not recur: they make the stage incomplete instead of being results. */
   const transient = new Set<Reject>();
   const published: Record<string, string> = {};
+  const publishedDirs: string[] = [];
   let processed = 0;
   let reused = 0;
   const seenIds = new Set<string>();
@@ -237,6 +247,15 @@ async function runStage(
       const absolute = resolve(options.baseDir, path);
       await writeFileAtomic(absolute, content);
       published[relative(options.baseDir, absolute)] = sha256(content);
+    },
+    publishDirectory: async (dir, files) => {
+      const absolute = resolve(options.baseDir, dir);
+      const rel = relative(options.baseDir, absolute);
+      // Only what an earlier run of this stage published there may be replaced.
+      const before = new Set(Object.keys(previous?.published ?? {}).filter((p) => p.startsWith(`${rel}/`)).map((p) => p.slice(rel.length + 1)));
+      await replaceDirectoryAtomic(absolute, files, (existing) => existing.every((p) => before.has(p)));
+      for (const [path, content] of files) published[`${rel}/${path}`] = sha256(content);
+      publishedDirs.push(rel);
     },
     metric: (values) => {
       mkdirSync(join(options.workDir, "logs"), { recursive: true });
@@ -337,7 +356,7 @@ async function runStage(
     log.warn(`${transient.size} record(s) failed for reasons that may not recur; nothing of theirs is cached and the stage will run again next time:`);
     for (const line of transientLines.slice(0, 5)) log.warn(`  ${line}`);
   }
-  fresh.stages[stage.name] = { key: incomplete ? "" : key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, counts };
+  fresh.stages[stage.name] = { key: incomplete ? "" : key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, published_dirs: publishedDirs.sort(), counts };
   await store.writeLock(fresh);
   if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
   return { stage: stage.name, status: incomplete ? "incomplete" : "ran", ...counts, reused, ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}) };

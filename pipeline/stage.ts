@@ -93,6 +93,13 @@ export interface StageContext<C> {
    * lock file records it, so a changed or deleted report makes the stage run again.
    */
   publish(path: string, content: string): Promise<void>;
+  /**
+   * Publishes a whole directory outside the work directory (the emitted benchmark): `dir` ends up
+   * holding exactly `files` (relative path → content), nothing of an earlier run, swapped in
+   * atomically; the lock file records every file, so a changed, missing or extra file makes the
+   * stage run again.
+   */
+  publishDirectory(dir: string, files: ReadonlyMap<string, string>): Promise<void>;
   /** Appends a measurement to logs/metrics.jsonl: figures for benchmarks, kept out of artifacts. */
   metric(values: Record<string, unknown>): void;
   /** Records a reject found outside mapRecords (for example a malformed input line). */

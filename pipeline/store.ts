@@ -15,6 +15,8 @@ export const LockEntry = z.object({
   outputs: z.record(z.string(), z.string()),
   /** Report files published outside the work directory, by path relative to the config file. */
   published: z.record(z.string(), z.string()).default({}),
+  /** Directories published whole (replaced atomically), by path relative to the config file. */
+  published_dirs: z.array(z.string()).default([]),
   counts: z.object({ in: z.number(), out: z.number(), rejected: z.number(), by_reason: z.record(z.string(), z.number()).default({}) }),
 });
 export type LockEntry = z.infer<typeof LockEntry>;

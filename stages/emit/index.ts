@@ -1,4 +1,5 @@
 import { stringify } from "csv-stringify/sync";
+import { isAbsolute, relative } from "node:path";
 import { z } from "zod";
 import { canonicalJson } from "../../pipeline/canonical.ts";
 import { renderSchemaFiles } from "../../pipeline/schema-export.ts";
@@ -85,26 +86,39 @@ export const emitStage = defineStage({
     });
 
     const json = (value: unknown) => canonicalJson(value, 2) + "\n";
-    await ctx.publish(`${out}/manifest.jsonl`, manifest.map((m) => canonicalJson(m) + "\n").join(""));
-    for (const spec of specs) await ctx.publish(`${out}/sessions/${spec.session_id}.json`, json(spec));
-    for (const [name, text] of renderSchemaFiles()) await ctx.publish(`${out}/schema/${name}`, text);
+    // The released benchmark is one directory, replaced whole: nothing of an earlier run survives.
+    const files = new Map<string, string>();
+    files.set("manifest.jsonl", manifest.map((m) => canonicalJson(m) + "\n").join(""));
+    for (const spec of specs) files.set(`sessions/${spec.session_id}.json`, json(spec));
+    // The sessions of this benchmark, which `report` takes as its fixed denominators.
+    files.set("sessions/index.json", json({ benchmark: ctx.benchmark, sessions: specs.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })) }));
+    for (const [name, text] of renderSchemaFiles()) files.set(`schema/${name}`, text);
 
     const sessionRows = specs.map((s) => ({ session_id: s.session_id, repo: s.repo, focus: s.focus, locality: s.locality, interruptions: s.interruptions.join(" "), focus_checkout: s.checkouts.find((c) => c.task_id === s.focus)!.path, control_requests: s.conditions.control.length, ...switchedFigures(s) }));
-    await ctx.publish(`${out}/tables/sessions.csv`, stringify(sessionRows, { header: true }));
+    files.set("tables/sessions.csv", stringify(sessionRows, { header: true }));
     const taskRows = manifest.map((m) => ({ task_id: m.task_id, repo: m.repo, roles: m.roles.join(" "), stages: m.requests.length, fail_to_pass: m.tests.fail_to_pass.length, pass_to_pass: m.tests.pass_to_pass.length, source_files: m.source_files.join(" ") }));
-    await ctx.publish(`${out}/tables/tasks.csv`, stringify(taskRows, { header: true }));
+    files.set("tables/tasks.csv", stringify(taskRows, { header: true }));
     const usedSet = new Set(used);
     const pairRows = ctx.input<LocalityPair>({ stage: "locality", name: "pairs" }).filter((p) => usedSet.has(p.task_a) && usedSet.has(p.task_b)).map((p) => ({ repo: p.repo, task_a: p.task_a, task_b: p.task_b, class: p.eligible ? p.class : "ineligible", shared_dirs: p.shared_dirs.join(" "), shared_files: p.shared_files.join(" ") }));
-    await ctx.publish(`${out}/tables/locality_pairs.csv`, stringify(pairRows, { header: true, columns: ["repo", "task_a", "task_b", "class", "shared_dirs", "shared_files"] }));
+    files.set("tables/locality_pairs.csv", stringify(pairRows, { header: true, columns: ["repo", "task_a", "task_b", "class", "shared_dirs", "shared_files"] }));
     const requestRows = specs.flatMap((s) => (["control", "switched"] as const).flatMap((condition) => s.conditions[condition].map((r, i) => ({ session_id: s.session_id, condition, position: i + 1, task_id: r.task_id, stage: r.stage ?? "", finalization: r.finalization, checkout: r.message.checkout }))));
-    await ctx.publish(`${out}/tables/requests.csv`, stringify(requestRows, { header: true }));
+    files.set("tables/requests.csv", stringify(requestRows, { header: true }));
     const profile = benchmarkProfile(specs);
-    await ctx.publish(`${out}/profile.json`, json(profile));
+    files.set("profile.json", json(profile));
     const { sessions: counts, ...flat } = profile;
-    await ctx.publish(`${out}/profile.csv`, stringify([{ ...flat, near_sessions: counts.near, far_sessions: counts.far }], { header: true }));
+    files.set("profile.csv", stringify([{ ...flat, near_sessions: counts.near, far_sessions: counts.far }], { header: true }));
 
-    // Held-out assets: only the verifier reads these. Every one passed the oracle.
-    for (const id of used) await ctx.publish(`${ctx.config.heldout_dir}/${id}.json`, json(heldout.get(id)!));
+    // Held-out assets: only the verifier reads these. Every one passed the oracle. Inside out_dir
+    // they are part of its one swap; elsewhere they are a directory of their own.
+    const heldoutFiles = new Map(used.map((id) => [`${id}.json`, json(heldout.get(id)!)]));
+    const inside = relative(ctx.resolvePath(out), ctx.resolvePath(ctx.config.heldout_dir));
+    if (!inside.startsWith("..") && !isAbsolute(inside)) {
+      for (const [name, text] of heldoutFiles) files.set(inside ? `${inside}/${name}` : name, text);
+      await ctx.publishDirectory(out, files);
+    } else {
+      await ctx.publishDirectory(out, files);
+      await ctx.publishDirectory(ctx.config.heldout_dir, heldoutFiles);
+    }
     ctx.log.info(`emitted ${specs.length} sessions over ${manifest.length} tasks to ${out}; profile ${JSON.stringify(profile)}`);
     return { manifest };
   },

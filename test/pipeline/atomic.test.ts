@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { removeStaleTempFiles, writeFileAtomic } from "../../pipeline/atomic.ts";
+import { listTree, PUBLISH_MARKER, recoverPublishedDirectory, removeStaleTempFiles, replaceDirectoryAtomic, writeFileAtomic } from "../../pipeline/atomic.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const writer = fileURLToPath(new URL("../helpers/write-loop.ts", import.meta.url));
@@ -66,5 +66,40 @@ describe("atomic writes", () => {
     writeFileSync(join(dir, ".a.json.tmp-1-x"), "partial");
     expect(removeStaleTempFiles(dir)).toBe(1);
     expect(existsSync(join(dir, "a.json"))).toBe(true);
+  });
+});
+
+describe("publishing a directory whole", () => {
+  const files = (entries: Record<string, string>) => new Map(Object.entries(entries));
+  const tree = (dir: string) => listTree(dir).filter((p) => p !== PUBLISH_MARKER);
+
+  it("replaces it so that nothing of the earlier publish survives", async () => {
+    const dir = join(tempDir(), "out");
+    await replaceDirectoryAtomic(dir, files({ "a.json": "1", "sessions/s1.json": "x", "sessions/s2.json": "y" }), () => false);
+    await replaceDirectoryAtomic(dir, files({ "a.json": "2", "sessions/s3.json": "z" }), () => false);
+    expect(tree(dir)).toEqual(["a.json", "sessions/s3.json"]);
+    expect(readFileSync(join(dir, "a.json"), "utf8")).toBe("2");
+    expect(readdirSync(join(dir, ".."))).toEqual(["out"]);
+  });
+
+  it("refuses to replace a directory holding files it did not publish", async () => {
+    const dir = join(tempDir(), "manifests");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "notes.txt"), "a maintainer's file");
+    await expect(replaceDirectoryAtomic(dir, files({ "a.json": "1" }), () => false)).rejects.toThrow(/holds files switch-swe did not publish \(notes\.txt\); give this output a directory of its own/);
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("a maintainer's file");
+  });
+
+  it("recovers from a kill between the two renames: the old tree comes back, leftovers go", async () => {
+    const parent = tempDir();
+    const dir = join(parent, "out");
+    await replaceDirectoryAtomic(dir, files({ "old.json": "old" }), () => false);
+    // The state a SIGKILL after the first rename leaves: the old tree moved aside, the new one staged.
+    renameSync(dir, join(parent, ".out.replaced-123-abc"));
+    mkdirSync(join(parent, ".out.staging-123-def"));
+    writeFileSync(join(parent, ".out.staging-123-def", "new.json"), "new");
+    expect(recoverPublishedDirectory(dir)).toBe(2);
+    expect(tree(dir)).toEqual(["old.json"]);
+    expect(readdirSync(parent)).toEqual(["out"]);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { aggregateResults, gapPoints, percent } from "../../pipeline/report/aggregate.ts";
@@ -54,6 +54,7 @@ function writeFixture(dir: string) {
   const sessions = join(dir, "sessions");
   mkdirSync(sessions, { recursive: true });
   for (const s of SESSIONS) writeFileSync(join(sessions, `${s.session_id}.json`), JSON.stringify(s));
+  writeFileSync(join(sessions, "index.json"), JSON.stringify({ benchmark: "t", sessions: SESSIONS.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })) }));
   const results = join(dir, "results");
   mkdirSync(join(results, "agent-a", "switched"), { recursive: true });
   mkdirSync(join(results, "agent-b"), { recursive: true });
@@ -116,6 +117,18 @@ describe("the results report", () => {
     expect(problems.some((p) => /2 switched reports for session-demo-org__lib-1/.test(p))).toBe(true);
     const overall = rows.find((r) => r.configuration === "agent-a" && r.group === "overall")!;
     expect([overall.uninterrupted_resolved, overall.switched_resolved]).toEqual([5, 2]);
+  });
+
+  it("takes its denominators from the benchmark's list of sessions, never from the files it finds", () => {
+    const { sessions } = writeFixture(tempDir());
+    // A session file an earlier run left behind is not part of this benchmark.
+    writeFileSync(join(sessions, "session-demo-org__lib-99.json"), JSON.stringify({ ...SESSIONS[0], session_id: "session-demo-org__lib-99", focus: "demo-org__lib-99" }));
+    expect(loadSessions(sessions)).toHaveLength(SESSIONS.length);
+    // A listed session whose file is gone is an error: the denominator would be wrong.
+    rmSync(join(sessions, `${SESSIONS[0]!.session_id}.json`));
+    expect(() => loadSessions(sessions)).toThrow(/session-demo-org__lib-1\.json: not readable JSON .*expected a session specification/);
+    rmSync(join(sessions, "index.json"));
+    expect(() => loadSessions(sessions)).toThrow(/index\.json: missing/);
   });
 
   it("writes table1.md, table1.csv and resolution.svg from the command line, byte-identical on a re-run", async () => {
