@@ -1,10 +1,11 @@
-import { appendFileSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
 import { z } from "zod";
 import { listTree, PUBLISH_MARKER, recoverPublishedDirectory, removeStaleTempFiles, replaceDirectoryAtomic, writeFileAtomic } from "./atomic.ts";
 import { hashValue, sha256 } from "./canonical.ts";
 import { codeVersion } from "./code-version.ts";
+import { acquireRunLock, removeLeftovers, RunLockError } from "./leftovers.ts";
 import { transientCause } from "./failures.ts";
 import { MirrorCache } from "./git.ts";
 import { createGithubClient, readToken } from "./github-client.ts";
@@ -85,8 +86,16 @@ export function orderStages(stages: StageDefinition<any>[]): StageDefinition<any
 
 export async function runPipeline(options: EngineOptions, runOptions: RunOptions = {}): Promise<RunSummary> {
   const store = new ArtifactStore(options.workDir);
-  const release = acquireRunLock(options.workDir);
+  let release: () => void;
   try {
+    release = acquireRunLock(options.workDir);
+  } catch (error) {
+    if (error instanceof RunLockError) throw new PipelineError(error.message);
+    throw error;
+  }
+  try {
+    const leftovers = await removeLeftovers(options.workDir, options.log);
+    if (leftovers.length) options.log.info(`removed what an interrupted run left behind: ${leftovers.join(", ")}`);
     let removed = removeStaleTempFiles(options.workDir);
     for (const entry of Object.values(store.readLock().stages)) {
       for (const dir of entry?.published_dirs ?? []) removed += recoverPublishedDirectory(resolve(options.baseDir, dir)) + removeStaleTempFiles(resolve(options.baseDir, dir));
@@ -414,38 +423,6 @@ async function readValidatedInput(store: ArtifactStore, stages: StageDefinition<
     }
     return parsed.data;
   });
-}
-
-/**
- * One run at a time per work directory: two runs writing the same lock file would each believe
- * the other's outputs. A lock left by a dead process is taken over.
- */
-function acquireRunLock(workDir: string): () => void {
-  const path = join(workDir, ".run.lock");
-  mkdirSync(workDir, { recursive: true });
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(path, "wx");
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => rmSync(path, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const pid = Number(readFileSync(path, "utf8"));
-      if (pid && processAlive(pid)) throw new PipelineError(`another switch-swe run (pid ${pid}) is using ${workDir}`);
-      rmSync(path, { force: true });
-    }
-  }
-  throw new PipelineError(`could not lock ${workDir}`);
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 export function formatSummary(summary: RunSummary): string {

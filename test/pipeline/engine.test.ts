@@ -237,6 +237,28 @@ describe("run lock", () => {
     await expect(runPipeline(t.options())).resolves.toMatchObject({ ok: true });
     expect(existsSync(join(t.dir, "work", ".run.lock"))).toBe(false);
   });
+
+  it("takes over a lock whose process id now names another process, and removes what the killed run left", async () => {
+    const t = setup(["a=1"]);
+    const { mkdirSync } = await import("node:fs");
+    const work = join(t.dir, "work");
+    mkdirSync(join(work, "envs", "0123456789abcdef.partial-4242"), { recursive: true });
+    mkdirSync(join(work, "git", "o__r.git.partial-4243"), { recursive: true });
+    mkdirSync(join(work, "scratch", "checkout-x1", "repo"), { recursive: true });
+    mkdirSync(join(work, "envs", "0123456789abcdef"), { recursive: true });
+    // pid 1 is alive, but it is not the process that took this lock: its start time differs.
+    const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+    writeFileSync(join(work, ".run.lock"), JSON.stringify({ pid: 1, start: "1", boot }));
+    await expect(runPipeline(t.options())).resolves.toMatchObject({ ok: true });
+    const { readdirSync } = await import("node:fs");
+    expect(readdirSync(join(work, "envs"))).toEqual(["0123456789abcdef"]);
+    expect(readdirSync(join(work, "git"))).toEqual([]);
+    expect(readdirSync(join(work, "scratch"))).toEqual([]);
+    // The same process id with its real start time is a live run: refused.
+    const stat = readFileSync(`/proc/${process.pid}/stat`, "utf8");
+    writeFileSync(join(work, ".run.lock"), JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19], boot }));
+    await expect(runPipeline(t.options())).rejects.toThrow(/another switch-swe run \(pid \d+\)/);
+  });
 });
 
 describe("the run summary", () => {
