@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { StageName } from "./schemas/common.ts";
+import { firstIssue } from "./validation.ts";
 import type { StageDefinition } from "./stage.ts";
 
 export const PipelineConfig = z.strictObject({
@@ -55,41 +56,20 @@ export function loadConfig(path: string, stages: StageDefinition<any>[]): Loaded
     return offset === undefined ? "" : ` (line ${lineCounter.linePos(offset).line})`;
   };
 
+  const fail = (error: z.ZodError, input: unknown, prefix: string[]): never => {
+    const issue = firstIssue(error, input);
+    const keyPath = [...prefix, ...(issue.field ? issue.field.split(".") : [])];
+    throw new ConfigError(`${path}: key ${keyPath.join(".") || "(top level)"}${lineOf(keyPath)}: ${issue.message}`);
+  };
   const parsed = PipelineConfig.safeParse(raw ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
-    const keyPath = [...issue.path.map((p) => p as string | number), ...keys.slice(0, 1)];
-    const missing = !keys.length && valueAt(raw, keyPath) === undefined;
-    throw new ConfigError(`${path}: key ${keyPath.join(".") || "(top level)"}${lineOf(keyPath)}: ${missing ? "is required" : describeIssue(issue)}`);
-  }
-  const config = parsed.data;
+  if (!parsed.success) fail(parsed.error, raw ?? {}, []);
+  const config = parsed.data!;
   for (const name of Object.keys(config.stages) as StageName[]) {
     const stage = stages.find((s) => s.name === name);
     if (!stage) continue; // a section for a stage this build lacks is kept for the build that has it
     const result = stage.configSchema.safeParse(config.stages[name] ?? {});
-    if (!result.success) {
-      const issue = result.error.issues[0]!;
-      const keys = issue.code === "unrecognized_keys" ? issue.keys : [];
-      const keyPath = ["stages", name, ...issue.path.map((p) => p as string | number), ...keys.slice(0, 1)];
-      const missing = !keys.length && valueAt(raw, keyPath) === undefined;
-      throw new ConfigError(`${path}: key ${keyPath.join(".")}${lineOf(keyPath)}: ${missing ? "is required" : describeIssue(issue)}`);
-    }
+    if (!result.success) fail(result.error, config.stages[name] ?? {}, ["stages", name]);
   }
   const baseDir = dirname(resolve(path));
   return { path, baseDir, workDir: resolve(baseDir, config.work_dir), config };
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === "unrecognized_keys") return `unknown key (expected one of the documented keys; check its spelling)`;
-  return issue.message;
-}
-
-function valueAt(value: unknown, path: (string | number)[]): unknown {
-  let current = value;
-  for (const key of path) {
-    if (current === null || typeof current !== "object") return undefined;
-    current = (current as Record<string | number, unknown>)[key];
-  }
-  return current;
 }

@@ -6,7 +6,9 @@ import { listTree, PUBLISH_MARKER, recoverPublishedDirectory, removeStaleTempFil
 import { hashValue, sha256 } from "./canonical.ts";
 import { codeVersion } from "./code-version.ts";
 import { acquireRunLock, removeLeftovers, RunLockError } from "./leftovers.ts";
+import { decodeStrict } from "./decode.ts";
 import { transientCause } from "./failures.ts";
+import { describeFirstIssue, firstIssue } from "./validation.ts";
 import { MirrorCache } from "./git.ts";
 import { createGithubClient, readToken } from "./github-client.ts";
 import type { Logger } from "./logger.ts";
@@ -160,23 +162,30 @@ function emptySummary(stage: StageName, status: StageStatus): StageSummary {
 export function parseStageConfig<C>(stage: StageDefinition<C>, raw: unknown): C {
   const parsed = stage.configSchema.safeParse(raw ?? {});
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const key = ["stages", stage.name, ...issue.path.map(String)].join(".");
-    throw new PipelineError(`config key ${key}: ${issue.message}`);
+    const issue = firstIssue(parsed.error, raw ?? {});
+    throw new PipelineError(`config key ${["stages", stage.name, issue.field].filter(Boolean).join(".")}: ${issue.message}`);
   }
   return parsed.data;
 }
 
-async function readExternalFiles(options: EngineOptions, paths: string[]): Promise<ExternalFile[]> {
-  const files: ExternalFile[] = [];
+/** An input file as the engine read it: decoded for the stage, hashed as bytes for the cache key. */
+type ReadFile = ExternalFile & { bytesSha256: string };
+
+async function readExternalFiles(options: EngineOptions, paths: string[]): Promise<ReadFile[]> {
+  const files: ReadFile[] = [];
   for (const path of [...new Set(paths)].sort()) {
     const absolute = resolve(options.baseDir, path);
     if (!existsSync(absolute)) throw new PipelineError(`input file not found: ${path} (resolved to ${absolute})`);
+    const read = async (file: string, as: string): Promise<ReadFile> => {
+      const bytes = await readFile(file);
+      const { text, invalid } = decodeStrict(bytes);
+      return { path: as, text, ...(invalid.length ? { invalid } : {}), bytesSha256: sha256(bytes) };
+    };
     if (statSync(absolute).isDirectory()) {
       for (const name of (await readdir(absolute)).sort()) {
-        if (statSync(join(absolute, name)).isFile()) files.push({ path: join(path, name), text: await readFile(join(absolute, name), "utf8") });
+        if (statSync(join(absolute, name)).isFile()) files.push(await read(join(absolute, name), join(path, name)));
       }
-    } else files.push({ path, text: await readFile(absolute, "utf8") });
+    } else files.push(await read(absolute, path));
   }
   return files;
 }
@@ -219,7 +228,8 @@ async function runStage(
     inputHashes[`${ref.stage}/${ref.name}`] = hash;
   }
   const files = await readExternalFiles(options, stage.externalFiles?.(config) ?? []);
-  const fileHashes = Object.fromEntries(files.map((f) => [f.path, sha256(f.text)]));
+  // Hashes of the bytes on disk: an edit that decoding would hide (an invalid byte) is still a change.
+  const fileHashes = Object.fromEntries(files.map((f) => [f.path, f.bytesSha256]));
   const seedKey = stage.usesSeed ? options.seed : null;
   const key = hashValue({ stage: stage.name, code, config: configHash, inputs: inputHashes, files: fileHashes, seed: seedKey });
 
@@ -335,9 +345,9 @@ async function runStage(
       if (parsed.success) valid.push(parsed.data);
       else {
         // A record the stage built wrongly is a stage bug; it is rejected by name, the rest is written.
-        const issue = parsed.error.issues[0]!;
+        const issue = firstIssue(parsed.error, record);
         const id = safeKey(spec, record);
-        const bug: Reject = { stage: stage.name, record_id: id, reason: "internal_error", field: issue.path.join("."), message: `output ${spec.name} record ${id}: field ${issue.path.join(".") || "(root)"}: ${issue.message}` };
+        const bug: Reject = { stage: stage.name, record_id: id, reason: "internal_error", field: issue.field, message: `output ${spec.name} record ${id}: ${describeFirstIssue(parsed.error, record)}` };
         rejects.push(bug);
         transient.add(bug);
       }
@@ -418,8 +428,7 @@ async function readValidatedInput(store: ArtifactStore, stages: StageDefinition<
   return records.map((record, index) => {
     const parsed = schema.safeParse(record);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new PipelineError(`${store.artifactPath(ref.stage, ref.name)} line ${index + 1}: field ${issue.path.join(".")}: ${issue.message}`);
+      throw new PipelineError(`${store.artifactPath(ref.stage, ref.name)} line ${index + 1}: ${describeFirstIssue(parsed.error, record)}`);
     }
     return parsed.data;
   });

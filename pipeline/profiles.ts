@@ -2,6 +2,8 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { sha256 } from "./canonical.ts";
 import { RepoProfile } from "./schemas/repo-profile.ts";
+import { describeFirstIssue } from "./validation.ts";
+import { describeInvalid } from "./decode.ts";
 import type { ExternalFile } from "./stage.ts";
 
 export interface LoadedProfile {
@@ -41,6 +43,10 @@ export function loadProfiles(files: ExternalFile[]): ProfileSet {
   for (const file of files) {
     if (!file.path.endsWith(".json")) continue;
     const repoFromName = basename(file.path, ".json").replace("__", "/");
+    if (file.invalid?.length) {
+      errors.set(repoFromName, `${file.path}: not valid UTF-8 at ${describeInvalid(file.invalid)}`);
+      continue;
+    }
     let raw: unknown;
     try {
       raw = JSON.parse(file.text);
@@ -50,8 +56,7 @@ export function loadProfiles(files: ExternalFile[]): ProfileSet {
     }
     const parsed = RepoProfile.safeParse(raw);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      errors.set(repoFromName, `${file.path}: field ${issue.path.join(".") || "(root)"}: ${issue.message}`);
+      errors.set(repoFromName, `${file.path}: ${describeFirstIssue(parsed.error, raw)}`);
       continue;
     }
     if (basename(file.path) !== profileFileName(parsed.data.repo)) {

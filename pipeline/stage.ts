@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Reject, RejectReason, StageName } from "./schemas/common.ts";
 import type { MirrorCache } from "./git.ts";
 import type { GithubClient, RequestCounts } from "./github-client.ts";
+import type { InvalidLine } from "./decode.ts";
 import type { Logger } from "./logger.ts";
 
 /** An artifact a stage writes: a list of records, one JSON object per line, sorted by `key`. */
@@ -20,7 +21,10 @@ export interface InputRef {
 /** A file outside the work directory that a stage reads; the engine reads and hashes it. */
 export interface ExternalFile {
   path: string;
+  /** The file decoded strictly as UTF-8 (a byte-order mark dropped); an invalid line is empty here. */
   text: string;
+  /** Lines that are not valid UTF-8: the stage rejects what they held, naming file, line and byte offset. */
+  invalid?: InvalidLine[];
 }
 
 /**

@@ -9,6 +9,7 @@ import { git } from "../git.ts";
 import { fixtureValue, renderModule, renderTestFile, requestText, testNames, type DemoFunction, type FamilyName } from "./families.ts";
 import { CorpusPlan, type PullRequestPlan, type RepositoryPlan } from "./plan.ts";
 import { GithubRecorder, type RepoRecords } from "./records.ts";
+import { describeFirstIssue } from "../validation.ts";
 
 export interface CorpusResult {
   dir: string;
@@ -57,11 +58,9 @@ export function demoRepoPath(outDir: string, repo: string): string {
  */
 export async function buildDemoCorpus(planPath: string, outDir: string): Promise<CorpusResult> {
   const planText = readFileSync(planPath, "utf8");
-  const parsed = CorpusPlan.safeParse(parse(planText));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`${planPath}: field ${issue.path.join(".")}: ${issue.message}`);
-  }
+  const rawPlan: unknown = parse(planText);
+  const parsed = CorpusPlan.safeParse(rawPlan);
+  if (!parsed.success) throw new Error(`${planPath}: ${describeFirstIssue(parsed.error, rawPlan)}`);
   const plan = parsed.data;
   const recordsFile = join(outDir, "records.jsonl");
   const stampFile = join(outDir, "corpus.sha256");

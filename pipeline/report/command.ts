@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
+import { describeFirstIssue } from "../validation.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import type { z } from "zod";
 import { VerificationReport } from "../schemas/verification.ts";
@@ -54,8 +55,7 @@ function parseJsonFile<T>(file: string, schema: z.ZodType<T>, what: string): T {
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ReportInputError(`${file}: field ${issue.path.join(".") || "(root)"}: ${issue.message} (expected ${what})`);
+    throw new ReportInputError(`${file}: ${describeFirstIssue(parsed.error, value)} (expected ${what})`);
   }
   return parsed.data;
 }
@@ -82,8 +82,7 @@ export function loadReports(dir: string): { reports: LoadedReport[]; problems: s
     }
     const parsed = VerificationReport.safeParse(value);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      problems.push(`${file}: field ${issue.path.join(".") || "(root)"}: ${issue.message}; not a verification report, not counted`);
+      problems.push(`${file}: ${describeFirstIssue(parsed.error, value)}; not a verification report, not counted`);
       continue;
     }
     reports.push({ file, configuration, report: parsed.data });

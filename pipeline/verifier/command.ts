@@ -16,6 +16,7 @@ import { SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { collectCheckoutArtifact } from "./collect.ts";
 import { verifyArtifact } from "./verify.ts";
+import { describeFirstIssue } from "../validation.ts";
 
 /** Bad input to `verify`: names the file and field, and nothing was run. */
 export class VerifyInputError extends Error {
@@ -43,8 +44,7 @@ function parseFile<T>(schema: z.ZodType<T>, file: string, what: string): T {
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new VerifyInputError(`${file}: field ${issue.path.join(".") || "(root)"}: ${issue.message} (expected ${what})`);
+    throw new VerifyInputError(`${file}: ${describeFirstIssue(parsed.error, value)} (expected ${what})`);
   }
   return parsed.data;
 }

@@ -1,5 +1,8 @@
 import { parse } from "yaml";
 import { z } from "zod";
+import { describeFirstIssue } from "../../pipeline/validation.ts";
+import { PipelineError } from "../../pipeline/engine.ts";
+import { describeInvalid } from "../../pipeline/decode.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
@@ -45,11 +48,15 @@ export const auditStage = defineStage({
   externalFiles: (config) => [config.decisions],
   async run(ctx) {
     const file = ctx.files[0]!;
-    const parsed = Decisions.safeParse(parse(file.text) ?? {});
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new Error(`${file.path}: field ${issue.path.join(".")}: ${issue.message}`);
+    if (file.invalid?.length) throw new PipelineError(`${file.path}: not valid UTF-8 at ${describeInvalid(file.invalid)}`);
+    let raw: unknown;
+    try {
+      raw = parse(file.text) ?? {};
+    } catch (error) {
+      throw new PipelineError(`${file.path}: not valid YAML: ${(error as Error).message.split("\n")[0]}`);
     }
+    const parsed = Decisions.safeParse(raw);
+    if (!parsed.success) throw new PipelineError(`${file.path}: ${describeFirstIssue(parsed.error, raw)}`);
     const decisions = new Map(parsed.data.decisions.map((d) => [d.task, d]));
     const tasks = ctx.input<Task>({ stage: "reconstruct", name: "tasks" });
     const results = await ctx.mapRecords(tasks, {

@@ -54,7 +54,7 @@ export const mineStage = defineStage({
     };
     const swebenchFiles = new Set(ctx.config.swebench);
     for (const file of ctx.files.filter((f) => swebenchFiles.has(f.path))) {
-      const result = importSwebench(file.path, file.text);
+      const result = importSwebench(file.path, file.text, file.invalid);
       for (const reject of result.rejects) ctx.reject(reject);
       for (const candidate of result.candidates) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
     }

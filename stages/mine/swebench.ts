@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { firstIssue } from "../../pipeline/validation.ts";
+import type { InvalidLine } from "../../pipeline/decode.ts";
 import { Candidate, type Candidate as CandidateT } from "../../pipeline/schemas/candidate.ts";
 import { CommitSha, RepoName, type Reject } from "../../pipeline/schemas/common.ts";
 
@@ -46,10 +48,16 @@ export interface ImportResult {
  * Reads SWE-bench-family records from a JSON array or JSON Lines text. Every bad record is a
  * reject naming the file, the line and the field; the others import.
  */
-export function importSwebench(file: string, text: string): ImportResult {
+export function importSwebench(file: string, text: string, invalid: readonly InvalidLine[] = []): ImportResult {
   const candidates: CandidateT[] = [];
   const rejects: Omit<Reject, "stage">[] = [];
+  // A line that is not UTF-8 is never guessed at: its record is rejected, where it is.
+  for (const bad of invalid) {
+    rejects.push({ record_id: `${file}:${bad.line}`, reason: "malformed_record", message: `${file} line ${bad.line}: not valid UTF-8 (byte offset ${bad.byteOffset}); the record was not read`, file, line: bad.line });
+  }
+  const skip = new Set(invalid.map((i) => i.line));
   for (const { value, line, error } of readRecords(text)) {
+    if (skip.has(line)) continue;
     if (error !== undefined) {
       rejects.push({ record_id: `${file}:${line}`, reason: "malformed_record", message: `${file} line ${line}: ${error}`, file, line });
       continue;
@@ -57,13 +65,11 @@ export function importSwebench(file: string, text: string): ImportResult {
     const id = typeof (value as { instance_id?: unknown })?.instance_id === "string" ? (value as { instance_id: string }).instance_id : `${file}:${line}`;
     const parsed = SwebenchRecord.safeParse(value);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const field = issue.path.join(".");
-      const missing = issue.code === "invalid_type" && issue.input === undefined;
+      const { field, missing, message } = firstIssue(parsed.error, value);
       rejects.push({
         record_id: id,
         reason: missing ? "missing_field" : "invalid_field",
-        message: `${file} line ${line}, record ${id}: field ${field || "(record)"}: ${missing ? "is required" : issue.message}`,
+        message: `${file} line ${line}, record ${id}: field ${field || "(record)"}: ${message}`,
         file,
         line,
         field,

@@ -6,6 +6,7 @@ import { MirrorCache } from "../../pipeline/git.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
+import { describeFirstIssue } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
 
 export interface ByHandOptions {
@@ -28,8 +29,7 @@ export async function qualifyByHand(options: ByHandOptions) {
   const text = readFileSync(options.taskFile, "utf8").trim();
   const parsed = SplitChange.safeParse(JSON.parse(text.split("\n")[0]!));
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`${options.taskFile}: field ${issue.path.join(".")}: ${issue.message} (expected a split record, one line of artifacts/split/splits.jsonl)`);
+    throw new Error(`${options.taskFile}: ${describeFirstIssue(parsed.error, JSON.parse(text.split("\n")[0]!))} (expected a split record, one line of artifacts/split/splits.jsonl)`);
   }
   const split = parsed.data;
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));

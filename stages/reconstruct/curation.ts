@@ -1,5 +1,6 @@
 import { parse } from "yaml";
 import { z } from "zod";
+import { describeFirstIssue } from "../../pipeline/validation.ts";
 import type { Request } from "../../pipeline/schemas/task.ts";
 
 const Action = z.discriminatedUnion("action", [
@@ -23,11 +24,14 @@ export class CurationError extends Error {
 }
 
 export function parseCuration(path: string, text: string): CurationFile {
-  const parsed = CurationFile.safeParse(parse(text));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new CurationError(`${path}: field ${issue.path.join(".") || "(file)"}: ${issue.message}`);
+  let raw: unknown;
+  try {
+    raw = parse(text);
+  } catch (error) {
+    throw new CurationError(`${path}: not valid YAML: ${(error as Error).message.split("\n")[0]}`);
   }
+  const parsed = CurationFile.safeParse(raw);
+  if (!parsed.success) throw new CurationError(`${path}: ${describeFirstIssue(parsed.error, raw)}`);
   return parsed.data;
 }
 

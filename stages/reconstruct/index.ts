@@ -8,6 +8,7 @@ import type { QualificationRecord } from "../../pipeline/schemas/qualification.t
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
 import { CommentClassRecord, Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { describeInvalid } from "../../pipeline/decode.ts";
 import { addedLines } from "./clean.ts";
 import { applyCuration, CurationError, parseCuration } from "./curation.ts";
 import { reconstructRequests } from "./reconstruct.ts";
@@ -57,6 +58,7 @@ export const reconstructStage = defineStage({
         const curation = curations.get(q.task_id);
         if (curation) {
           try {
+            if (curation.invalid?.length) throw new CurationError(`${curation.path}: not valid UTF-8 at ${describeInvalid(curation.invalid)}`);
             requests = applyCuration(requests, parseCuration(curation.path, curation.text), curation.path);
           } catch (error) {
             if (error instanceof CurationError) throw new RecordError("invalid_field", error.message, { file: curation.path, field: "actions" });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { decodeStrict } from "../../pipeline/decode.ts";
 import { importSwebench } from "../../stages/mine/swebench.ts";
 
 const base = "b40a0f4e33823e6d0f341f7e8684e359a99060d1";
@@ -57,5 +58,37 @@ describe("SWE-bench-family import", () => {
       ["psf__requests-12", "invalid_field", 6, "instance_id"],
     ]);
     expect(rejects[1]!.message).toMatch(/^lite\.jsonl line 3, record pvlib__pvlib-python-9: field base_commit: /);
+  });
+
+  it("says a wrong-type field is of the wrong type, not missing", () => {
+    const { rejects } = importSwebench("t.jsonl", JSON.stringify(record({ problem_statement: 42, created_at: undefined })) + "\n");
+    expect(rejects.map((r) => [r.reason, r.message])).toEqual([["invalid_field", "t.jsonl line 1, record pvlib__pvlib-python-1707: field problem_statement: expected string, got number"]]);
+    const missing = importSwebench("t.jsonl", JSON.stringify(record({ created_at: undefined })) + "\n").rejects;
+    expect(missing.map((r) => [r.reason, r.message])).toEqual([["missing_field", "t.jsonl line 1, record pvlib__pvlib-python-1707: field created_at: is required"]]);
+  });
+
+  it("accepts a byte-order mark on JSONL and JSON arrays and loses no record to it", () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+    const lines = Buffer.concat([bom, Buffer.from([record(), record({ instance_id: "pvlib__pvlib-python-2" })].map((r) => JSON.stringify(r)).join("\n") + "\n")]);
+    expect(importSwebench("bom.jsonl", decodeStrict(lines).text).candidates).toHaveLength(2);
+    const array = Buffer.concat([bom, Buffer.from(JSON.stringify([record(), record({ instance_id: "pvlib__pvlib-python-2" })]))]);
+    const decoded = decodeStrict(array);
+    expect(decoded.invalid).toEqual([]);
+    expect(importSwebench("bom.json", decoded.text).candidates).toHaveLength(2);
+  });
+
+  it("rejects a line that is not valid UTF-8 by file, line and byte offset, and imports the others unchanged", () => {
+    const good = JSON.stringify(record()) + "\n";
+    const bad = Buffer.concat([Buffer.from(JSON.stringify(record({ instance_id: "pvlib__pvlib-python-5" })).slice(0, 40)), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]);
+    const third = JSON.stringify(record({ instance_id: "pvlib__pvlib-python-6", problem_statement: "naïve café ✓" })) + "\n";
+    const { text, invalid } = decodeStrict(Buffer.concat([Buffer.from(good), bad, Buffer.from(third)]));
+    expect(invalid).toEqual([{ line: 2, byteOffset: Buffer.byteLength(good) + 40 }]);
+    const { candidates, rejects } = importSwebench("u.jsonl", text, invalid);
+    expect(candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-1707", "pvlib__pvlib-python-6"]);
+    expect(candidates[1]!.problem_statement).toBe("naïve café ✓");
+    expect(rejects).toEqual([{ record_id: "u.jsonl:2", reason: "malformed_record", message: `u.jsonl line 2: not valid UTF-8 (byte offset ${Buffer.byteLength(good) + 40}); the record was not read`, file: "u.jsonl", line: 2 }]);
+    // Overlong forms and surrogates are not UTF-8 either.
+    expect(decodeStrict(Buffer.from([0x61, 0xc0, 0xaf])).invalid).toEqual([{ line: 1, byteOffset: 1 }]);
+    expect(decodeStrict(Buffer.from([0xed, 0xa0, 0x80])).invalid).toEqual([{ line: 1, byteOffset: 0 }]);
   });
 });

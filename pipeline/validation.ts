@@ -1,0 +1,52 @@
+import type { z } from "zod";
+
+/** What a value is, in the words of a JSON user: string, number, boolean, null, array, object. */
+export function jsonTypeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+export interface FirstIssue {
+  /** Dotted path of the field, "" for the value itself. */
+  field: string;
+  /** True when the field is absent (as opposed to present with a bad value). */
+  missing: boolean;
+  /** "is required", "expected string, got number", or zod's own words for other problems. */
+  message: string;
+}
+
+/**
+ * The first problem zod found in `input`, said the way a user fixes it: a missing field "is
+ * required"; a present field of the wrong type "expected string, got number"; anything else in
+ * zod's words. One place, so every bad-input message in the project reads the same.
+ */
+export function firstIssue(error: z.ZodError, input: unknown): FirstIssue {
+  const issue = error.issues[0]!;
+  const path = issue.path as PropertyKey[];
+  const field = path.map(String).join(".");
+  if (issue.code === "unrecognized_keys") {
+    const keys = (issue as { keys: string[] }).keys;
+    return { field: [field, keys[0]].filter(Boolean).join("."), missing: false, message: "unknown key (expected one of the documented keys; check its spelling)" };
+  }
+  const value = valueAt(input, path);
+  // Whatever zod calls it (a type, a union, a refinement), an absent field is missing.
+  if (value === undefined) return { field, missing: true, message: "is required" };
+  if (issue.code === "invalid_type") return { field, missing: false, message: `expected ${(issue as { expected: string }).expected}, got ${jsonTypeOf(value)}` };
+  return { field, missing: false, message: issue.message };
+}
+
+/** `field X: message`, or `(root): message` for the value itself. */
+export function describeFirstIssue(error: z.ZodError, input: unknown): string {
+  const first = firstIssue(error, input);
+  return `field ${first.field || "(root)"}: ${first.message}`;
+}
