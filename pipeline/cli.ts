@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { accessSync, constants, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
@@ -16,7 +16,8 @@ import { formatByHand, qualifyByHand } from "../stages/qualify/by-hand.ts";
 import { RecordError } from "./stage.ts";
 import { FakeGithub } from "./demo/github-server.ts";
 import { runDoctor } from "./doctor.ts";
-import { formatSummary, parseStageConfig, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
+import { formatSummary, orderStages, parseStageConfig, PipelineError, runPipeline, type RunOptions } from "./engine.ts";
+import { InputError } from "./validation.ts";
 import { createLogger } from "./logger.ts";
 import { loadProfiles, loadProfilesDir } from "./profiles.ts";
 import { createProgress } from "./progress.ts";
@@ -29,13 +30,10 @@ import { DiffParseError } from "../stages/split/diff.ts";
 import { emitStage } from "../stages/emit/index.ts";
 import { qualifyStage } from "../stages/qualify/index.ts";
 import { writeFileAtomic } from "./atomic.ts";
-import { formatVerification, verifySubmission, VerifyInputError } from "./verifier/command.ts";
-import { ReportInputError, writeResultsReport } from "./report/command.ts";
+import { formatVerification, verifySubmission } from "./verifier/command.ts";
+import { writeResultsReport } from "./report/command.ts";
 
-/** Stages that later work will add, with the issue that tracks each (none at present). */
-const NOT_BUILT: Record<string, { issue: number; summary: string; example: string }> = {};
-
-class UsageError extends Error {}
+class UsageError extends InputError {}
 
 /** Commander discards what an action returns, so actions report their exit code through this. */
 let exitCode = 0;
@@ -45,9 +43,28 @@ function act<A extends unknown[]>(fn: (...args: A) => Promise<number> | number):
   };
 }
 
-function notBuilt(name: string): never {
-  const entry = NOT_BUILT[name]!;
-  throw new UsageError(`'${name}' is not built in this version of switch-swe yet (tracked in issue #${entry.issue}); nothing was run`);
+/** A path option must name what it says before any work starts: a file, or a directory. */
+function requirePath(option: string, path: string | undefined, kind: "file" | "directory"): void {
+  if (path === undefined) return;
+  let stat;
+  try {
+    stat = statSync(path);
+  } catch {
+    throw new UsageError(`${option} ${path}: no such ${kind}`);
+  }
+  // Not only regular files: /dev/null is a fine empty artifact, a pipe a fine diff.
+  if (kind === "file" && stat.isDirectory()) throw new UsageError(`${option} ${path}: is a directory, expected a file`);
+  if (kind === "directory" && !stat.isDirectory()) throw new UsageError(`${option} ${path}: is a file, expected a directory`);
+}
+
+/** The work directory must be one this user can create and write, before the first log line goes there. */
+function requireWritableDir(configPath: string, dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (error) {
+    throw new UsageError(`${configPath}: key work_dir: ${dir} cannot be created or written (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
 }
 
 /** Command-line flags that override a stage's config for this run only. */
@@ -72,7 +89,9 @@ function applyOverrides(stages: Record<string, unknown>, overrides: Overrides): 
 }
 
 async function runWithConfig(configPath: string, runOptions: RunOptions, quiet: boolean, overrides: Overrides = {}): Promise<number> {
+  requirePath("--config", configPath, "file");
   const loaded = loadConfig(configPath, BUILT_STAGES);
+  requireWritableDir(configPath, loaded.workDir);
   const log = createLogger({ level: quiet ? "warn" : "info", file: `${loaded.workDir}/logs/run.log` });
   log.info(`config ${configPath}: benchmark '${loaded.config.name}', seed ${loaded.config.seed}, work directory ${loaded.workDir}`);
   const summary = await runPipeline(
@@ -112,6 +131,7 @@ export function buildProgram(): Command {
     .description("run every stage in order, skipping work whose inputs, config and code are unchanged")
     .requiredOption("-c, --config <file>", "pipeline config (YAML or JSON)")
     .option("--force", "redo every stage and every record, ignoring caches")
+    .option("--keep-going", "run later stages even after a stage had failures that may not recur (the run still exits 1)")
     .addOption(stageOption("--from <stage>", "redo this stage and every later one"))
     .addOption(stageOption("--only <stage>", "run this stage alone from the artifacts already built"))
     .option("-q, --quiet", "print only warnings, errors and the summary")
@@ -120,14 +140,14 @@ export function buildProgram(): Command {
     .addOption(new Option("--executor <kind>", "qualify's and the oracle's executor: docker, local or auto").choices(["auto", "docker", "local"]))
     .option("--jobs <n>", "tasks qualified at once", (v) => Number(v))
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
-    .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile, executor: opts.executor, jobs: opts.jobs })));
+    .action(act(async (opts) => runWithConfig(opts.config, { force: opts.force, keepGoing: opts.keepGoing, from: opts.from as StageName | undefined, only: opts.only as StageName | undefined }, Boolean(opts.quiet), { offline: opts.offline, tokenFile: opts.tokenFile, executor: opts.executor, jobs: opts.jobs })));
 
-  for (const name of STAGE_ORDER) {
-    const built = BUILT_STAGES.find((s) => s.name === name);
-    const info = built ? { summary: built.summary, example: built.example } : NOT_BUILT[name]!;
+  for (const built of orderStages(BUILT_STAGES)) {
+    const name = built.name;
+    const info = { summary: built.summary, example: built.example };
     const command = program
       .command(name)
-      .description(built ? info.summary : `${info.summary} (not built yet: issue #${NOT_BUILT[name]!.issue})`)
+      .description(info.summary)
       .option("-c, --config <file>", "pipeline config (YAML or JSON)")
       .option("--force", "redo the stage, ignoring caches")
       .option("-q, --quiet", "print only warnings, errors and the summary")
@@ -158,14 +178,20 @@ export function buildProgram(): Command {
     }
     command.action(
       act(async (opts) => {
-        if (!built) notBuilt(name);
-        if (name === "split" && opts.diff) return splitByHand(opts.diff, opts.profile, Boolean(opts.json));
+        if (name === "split" && opts.diff) {
+          requirePath("--diff", opts.diff, "file");
+          requirePath("--profile", opts.profile, "file");
+          return splitByHand(opts.diff, opts.profile, Boolean(opts.json));
+        }
         if (name === "qualify" && opts.task) {
+          requirePath("--task", opts.task, "file");
+          requirePath("--profile", opts.profile, "file");
           let result;
           try {
             result = await qualifyByHand({ taskFile: opts.task, profile: opts.profile, executor: opts.executor ?? "auto", runs: opts.runs ?? 3, workDir: opts.workDir, asOf: opts.asOf, fullSuite: Boolean(opts.fullSuite), log: createLogger({ level: opts.json ? "warn" : "info" }) });
           } catch (error) {
-            if (error instanceof RecordError) throw new UsageError(error.message);
+            // The task itself could not be qualified (its environment does not build, a patch does not apply).
+            if (error instanceof RecordError) throw new RunFailed(error.message);
             throw error;
           }
           process.stdout.write(opts.json ? JSON.stringify(result, null, 2) + "\n" : formatByHand(result));
@@ -194,13 +220,12 @@ export function buildProgram(): Command {
     .addHelpText("after", "\nExit status: 0 resolved, 1 not resolved, 3 infrastructure fault after two re-runs, 2 bad input.\n\nExample:\n  switch-swe verify -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --checkout /workspace/w02 --condition switched --out results/agent-a/S.switched.json")
     .action(
       act(async (opts) => {
-        let result;
-        try {
-          result = await verifySubmission({ config: opts.config, session: opts.session, artifact: opts.artifact, checkout: opts.checkout, condition: opts.condition, heldoutDir: opts.heldout, executor: opts.executor, log: createLogger({ level: opts.json ? "warn" : "info" }) });
-        } catch (error) {
-          if (error instanceof VerifyInputError) throw new UsageError(error.message);
-          throw error;
-        }
+        requirePath("--config", opts.config, "file");
+        requirePath("--session", opts.session, "file");
+        requirePath("--artifact", opts.artifact, "file");
+        requirePath("--checkout", opts.checkout, "directory");
+        requirePath("--heldout", opts.heldout, "directory");
+        const result = await verifySubmission({ config: opts.config, session: opts.session, artifact: opts.artifact, checkout: opts.checkout, condition: opts.condition, heldoutDir: opts.heldout, executor: opts.executor, log: createLogger({ level: opts.json ? "warn" : "info" }) });
         const { report } = result;
         if (opts.out) await writeFileAtomic(opts.out, JSON.stringify(report, null, 2) + "\n");
         if (opts.saveArtifact) await writeFileAtomic(opts.saveArtifact, result.artifact);
@@ -219,6 +244,9 @@ export function buildProgram(): Command {
     .addHelpText("after", "\nExample:\n  switch-swe report --results results/ --sessions manifests/demo/sessions --out results/report")
     .action(
       act(async (opts) => {
+        requirePath("--results", opts.results, "directory");
+        requirePath("--sessions", opts.sessions, "directory");
+        requirePath("--config", opts.config, "file");
         let sessionsDir = opts.sessions as string | undefined;
         if (!sessionsDir) {
           if (!opts.config) throw new UsageError("give --sessions DIR, or --config FILE whose emit.out_dir holds the sessions");
@@ -227,13 +255,7 @@ export function buildProgram(): Command {
           sessionsDir = resolve(loaded.baseDir, emit.out_dir, "sessions");
         }
         const outDir = opts.out ?? join(opts.results, "report");
-        let written;
-        try {
-          written = await writeResultsReport(opts.results, sessionsDir, outDir);
-        } catch (error) {
-          if (error instanceof ReportInputError) throw new UsageError(error.message);
-          throw error;
-        }
+        const written = await writeResultsReport(opts.results, sessionsDir, outDir);
         process.stdout.write(readFileSync(written.files[0]!, "utf8"));
         process.stdout.write(written.files.map((f) => `wrote ${f}\n`).join(""));
         return written.aggregation.problems.length ? 1 : 0;
@@ -247,17 +269,20 @@ export function buildProgram(): Command {
     .option("--out <dir>", "where to build the corpus", ".switch-swe/demo-corpus")
     .option("-c, --config <file>", "pipeline config to run over it", "data/demo/pipeline.yaml")
     .option("--force", "redo every stage, ignoring caches")
+    .option("--keep-going", "run later stages even after a stage had failures that may not recur (the run still exits 1)")
     .option("-q, --quiet", "print only warnings, errors and the summary")
     .addOption(new Option("--executor <kind>", "qualify's and the oracle's executor: docker, local or auto").choices(["auto", "docker", "local"]))
     .option("--jobs <n>", "tasks qualified at once", (v) => Number(v))
     .addHelpText("after", "\nExample:\n  switch-swe demo\n  switch-swe demo --executor local")
     .action(
       act(async (opts) => {
+        requirePath("--corpus", opts.corpus, "file");
+        requirePath("--config", opts.config, "file");
         const corpus = await buildDemoCorpus(opts.corpus, opts.out);
         process.stderr.write(`demo corpus: ${corpus.records} pull requests in ${corpus.repositories.join(", ")} (${corpus.built ? "built" : "already built"}) at ${corpus.dir}\n`);
         const server = await serveDemoApi(opts.config, join(corpus.dir, "github"));
         try {
-          return await runWithConfig(opts.config, { force: opts.force }, Boolean(opts.quiet), { executor: opts.executor, jobs: opts.jobs });
+          return await runWithConfig(opts.config, { force: opts.force, keepGoing: opts.keepGoing }, Boolean(opts.quiet), { executor: opts.executor, jobs: opts.jobs });
         } finally {
           await server?.stop();
         }
@@ -318,6 +343,7 @@ export function buildProgram(): Command {
     .addHelpText("after", "\nExample:\n  switch-swe images build --config data/demo/pipeline.yaml")
     .action(
       act(async (opts) => {
+        requirePath("--config", opts.config, "file");
         const loaded = loadConfig(opts.config, BUILT_STAGES);
         const store = new ArtifactStore(loaded.workDir);
         const read = async (stage: StageName, name: string) => (await store.readRecords(stage, name).catch(() => { throw new UsageError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${opts.config}' up to split first`); })).records;
@@ -366,12 +392,8 @@ export function buildProgram(): Command {
     .option("--force", "overwrite an existing profile")
     .addHelpText("after", "\nExample:\n  switch-swe repo init psf/requests --clone ~/src/requests")
     .action(act(async (repoName: string, opts) => {
-      let result;
-      try {
-        result = await draftProfile(repoName, opts.clone, { out: opts.out, force: Boolean(opts.force) });
-      } catch (error) {
-        throw new UsageError((error as Error).message);
-      }
+      requirePath("--clone", opts.clone, "directory");
+      const result = await draftProfile(repoName, opts.clone, { out: opts.out, force: Boolean(opts.force) });
       process.stdout.write(`wrote ${result.path}\n${result.notes.map((n: string) => `  review: ${n}\n`).join("")}`);
       return 0;
     }));
@@ -422,20 +444,42 @@ function splitByHand(diffPath: string, profilePath: string | undefined, json: bo
   return 0;
 }
 
-/** Runs the CLI; returns the exit code (0 ok, 1 the run failed, 2 bad usage, config or input). */
+/** The task or run could not be done (not the user's input): one line, exit 1. */
+class RunFailed extends Error {}
+
+/**
+ * Runs the CLI; returns the exit code: 0 ok, 1 a run or task that failed, 2 bad usage, config or
+ * input (one line naming the file and field). Anything else is a bug: it is reported as an
+ * internal error in one line that says where its details were written; `--debug` prints the stack.
+ */
 export async function main(argv: string[]): Promise<number> {
+  const debug = argv.includes("--debug");
   const program = buildProgram();
   for (const command of allCommands(program)) command.exitOverride();
   exitCode = 0;
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(argv.filter((a) => a !== "--debug"));
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
-    if (error instanceof UsageError || error instanceof ConfigError || error instanceof PipelineError) {
+    if (error instanceof InputError || error instanceof PipelineError || (error instanceof Error && error.name === "DiffParseError")) {
       process.stderr.write(`switch-swe: ${error.message}\n`);
       return 2;
     }
-    throw error;
+    if (error instanceof RunFailed) {
+      process.stderr.write(`switch-swe: ${error.message}\n`);
+      return 1;
+    }
+    const detail = error instanceof Error ? error.stack ?? error.message : String(error);
+    const logFile = join(tmpdir(), `switch-swe-internal-error-${process.pid}.log`);
+    try {
+      writeFileSync(logFile, `${new Date().toISOString()} switch-swe ${argv.slice(2).join(" ")}\n${detail}\n`);
+    } catch {
+      // the message below still says what happened
+    }
+    const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    process.stderr.write(`switch-swe: internal error: ${message} (a bug in switch-swe; details in ${logFile}${debug ? "" : "; run again with --debug to see the stack"})\n`);
+    if (debug) process.stderr.write(`${detail}\n`);
+    return 1;
   }
   return exitCode;
 }

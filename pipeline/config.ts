@@ -3,7 +3,7 @@ import { dirname, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { StageName } from "./schemas/common.ts";
-import { firstIssue } from "./validation.ts";
+import { firstIssue, InputError } from "./validation.ts";
 import type { StageDefinition } from "./stage.ts";
 
 export const PipelineConfig = z.strictObject({
@@ -25,7 +25,7 @@ export interface LoadedConfig {
   config: PipelineConfig;
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends InputError {
   override name = "ConfigError";
 }
 

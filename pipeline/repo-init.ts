@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { writeFileAtomic } from "./atomic.ts";
+import { InputError } from "./validation.ts";
 import { profileFileName } from "./profiles.ts";
 import { RepoName, type RepoName as RepoNameT } from "./schemas/common.ts";
 import { RepoProfile, type RepoProfileInput } from "./schemas/repo-profile.ts";
@@ -93,7 +94,7 @@ function requirementFiles(root: string): string[] {
 export async function draftProfile(repo: string, clonePath: string, options: { out?: string; force?: boolean } = {}): Promise<DraftResult> {
   const repoName: RepoNameT = RepoName.parse(repo);
   const root = resolve(clonePath);
-  if (!isDir(root)) throw new Error(`--clone ${clonePath}: not a directory`);
+  if (!isDir(root)) throw new InputError(`--clone ${clonePath}: not a directory`);
   const notes: string[] = [];
   const pyproject = read(join(root, "pyproject.toml")) ?? "";
   const setupCfg = read(join(root, "setup.cfg")) ?? "";
@@ -139,7 +140,7 @@ export async function draftProfile(repo: string, clonePath: string, options: { o
   };
   const profile = RepoProfile.parse(draft);
   const path = options.out ?? join("data", "repos", profileFileName(repoName));
-  if (existsSync(path) && !options.force) throw new Error(`${path} exists; pass --force to overwrite it`);
+  if (existsSync(path) && !options.force) throw new InputError(`${path} exists; pass --force to overwrite it`);
   await writeFileAtomic(path, JSON.stringify(profile, null, 2) + "\n");
   return { path, profile, notes };
 }

@@ -50,3 +50,11 @@ export function describeFirstIssue(error: z.ZodError, input: unknown): string {
   const first = firstIssue(error, input);
   return `field ${first.field || "(root)"}: ${first.message}`;
 }
+
+/**
+ * Bad input from the user: a file, option or field that is missing or wrong. The CLI prints its
+ * message on one line and exits 2; the message names the file, record and field, and what fixes it.
+ */
+export class InputError extends Error {
+  override name = "InputError";
+}

@@ -1,14 +1,14 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
-import { describeFirstIssue } from "../validation.ts";
+import { describeFirstIssue, InputError } from "../validation.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import type { z } from "zod";
 import { VerificationReport } from "../schemas/verification.ts";
 import { aggregateResults, type Aggregation, type LoadedReport, type ScoredSession } from "./aggregate.ts";
 import { renderCsv, renderMarkdown, renderSvg } from "./render.ts";
 
-export class ReportInputError extends Error {
+export class ReportInputError extends InputError {
   override name = "ReportInputError";
 }
 

@@ -16,10 +16,10 @@ import { SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { collectCheckoutArtifact } from "./collect.ts";
 import { verifyArtifact } from "./verify.ts";
-import { describeFirstIssue } from "../validation.ts";
+import { describeFirstIssue, InputError } from "../validation.ts";
 
 /** Bad input to `verify`: names the file and field, and nothing was run. */
-export class VerifyInputError extends Error {
+export class VerifyInputError extends InputError {
   override name = "VerifyInputError";
 }
 

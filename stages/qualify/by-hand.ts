@@ -6,7 +6,7 @@ import { MirrorCache } from "../../pipeline/git.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { describeFirstIssue } from "../../pipeline/validation.ts";
+import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
 
 export interface ByHandOptions {
@@ -27,15 +27,19 @@ export interface ByHandOptions {
 export async function qualifyByHand(options: ByHandOptions) {
   const workDir = resolve(options.workDir);
   const text = readFileSync(options.taskFile, "utf8").trim();
-  const parsed = SplitChange.safeParse(JSON.parse(text.split("\n")[0]!));
-  if (!parsed.success) {
-    throw new Error(`${options.taskFile}: ${describeFirstIssue(parsed.error, JSON.parse(text.split("\n")[0]!))} (expected a split record, one line of artifacts/split/splits.jsonl)`);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text.split("\n")[0]!);
+  } catch (error) {
+    throw new InputError(`${options.taskFile}: line 1: not valid JSON (${(error as Error).message}); expected a split record, one line of artifacts/split/splits.jsonl`);
   }
+  const parsed = SplitChange.safeParse(raw);
+  if (!parsed.success) throw new InputError(`${options.taskFile}: ${describeFirstIssue(parsed.error, raw)} (expected a split record, one line of artifacts/split/splits.jsonl)`);
   const split = parsed.data;
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
   const { profiles, errors } = loadProfiles([{ path: basename(profilePath), text: readFileSync(profilePath, "utf8") }]);
   const loaded = profiles.get(split.repo);
-  if (!loaded) throw new Error(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
+  if (!loaded) throw new InputError(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
   const env = environmentSpec(split.repo, recipeFor(loaded.profile, { id: split.task_id }), options.asOf ?? null);
   const executor = await createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log });
   const mirror = await new MirrorCache(join(workDir, "git")).ensure(split.repo, cloneSourceOf(split.repo, loaded, (p) => resolve(dirname(profilePath), p)), split.base_commit);

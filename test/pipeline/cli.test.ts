@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -51,7 +51,12 @@ describe("switch-swe CLI", () => {
     expect(unlabelled.stderr).toMatch(/required option '--condition <condition>' not specified/);
     const report = await cli(["report", "--results", join(dir, "nothing"), "--sessions", dir]);
     expect(report.code).toBe(2);
-    expect(report.stderr).toMatch(/session\.json: field repo: .*expected a session specification/);
+    expect(report.stderr).toMatch(/^switch-swe: --results .*nothing: no such directory\n$/);
+    mkdirSync(join(dir, "results"));
+    writeFileSync(join(dir, "index.json"), JSON.stringify({ benchmark: "demo", sessions: [{ session_id: "s", file: "session.json", focus: "o__r-1", locality: "near" }] }));
+    const badSession = await cli(["report", "--results", join(dir, "results"), "--sessions", dir]);
+    expect(badSession.code).toBe(2);
+    expect(badSession.stderr).toMatch(/session\.json: field repo: is required \(expected a session specification\)/);
   });
 
   it("reports a config error with its key and exits 2", async () => {
@@ -99,5 +104,49 @@ describe("switch-swe CLI", () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/stale or missing JSON Schema files/);
     expect(JSON.parse(readFileSync(join(root, "manifests/schema/session-spec.schema.json"), "utf8")).properties.conditions).toBeDefined();
+  });
+
+  it("says bad paths and unusable work directories in one line, before any work, exit 2", async () => {
+    const dir = tempDir();
+    const cases: [string[], RegExp][] = [
+      [["split", "--diff", join(dir, "missing.diff")], /^switch-swe: --diff .*missing\.diff: no such file\n$/],
+      [["split", "--diff", dir], /^switch-swe: --diff .*: is a directory, expected a file\n$/],
+      [["qualify", "--task", join(dir, "none.json")], /^switch-swe: --task .*none\.json: no such file\n$/],
+      [["repo", "init", "o/n", "--clone", join(dir, "nowhere")], /^switch-swe: --clone .*nowhere: no such directory\n$/],
+      [["run", "--config", join(dir, "none.yaml")], /^switch-swe: --config .*none\.yaml: no such file\n$/],
+    ];
+    writeFileSync(join(dir, "blocker"), "a file where a directory should be");
+    writeFileSync(join(dir, "p.yaml"), "name: t\nseed: 1\nwork_dir: blocker/work\n");
+    cases.push([["run", "--config", join(dir, "p.yaml")], /^switch-swe: .*p\.yaml: key work_dir: .*blocker\/work cannot be created or written \(ENOTDIR\)\n$/]);
+    writeFileSync(join(dir, "task.json"), "{ not json");
+    writeFileSync(join(dir, "profile.json"), "{}");
+    cases.push([["qualify", "--task", join(dir, "task.json"), "--profile", join(dir, "profile.json")], /^switch-swe: .*task\.json: line 1: not valid JSON .*expected a split record/]);
+    for (const [args, expected] of cases) {
+      const result = await cli(args);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.stderr, args.join(" ")).toMatch(expected);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    }
+  }, 120_000);
+
+  it("reports an unexpected error as an internal error in one line, with the stack only under --debug", async () => {
+    const dir = tempDir();
+    const results = join(dir, "results");
+    mkdirSync(results);
+    // A symlink loop makes walking the results directory fail in a way no input check foresees.
+    symlinkSync(".", join(results, "loop"));
+    mkdirSync(join(dir, "sessions"));
+    const request = { task_id: "o__r-1", stage: 1, finalization: false, message: { repository: "o/r", checkout: "/workspace/w00", text: "Do it." } };
+    const spec = { session_id: "session-o__r-1", benchmark: "t", repo: "o/r", focus: "o__r-1", interruptions: [], locality: "near", seeds: { benchmark: "1", case: "1" }, checkouts: [{ path: "/workspace/w00", task_id: "o__r-1", base_commit: "a".repeat(40) }], budget: { per_request_seconds: 900, timeout_continuations: 3 }, conditions: { control: [request], switched: [request] } };
+    writeFileSync(join(dir, "sessions", "session-o__r-1.json"), JSON.stringify(spec));
+    writeFileSync(join(dir, "sessions", "index.json"), JSON.stringify({ benchmark: "t", sessions: [{ session_id: "session-o__r-1", file: "session-o__r-1.json", focus: "o__r-1", locality: "near" }] }));
+    const plain = await cli(["report", "--results", results, "--sessions", join(dir, "sessions")]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(/^switch-swe: internal error: .* \(a bug in switch-swe; details in \S+switch-swe-internal-error-\d+\.log; run again with --debug to see the stack\)\n$/);
+    const logFile = /details in (\S+?);/.exec(plain.stderr)![1]!;
+    expect(readFileSync(logFile, "utf8")).toMatch(/\n\s+at /);
+    const debug = await cli(["report", "--results", results, "--sessions", join(dir, "sessions"), "--debug"]);
+    expect(debug.code).toBe(1);
+    expect(debug.stderr).toMatch(/internal error: .*\n.*\n\s+at /);
   });
 });
