@@ -1,6 +1,6 @@
 import type { FileClass } from "../../pipeline/schemas/common.ts";
 import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
-import { globToRegExp } from "./glob.ts";
+import picomatch from "picomatch";
 
 /** Which rule decided a file's class; kept so an auditor can see why a file went where it did. */
 export interface Classification {
@@ -23,7 +23,7 @@ const METADATA = /^(setup\.py|setup\.cfg|pyproject\.toml|manifest\.in|tox\.ini|n
  */
 export function classifyPath(path: string, rules: ClassificationRules): Classification {
   for (const [index, override] of rules.overrides.entries()) {
-    if (override.globs.some((glob) => compiled(glob).test(path))) return { class: override.class, rule: `override[${index}]` };
+    if (override.globs.some((glob) => globMatcher(glob)(path))) return { class: override.class, rule: `override[${index}]` };
   }
   const segments = path.split("/");
   const name = segments[segments.length - 1]!;
@@ -49,9 +49,14 @@ function insidePackage(path: string, rules: ClassificationRules): boolean {
   return rules.package_roots.some((root) => root !== "" && (path === root || path.startsWith(root.endsWith("/") ? root : root + "/")));
 }
 
-const globCache = new Map<string, RegExp>();
-function compiled(glob: string): RegExp {
-  let re = globCache.get(glob);
-  if (!re) globCache.set(glob, (re = globToRegExp(glob)));
-  return re;
+const globCache = new Map<string, (path: string) => boolean>();
+/**
+ * A profile glob as a matcher (picomatch: `*` within a segment, `**` across segments, `?`, `[ab]`
+ * classes, `{a,b}` alternatives). Dot files match like any other: a profile rule about
+ * `.github/**` must not silently miss.
+ */
+export function globMatcher(glob: string): (path: string) => boolean {
+  let match = globCache.get(glob);
+  if (!match) globCache.set(glob, (match = picomatch(glob, { dot: true })));
+  return match;
 }

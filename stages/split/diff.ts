@@ -9,7 +9,11 @@ export interface FileDiff {
   similarity?: number;
   oldMode?: string;
   newMode?: string;
-  /** The section exactly as it stood in the input, from its `diff --git` line, ending in "\n". */
+  /**
+   * The section as `git apply` takes it, ending in "\n": for a git diff exactly as it stood in the
+   * input, from its `diff --git` line; for a plain unified diff (`diff -u`), the same content under
+   * a `diff --git` header (with `new file` / `deleted file` lines where a side is /dev/null).
+   */
   raw: string;
   hunks: number;
 }
@@ -22,132 +26,254 @@ export class DiffParseError extends Error {
 }
 
 const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
+/** A commit header: `git log -p` (`commit <sha>`) or an mbox of `git format-patch` (`From <sha> …`). */
+const COMMIT_HEADER = /^(commit [0-9a-f]{7,40}\b|From [0-9a-f]{40} )/;
+/** Lines only a `diff --git` section's extended header has. */
+const GIT_HEADER_LINE = /^(index [0-9a-f]+\.\.[0-9a-f]+|old mode |new mode |deleted file mode |new file mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |GIT binary patch$)/;
+/** Base85 data lines of a git binary patch: a length character, then 5 characters per 4 bytes. */
+const BASE85_LINE = /^[A-Za-z][0-9A-Za-z!#$%&()*+;<=>?@^_`{|}~-]+$/;
 
 /**
- * Parses the output of `git diff` / `git format-patch` bodies into file sections. Hunk bodies are
- * consumed by their line counts, never by pattern, so content that looks like a header cannot
- * split a file; CR bytes stay part of their lines so CRLF files survive unchanged.
+ * Parses a diff into file sections: the output of `git diff` / `git show` / one `git format-patch`
+ * mail, or a plain unified diff (`diff -u`, `diff -ruN`). Hunk bodies are consumed by their line
+ * counts, never by pattern, so content that looks like a header cannot split a file; CR bytes
+ * stay part of their lines so CRLF files survive unchanged.
+ *
+ * It refuses, with the line where it saw it, what it cannot split faithfully: combined diffs of
+ * merges, input holding several commits, hunks and binary patches cut short, a file header with
+ * no content, and text that is not a diff at all. Empty input is an empty diff.
  */
 export function parseGitDiff(text: string): FileDiff[] {
+  // Every diff tool ends its last line; one that does not was cut off mid-line, and its last
+  // line, counted as whole, would apply as something nobody wrote.
+  if (text.trim() && !text.endsWith("\n")) throw new DiffParseError("the diff does not end with a newline: it was cut off mid-line", text.split("\n").length);
   const lines = text.split("\n");
   // A trailing "\n" produces one empty element that is not a line of the diff.
   if (lines.length && lines[lines.length - 1] === "") lines.pop();
   const files: FileDiff[] = [];
+  let commits = 0;
   let i = 0;
-  // Anything before the first file (a commit message, a cover letter) is not part of any file.
-  while (i < lines.length && !lines[i]!.startsWith("diff --git ")) i++;
-  while (i < lines.length) {
-    const start = i;
-    const header = lines[i]!;
-    i++;
-    const section: Partial<FileDiff> = { binary: false, hunks: 0 };
-    let minusPath: string | null | undefined;
-    let plusPath: string | null | undefined;
-    let deleted = false;
-    let added = false;
-    let renamed = false;
-    let copied = false;
-    let renameFrom: string | undefined;
-    let renameTo: string | undefined;
-
-    // Extended headers.
+  const preamble = (): void => {
+    // Anything before the first file (a commit message, a cover letter) belongs to no file, but a
+    // git header line there means a `diff --git` line was lost: what follows would be misread.
     for (; i < lines.length; i++) {
       const line = lines[i]!;
-      if (line.startsWith("diff --git ") || line.startsWith("@@ ") || line.startsWith("--- ")) break;
-      if (line.startsWith("old mode ")) section.oldMode = line.slice(9).trim();
-      else if (line.startsWith("new mode ")) section.newMode = line.slice(9).trim();
-      else if (line.startsWith("deleted file mode ")) {
-        deleted = true;
-        section.oldMode = line.slice(18).trim();
-      } else if (line.startsWith("new file mode ")) {
-        added = true;
-        section.newMode = line.slice(14).trim();
-      } else if (line.startsWith("rename from ")) {
-        renamed = true;
-        renameFrom = unquotePath(line.slice(12));
-      } else if (line.startsWith("rename to ")) {
-        renamed = true;
-        renameTo = unquotePath(line.slice(10));
-      } else if (line.startsWith("copy from ")) {
-        copied = true;
-        renameFrom = unquotePath(line.slice(10));
-      } else if (line.startsWith("copy to ")) {
-        copied = true;
-        renameTo = unquotePath(line.slice(8));
-      } else if (line.startsWith("similarity index ")) section.similarity = parseInt(line.slice(17), 10);
-      else if (line.startsWith("dissimilarity index ")) section.similarity = 100 - parseInt(line.slice(20), 10);
-      else if (line.startsWith("index ")) {
-        // Blob ids (and the mode of an unchanged file): nothing the split needs.
-      } else if (line.startsWith("Binary files ")) {
-        section.binary = true;
-      } else if (line === "GIT binary patch") {
-        section.binary = true;
-        // Base85 blocks run to the next file; their lines never start with "diff --git ".
-        i++;
-        while (i < lines.length && !lines[i]!.startsWith("diff --git ")) i++;
-        break;
-      } else throw new DiffParseError(`unexpected line in the header of ${header.slice(11)}: ${JSON.stringify(line.slice(0, 80))}`, i + 1);
+      if (line.startsWith("diff --git ") || isPlainFileStart(lines, i)) return;
+      assertNotCombined(line, i);
+      if (GIT_HEADER_LINE.test(line)) throw new DiffParseError(`${JSON.stringify(line.slice(0, 80))} belongs to a file section whose 'diff --git' line is missing (a damaged diff?)`, i + 1);
+      if (COMMIT_HEADER.test(line) && ++commits > 1) throw new DiffParseError("the input holds more than one commit; split takes one change: give `git diff BASE HEAD` (or one format-patch mail)", i + 1);
     }
-
-    if (i < lines.length && lines[i]!.startsWith("--- ")) {
-      minusPath = stripPrefix(unquotePath(lines[i]!.slice(4).replace(/\t.*$/, "")), "a/");
-      i++;
-      if (i >= lines.length || !lines[i]!.startsWith("+++ ")) throw new DiffParseError("a '---' line is not followed by '+++'", i + 1);
-      plusPath = stripPrefix(unquotePath(lines[i]!.slice(4).replace(/\t.*$/, "")), "b/");
-      i++;
-      while (i < lines.length && lines[i]!.startsWith("@@ ")) {
-        const match = HUNK_HEADER.exec(lines[i]!);
-        if (!match) throw new DiffParseError(`malformed hunk header ${JSON.stringify(lines[i])}`, i + 1);
-        let oldLeft = match[2] === undefined ? 1 : parseInt(match[2], 10);
-        let newLeft = match[4] === undefined ? 1 : parseInt(match[4], 10);
-        section.hunks!++;
-        i++;
-        while (oldLeft > 0 || newLeft > 0) {
-          if (i >= lines.length) throw new DiffParseError("the diff ends inside a hunk (truncated?)", i + 1);
-          const body = lines[i]!;
-          const tag = body[0];
-          if (tag === " " || body === "") {
-            // Some tools strip the space of an empty context line; git accepts that too.
-            oldLeft--;
-            newLeft--;
-          } else if (tag === "-") oldLeft--;
-          else if (tag === "+") newLeft--;
-          else if (tag !== "\\") throw new DiffParseError(`unexpected line inside a hunk: ${JSON.stringify(body.slice(0, 80))}`, i + 1);
-          i++;
-          if (oldLeft < 0 || newLeft < 0) throw new DiffParseError("a hunk has more lines than its header says", i);
-        }
-        // "\ No newline at end of file" follows the last line it describes.
-        while (i < lines.length && lines[i]!.startsWith("\\")) i++;
-      }
-      if (i < lines.length && !lines[i]!.startsWith("diff --git ")) {
-        throw new DiffParseError(`unexpected line after the hunks of ${plusPath ?? minusPath}: ${JSON.stringify(lines[i]!.slice(0, 80))}`, i + 1);
-      }
+  };
+  preamble();
+  const kinds = new Set<"git" | "plain">();
+  while (i < lines.length) {
+    const start = i;
+    const kind = lines[i]!.startsWith("diff --git ") ? "git" : "plain";
+    kinds.add(kind);
+    // One tool wrote a real diff: git sections and plain ones mixed mean a damaged `diff --git` line.
+    if (kinds.size > 1) throw new DiffParseError("git and plain unified sections are mixed (a damaged 'diff --git' line?)", i + 1);
+    const section = kind === "git" ? readGitSection(lines, i) : readPlainSection(lines, i);
+    files.push(section.file);
+    i = section.next;
+    if (i >= lines.length) break;
+    const line = lines[i]!;
+    if (line.startsWith("diff --git ") || isPlainFileStart(lines, i)) continue;
+    // A format-patch mail ends with its signature: "-- " and git's version.
+    if (line === "-- " && lines.slice(i + 1).every((l) => !l.startsWith("diff ") && !l.startsWith("@@"))) break;
+    if (/^diff -/.test(line) && i + 1 < lines.length && isPlainFileStart(lines, i + 1)) {
+      i++; // the command line `diff -ruN old/x new/x` before a plain section
+      continue;
     }
-
-    const [headerOld, headerNew] = headerPaths(header.slice(11), renameFrom, renameTo, minusPath, plusPath, start + 1);
-    const oldPath = renameFrom ?? (minusPath && minusPath !== "/dev/null" ? minusPath : headerOld);
-    const path = renameTo ?? (plusPath && plusPath !== "/dev/null" ? plusPath : headerNew);
-    let status: FileStatus;
-    if (added) status = "added";
-    else if (deleted) status = "deleted";
-    else if (renamed) status = "renamed";
-    else if (copied) status = "copied";
-    else if (section.oldMode && section.newMode && section.oldMode !== section.newMode && section.hunks === 0 && !section.binary) status = "mode_changed";
-    else status = "modified";
-    const raw = lines.slice(start, i).join("\n") + "\n";
-    files.push({
-      path,
-      oldPath,
-      status,
-      binary: section.binary!,
-      similarity: section.similarity,
-      oldMode: section.oldMode,
-      newMode: section.newMode,
-      raw,
-      hunks: section.hunks!,
-    });
+    if (line.startsWith("Only in ")) throw new DiffParseError(`${JSON.stringify(line)}: a file only one side has is not in the diff (use diff -N, or git diff)`, i + 1);
+    assertNotCombined(line, i);
+    if (COMMIT_HEADER.test(line)) throw new DiffParseError("the input holds more than one commit; split takes one change: give `git diff BASE HEAD` (or one format-patch mail)", i + 1);
+    throw new DiffParseError(`unexpected line after the file ${files.at(-1)!.path} (from line ${start + 1}): ${JSON.stringify(line.slice(0, 80))}`, i + 1);
+  }
+  if (!files.length && text.trim()) {
+    throw new DiffParseError("no file section found: this is not a diff (expected `diff --git` sections or a unified diff with ---/+++ lines and @@ hunks)", 1);
   }
   return files;
+}
+
+function assertNotCombined(line: string, index: number): void {
+  if (line.startsWith("diff --cc ") || line.startsWith("diff --combined ") || line.startsWith("@@@ ")) {
+    throw new DiffParseError("a combined diff of a merge commit (diff --cc) has no single base to apply to; give `git diff BASE MERGE` instead", index + 1);
+  }
+}
+
+/** A plain unified diff's file starts with `--- X`, `+++ Y` and a hunk header. */
+function isPlainFileStart(lines: string[], i: number): boolean {
+  return lines[i]!.startsWith("--- ") && (lines[i + 1] ?? "").startsWith("+++ ") && HUNK_HEADER.test(lines[i + 2] ?? "");
+}
+
+/** Reads hunks from `i` (at an `@@` line) by their line counts; returns the index after them. */
+function readHunks(lines: string[], i: number, name: string): { next: number; hunks: number } {
+  let hunks = 0;
+  while (i < lines.length && lines[i]!.startsWith("@@")) {
+    assertNotCombined(lines[i]!, i);
+    const match = HUNK_HEADER.exec(lines[i]!);
+    if (!match) throw new DiffParseError(`malformed hunk header ${JSON.stringify(lines[i]!.slice(0, 80))} in ${name}`, i + 1);
+    let oldLeft = match[2] === undefined ? 1 : parseInt(match[2], 10);
+    let newLeft = match[4] === undefined ? 1 : parseInt(match[4], 10);
+    hunks++;
+    i++;
+    while (oldLeft > 0 || newLeft > 0) {
+      if (i >= lines.length) throw new DiffParseError(`the diff ends inside a hunk of ${name} (truncated?)`, i + 1);
+      const body = lines[i]!;
+      const tag = body[0];
+      if (tag === " " || body === "") {
+        // Some tools strip the space of an empty context line; git accepts that too.
+        oldLeft--;
+        newLeft--;
+      } else if (tag === "-") oldLeft--;
+      else if (tag === "+") newLeft--;
+      else if (tag !== "\\") throw new DiffParseError(`unexpected line inside a hunk of ${name}: ${JSON.stringify(body.slice(0, 80))}`, i + 1);
+      i++;
+      if (oldLeft < 0 || newLeft < 0) throw new DiffParseError(`a hunk of ${name} has more lines than its header says`, i);
+    }
+    // "\ No newline at end of file" follows the last line it describes.
+    while (i < lines.length && lines[i]!.startsWith("\\")) i++;
+  }
+  return { next: i, hunks };
+}
+
+/**
+ * Checks a git binary patch from `i` (the line after "GIT binary patch"): one or two blocks, each
+ * `literal N` or `delta N`, base85 lines whose length matches their length character, and a blank
+ * line. A block cut short is refused: applying it would fail, or worse, apply something else.
+ */
+function readBinaryPatch(lines: string[], i: number, name: string): number {
+  for (let block = 0; block < 2; block++) {
+    const head = lines[i];
+    if (head === undefined || !/^(literal|delta) \d+$/.test(head)) {
+      if (block === 1) return i; // the reverse block is optional
+      throw new DiffParseError(`the binary patch of ${name} has no literal or delta block`, i + 1);
+    }
+    i++;
+    let data = 0;
+    for (; i < lines.length && lines[i] !== ""; i++) {
+      const line = lines[i]!;
+      const code = line.charCodeAt(0);
+      const bytes = code >= 65 && code <= 90 ? code - 64 : code >= 97 && code <= 122 ? code - 96 + 26 : -1;
+      if (!BASE85_LINE.test(line) || line.length !== 1 + Math.ceil(bytes / 4) * 5) throw new DiffParseError(`a line of the binary patch of ${name} is cut short or damaged`, i + 1);
+      data++;
+    }
+    if (i >= lines.length || data === 0) throw new DiffParseError(`the binary patch of ${name} ends before its block does (truncated?)`, i + 1);
+    i++; // the blank line ending the block
+  }
+  return i;
+}
+
+function readGitSection(lines: string[], start: number): { file: FileDiff; next: number } {
+  const header = lines[start]!;
+  let i = start + 1;
+  const section: Partial<FileDiff> = { binary: false, hunks: 0 };
+  let minusPath: string | null | undefined;
+  let plusPath: string | null | undefined;
+  let deleted = false;
+  let added = false;
+  let renamed = false;
+  let copied = false;
+  let renameFrom: string | undefined;
+  let renameTo: string | undefined;
+  let binaryPatch = false;
+
+  // Extended headers.
+  for (; i < lines.length; i++) {
+    const line = lines[i]!;
+    if (line.startsWith("diff --git ") || line.startsWith("@@") || line.startsWith("--- ")) break;
+    if (line.startsWith("old mode ")) section.oldMode = line.slice(9).trim();
+    else if (line.startsWith("new mode ")) section.newMode = line.slice(9).trim();
+    else if (line.startsWith("deleted file mode ")) {
+      deleted = true;
+      section.oldMode = line.slice(18).trim();
+    } else if (line.startsWith("new file mode ")) {
+      added = true;
+      section.newMode = line.slice(14).trim();
+    } else if (line.startsWith("rename from ")) {
+      renamed = true;
+      renameFrom = unquotePath(line.slice(12));
+    } else if (line.startsWith("rename to ")) {
+      renamed = true;
+      renameTo = unquotePath(line.slice(10));
+    } else if (line.startsWith("copy from ")) {
+      copied = true;
+      renameFrom = unquotePath(line.slice(10));
+    } else if (line.startsWith("copy to ")) {
+      copied = true;
+      renameTo = unquotePath(line.slice(8));
+    } else if (line.startsWith("similarity index ")) section.similarity = parseInt(line.slice(17), 10);
+    else if (line.startsWith("dissimilarity index ")) section.similarity = 100 - parseInt(line.slice(20), 10);
+    else if (line.startsWith("index ")) {
+      // Blob ids (and the mode of an unchanged file): nothing the split needs.
+    } else if (line.startsWith("Binary files ")) {
+      section.binary = true;
+    } else if (line === "GIT binary patch") {
+      section.binary = true;
+      binaryPatch = true;
+      i = readBinaryPatch(lines, i + 1, header.slice(11));
+      break;
+    } else throw new DiffParseError(`unexpected line in the header of ${header.slice(11)}: ${JSON.stringify(line.slice(0, 80))}`, i + 1);
+  }
+
+  if (!binaryPatch && i < lines.length && lines[i]!.startsWith("--- ")) {
+    minusPath = stripPrefix(unquotePath(lines[i]!.slice(4).replace(/\t.*$/, "")), "a/");
+    i++;
+    if (i >= lines.length || !lines[i]!.startsWith("+++ ")) throw new DiffParseError("a '---' line is not followed by '+++' (truncated?)", i + 1);
+    plusPath = stripPrefix(unquotePath(lines[i]!.slice(4).replace(/\t.*$/, "")), "b/");
+    i++;
+    const read = readHunks(lines, i, plusPath ?? minusPath ?? header.slice(11));
+    i = read.next;
+    section.hunks = read.hunks;
+    // git writes ---/+++ only above hunks: without any, the content was cut off.
+    if (!read.hunks) throw new DiffParseError(`the file ${plusPath} has ---/+++ lines but no hunk (truncated?)`, i + 1);
+  }
+
+  const [headerOld, headerNew] = headerPaths(header.slice(11), renameFrom, renameTo, minusPath, plusPath, start + 1);
+  const oldPath = renameFrom ?? (minusPath && minusPath !== "/dev/null" ? minusPath : headerOld);
+  const path = renameTo ?? (plusPath && plusPath !== "/dev/null" ? plusPath : headerNew);
+  let status: FileStatus;
+  if (added) status = "added";
+  else if (deleted) status = "deleted";
+  else if (renamed) status = "renamed";
+  else if (copied) status = "copied";
+  else if (section.oldMode && section.newMode && section.oldMode !== section.newMode && section.hunks === 0 && !section.binary) status = "mode_changed";
+  else status = "modified";
+  if (status === "modified" && !section.hunks && !section.binary) {
+    throw new DiffParseError(`the file ${path} has a header but no change (truncated?)`, start + 1);
+  }
+  const raw = lines.slice(start, i).join("\n") + "\n";
+  return {
+    file: { path, oldPath, status, binary: section.binary!, similarity: section.similarity, oldMode: section.oldMode, newMode: section.newMode, raw, hunks: section.hunks! },
+    next: i,
+  };
+}
+
+/** A plain unified diff's path: timestamps dropped, and its first component stripped as `git apply -p1` does. */
+function plainPath(text: string): string {
+  const path = unquotePath(text.replace(/\t.*$/, ""));
+  if (path === "/dev/null") return path;
+  const slash = path.indexOf("/");
+  return slash < 0 ? path : path.slice(slash + 1);
+}
+
+function readPlainSection(lines: string[], start: number): { file: FileDiff; next: number } {
+  const minus = plainPath(lines[start]!.slice(4));
+  const plus = plainPath(lines[start + 1]!.slice(4));
+  if (minus === "/dev/null" && plus === "/dev/null") throw new DiffParseError("both sides of the file are /dev/null", start + 1);
+  const path = plus === "/dev/null" ? minus : plus;
+  const oldPath = minus === "/dev/null" ? plus : minus;
+  if (minus !== "/dev/null" && plus !== "/dev/null" && minus !== plus) throw new DiffParseError(`a plain diff between two different paths (${minus}, ${plus}) is not one file's change`, start + 1);
+  const { next, hunks } = readHunks(lines, start + 2, path);
+  // `diff -N` shows a missing side as an empty file, not /dev/null: one hunk from or to nothing.
+  const only = hunks === 1 ? HUNK_HEADER.exec(lines[start + 2]!) : null;
+  const fromNothing = minus === "/dev/null" || (only !== null && only[1] === "0" && only[2] === "0");
+  const toNothing = plus === "/dev/null" || (only !== null && only[3] === "0" && only[4] === "0");
+  const status: FileStatus = fromNothing ? "added" : toNothing ? "deleted" : "modified";
+  // The same content under a git header, so every later step (apply, classify) sees one format.
+  const header = [`diff --git a/${path} b/${path}`, ...(status === "added" ? ["new file mode 100644"] : status === "deleted" ? ["deleted file mode 100644"] : []), `--- ${status === "added" ? "/dev/null" : `a/${path}`}`, `+++ ${status === "deleted" ? "/dev/null" : `b/${path}`}`];
+  const raw = [...header, ...lines.slice(start + 2, next)].join("\n") + "\n";
+  return { file: { path, oldPath, status, binary: false, raw, hunks, ...(status === "added" ? { newMode: "100644" } : status === "deleted" ? { oldMode: "100644" } : {}) }, next };
 }
 
 function stripPrefix(path: string, prefix: string): string {
