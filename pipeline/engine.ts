@@ -134,7 +134,7 @@ async function runStages(store: ArtifactStore, options: EngineOptions, runOption
     const force = Boolean(runOptions.force) || STAGE_ORDER.indexOf(name) >= forceFromIndex;
     const started = performance.now();
     try {
-      const summary = await runStage(store, options, stage, force);
+      const summary = await runStage(store, options, stage, force, Boolean(runOptions.keepGoing));
       summaries.push({ ...summary, seconds: (performance.now() - started) / 1000, ...(stage.gate ? { gate: stage.gate.noun } : {}) });
       if (summary.status === "incomplete") {
         failed = true;
@@ -212,6 +212,7 @@ async function runStage(
   options: EngineOptions,
   stage: StageDefinition<any>,
   force: boolean,
+  keepGoing = false,
 ): Promise<Omit<StageSummary, "seconds">> {
   const log = options.log.child(stage.name);
   const config = parseStageConfig(stage, options.stageConfigs[stage.name]);
@@ -334,7 +335,7 @@ async function runStage(
   };
 
   const produced = await stage.run(ctx);
-  const outputs: Record<string, string> = {};
+  const validated = new Map<string, unknown[]>();
   let out = 0;
   for (const spec of stage.outputs) {
     const records = produced[spec.name];
@@ -355,27 +356,36 @@ async function runStage(
     valid.sort((a, b) => compareKeys(spec.key(a), spec.key(b)));
     const duplicate = valid.find((r, i) => i > 0 && spec.key(r) === spec.key(valid[i - 1]));
     if (duplicate) throw new PipelineError(`stage ${stage.name} produced two '${spec.name}' records with key ${spec.key(duplicate)}`);
-    outputs[spec.name] = await store.writeRecords(stage.name, spec.name, valid);
+    validated.set(spec.name, valid);
     out += valid.length;
   }
   rejects.sort((a, b) => compareKeys(a.record_id, b.record_id) || compareKeys(a.reason, b.reason) || compareKeys(a.message, b.message));
-  outputs[REJECTS] = await store.writeRecords(stage.name, REJECTS, rejects);
-
   const byReason: Record<string, number> = {};
   for (const r of rejects) byReason[r.reason] = (byReason[r.reason] ?? 0) + 1;
   const counts = { in: processed, out, rejected: rejects.length, by_reason: byReason };
-  // Re-read the lock: an earlier stage of this same run may have written it.
-  const fresh = store.readLock();
+
   // Rejects that may not recur (a bug, a full disk, an engine or network failure) leave the stage
-  // incomplete: its outputs are written, but the next run does it again instead of calling it up
-  // to date, and the run stops before any later stage builds on them.
+  // incomplete: the next run does it again instead of calling it up to date, and the run stops
+  // before any later stage builds on it. Its partial outputs replace the last complete ones only
+  // with --keep-going (or when there are none): nothing good is lost to a passing fault.
   const incomplete = transient.size > 0;
   const transientLines = [...transient].sort((a, b) => compareKeys(a.record_id, b.record_id)).map((r) => `${r.reason}: ${r.message}`);
   if (incomplete) {
     log.warn(`${transient.size} record(s) failed for reasons that may not recur; nothing of theirs is cached and the stage will run again next time:`);
     for (const line of transientLines.slice(0, 5)) log.warn(`  ${line}`);
   }
-  fresh.stages[stage.name] = { key: incomplete ? "" : key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, published_dirs: publishedDirs.sort(), counts };
+  // Re-read the lock: an earlier stage of this same run may have written it.
+  const fresh = store.readLock();
+  const kept = fresh.stages[stage.name];
+  if (incomplete && !keepGoing && kept) {
+    fresh.stages[stage.name] = { ...kept, key: "" };
+    log.warn(`the outputs of its last complete run are kept (${relative(process.cwd(), store.artifactPath(stage.name, ""))}*)`);
+  } else {
+    const outputs: Record<string, string> = {};
+    for (const [name, valid] of validated) outputs[name] = await store.writeRecords(stage.name, name, valid);
+    outputs[REJECTS] = await store.writeRecords(stage.name, REJECTS, rejects);
+    fresh.stages[stage.name] = { key: incomplete ? "" : key, code, config: configHash, inputs: inputHashes, files: fileHashes, outputs, published, published_dirs: publishedDirs.sort(), counts };
+  }
   await store.writeLock(fresh);
   if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
   return { stage: stage.name, status: incomplete ? "incomplete" : "ran", ...counts, reused, ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}) };

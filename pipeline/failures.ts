@@ -1,3 +1,5 @@
+import { statfsSync } from "node:fs";
+
 /**
  * Every failure is one of two kinds, decided where it happens:
  *
@@ -43,6 +45,25 @@ export function transientCause(error: unknown): string | undefined {
     if (typeof status === "number" && (status >= 500 || status === 429)) return `HTTP ${status}: ${(e as Error).message}`;
     const message = (e as { message?: unknown }).message;
     if (typeof message === "string" && TRANSIENT_TEXT.test(message)) return message;
+  }
+  return undefined;
+}
+
+/** Below this much free space a failed build or write is taken to have failed for want of room. */
+const LOW_SPACE_BYTES = 32 * 2 ** 20;
+
+/**
+ * Says so when the file system holding `dir` is (nearly) full. Tools do not always say "No space
+ * left on device" (ensurepip, for one, prints only that a command failed), so a failure met on a
+ * full disk is judged by the disk, not by the words.
+ */
+export function lowDiskSpace(dir: string): string | undefined {
+  try {
+    const stats = statfsSync(dir);
+    const free = Number(stats.bavail) * Number(stats.bsize);
+    if (free < LOW_SPACE_BYTES) return `the disk holding ${dir} has ${(free / 2 ** 20).toFixed(1)} MiB free (No space left on device?)`;
+  } catch {
+    // a directory we cannot inspect tells us nothing
   }
   return undefined;
 }

@@ -11,6 +11,8 @@ export type Fault =
   | { kind: "reset"; count: number; path?: RegExp }
   | { kind: "slow"; count: number; delayMs: number; path?: RegExp }
   | { kind: "truncate"; count: number; path?: RegExp }
+  /** A whole 200 answer (its length matching) whose JSON text stops halfway: what a broken proxy sends. */
+  | { kind: "cut_json"; count: number; path?: RegExp }
   | { kind: "secondary_rate_limit"; count: number; retryAfterSeconds: number; path?: RegExp }
   | { kind: "not_found"; count: number; path?: RegExp };
 
@@ -171,6 +173,12 @@ export class FakeGithub {
       res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), ...headers });
       res.write(text.slice(0, Math.floor(text.length / 2)));
       req.socket.destroy();
+      return;
+    }
+    if (fault?.kind === "cut_json") {
+      const cut = text.slice(0, Math.floor(text.length / 2));
+      res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(cut), ...headers });
+      res.end(cut);
       return;
     }
     if (fault?.kind === "slow") {

@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import Docker from "dockerode";
+import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { assertNotKilled, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
@@ -120,7 +121,9 @@ export class DockerExecutor implements Executor {
       const result = (await container.wait()) as { StatusCode: number };
       if (result.StatusCode !== 0) {
         const logs = demultiplex(await container.logs({ stdout: true, stderr: true, tail: 200 }));
-        buildFailure(`building the environment of ${env.repo} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143);
+        // The engine's data root filling up is the machine's moment, whatever the build printed.
+        const root = ((await this.docker.info().catch(() => ({}))) as { DockerRootDir?: string }).DockerRootDir;
+        buildFailure(`building the environment of ${env.repo} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143, root ? lowDiskSpace(root) : undefined);
       }
       await container.commit({ repo: ENV_REPOSITORY, tag: tag.split(":")[1], changes: [`LABEL ${LABEL}=${env.key}`, `LABEL org.switch-swe.repo=${env.repo}`, "ENV PATH=/env/bin:/usr/local/bin:/usr/bin:/bin"] });
       this.built.push(env.key);

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
+import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { assertNotKilled, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
 
@@ -93,7 +94,7 @@ export class LocalExecutor implements Executor {
     const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
     const step = async (args: string[], what: string) => {
       const result = await runProcess(args[0]!, args.slice(1), { cwd: this.root, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds });
-      if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed for ${env.repo}`, result.output, result.timedOut || Boolean(result.signal));
+      if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed for ${env.repo}`, result.output, result.timedOut || Boolean(result.signal), lowDiskSpace(this.root));
     };
     try {
       await this.buildInto(partial, interpreter, env, step);

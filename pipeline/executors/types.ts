@@ -121,9 +121,9 @@ export function buildNetworkSettings(env: NodeJS.ProcessEnv = process.env): { va
  * index, a killed or timed-out step: retried, never cached) or BuildFailed (the recipe cannot be
  * built: a property of the recipe, remembered).
  */
-export function buildFailure(what: string, output: string, interrupted: boolean): never {
+export function buildFailure(what: string, output: string, interrupted: boolean, lowSpace?: string): never {
   const tail = output.trim().split("\n").slice(-5).join(" | ");
-  if (interrupted || outputLooksTransient(output)) throw new InfrastructureFault(`${what} for a reason that may not recur${interrupted ? " (interrupted or timed out)" : ""}: ${tail}`);
+  if (interrupted || lowSpace || outputLooksTransient(output)) throw new InfrastructureFault(`${what} for a reason that may not recur${interrupted ? " (interrupted or timed out)" : ""}${lowSpace ? ` (${lowSpace})` : ""}: ${tail}`);
   throw new BuildFailed(`${what}: ${tail}`);
 }
 

@@ -191,8 +191,9 @@ describe("per-record isolation", () => {
     const mine = summary.stages.find((s) => s.stage === "mine")!;
     expect(mine).toMatchObject({ status: "incomplete", rejected: 2 });
     expect(mine.transient).toEqual(["internal_error: c: unexpected", "transient_failure: f: ENOSPC: ENOSPC: no space left on device, write"]);
-    // split did not run over the smaller input: its output is the last complete run's.
+    // Neither mine's partial output nor split over it replaced the last complete run's.
     expect(summary.stages.find((s) => s.stage === "split")).toBeUndefined();
+    expect(t.read("mine", "items").map((i) => i.id)).toEqual(["a", "d"]);
     expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a", "d"]);
     expect(formatSummary(summary)).toMatch(/not finished \(the run exits non-zero[^\n]*\n  mine: records failed for reasons that may not recur[^\n]*\n    internal_error: c: unexpected\n    transient_failure: f: ENOSPC/);
 

@@ -1,0 +1,132 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatSummary, runPipeline } from "../../pipeline/engine.ts";
+import { FaultRow, faultCorpus, isRoot, SmallDisk } from "../helpers/fault-rows.ts";
+import { fileTempDir } from "../helpers/tmp.ts";
+
+/**
+ * The fault matrix (local executor): each row runs the pipeline with one fault, checks the run
+ * failed and said so, then runs it again once the fault is gone, with no --force, and checks every
+ * artifact and published file is byte-identical to a clean run's. Nothing a fault did may be
+ * cached as a result, and nothing good may be lost.
+ */
+describe("faults are never results", () => {
+  let base: string;
+  let corpus: string;
+  let clean: Record<string, string>;
+  const rows: FaultRow[] = [];
+  const disks: SmallDisk[] = [];
+
+  const row = async (name: string, extra?: { mine?: string }) => {
+    const r = await new FaultRow(base, name, corpus, "local", extra).setUp();
+    rows.push(r);
+    return r;
+  };
+
+  /** The second run after the fault: it finishes, and everything equals the clean run. */
+  const expectRecovered = async (r: FaultRow) => {
+    const summary = await runPipeline(r.options());
+    expect(summary.ok, formatSummary(summary)).toBe(true);
+    expect(r.outputs()).toEqual(clean);
+  };
+
+  beforeAll(async () => {
+    base = fileTempDir("switch-swe-faults-");
+    corpus = await faultCorpus(base);
+    const reference = await row("clean");
+    const summary = await runPipeline(reference.options());
+    expect(summary.ok, formatSummary(summary)).toBe(true);
+    clean = reference.outputs();
+    // The reference means something: three tasks kept, the regression rejected and cached.
+    expect(clean["artifacts/oracle/tasks.jsonl"]!.split("\n").filter(Boolean)).toHaveLength(3);
+    expect(clean["artifacts/qualify/rejects.jsonl"]).toContain('"reason":"regression"');
+  }, 600_000);
+
+  afterAll(async () => {
+    for (const disk of disks) disk.unmount();
+    for (const r of rows) await r.server.stop();
+  });
+
+  it.skipIf(!isRoot)("disk full while an environment is built", async () => {
+    const r = await row("env-disk-full");
+    const disk = new SmallDisk(join(r.workDir, "envs")).mount("4m");
+    disks.push(disk);
+    const faulted = await runPipeline(r.options());
+    expect(faulted.ok).toBe(false);
+    const qualify = faulted.stages.find((s) => s.stage === "qualify")!;
+    expect(qualify.status).toBe("incomplete");
+    expect(qualify.transient!.join("\n")).toMatch(/infrastructure_fault: .*No space left on device/);
+    // Nothing after qualify ran over the incomplete results, and no environment was remembered as broken.
+    expect(faulted.stages.map((s) => s.stage)).toEqual(["mine", "split", "qualify"]);
+    disk.grow("2g");
+    await expectRecovered(r);
+  }, 600_000);
+
+  it.skipIf(!isRoot)("disk full while an artifact is written", async () => {
+    const r = await row("artifact-disk-full");
+    const disk = new SmallDisk(join(r.workDir, "artifacts")).mount("4k");
+    disks.push(disk);
+    const faulted = await runPipeline(r.options());
+    expect(faulted.ok).toBe(false);
+    expect(faulted.stages.at(-1)).toMatchObject({ stage: "mine", status: "failed" });
+    expect(faulted.stages.at(-1)!.error).toMatch(/ENOSPC/);
+    // The write left no partial file behind.
+    expect(readdirSync(join(r.workDir, "artifacts", "mine")).filter((f) => f.includes(".tmp-"))).toEqual([]);
+    disk.grow("64m");
+    await expectRecovered(r);
+  }, 600_000);
+
+  it.skipIf(!isRoot)("disk full while a repository is cloned", async () => {
+    const r = await row("clone-disk-full");
+    const disk = new SmallDisk(join(r.workDir, "git")).mount("64k");
+    disks.push(disk);
+    const faulted = await runPipeline(r.options());
+    expect(faulted.ok).toBe(false);
+    const mine = faulted.stages.find((s) => s.stage === "mine")!;
+    expect(mine.status).toBe("incomplete");
+    expect(mine.transient!.join("\n")).toMatch(/transient_failure: demo-org__geometry-\d+: [\s\S]*No space left on device/);
+    disk.grow("64m");
+    await expectRecovered(r);
+    // The half-made clone was removed, not mistaken for a mirror.
+    expect(readdirSync(join(r.workDir, "git")).filter((f) => f.includes(".partial-"))).toEqual([]);
+  }, 600_000);
+
+  it("a 200 answer whose JSON body is cut short", async () => {
+    const r = await row("truncated-body");
+    // More broken answers than the retry plugin's tries: the requests fail for good this run. One
+    // body is cut by a dropped connection, the other arrives whole but holds half a JSON document.
+    r.server.inject({ kind: "truncate", count: 5, path: /\/pulls\/5\/reviews/ }, { kind: "cut_json", count: 5, path: /\/pulls\/9\/comments/ });
+    const faulted = await runPipeline(r.options());
+    expect(faulted.ok).toBe(false);
+    const mine = faulted.stages.find((s) => s.stage === "mine")!;
+    expect(mine.status).toBe("incomplete");
+    expect(mine.transient).toEqual([expect.stringMatching(/^transient_failure: demo-org__geometry-5: /), expect.stringMatching(/^transient_failure: demo-org__geometry-9: .*is not complete JSON/)]);
+    // No broken body reached the HTTP cache, where a 304 would replay it on every later run.
+    const cacheDir = join(r.workDir, "http-cache");
+    const entries = readdirSync(cacheDir, { recursive: true }).filter((f) => String(f).endsWith(".json"));
+    expect(entries.length).toBeGreaterThan(5);
+    for (const entry of entries) expect(typeof JSON.parse(readFileSync(join(cacheDir, String(entry)), "utf8")).data).toBe("object");
+    await expectRecovered(r);
+  }, 600_000);
+
+  it("GitHub unreachable after a config change: the run fails and the published benchmark stands", async () => {
+    const r = await row("unreachable");
+    expect((await runPipeline(r.options())).ok).toBe(true);
+    const before = r.outputs();
+    await r.server.stop(); // ECONNREFUSED from now on
+    r.writeConfig({ mine: "concurrency: 3" });
+    const faulted = await runPipeline(r.options());
+    expect(faulted.ok).toBe(false);
+    const mine = faulted.stages.find((s) => s.stage === "mine")!;
+    expect(mine.status).toBe("incomplete");
+    expect(mine.transient!.join("\n")).toMatch(/transient_failure: demo-org\/geometry: could not list pull requests: .*(ECONNREFUSED|fetch failed)/);
+    expect(faulted.stages.map((s) => s.stage)).toEqual(["mine"]);
+    // Every artifact and the published benchmark are the last complete run's: nothing emptied.
+    expect(r.outputs()).toEqual(before);
+    expect(existsSync(join(r.dir, "out", "benchmark", "manifest.jsonl"))).toBe(true);
+    await r.startServer();
+    r.writeConfig({ mine: "concurrency: 3" });
+    await expectRecovered(r);
+  }, 600_000);
+});
