@@ -29,7 +29,7 @@ export class FaultRow {
   server: FakeGithub;
   private port = 0;
 
-  constructor(base: string, name: string, readonly corpusDir: string, private readonly executor: "local" | "docker", private readonly extra: { mine?: string; qualify?: string } = {}) {
+  constructor(base: string, name: string, readonly corpusDir: string, private readonly executor: "local" | "docker", private readonly extra: { mine?: string; qualify?: string; select?: string } = {}, private readonly pulls = FAULT_PULLS) {
     this.dir = join(base, name);
     this.configPath = join(this.dir, "demo", "pipeline.yaml");
     this.workDir = join(this.dir, "out", "work");
@@ -56,7 +56,7 @@ export class FaultRow {
     this.writeConfig();
   }
 
-  writeConfig(extra = this.extra): void {
+  writeConfig(extra: { mine?: string; qualify?: string; select?: string } = this.extra): void {
     const execution = `executor: ${this.executor}, jobs: 2, infrastructure_backoff_seconds: [0.2]`;
     writeFileSync(
       this.configPath,
@@ -68,7 +68,7 @@ export class FaultRow {
         "  mine:",
         "    github:",
         `      api_url: http://127.0.0.1:${this.port}`,
-        `      repos: [{repo: demo-org/geometry, numbers: [${FAULT_PULLS.join(", ")}]}]`,
+        `      repos: [{repo: demo-org/geometry, numbers: [${this.pulls.join(", ")}]}]`,
         "      profiles_dir: repos",
         "      wait_unit_ms: 1",
         ...(extra.mine ? [`      ${extra.mine}`] : []),
@@ -77,7 +77,7 @@ export class FaultRow {
         "  reconstruct: {profiles_dir: repos, curation_dir: curation}",
         "  audit: {decisions: ../audits/decisions.yaml, report_dir: ../out/audit}",
         `  oracle: {profiles_dir: repos, runs: 1, ${execution}}`,
-        "  select: {near: 2, far: 2}",
+        `  select: {${extra.select ?? "near: 2, far: 2"}}`,
         "  emit: {out_dir: ../out/benchmark, heldout_dir: ../out/benchmark/heldout}",
         "",
       ].join("\n"),

@@ -51,7 +51,7 @@ describe("atomic writes", () => {
     removeStaleTempFiles(dir);
     expect(readdirSync(join(dir, "artifacts", "split"))).toEqual(["splits.jsonl"]);
     expect(readFileSync(path, "utf8")).toBe(before);
-  }, 120_000);
+  });
 
   it("never leaves a temporary file behind after a successful write", async () => {
     const dir = tempDir();

@@ -34,7 +34,7 @@ describe("switch-swe CLI", () => {
       expect(sub.stdout, name).toMatch(/Example:\n  switch-swe /);
     }
     expect((await cli(["repo", "init", "--help"])).stdout).toMatch(/Example:\n  switch-swe repo init/);
-  }, 120_000);
+  });
 
   it("verify names the file and field of bad input, and exits 2 without running anything", async () => {
     const dir = tempDir();
@@ -127,7 +127,7 @@ describe("switch-swe CLI", () => {
       expect(result.stderr, args.join(" ")).toMatch(expected);
       expect(result.stderr).not.toMatch(/\n\s+at /);
     }
-  }, 120_000);
+  });
 
   it("reports an unexpected error as an internal error in one line, with the stack only under --debug", async () => {
     const dir = tempDir();

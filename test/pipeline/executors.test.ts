@@ -77,7 +77,7 @@ describe.skipIf(!docker)("the Docker executor contains what a repository's tests
   beforeAll(async () => {
     executor = new DockerExecutor(new Docker(), silentLogger, { memoryBytes: 512 * 2 ** 20, pids: 64, cpus: 1 });
     await executor.ensureEnvironment(env);
-  }, 600_000);
+  });
 
   it("no network, no token, no writes outside, no runaway forks; the run completes", async () => {
     const saved = process.env.GITHUB_TOKEN;
@@ -97,16 +97,15 @@ describe.skipIf(!docker)("the Docker executor contains what a repository's tests
       if (saved === undefined) delete process.env.GITHUB_TOKEN;
       else process.env.GITHUB_TOKEN = saved;
     }
-  }, 300_000);
+  });
 
   it("kills a hanging run at its timeout and leaves no container behind", async () => {
-    const started = Date.now();
     const result = await executor.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 8 });
+    // Only the deadline sets this, after it killed the container (the test sleeps for an hour).
     expect(result.timedOut).toBe(true);
-    expect(Date.now() - started).toBeLessThan(60_000);
     const leftovers = await new Docker().listContainers({ all: true, filters: { label: [`org.switch-swe.environment=${env.key}`] } });
     expect(leftovers).toEqual([]);
-  }, 120_000);
+  });
 });
 
 describe("the local executor", () => {
@@ -128,5 +127,5 @@ describe("the local executor", () => {
     }
     const hung = await local.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 3 });
     expect(hung.timedOut).toBe(true);
-  }, 300_000);
+  });
 });

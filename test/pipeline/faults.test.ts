@@ -1,7 +1,8 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatSummary, runPipeline } from "../../pipeline/engine.ts";
+import { STAGE_ORDER, type StageName } from "../../pipeline/schemas/common.ts";
 import { FaultRow, faultCorpus, isRoot, SmallDisk } from "../helpers/fault-rows.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
@@ -41,7 +42,7 @@ describe("faults are never results", () => {
     // The reference means something: three tasks kept, the regression rejected and cached.
     expect(clean["artifacts/oracle/tasks.jsonl"]!.split("\n").filter(Boolean)).toHaveLength(3);
     expect(clean["artifacts/qualify/rejects.jsonl"]).toContain('"reason":"regression"');
-  }, 600_000);
+  });
 
   afterAll(async () => {
     for (const disk of disks) disk.unmount();
@@ -61,7 +62,7 @@ describe("faults are never results", () => {
     expect(faulted.stages.map((s) => s.stage)).toEqual(["mine", "split", "qualify"]);
     disk.grow("2g");
     await expectRecovered(r);
-  }, 600_000);
+  });
 
   it.skipIf(!isRoot)("disk full while an artifact is written", async () => {
     const r = await row("artifact-disk-full");
@@ -75,7 +76,7 @@ describe("faults are never results", () => {
     expect(readdirSync(join(r.workDir, "artifacts", "mine")).filter((f) => f.includes(".tmp-"))).toEqual([]);
     disk.grow("64m");
     await expectRecovered(r);
-  }, 600_000);
+  });
 
   it.skipIf(!isRoot)("disk full while a repository is cloned", async () => {
     const r = await row("clone-disk-full");
@@ -90,7 +91,7 @@ describe("faults are never results", () => {
     await expectRecovered(r);
     // The half-made clone was removed, not mistaken for a mirror.
     expect(readdirSync(join(r.workDir, "git")).filter((f) => f.includes(".partial-"))).toEqual([]);
-  }, 600_000);
+  });
 
   it("a 200 answer whose JSON body is cut short", async () => {
     const r = await row("truncated-body");
@@ -108,7 +109,7 @@ describe("faults are never results", () => {
     expect(entries.length).toBeGreaterThan(5);
     for (const entry of entries) expect(typeof JSON.parse(readFileSync(join(cacheDir, String(entry)), "utf8")).data).toBe("object");
     await expectRecovered(r);
-  }, 600_000);
+  });
 
   it("GitHub unreachable after a config change: the run fails and the published benchmark stands", async () => {
     const r = await row("unreachable");
@@ -128,5 +129,60 @@ describe("faults are never results", () => {
     await r.startServer();
     r.writeConfig({ mine: "concurrency: 3" });
     await expectRecovered(r);
-  }, 600_000);
+  });
+});
+
+describe("a partly warm cache", () => {
+  /** The artifact each stage maps its records over: changing one of its records leaves the others cached. */
+  const MAPPED_INPUT: Partial<Record<StageName, string>> = {
+    split: "mine/candidates",
+    qualify: "split/splits",
+    reconstruct: "qualify/qualifications",
+    audit: "reconstruct/tasks",
+    oracle: "audit/tasks",
+    locality: "oracle/tasks",
+    select: "oracle/tasks",
+    schedule: "select/sessions",
+    validate: "schedule/sessions",
+    emit: "validate/sessions",
+  };
+
+  it("gives every stage the same outputs as a cold run after one input record changes", async () => {
+    const base = fileTempDir("switch-swe-warm-");
+    // Enough pull requests of one repository for sessions, so that every stage has records.
+    const r = await new FaultRow(base, "warm", await faultCorpus(base), "local", { select: "near: 4, far: 4" }, [3, 5, 7, 9, 11, 13, 20, 22, 25, 29]).setUp();
+    try {
+      expect((await runPipeline(r.options())).ok).toBe(true);
+      const artifacts = join(r.workDir, "artifacts");
+      const stageOutputs = (stage: string) => Object.fromEntries(Object.entries(r.outputs()).filter(([path]) => path.startsWith(`artifacts/${stage}/`) || (stage === "emit" && path.startsWith("benchmark/")) || (stage === "audit" && path.startsWith("audit/"))));
+      let changed = 0;
+      const skipped: string[] = [];
+      for (const stage of STAGE_ORDER) {
+        const input = MAPPED_INPUT[stage];
+        if (!input) continue;
+        const file = join(artifacts, `${input}.jsonl`);
+        const records = readFileSync(file, "utf8").split("\n").filter(Boolean);
+        if (records.length < 2) {
+          skipped.push(`${stage} (${input}: ${records.length} record(s))`);
+          continue;
+        }
+        // One record changes (it goes); every other one is unchanged and its result cached.
+        writeFileSync(file, records.slice(1).map((l) => `${l}\n`).join(""));
+        changed++;
+        const warm = await runPipeline(r.options(), { only: stage });
+        expect(warm.ok, `${stage}: ${formatSummary(warm)}`).toBe(true);
+        const warmOutputs = stageOutputs(stage);
+        const cold = await runPipeline(r.options(), { only: stage, force: true });
+        expect(cold.stages[0]!.reused).toBe(0);
+        expect(warmOutputs, stage).toEqual(stageOutputs(stage));
+        // Put the input back, so the next stage is checked on the whole pipeline's outputs.
+        writeFileSync(file, records.map((l) => `${l}\n`).join(""));
+        expect((await runPipeline(r.options(), { only: stage })).ok).toBe(true);
+      }
+      expect(skipped).toEqual([]);
+      expect(changed).toBe(Object.keys(MAPPED_INPUT).length);
+    } finally {
+      await r.server.stop();
+    }
+  });
 });

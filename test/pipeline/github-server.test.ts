@@ -21,7 +21,7 @@ describe("the local GitHub API", () => {
     server = new FakeGithub({ recordsDir: join(dir, "github") });
     octokit = new Octokit({ baseUrl: await server.start(), auth: "test-token" });
     records = JSON.parse(readFileSync(join(dir, "github", "demo-org__geometry.json"), "utf8"));
-  }, 120_000);
+  });
   afterAll(() => server.stop());
 
   it("lists merged pull requests through octokit's paginate, following Link headers", async () => {

@@ -87,7 +87,7 @@ beforeAll(async () => {
   const qualified = await qualifyTask(local, { id: TASK, mirror, baseCommit: record.base_commit, testPatch: record.test_patch, implementationPatch: record.patch, env, testArgs: [TESTS], runs: 1, scratch }, silentLogger);
   const heldout = HeldoutTask.parse({ task_id: TASK, repo: REPO, base_commit: record.base_commit, implementation_patch: record.patch, test_patch: record.test_patch, fail_to_pass: qualified.sets.failToPass, pass_to_pass: qualified.sets.passToPass, test_command: "python -m pytest", environment: env.recipe, environment_as_of: env.asOf });
   fixture = { heldout, env, mirror, profile, scratch };
-}, 600_000);
+});
 
 /** At least ten ways to try to pass without fixing anything; none may resolve. */
 const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: VerifyOutcome) => void }[] = [
@@ -204,7 +204,7 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
   beforeAll(async () => {
     if (kind === "local") executor = new LocalExecutor(join(dir, "envs"), silentLogger);
     else if (await dockerForTests()) executor = new DockerExecutor(new Docker(), silentLogger);
-  }, 60_000);
+  });
 
   it("resolves the reference patch, and the reference with edited tests and a conftest, and not the empty patch", async (ctx) => {
     if (!executor) return ctx.skip();
@@ -221,7 +221,7 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
     const empty = await verify("");
     expect(empty).toMatchObject({ applied: true, resolved: false });
     expect(Object.values(empty.tests).filter((s) => s === "failed")).toHaveLength(3);
-  }, 300_000);
+  });
 
   it(`rejects all ${ATTACKS.length} adversarial submissions`, async (ctx) => {
     if (!executor) return ctx.skip();
@@ -233,7 +233,7 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
       attack.expect(outcome);
     }
     expect(resolved).toEqual([]);
-  }, 600_000);
+  });
 });
 
 describe("infrastructure faults in the verifier", () => {
@@ -263,13 +263,13 @@ describe("infrastructure faults in the verifier", () => {
     expect(outcome.infrastructure_fault).toBeUndefined();
     expect(new Set(executor.artifacts).size).toBe(1);
     expect(executor.artifacts).toHaveLength(3);
-  }, 120_000);
+  });
 
   it("gives up after two re-runs and reports the fault, not a verdict on the submission", async () => {
     const outcome = await verifyWith(flaky(3), fixture.heldout.implementation_patch);
     expect(outcome).toMatchObject({ applied: true, resolved: false, infrastructure_retries: 2 });
     expect(outcome.infrastructure_fault).toMatch(/the engine went away \(after 2 retries\)/);
-  }, 120_000);
+  });
 });
 
 describe("the oracle", () => {
@@ -279,7 +279,7 @@ describe("the oracle", () => {
     const record = await check(fixture.heldout);
     expect(record).toMatchObject({ task_id: TASK, passed: true, runs_per_patch: 2 });
     expect(record.runs.map((r) => [r.patch, r.run, r.resolved])).toEqual([["reference", 0, true], ["reference", 1, true], ["empty", 0, false], ["empty", 1, false]]);
-  }, 120_000);
+  });
 
   it("rejects a task whose reference does not resolve under the verifier, naming the tests", async () => {
     // A reference patch that misses the precision argument: two of the three F2P tests pass.
@@ -290,11 +290,11 @@ describe("the oracle", () => {
     expect(record.reject_detail).toMatch(/^the reference implementation does not resolve under the verifier \(run 1 of 2\): tests\/test_shapes_circle\.py::test_weigh_width_precision failed \(these tests passed in qualification/);
     // The first contrary run decides; the empty patch is still checked.
     expect(record.runs.map((r) => r.patch)).toEqual(["reference", "empty", "empty"]);
-  }, 120_000);
+  });
 
   it("rejects a task whose empty patch already resolves", async () => {
     const record = await check({ ...fixture.heldout, fail_to_pass: [`${TESTS}::test_circle_scale`], pass_to_pass: [] });
     expect(record.passed).toBe(false);
     expect(record.reject_detail).toMatch(/the empty patch resolves \(run 1 of 2\): every required test already passes without a fix/);
-  }, 120_000);
+  });
 });

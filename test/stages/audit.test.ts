@@ -64,7 +64,7 @@ describe("the audit on the demo corpus", () => {
     demo.options.stages = demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf("audit"));
     const summary = await runPipeline(demo.options);
     expect(summary.ok).toBe(true);
-  }, 600_000);
+  });
   afterAll(() => demo?.server.stop());
 
   it("flags the demo's deliberately unjustified tests, and no other test", () => {
@@ -89,7 +89,7 @@ describe("the audit on the demo corpus", () => {
     expect(rejects).toContain(`"reason":"audit_excluded","record_id":"${clean.task_id}"`);
     expect(records().find((r) => r.task_id === flagged.task_id)!.links.find((l) => l.test === test)!.public_contract).toBe("public names are listed in __all__");
     expect(readFileSync(join(reportDir(), "alignment.csv"), "utf8")).toMatch(/^task,repo,test,stages,evidence,public_contract,flags,decision\n/);
-  }, 120_000);
+  });
 
   it.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("renders a report an auditor can filter, with links to the source records", async () => {
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"] });
@@ -116,5 +116,5 @@ describe("the audit on the demo corpus", () => {
     } finally {
       await browser.close();
     }
-  }, 120_000);
+  });
 });

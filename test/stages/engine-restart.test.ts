@@ -47,7 +47,7 @@ describe.skipIf(!docker)("the Docker engine restarting mid-run", () => {
     await engine.start();
     await engine.loadImage(DockerExecutor.imageTag(env));
     mirror = await new MirrorCache(join(demo.workDir, "git")).ensure(split.repo, join(corpusDir, "repos", "demo-org__ledger"), split.base_commit);
-  }, 600_000);
+  });
   afterAll(async () => {
     await engine?.stop();
   });
@@ -73,5 +73,5 @@ describe.skipIf(!docker)("the Docker engine restarting mid-run", () => {
     expect(result.runs).toHaveLength(6);
     expect(result.sets.failToPass).toEqual([...intent.fail_to_pass].sort());
     expect(result.decision.kept).toBe(true);
-  }, 600_000);
+  });
 });

@@ -45,7 +45,7 @@ describe("mining GitHub", () => {
     await reference.server.stop();
     expect(summary.stages[0]).toMatchObject({ status: "ran", out: 48, rejected: 0 });
     clean = readFileSync(join(reference.workDir, "artifacts", "mine", "candidates.jsonl"), "utf8");
-  }, 120_000);
+  });
   afterEach(async () => {
     while (copies.length) await copies.pop()!.server.stop();
   });
@@ -68,7 +68,7 @@ describe("mining GitHub", () => {
     // the decoy issue is mentioned, and even "fixx"ed, by several pull requests, but closed by none
     expect(mined.some((m) => /Related to #1\b/.test(m.pull_request.body))).toBe(true);
     expect(mined.every((m) => m.issues.every((i: any) => !(i.repo === m.repo && i.number === 1)))).toBe(true);
-  }, 120_000);
+  });
 
   it("finishes with the same output under 5xx bursts, resets, truncated and slow bodies, and both rate limits", async () => {
     const c = await copy();
@@ -87,7 +87,7 @@ describe("mining GitHub", () => {
     const faults = new Set(c.server.log.filter((e) => e.fault).map((e) => e.fault));
     expect(faults).toEqual(new Set(["server_error", "reset", "truncate", "slow", "secondary_rate_limit"]));
     expect(c.server.log.some((e) => e.status === 403 && !e.fault)).toBe(true);
-  }, 180_000);
+  });
 
   it("records a deleted issue as a not_found reject and mines the rest", async () => {
     const c = await copy();
@@ -97,7 +97,7 @@ describe("mining GitHub", () => {
     const summary = await mineOnly(c);
     expect(summary.stages[0]).toMatchObject({ out: 47, rejected: 1 });
     expect(rejects(c)).toEqual([expect.objectContaining({ record_id: `demo-org__geometry-${first.number}`, reason: "not_found", field: "issues", message: expect.stringContaining(`linked issue demo-org/geometry#${issueNumber} was not found`) })]);
-  }, 120_000);
+  });
 
   it("resumes after a SIGKILL without refetching finished pull requests, to byte-identical output", async () => {
     const c = await copy();
@@ -109,7 +109,7 @@ describe("mining GitHub", () => {
           clearInterval(poll);
           child.kill("SIGKILL");
         }
-      }, 20);
+      });
       child.on("exit", (_code, signal) => {
         clearInterval(poll);
         signal === "SIGKILL" ? resolve() : reject(new Error("the mining run finished before it could be killed"));
@@ -126,7 +126,7 @@ describe("mining GitHub", () => {
     const prsAsked = new Set(rerun.flatMap((e) => /^\/repos\/([^/]+\/[^/]+)\/pulls\/(\d+)\//.exec(e.path)?.slice(1, 3).join("#") ?? []));
     expect(prsAsked.size).toBeLessThanOrEqual(48 - finished);
     expect(rerun.filter((e) => e.path.includes("/pulls?")).every((e) => e.conditional && e.status === 304)).toBe(true);
-  }, 180_000);
+  });
 
   it("replays a recorded run offline with no request, and says what an empty recording lacks", async () => {
     const c = await copy();
@@ -141,7 +141,7 @@ describe("mining GitHub", () => {
     await mineOnly(empty);
     expect(rejects(empty)[0].message).toMatch(/offline: GET \/repos\/demo-org\/\w+\/pulls\?.* is not in the recording/);
     expect(empty.server.log).toHaveLength(0);
-  }, 120_000);
+  });
 
   it("sends the token but never writes it to an artifact, cache, log or message", async () => {
     const secret = "ghp_NeverWriteMe0123456789";
@@ -157,5 +157,5 @@ describe("mining GitHub", () => {
       if (saved === undefined) delete process.env.GITHUB_TOKEN;
       else process.env.GITHUB_TOKEN = saved;
     }
-  }, 120_000);
+  });
 });

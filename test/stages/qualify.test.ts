@@ -45,7 +45,7 @@ describe("qualify on the demo corpus", () => {
     await runPipeline(demo.options, { only: "mine" });
     await runPipeline(demo.options, { only: "split" });
     local = await qualifyWith("local");
-  }, 600_000);
+  });
   afterAll(() => demo?.server.stop());
 
   it("finds every intended F2P test, excludes flaky ones as unstable, flags regressions", () => {
@@ -74,7 +74,7 @@ describe("qualify on the demo corpus", () => {
     const again = await qualifyWith("local", false);
     expect(again.summary.stages[0]!.reused).toBeGreaterThan(0);
     expect(again.text).toBe(local.text);
-  }, 600_000);
+  });
 
   it.skipIf(!docker)("the Docker executor agrees with the local one on every task", async () => {
     const viaDocker = await qualifyWith("docker");
@@ -84,7 +84,7 @@ describe("qualify on the demo corpus", () => {
     // Only this run's containers: other test files may be running their own at the same time.
     const leftovers = await new Docker().listContainers({ all: true, filters: { label: [`${WORK_LABEL}=${join(demo.workDir, "")}`] } });
     expect(leftovers).toEqual([]);
-  }, 1_200_000);
+  });
 });
 
 describe("infrastructure faults", () => {
