@@ -1,7 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { sha256 } from "../../pipeline/canonical.ts";
 import type { PullIntent } from "../../pipeline/demo/build.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { benchmarkProfile } from "../../stages/emit/profile.ts";
@@ -27,25 +26,21 @@ async function runDemo() {
 }
 
 describe("the demo", () => {
-  // Two independent runs of the whole pipeline, shared by the tests below.
+  // One run of the whole pipeline, shared by the tests below. That two independent runs agree byte
+  // for byte is checked on a smaller corpus by the fault matrix (test/pipeline/faults.test.ts),
+  // and on the whole demo by `npm run bench:determinism`.
   let a: Awaited<ReturnType<typeof runDemo>>;
-  let b: Awaited<ReturnType<typeof runDemo>>;
   beforeAll(async () => {
     a = await runDemo();
-    b = await runDemo();
   });
 
-  it("builds the same corpus and artifacts byte for byte on every run, and re-runs do no work", async () => {
+  it("runs every stage over the whole corpus, and a re-run does no work", async () => {
     expect(a.corpus.records).toBe(48);
+    expect(a.summary.ok, formatSummary(a.summary)).toBe(true);
     expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 48, rejected: 0 });
-    expect(sha256(a.records)).toBe(sha256(b.records));
-    for (const [stage, name] of [["mine", "candidates"], ["split", "splits"], ["split", "rejects"], ["qualify", "qualifications"], ["reconstruct", "tasks"], ["reconstruct", "comments"], ["audit", "records"], ["audit", "tasks"], ["oracle", "results"], ["oracle", "heldout"], ["locality", "pairs"], ["select", "sessions"], ["schedule", "sessions"], ["validate", "reports"], ["emit", "manifest"]] as const) {
-      expect(a.read(stage, name), `${stage}/${name}`).toBe(b.read(stage, name));
-    }
     expect(Object.keys(a.published).length).toBeGreaterThan(10);
-    expect(a.published).toEqual(b.published);
     const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
-    expect(again.stages.filter((s) => s.status === "ran")).toEqual([]);
+    expect(again.stages.filter((s) => s.status !== "up_to_date")).toEqual([]);
   });
 
   it("splits every pull request as its intent says and finds every locality class", async () => {
