@@ -205,7 +205,7 @@ export function buildProgram(): Command {
 
   program
     .command("verify")
-    .description("score a session's final focus artifact against the focus task's held-out verifier (SPEC §3)")
+    .description("score a session's final focus artifact against the focus task's held-out verifier (docs/SPEC.md §3)")
     .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark (held-out assets, profiles, executor)")
     .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
     .option("--artifact <patch>", "the focus artifact as a git diff against the focus base commit")
