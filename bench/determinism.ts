@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { listTree } from "../pipeline/atomic.ts";
 import { sha256 } from "../pipeline/canonical.ts";
 import { runPipeline } from "../pipeline/engine.ts";
-import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
+import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const executor = process.argv[2] === "docker" ? "docker" : "local";
 
@@ -15,9 +15,8 @@ async function runOnce(): Promise<{ files: Map<string, string>; seconds: number 
   const dir = mkdtempSync(join(tmpdir(), "switch-swe-determinism-"));
   try {
     const { options, server, workDir } = await prepareDemoCopy(dir);
-    options.stageConfigs = { ...options.stageConfigs, qualify: { ...(options.stageConfigs.qualify as object), executor }, oracle: { ...(options.stageConfigs.oracle as object), executor } };
     const started = performance.now();
-    const summary = await runPipeline(options).finally(() => server.stop());
+    const summary = await runPipeline(withExecution(options, { executor })).finally(() => server.stop());
     if (!summary.ok) throw new Error("the demo run failed");
     const files = new Map<string, string>();
     for (const [label, root] of [["artifacts", join(workDir, "artifacts")], ["manifests", join(dir, "manifests", "demo")], ["audits", join(dir, "audits", "demo")], ["corpus", join(dir, "out", "demo-corpus", "github")]] as const) {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
 import { runPipeline } from "../pipeline/engine.ts";
-import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
+import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-qualify-"));
 try {
@@ -18,16 +18,16 @@ try {
   const jobs = availableParallelism();
   const metricsFile = join(demo.workDir, "logs", "metrics.jsonl");
   mkdirSync(join(demo.workDir, "logs"), { recursive: true });
-  const executors = ["local", ...((await dockerAvailable(new Docker())) ? ["docker"] : [])] as const;
+  const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(new Docker())) ? (["docker"] as const) : [])];
   for (const executor of executors) {
-    const stageConfigs = { ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor, jobs } };
+    const options = withExecution(demo.options, { executor, jobs });
     writeFileSync(metricsFile, "");
     // Cold (environments may be built; Docker images persist between runs of this benchmark).
-    const cold = await runPipeline({ ...demo.options, stageConfigs }, { only: "qualify", force: true });
+    const cold = await runPipeline(options, { only: "qualify", force: true });
     const builds = readMetrics().filter((m) => m.environment_built).length;
     writeFileSync(metricsFile, "");
     const started = performance.now();
-    const warm = await runPipeline({ ...demo.options, stageConfigs }, { only: "qualify", force: true });
+    const warm = await runPipeline(options, { only: "qualify", force: true });
     const wall = (performance.now() - started) / 1000;
     const runs = readMetrics().filter((m) => m.pytest_seconds !== undefined);
     const pytest = runs.reduce((s, m) => s + Number(m.pytest_seconds), 0);

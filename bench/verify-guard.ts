@@ -12,13 +12,13 @@ import { environmentSpec } from "../pipeline/executors/environment.ts";
 import { createExecutor } from "../pipeline/executors/index.ts";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
 import { MirrorCache } from "../pipeline/git.ts";
-import { parseJunitReport } from "../pipeline/junit.ts";
+import { parseJunitReport } from "../pipeline/domain/junit.ts";
 import { silentLogger } from "../pipeline/logger.ts";
 import { HeldoutTask } from "../pipeline/schemas/heldout.ts";
 import { STAGE_ORDER } from "../pipeline/schemas/common.ts";
 import { requiredTests } from "../pipeline/verifier/verify.ts";
-import { freshCheckout } from "../stages/qualify/checkout.ts";
-import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
+import { freshCheckout } from "../pipeline/domain/checkout.ts";
+import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const REPEATS = 3;
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-verify-"));
@@ -26,13 +26,13 @@ try {
   const demo = await prepareDemoCopy(dir);
   const upTo = (last: string) => demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf(last as never));
   const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(new Docker())) ? (["docker"] as const) : [])];
-  const configs = (executor: string) => ({ ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor: "local" }, oracle: { ...(demo.options.stageConfigs.oracle as object), executor } });
-  await runPipeline({ ...demo.options, stages: upTo("audit"), stageConfigs: configs("local") });
+  // qualify runs locally; the oracle (run alone below) on each executor in turn.
+  await runPipeline({ ...withExecution(demo.options, { executor: "local" }), stages: upTo("audit") });
   const mirrors = new MirrorCache(join(demo.workDir, "git"));
   const scratch = join(dir, "scratch");
   mkdirSync(scratch, { recursive: true });
   for (const kind of executors) {
-    const oracle = await runPipeline({ ...demo.options, stages: upTo("oracle"), stageConfigs: configs(kind) }, { only: "oracle", force: true });
+    const oracle = await runPipeline({ ...withExecution(demo.options, { executor: kind }), stages: upTo("oracle") }, { only: "oracle", force: true });
     const stage = oracle.stages.find((s) => s.stage === "oracle")!;
     const heldout = readFileSync(join(demo.workDir, "artifacts", "oracle", "heldout.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => HeldoutTask.parse(JSON.parse(l)));
     const executor = await createExecutor(kind, { envRoot: join(demo.workDir, "envs"), log: silentLogger });

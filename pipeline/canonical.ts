@@ -29,3 +29,8 @@ export function sha256(data: string | Buffer): string {
 export function hashValue(value: unknown): string {
   return sha256(canonicalJson(value));
 }
+
+/** Plain code-unit order, independent of the machine's locale: every sorted output uses it. */
+export function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

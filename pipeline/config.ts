@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { StageName } from "./schemas/common.ts";
+import { PipelineSettings } from "./settings.ts";
 import { firstIssue, InputError } from "./validation.ts";
 import type { StageDefinition } from "./stage.ts";
 
@@ -13,6 +14,7 @@ export const PipelineConfig = z.strictObject({
   seed: z.union([z.string().min(1), z.number().int()]).transform(String),
   /** Where artifacts, caches and the lock file go. Relative to the config file. */
   work_dir: z.string().min(1),
+  ...PipelineSettings.shape,
   stages: z.partialRecord(StageName, z.unknown()).default({}),
 });
 export type PipelineConfig = z.infer<typeof PipelineConfig>;
@@ -72,4 +74,9 @@ export function loadConfig(path: string, stages: StageDefinition<any>[]): Loaded
   }
   const baseDir = dirname(resolve(path));
   return { path, baseDir, workDir: resolve(baseDir, config.work_dir), config };
+}
+
+/** The pipeline-level settings of a loaded config, as the engine takes them. */
+export function settingsOf(config: PipelineConfig): PipelineSettings {
+  return { profiles_dir: config.profiles_dir, execution: config.execution, session: config.session };
 }

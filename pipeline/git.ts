@@ -64,6 +64,16 @@ export class MirrorCache {
     this.root = resolve(root);
   }
 
+  /** `git apply --check` of a patch against a commit of a mirror (see applyCheck). */
+  applyCheck(mirror: string, commit: string, patch: string): Promise<{ ok: true } | { ok: false; error: string }> {
+    return applyCheck(mirror, commit, patch);
+  }
+
+  /** A git command run against a mirror (`git --git-dir=MIRROR ...`); its standard output. */
+  git(mirror: string, args: string[]): Promise<string> {
+    return git([`--git-dir=${mirror}`, ...args]);
+  }
+
   pathFor(repo: string): string {
     return join(this.root, `${repo.replace("/", "__")}.git`);
   }

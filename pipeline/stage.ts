@@ -3,7 +3,10 @@ import type { Reject, RejectReason, StageName } from "./schemas/common.ts";
 import type { MirrorCache } from "./git.ts";
 import type { GithubClient, RequestCounts } from "./github-client.ts";
 import type { InvalidLine } from "./decode.ts";
+import type { ProfileSet } from "./domain/profiles.ts";
+import type { Executor } from "./executors/types.ts";
 import type { Logger } from "./logger.ts";
+import type { ExecutionSettings, SessionSettings, SettingName } from "./settings.ts";
 
 /** An artifact a stage writes: a list of records, one JSON object per line, sorted by `key`. */
 export interface OutputSpec<T = unknown> {
@@ -13,10 +16,24 @@ export interface OutputSpec<T = unknown> {
   key: (record: T) => string;
 }
 
-export interface InputRef {
+/**
+ * An artifact a stage reads, with the schema its records must satisfy. The engine checks, when the
+ * pipeline is built, that an earlier stage writes exactly this artifact with this schema, and
+ * hands the stage the validated records as the argument of the same name.
+ */
+export interface InputSpec<T = unknown> {
   stage: StageName;
   name: string;
+  schema: z.ZodType<T>;
 }
+
+/** Declares one input of a stage: `input("mine", "candidates", Candidate)`. */
+export function input<T>(stage: StageName, name: string, schema: z.ZodType<T>): InputSpec<T> {
+  return { stage, name, schema };
+}
+
+/** The records a stage receives for its declared inputs, typed by their schemas. */
+export type InputRecords<I> = { [K in keyof I]: I[K] extends InputSpec<infer T> ? T[] : never };
 
 /** A file outside the work directory that a stage reads; the engine reads and hashes it. */
 export interface ExternalFile {
@@ -69,14 +86,30 @@ export interface StageContext<C> {
   /** The benchmark's name, from the config. */
   readonly benchmark: string;
   readonly log: Logger;
-  /** Records produced by an earlier stage, already validated against that stage's schema. */
-  input<T>(ref: InputRef): T[];
   /** External files the stage declared, read and hashed by the engine (a directory stands for its files). */
   readonly files: ExternalFile[];
   /** Resolves a path from the config (or from a file the config names) against the config's directory. */
   resolvePath(path: string): string;
-  /** Shared bare mirrors of the target repositories, under the work directory. */
+  /** Shared bare mirrors of the target repositories, under the work directory; all git work goes through them. */
   readonly mirrors: MirrorCache;
+  /**
+   * The repository profiles of the pipeline's `profiles_dir` (a stage declaring the `profiles`
+   * setting only), read and hashed by the engine; a bad profile is an error for its repository.
+   */
+  readonly profiles: ProfileSet;
+  /** The pipeline's execution settings (a stage declaring `execution` only). */
+  readonly execution: ExecutionSettings;
+  /** The executor those settings ask for, made once per run by the engine. */
+  executor(): Promise<Executor>;
+  /** The shape of every session (a stage declaring `session` only). */
+  readonly session: SessionSettings;
+  /** A scratch directory under the work directory for checkouts; a later run clears what a killed one left. */
+  scratchDir(): string;
+  /**
+   * A fresh checkout of `commit` from a mirror, with `patches` applied in order (PatchDoesNotApply
+   * names the one that does not), in the scratch directory; `dispose` removes it.
+   */
+  checkout(mirror: string, commit: string, patches: { name: string; text: string }[]): Promise<{ dir: string; dispose: () => Promise<void> }>;
   /**
    * A GitHub client (Octokit with throttling and retry) whose responses are cached, and recorded
    * for offline replay, under the work directory. The token comes from GITHUB_TOKEN or a file.
@@ -90,8 +123,6 @@ export interface StageContext<C> {
    * a work function collects on the side would be lost on a partly warm run.
    */
   mapRecords<T, R>(records: readonly T[], options: MapOptions<T, R>): Promise<R[]>;
-  /** A directory of the stage's own under the work directory (environments, scratch space). */
-  workPath(name: string): string;
   /**
    * Writes a report file outside the work directory (an auditors' report, say), atomically; the
    * lock file records it, so a changed or deleted report makes the stage run again.
@@ -110,7 +141,7 @@ export interface StageContext<C> {
   reject(reject: Omit<Reject, "stage">): void;
 }
 
-export interface StageDefinition<C = unknown> {
+export interface StageDefinition<C = unknown, I extends Record<string, InputSpec<any>> = Record<string, InputSpec<any>>> {
   name: StageName;
   summary: string;
   /** A command line a user can copy, shown in `--help`. */
@@ -135,13 +166,39 @@ export interface StageDefinition<C = unknown> {
    * many it rejected, none included.
    */
   gate?: { noun: string };
-  inputs: InputRef[];
+  /**
+   * The pipeline-level settings the stage uses (docs: the config's top level). Only these are
+   * handed to it, and only these join its cache key.
+   */
+  settings?: readonly SettingName[];
+  /** The artifacts it reads, by the name of the argument that receives them. */
+  inputs: I;
   outputs: OutputSpec<any>[];
   externalFiles?: (config: C) => string[];
-  run(ctx: StageContext<C>): Promise<Record<string, unknown[]>>;
+  /** Command-line options of the stage's own command that set one of its config keys for a run. */
+  flags?: StageFlag[];
+  run(ctx: StageContext<C>, inputs: InputRecords<I>): Promise<Record<string, unknown[]>>;
 }
 
-/** Helps TypeScript infer `C` from the config schema at the definition site. */
-export function defineStage<C>(definition: StageDefinition<C>): StageDefinition<C> {
+/** `--runs N` on `switch-swe qualify` sets `stages.qualify.runs` for that run. */
+export interface StageFlag {
+  flag: string;
+  description: string;
+  /** The config key (of the stage's section, dotted) the flag sets. */
+  key: string;
+  parse?: (value: string) => unknown;
+  choices?: string[];
+}
+
+/** A stage of any config and inputs: what the engine's list of stages holds. */
+export type AnyStage = StageDefinition<any, any>;
+
+/** Helps TypeScript infer the config and the inputs' types at the definition site. */
+export function defineStage<C, I extends Record<string, InputSpec<any>>>(definition: StageDefinition<C, I>): StageDefinition<C, I> {
   return definition;
+}
+
+/** A stage's declared inputs, by argument name. */
+export function inputsOf(stage: AnyStage): [string, InputSpec<unknown>][] {
+  return Object.entries(stage.inputs as Record<string, InputSpec<unknown>>);
 }

@@ -1,4 +1,4 @@
-import { parseGitDiff } from "../../stages/split/diff.ts";
+import { parseGitDiff } from "../domain/diff.ts";
 import type { DemoFunction } from "./families.ts";
 import type { PullRequestPlan } from "./plan.ts";
 

@@ -1,4 +1,4 @@
-import { parseJunitReport } from "../junit.ts";
+import { parseJunitReport } from "../domain/junit.ts";
 import type { TestStatus } from "../schemas/common.ts";
 
 /** What the guarded runner (runner.py) writes when the session ends. */

@@ -1,6 +1,6 @@
 import { posix } from "node:path";
-import { classifyPath } from "../../stages/split/classify.ts";
-import { parseGitDiff, type FileDiff } from "../../stages/split/diff.ts";
+import { classifyPath } from "../domain/classify.ts";
+import { parseGitDiff, type FileDiff } from "../domain/diff.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import type { DroppedPath } from "../schemas/verification.ts";
 

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { freshCheckout, PatchDoesNotApply } from "../../stages/qualify/checkout.ts";
-import { withInfrastructureRetries } from "../../stages/qualify/run.ts";
-import { DiffParseError } from "../../stages/split/diff.ts";
+import { freshCheckout, PatchDoesNotApply } from "../domain/checkout.ts";
+import { withInfrastructureRetries } from "../executors/retries.ts";
+import { DiffParseError } from "../domain/diff.ts";
 import { BuildFailed, type EnvironmentSpec, type Executor } from "../executors/types.ts";
 import type { Logger } from "../logger.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";

@@ -5,7 +5,7 @@ import { PipelineError } from "../../pipeline/engine.ts";
 import { describeInvalid } from "../../pipeline/decode.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
 import { alignTask } from "./align.ts";
 import { alignmentCsv, htmlReport } from "./report.ts";
 
@@ -40,13 +40,13 @@ export const auditStage = defineStage({
   version: "1",
   module: import.meta.url,
   configSchema: AuditConfig,
-  inputs: [{ stage: "reconstruct", name: "tasks" }],
+  inputs: { tasks: input("reconstruct", "tasks", Task) },
   outputs: [
     { name: "records", schema: AuditRecord, key: (r: AuditRecord) => r.task_id },
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
   ],
   externalFiles: (config) => [config.decisions],
-  async run(ctx) {
+  async run(ctx, { tasks }) {
     const file = ctx.files[0]!;
     if (file.invalid?.length) throw new PipelineError(`${file.path}: not valid UTF-8 at ${describeInvalid(file.invalid)}`);
     let raw: unknown;
@@ -58,7 +58,6 @@ export const auditStage = defineStage({
     const parsed = Decisions.safeParse(raw);
     if (!parsed.success) throw new PipelineError(`${file.path}: ${describeFirstIssue(parsed.error, raw)}`);
     const decisions = new Map(parsed.data.decisions.map((d) => [d.task, d]));
-    const tasks = ctx.input<Task>({ stage: "reconstruct", name: "tasks" });
     const results = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
       cache: false,

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { LocalityPair } from "../../pipeline/schemas/locality.ts";
-import type { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage } from "../../pipeline/stage.ts";
-import { LocalityIndex } from "./locality.ts";
+import { Task } from "../../pipeline/schemas/task.ts";
+import { defineStage, input } from "../../pipeline/stage.ts";
+import { LocalityIndex } from "../../pipeline/domain/locality.ts";
 
-export { classifyPair, LocalityIndex } from "./locality.ts";
+export { classifyPair, LocalityIndex } from "../../pipeline/domain/locality.ts";
 
 export const LocalityConfig = z.strictObject({});
 
@@ -16,10 +16,9 @@ export const localityStage = defineStage({
   module: import.meta.url,
   configSchema: LocalityConfig,
   // The pool is what qualify, reconstruct, audit and the oracle kept.
-  inputs: [{ stage: "oracle", name: "tasks" }],
+  inputs: { tasks: input("oracle", "tasks", Task) },
   outputs: [{ name: "pairs", schema: LocalityPair, key: (p: LocalityPair) => `${p.repo}\0${p.task_a}\0${p.task_b}` }],
-  async run(ctx) {
-    const tasks = ctx.input<Task>({ stage: "oracle", name: "tasks" });
+  async run(ctx, { tasks }) {
     const index = new LocalityIndex(tasks.map((t) => ({ id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs })));
     await ctx.mapRecords(tasks, { id: (t) => t.id, cache: false, work: () => undefined });
     return { pairs: [...index.pairs()] };

@@ -1,5 +1,5 @@
 import type { GithubClient } from "../../pipeline/github-client.ts";
-import { git, type MirrorCache } from "../../pipeline/git.ts";
+import type { MirrorCache } from "../../pipeline/git.ts";
 import { Candidate, type DiscussionItem, type LinkedIssue } from "../../pipeline/schemas/candidate.ts";
 import { RecordError } from "../../pipeline/stage.ts";
 import { closingReferences, mentions, type IssueRef } from "./links.ts";
@@ -70,27 +70,8 @@ export interface MinePullOptions {
   cloneSource: (repo: string) => string;
 }
 
-/**
- * Mines one merged pull request into a candidate: its commits, files, reviews, review comments
- * and comments; its linked issues (closing keywords in the body and commit messages, and issues
- * whose timeline shows this PR's commit closing them; plain mentions never count); and the
- * reference change from git, base = merge base of the PR, target = its head (or squash commit).
- */
-export async function minePull(options: MinePullOptions, pull: PullSummary): Promise<Candidate> {
-  const { octokit } = options;
-  const id = `${pull.repo.replace("/", "__")}-${pull.number}`;
-  const where = { ...split(pull.repo), per_page: 100 };
-  const pr = pull.pull as Raw;
-  if (!pr.merged_at) throw new RecordError("not_merged", `${id}: pull request ${pull.repo}#${pull.number} is not merged`, { field: "merged_at" });
-  const [commits, files, reviews, reviewComments, comments] = await Promise.all([
-    octokit.paginate(octokit.rest.pulls.listCommits, { ...where, pull_number: pull.number }),
-    octokit.paginate(octokit.rest.pulls.listFiles, { ...where, pull_number: pull.number }),
-    octokit.paginate(octokit.rest.pulls.listReviews, { ...where, pull_number: pull.number }),
-    octokit.paginate(octokit.rest.pulls.listReviewComments, { ...where, pull_number: pull.number }),
-    octokit.paginate(octokit.rest.issues.listComments, { ...where, issue_number: pull.number }),
-  ]);
-
-  // Linked issues: closing keywords first (PR body, then commit messages), then timelines.
+/** The issues a merged pull request is linked to, each with how the link was found (closing keywords first, then timelines). */
+async function findLinks(octokit: GithubClient, pull: PullSummary, pr: Raw, commits: Raw[]): Promise<{ ref: IssueRef; by: LinkedIssue["linked_by"] }[]> {
   const prCommits = new Set<string>([pr.merge_commit_sha, pr.head.sha, ...commits.map((c) => c.sha)].filter(Boolean));
   const links: { ref: IssueRef; by: LinkedIssue["linked_by"] }[] = [];
   const add = (ref: IssueRef, by: LinkedIssue["linked_by"]) => {
@@ -111,7 +92,11 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
     }
     if (timeline.some((e) => e.event === "closed" && e.commit_id && prCommits.has(e.commit_id))) add(ref, "timeline");
   }
+  return links;
+}
 
+/** Each linked issue with its comments; a closing reference to another pull request is not an issue. */
+async function fetchIssues(octokit: GithubClient, id: string, links: { ref: IssueRef; by: LinkedIssue["linked_by"] }[]): Promise<LinkedIssue[]> {
   const issues: LinkedIssue[] = [];
   for (const { ref, by } of links) {
     let issue: Raw;
@@ -121,7 +106,7 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
       if (isNotFound(error)) throw new RecordError("not_found", `${id}: linked issue ${ref.repo}#${ref.number} was not found (deleted or transferred)`, { field: "issues" });
       throw error;
     }
-    if (issue.pull_request) continue; // a closing reference to another pull request is not an issue
+    if (issue.pull_request) continue;
     const issueComments = await octokit.paginate(octokit.rest.issues.listComments, { ...split(ref.repo), issue_number: ref.number, per_page: 100 });
     issues.push({
       repo: ref.repo,
@@ -135,24 +120,53 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
       comments: issueComments.map((c) => discussionItem("issue_comment", c as Raw)).sort(byTime),
     });
   }
+  return issues;
+}
 
-  // The reference change comes from git, so it is exact.
+/**
+ * The reference change, from git so that it is exact: base = the merge base of the PR, target =
+ * its head, or the squash commit (and its parent) when the head is gone.
+ */
+async function referenceChange(options: MinePullOptions, pull: PullSummary, pr: Raw, id: string): Promise<{ base: string; diff: string }> {
   const mirror = await options.mirrors.ensure(pull.repo, options.cloneSource(pull.repo), pr.merge_commit_sha ?? pr.head.sha);
-  const gitDir = `--git-dir=${mirror}`;
+  const git = (args: string[]) => options.mirrors.git(mirror, args);
   let base: string;
   let target: string;
   try {
-    await git([gitDir, "cat-file", "-e", `${pr.head.sha}^{commit}`]);
-    base = (await git([gitDir, "merge-base", pr.base.sha, pr.head.sha])).trim();
+    await git(["cat-file", "-e", `${pr.head.sha}^{commit}`]);
+    base = (await git(["merge-base", pr.base.sha, pr.head.sha])).trim();
     target = pr.head.sha;
   } catch {
     if (!pr.merge_commit_sha) throw new RecordError("no_traceable_source", `${id}: neither the head ${pr.head.sha} nor a merge commit is in ${options.cloneSource(pull.repo)}`, { field: "head.sha" });
-    base = (await git([gitDir, "rev-parse", `${pr.merge_commit_sha}^1`])).trim();
+    base = (await git(["rev-parse", `${pr.merge_commit_sha}^1`])).trim();
     target = pr.merge_commit_sha;
   }
-  const diff = await git([gitDir, "diff", "--binary", "--full-index", "-M", base, target]);
+  const diff = await git(["diff", "--binary", "--full-index", "-M", base, target]);
   if (!diff) throw new RecordError("no_source_changes", `${id}: the pull request changes nothing between ${base} and ${target}`, { field: "head.sha" });
+  return { base, diff };
+}
 
+/**
+ * Mines one merged pull request into a candidate: its commits, files, reviews, review comments
+ * and comments; its linked issues (closing keywords in the body and commit messages, and issues
+ * whose timeline shows this PR's commit closing them; plain mentions never count); and the
+ * reference change from git.
+ */
+export async function minePull(options: MinePullOptions, pull: PullSummary): Promise<Candidate> {
+  const { octokit } = options;
+  const id = `${pull.repo.replace("/", "__")}-${pull.number}`;
+  const where = { ...split(pull.repo), per_page: 100 };
+  const pr = pull.pull as Raw;
+  if (!pr.merged_at) throw new RecordError("not_merged", `${id}: pull request ${pull.repo}#${pull.number} is not merged`, { field: "merged_at" });
+  const [commits, files, reviews, reviewComments, comments] = await Promise.all([
+    octokit.paginate(octokit.rest.pulls.listCommits, { ...where, pull_number: pull.number }),
+    octokit.paginate(octokit.rest.pulls.listFiles, { ...where, pull_number: pull.number }),
+    octokit.paginate(octokit.rest.pulls.listReviews, { ...where, pull_number: pull.number }),
+    octokit.paginate(octokit.rest.pulls.listReviewComments, { ...where, pull_number: pull.number }),
+    octokit.paginate(octokit.rest.issues.listComments, { ...where, issue_number: pull.number }),
+  ]);
+  const issues = await fetchIssues(octokit, id, await findLinks(octokit, pull, pr, commits as Raw[]));
+  const { base, diff } = await referenceChange(options, pull, pr, id);
   const discussion = [
     ...comments.map((c) => discussionItem("issue_comment", c as Raw)),
     ...reviews.map((r) => discussionItem("review", r as Raw)),

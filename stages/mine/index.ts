@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { cloneSourceOf, loadProfiles } from "../../pipeline/profiles.ts";
+import { cloneSourceOf } from "../../pipeline/domain/profiles.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
@@ -20,8 +20,6 @@ export const MineConfig = z.strictObject({
       /** Mine from the recorded HTTP cache alone, with no request sent. */
       offline: z.boolean().default(false),
       token_file: z.string().optional(),
-      /** Profiles give each repository's clone_url; without one, GitHub's clone URL is used. */
-      profiles_dir: z.string().default("data/repos"),
       concurrency: z.number().int().positive().default(4),
       /** Milliseconds per second of retry backoff after a failure (rate-limit waits follow GitHub's reset times). */
       wait_unit_ms: z.number().int().positive().default(1000),
@@ -37,9 +35,15 @@ export const mineStage = defineStage({
   version: "2",
   module: import.meta.url,
   configSchema: MineConfig,
-  inputs: [],
+  // Profiles give each repository's clone_url; without one, GitHub's clone URL is used.
+  settings: ["profiles"],
+  inputs: {},
   outputs: [{ name: "candidates", schema: Candidate, key: (c: Candidate) => c.id }],
-  externalFiles: (config) => [...config.swebench, ...(config.github ? [config.github.profiles_dir] : [])],
+  externalFiles: (config) => config.swebench,
+  flags: [
+    { flag: "--offline", description: "mine GitHub from the recorded HTTP cache only", key: "github.offline" },
+    { flag: "--token-file <file>", description: "read the GitHub token from this file instead of GITHUB_TOKEN", key: "github.token_file" },
+  ],
   async run(ctx) {
     const seen = new Map<string, string>();
     const candidates: Candidate[] = [];
@@ -52,8 +56,7 @@ export const mineStage = defineStage({
       seen.set(candidate.id, where);
       candidates.push(candidate);
     };
-    const swebenchFiles = new Set(ctx.config.swebench);
-    for (const file of ctx.files.filter((f) => swebenchFiles.has(f.path))) {
+    for (const file of ctx.files) {
       const result = importSwebench(file.path, file.text, file.invalid);
       for (const reject of result.rejects) ctx.reject(reject);
       for (const candidate of result.candidates) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
@@ -62,7 +65,7 @@ export const mineStage = defineStage({
 
     const gh = ctx.config.github;
     if (gh) {
-      const { profiles } = loadProfiles(ctx.files.filter((f) => !swebenchFiles.has(f.path)));
+      const { profiles } = ctx.profiles;
       const { octokit, counts, token } = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms });
       const cloneSource = (repo: string) => cloneSourceOf(repo, profiles.get(repo), ctx.resolvePath);
       const pulls: PullSummary[] = [];

@@ -1,21 +1,19 @@
-import { mkdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
 import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf, loadProfiles } from "../../pipeline/profiles.ts";
-import type { Candidate } from "../../pipeline/schemas/candidate.ts";
+import { cloneSourceOf } from "../../pipeline/domain/profiles.ts";
+import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
 import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
-import type { SplitChange } from "../../pipeline/schemas/split.ts";
+import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
 import { verifyArtifact } from "../../pipeline/verifier/verify.ts";
-import { environmentsForTasks, ExecutionFields, executorFor } from "../qualify/index.ts";
+import { environmentsForTasks } from "../../pipeline/domain/execution.ts";
 
 export const OracleConfig = z.strictObject({
-  ...ExecutionFields,
   /** Verifier runs of the reference patch (all must resolve) and of the empty patch (none may). */
   runs: z.number().int().min(1).default(3),
 });
@@ -91,34 +89,26 @@ export const oracleStage = defineStage({
   version: "1",
   module: import.meta.url,
   configSchema: OracleConfig,
-  volatileConfig: ["jobs", "infrastructure_backoff_seconds"],
   gate: { noun: "task(s)" },
-  inputs: [
-    { stage: "mine", name: "candidates" },
-    { stage: "split", name: "splits" },
-    { stage: "audit", name: "tasks" },
-  ],
+  settings: ["profiles", "execution"],
+  inputs: { candidateList: input("mine", "candidates", Candidate), splitList: input("split", "splits", SplitChange), tasks: input("audit", "tasks", Task) },
   outputs: [
     { name: "results", schema: OracleRecord, key: (r: OracleRecord) => r.task_id },
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
     { name: "heldout", schema: HeldoutTask, key: (h: HeldoutTask) => h.task_id },
   ],
-  externalFiles: (config) => [config.profiles_dir],
-  async run(ctx) {
-    const { profiles, errors } = loadProfiles(ctx.files);
-    const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
-    const splitList = ctx.input<SplitChange>({ stage: "split", name: "splits" });
+  async run(ctx, { candidateList, splitList, tasks }) {
+    const { profiles, errors } = ctx.profiles;
+    const candidates = new Map(candidateList.map((c) => [c.id, c]));
     const splits = new Map(splitList.map((s) => [s.task_id, s]));
     // The same plan as qualify's, so every task runs in the environment it was qualified in.
     const environments = environmentsForTasks(splitList, candidates, profiles);
-    const tasks = ctx.input<Task>({ stage: "audit", name: "tasks" });
-    const executor = await executorFor(ctx.config, ctx.workPath(""), ctx.log);
-    const scratch = ctx.workPath("scratch");
-    mkdirSync(scratch, { recursive: true });
+    const executor = await ctx.executor();
+    const scratch = ctx.scratchDir();
 
     const checked = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
-      concurrency: ctx.config.jobs || availableParallelism(),
+      concurrency: ctx.execution.jobs || availableParallelism(),
       dependsOn: (t) => ({ split: splits.get(t.id) ?? null, env: environments.get(t.id)?.key ?? errors.get(t.snapshot.repo) ?? null, executor: executor.kind }),
       work: async (task) => {
         const split = splits.get(task.id);
@@ -127,7 +117,7 @@ export const oracleStage = defineStage({
         const env = environments.get(task.id)!;
         const heldout = heldoutTask(task, split, env);
         const mirror = await ctx.mirrors.ensure(task.snapshot.repo, cloneSourceOf(task.snapshot.repo, loaded, ctx.resolvePath), task.snapshot.base_commit);
-        const record = await oracleTask(executor, { heldout, env, mirror, rules: loaded.profile.classification, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.config.infrastructure_backoff_seconds.map((s) => s * 1000) }, ctx.log);
+        const record = await oracleTask(executor, { heldout, env, mirror, rules: loaded.profile.classification, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, ctx.log);
         return { record, task, heldout };
       },
     });

@@ -1,15 +1,13 @@
-import { parseJunitReport } from "../../pipeline/junit.ts";
+import { parseJunitReport } from "../../pipeline/domain/junit.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import type { ChangedFile } from "../../pipeline/schemas/split.ts";
 import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor } from "../../pipeline/executors/types.ts";
-import { TransientFailure } from "../../pipeline/failures.ts";
+import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
 import { RecordError } from "../../pipeline/stage.ts";
-import { freshCheckout, PatchDoesNotApply } from "./checkout.ts";
+import { PatchDoesNotApply } from "../../pipeline/domain/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
-
-export const MAX_INFRASTRUCTURE_RETRIES = 2;
 
 /** Test modules the test patch leaves in place: the files whose tests are designated. */
 export function designatedTestFiles(files: ChangedFile[]): string[] {
@@ -19,40 +17,16 @@ export function designatedTestFiles(files: ChangedFile[]): string[] {
     .sort();
 }
 
-/** Pauses before the first and second retry: an engine that is restarting needs a moment. */
-export const DEFAULT_INFRASTRUCTURE_BACKOFF_MS = [15_000, 30_000];
-
-/**
- * Runs `attempt`, re-running it after a transient failure (an engine fault, a killed run, a full
- * disk met by a build, a timeout) at most twice, after a pause each time; says how many re-runs it
- * took. When it persists, the reject is not cacheable: the next run tries again.
- */
-export async function withInfrastructureRetries<T>(what: string, log: Logger, attempt: () => Promise<T>, backoffMs: readonly number[] = DEFAULT_INFRASTRUCTURE_BACKOFF_MS): Promise<{ value: T; retries: number }> {
-  for (let retries = 0; ; retries++) {
-    try {
-      return { value: await attempt(), retries };
-    } catch (error) {
-      if (!(error instanceof TransientFailure)) throw error;
-      if (retries === MAX_INFRASTRUCTURE_RETRIES) {
-        throw new RecordError(error instanceof RunTimedOut ? "timeout" : "infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`, {}, false);
-      }
-      const pause = backoffMs[retries] ?? backoffMs.at(-1) ?? 0;
-      log.warn(`${what}: ${error instanceof RunTimedOut ? "timed out" : "infrastructure fault"}, retrying in ${pause / 1000}s (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
-  }
-}
-
 export interface QualifyTaskInput {
   id: string;
-  mirror: string;
   baseCommit: string;
   testPatch: string;
   implementationPatch: string;
   env: EnvironmentSpec;
   testArgs: string[];
   runs: number;
-  scratch: string;
+  /** A fresh checkout of the base commit with these patches applied (the engine's, or the CLI's). */
+  checkout: (patches: { name: string; text: string }[]) => Promise<{ dir: string; dispose: () => Promise<void> }>;
   infrastructureBackoffMs?: readonly number[];
 }
 
@@ -83,7 +57,7 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
     const patches = [{ name: "test", text: input.testPatch }, ...(state === "after" ? [{ name: "implementation", text: input.implementationPatch }] : [])];
     let checkout;
     try {
-      checkout = await freshCheckout(input.mirror, input.baseCommit, patches, input.scratch);
+      checkout = await input.checkout(patches);
     } catch (error) {
       if (error instanceof PatchDoesNotApply) throw new RecordError("patch_does_not_apply", `${input.id}: ${error.message}`, { field: "reference_diff" });
       throw error;

@@ -2,21 +2,18 @@ import { basename } from "node:path";
 import { z } from "zod";
 import { recipeFor } from "../../pipeline/executors/environment.ts";
 import { PYTEST_OPTIONS } from "../../pipeline/executors/types.ts";
-import { loadProfiles } from "../../pipeline/profiles.ts";
-import type { Candidate } from "../../pipeline/schemas/candidate.ts";
-import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
-import type { SplitChange } from "../../pipeline/schemas/split.ts";
+import { Candidate } from "../../pipeline/schemas/candidate.ts";
+import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { CommentClassRecord, Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
 import { describeInvalid } from "../../pipeline/decode.ts";
 import { addedLines } from "./clean.ts";
 import { applyCuration, CurationError, parseCuration } from "./curation.ts";
 import { reconstructRequests } from "./reconstruct.ts";
 
-export { FINALIZATION_TEXT } from "./reconstruct.ts";
 
 export const ReconstructConfig = z.strictObject({
-  profiles_dir: z.string().default("data/repos"),
   /** Reviewed curation files, one per task: `<task id>.yaml`. */
   curation_dir: z.string().default("data/curation"),
 });
@@ -28,23 +25,19 @@ export const reconstructStage = defineStage({
   version: "1",
   module: import.meta.url,
   configSchema: ReconstructConfig,
-  inputs: [
-    { stage: "mine", name: "candidates" },
-    { stage: "split", name: "splits" },
-    { stage: "qualify", name: "qualifications" },
-  ],
+  settings: ["profiles"],
+  inputs: { candidateList: input("mine", "candidates", Candidate), splitList: input("split", "splits", SplitChange), qualifications: input("qualify", "qualifications", QualificationRecord) },
   outputs: [
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
     { name: "comments", schema: CommentClassRecord, key: (c: CommentClassRecord) => `${c.task_id}\0${String(c.item_id).padStart(20, "0")}` },
   ],
-  externalFiles: (config) => [config.profiles_dir, config.curation_dir],
-  async run(ctx) {
-    const profileFiles = ctx.files.filter((f) => f.path.startsWith(ctx.config.profiles_dir));
-    const { profiles } = loadProfiles(profileFiles);
-    const curations = new Map(ctx.files.filter((f) => f.path.startsWith(ctx.config.curation_dir) && f.path.endsWith(".yaml")).map((f) => [basename(f.path, ".yaml"), f]));
-    const candidates = new Map(ctx.input<Candidate>({ stage: "mine", name: "candidates" }).map((c) => [c.id, c]));
-    const splits = new Map(ctx.input<SplitChange>({ stage: "split", name: "splits" }).map((s) => [s.task_id, s]));
-    const kept = ctx.input<QualificationRecord>({ stage: "qualify", name: "qualifications" }).filter((q) => q.kept);
+  externalFiles: (config) => [config.curation_dir],
+  async run(ctx, { candidateList, splitList, qualifications }) {
+    const { profiles } = ctx.profiles;
+    const curations = new Map(ctx.files.filter((f) => f.path.endsWith(".yaml")).map((f) => [basename(f.path, ".yaml"), f]));
+    const candidates = new Map(candidateList.map((c) => [c.id, c]));
+    const splits = new Map(splitList.map((s) => [s.task_id, s]));
+    const kept = qualifications.filter((q) => q.kept);
     const results = await ctx.mapRecords(kept, {
       id: (q) => q.task_id,
       dependsOn: (q) => ({ candidate: candidates.get(q.task_id), split: splits.get(q.task_id), curation: curations.get(q.task_id)?.text ?? null, profile: profiles.get(splits.get(q.task_id)?.repo ?? "")?.sha256 ?? null }),

@@ -3,8 +3,6 @@ import type { Request } from "../../pipeline/schemas/task.ts";
 import { classifyDiscussion, REQUEST_CLASSES, type Classified } from "./classify.ts";
 import { cleanRequestText } from "./clean.ts";
 
-/** The one finalization request: it closes every session and states no requirement. */
-export const FINALIZATION_TEXT = "Finish this task and prepare it for evaluation: complete the work you consider unfinished, then stop.";
 
 export interface CommentRecord {
   task_id: string;

@@ -1,17 +1,14 @@
 import { z } from "zod";
 import { SelectedSession } from "../../pipeline/schemas/selection.ts";
 import { SessionSpec, type ScheduledRequest } from "../../pipeline/schemas/session.ts";
-import type { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, RecordError } from "../../pipeline/stage.ts";
-import { FINALIZATION_TEXT } from "../reconstruct/reconstruct.ts";
+import { Task } from "../../pipeline/schemas/task.ts";
+import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
+import { FINALIZATION_TEXT } from "../../pipeline/domain/finalization.ts";
 import { assignCheckouts, buildSchedules, ScheduleError, type Slot } from "./schedule.ts";
 
-export { assignCheckouts, buildSchedules, sessionFigures } from "./schedule.ts";
-
-export const DEFAULT_CHECKOUTS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
+export { assignCheckouts, buildSchedules } from "./schedule.ts";
 
 export const ScheduleConfig = z.strictObject({
-  checkouts: z.array(z.string().regex(/^\//, "expected an absolute path")).min(2).default(DEFAULT_CHECKOUTS),
   per_request_seconds: z.number().int().positive().default(900),
   timeout_continuations: z.number().int().nonnegative().default(3),
 });
@@ -24,14 +21,11 @@ export const scheduleStage = defineStage({
   module: import.meta.url,
   configSchema: ScheduleConfig,
   usesSeed: true,
-  inputs: [
-    { stage: "select", name: "sessions" },
-    { stage: "oracle", name: "tasks" },
-  ],
+  settings: ["session"],
+  inputs: { selected: input("select", "sessions", SelectedSession), taskList: input("oracle", "tasks", Task) },
   outputs: [{ name: "sessions", schema: SessionSpec, key: (s: SessionSpec) => s.session_id }],
-  async run(ctx) {
-    const tasks = new Map(ctx.input<Task>({ stage: "oracle", name: "tasks" }).map((t) => [t.id, t]));
-    const selected = ctx.input<SelectedSession>({ stage: "select", name: "sessions" });
+  async run(ctx, { selected, taskList }) {
+    const tasks = new Map(taskList.map((t) => [t.id, t]));
     const specs = await ctx.mapRecords(selected, {
       id: (s) => s.focus,
       dependsOn: (s) => [s.focus, ...s.interruptions].map((id) => tasks.get(id)?.requests ?? null),
@@ -45,7 +39,7 @@ export const scheduleStage = defineStage({
           throw error;
         }
         const members = [focus.id, ...session.interruptions];
-        const checkout = assignCheckouts(members, ctx.config.checkouts, session.case_seed);
+        const checkout = assignCheckouts(members, ctx.session.checkouts, session.case_seed);
         const toRequest = (slot: Slot): ScheduledRequest => {
           const task = tasks.get(slot.task)!;
           const text = slot.finalization ? FINALIZATION_TEXT : task.requests[slot.stage! - 1]!.text;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { SelectedSession } from "../../pipeline/schemas/selection.ts";
-import type { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage } from "../../pipeline/stage.ts";
+import { Task } from "../../pipeline/schemas/task.ts";
+import { defineStage, input } from "../../pipeline/stage.ts";
 import { selectSessions } from "./select.ts";
 
 export { caseSeed, selectSessions } from "./select.ts";
@@ -9,7 +9,6 @@ export { caseSeed, selectSessions } from "./select.ts";
 export const SelectConfig = z.strictObject({
   near: z.number().int().min(0).default(100),
   far: z.number().int().min(0).default(100),
-  interruptions: z.number().int().min(1).default(4),
   min_focus_stages: z.number().int().min(2).default(2),
 });
 
@@ -21,13 +20,13 @@ export const selectStage = defineStage({
   module: import.meta.url,
   configSchema: SelectConfig,
   usesSeed: true,
-  inputs: [{ stage: "oracle", name: "tasks" }],
+  settings: ["session"],
+  inputs: { tasks: input("oracle", "tasks", Task) },
   outputs: [{ name: "sessions", schema: SelectedSession, key: (s: SelectedSession) => s.focus }],
-  async run(ctx) {
-    const tasks = ctx.input<Task>({ stage: "oracle", name: "tasks" });
+  async run(ctx, { tasks }) {
     const result = selectSessions(
       tasks.map((t) => ({ id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length })),
-      { seed: ctx.seed, sizes: { near: ctx.config.near, far: ctx.config.far }, interruptions: ctx.config.interruptions, minFocusStages: ctx.config.min_focus_stages },
+      { seed: ctx.seed, sizes: { near: ctx.config.near, far: ctx.config.far }, interruptions: ctx.session.interruptions, minFocusStages: ctx.config.min_focus_stages },
     );
     await ctx.mapRecords(result.sessions, { id: (s) => s.focus, cache: false, work: () => undefined });
     const chosen = new Set(result.sessions.map((s) => s.focus));

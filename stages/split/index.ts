@@ -1,19 +1,16 @@
 import { z } from "zod";
-import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
-import { applyCheck } from "../../pipeline/git.ts";
-import type { Candidate } from "../../pipeline/schemas/candidate.ts";
+import { cloneSourceOf, profileFileName } from "../../pipeline/domain/profiles.ts";
+import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { defineStage, RecordError } from "../../pipeline/stage.ts";
-import { DiffParseError } from "./diff.ts";
+import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
+import { DiffParseError } from "../../pipeline/domain/diff.ts";
 import { splitFields, splitReferenceChange } from "./split.ts";
 
-export { classifyPath } from "./classify.ts";
-export { parseGitDiff } from "./diff.ts";
+export { classifyPath } from "../../pipeline/domain/classify.ts";
+export { parseGitDiff } from "../../pipeline/domain/diff.ts";
 export { parentDir, splitFields, splitReferenceChange } from "./split.ts";
 
 export const SplitConfig = z.strictObject({
-  /** The directory of repository profiles, relative to the config file. */
-  profiles_dir: z.string().default("data/repos"),
   /** Check with `git apply --check` that both patches apply to the base revision (needs the profile's clone_url). */
   check_apply: z.boolean().default(true),
 });
@@ -26,12 +23,11 @@ export const splitStage = defineStage({
   version: "1",
   module: import.meta.url,
   configSchema: SplitConfig,
-  inputs: [{ stage: "mine", name: "candidates" }],
+  settings: ["profiles"],
+  inputs: { candidates: input("mine", "candidates", Candidate) },
   outputs: [{ name: "splits", schema: SplitChange, key: (s: SplitChange) => s.task_id }],
-  externalFiles: (config) => [config.profiles_dir],
-  async run(ctx) {
-    const { profiles, errors } = loadProfiles(ctx.files);
-    const candidates = ctx.input<Candidate>({ stage: "mine", name: "candidates" });
+  async run(ctx, { candidates }) {
+    const { profiles, errors } = ctx.profiles;
     const splits = await ctx.mapRecords(candidates, {
       id: (c) => c.id,
       dependsOn: (c) => profiles.get(c.repo)?.sha256 ?? errors.get(c.repo) ?? null,
@@ -39,7 +35,7 @@ export const splitStage = defineStage({
       work: async (candidate) => {
         const loaded = profiles.get(candidate.repo);
         if (!loaded) {
-          const why = errors.get(candidate.repo) ?? `there is no profile ${ctx.config.profiles_dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
+          const why = errors.get(candidate.repo) ?? `there is no profile ${ctx.profiles.dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
           throw new RecordError("unknown_repository", `${candidate.id}: field repo: ${why}`, { field: "repo" });
         }
         let result;
@@ -55,7 +51,7 @@ export const splitStage = defineStage({
           if (!loaded.profile.clone_url) throw new RecordError("invalid_field", `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`, { field: "clone_url" });
           const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
           for (const [name, patch] of [["implementation", result.implementationPatch], ["test", result.testPatch]] as const) {
-            const check = await applyCheck(mirror, candidate.base_commit, patch);
+            const check = await ctx.mirrors.applyCheck(mirror, candidate.base_commit, patch);
             if (!check.ok) throw new RecordError("patch_does_not_apply", `${candidate.id}: the ${name} patch does not apply to ${candidate.base_commit}: ${check.error}`, { field: "reference_diff" });
           }
         }

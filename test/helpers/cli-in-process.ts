@@ -1,4 +1,4 @@
-import { main } from "../../pipeline/cli.ts";
+import { main } from "../../pipeline/cli/main.ts";
 
 /** Runs the CLI in this process with its standard output captured: the exit code and what it printed. */
 export async function runCli(args: string[]): Promise<{ code: number; stdout: string }> {

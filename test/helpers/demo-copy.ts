@@ -5,6 +5,8 @@ import { loadConfig } from "../../pipeline/config.ts";
 import { buildDemoCorpus, type CorpusResult } from "../../pipeline/demo/build.ts";
 import { FakeGithub } from "../../pipeline/demo/github-server.ts";
 import type { EngineOptions } from "../../pipeline/engine.ts";
+import { settingsOf } from "../../pipeline/config.ts";
+import { PipelineSettings } from "../../pipeline/settings.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
@@ -34,13 +36,19 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
   mkdirSync(join(dir, "audits"), { recursive: true });
   cpSync(join(root, "audits", "decisions.yaml"), join(dir, "audits", "decisions.yaml"));
   let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replaceAll("../../audits/", "../audits/").replaceAll("../../manifests/", "../manifests/").replace("http://127.0.0.1:47623", apiUrl);
-  if (options.mine) config = config.replace("      profiles_dir: repos\n  split:", `      profiles_dir: repos\n${Object.entries(options.mine).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`).join("\n")}\n  split:`);
+  if (options.mine) config = config.replace("        - repo: demo-org/ledger\n  split:", `        - repo: demo-org/ledger\n${Object.entries(options.mine).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`).join("\n")}\n  split:`);
   writeFileSync(configPath, config);
   for (const name of readdirSync(join(dir, "demo", "repos"))) {
     const profile = join(dir, "demo", "repos", name);
     writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(dir, "demo", "repos"), corpusDir)));
   }
   const loaded = loadConfig(configPath, BUILT_STAGES);
-  const engine: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, name: loaded.config.name, log: silentLogger, progress: silentProgress };
+  const engine: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, settings: settingsOf(loaded.config), seed: loaded.config.seed, name: loaded.config.name, log: silentLogger, progress: silentProgress };
   return { corpus, options: engine, workDir: loaded.workDir, configPath, server };
+}
+
+/** The same engine options with another executor (and, if given, jobs) in their execution settings. */
+export function withExecution(options: EngineOptions, execution: { executor?: "auto" | "docker" | "local"; jobs?: number }): EngineOptions {
+  const settings = options.settings ?? PipelineSettings.parse({});
+  return { ...options, settings: { ...settings, execution: { ...settings.execution, ...execution } } };
 }

@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { listTree } from "../../pipeline/atomic.ts";
-import { loadConfig } from "../../pipeline/config.ts";
+import { loadConfig, settingsOf } from "../../pipeline/config.ts";
 import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
 import { FakeGithub } from "../../pipeline/demo/github-server.ts";
 import type { EngineOptions } from "../../pipeline/engine.ts";
@@ -57,26 +57,26 @@ export class FaultRow {
   }
 
   writeConfig(extra: { mine?: string; qualify?: string; select?: string } = this.extra): void {
-    const execution = `executor: ${this.executor}, jobs: 2, infrastructure_backoff_seconds: [0.2]`;
     writeFileSync(
       this.configPath,
       [
         "name: faults",
         "seed: 2026",
         "work_dir: ../out/work",
+        "profiles_dir: repos",
+        `execution: {${extra.qualify ?? `executor: ${this.executor}, jobs: 2, infrastructure_backoff_seconds: [0.2]`}}`,
         "stages:",
         "  mine:",
         "    github:",
         `      api_url: http://127.0.0.1:${this.port}`,
         `      repos: [{repo: demo-org/geometry, numbers: [${this.pulls.join(", ")}]}]`,
-        "      profiles_dir: repos",
         "      wait_unit_ms: 1",
         ...(extra.mine ? [`      ${extra.mine}`] : []),
-        "  split: {profiles_dir: repos}",
-        `  qualify: {profiles_dir: repos, runs: 2, ${extra.qualify ?? execution}}`,
-        "  reconstruct: {profiles_dir: repos, curation_dir: curation}",
+        "  split: {}",
+        "  qualify: {runs: 2}",
+        "  reconstruct: {curation_dir: curation}",
         "  audit: {decisions: ../audits/decisions.yaml, report_dir: ../out/audit}",
-        `  oracle: {profiles_dir: repos, runs: 1, ${execution}}`,
+        "  oracle: {runs: 1}",
         `  select: {${extra.select ?? "near: 2, far: 2"}}`,
         "  emit: {out_dir: ../out/benchmark, heldout_dir: ../out/benchmark/heldout}",
         "",
@@ -86,7 +86,7 @@ export class FaultRow {
 
   options(): EngineOptions {
     const loaded = loadConfig(this.configPath, BUILT_STAGES);
-    return { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, seed: loaded.config.seed, name: loaded.config.name, log: silentLogger, progress: silentProgress };
+    return { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, settings: settingsOf(loaded.config), seed: loaded.config.seed, name: loaded.config.name, log: silentLogger, progress: silentProgress };
   }
 
   /** Every artifact and every published file, by path: what must be byte-identical to a clean run. */

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus, demoRepoPath, type PullIntent } from "../../pipeline/demo/build.ts";
 import { git } from "../../pipeline/git.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
-import { LocalityIndex } from "../../stages/locality/locality.ts";
+import { LocalityIndex } from "../../pipeline/domain/locality.ts";
 import { importSwebench } from "../../stages/mine/swebench.ts";
 import { splitReferenceChange } from "../../stages/split/split.ts";
 import { pytestAt } from "../helpers/pytest-run.ts";

@@ -8,7 +8,7 @@ import { formatSummary, runPipeline } from "../../pipeline/engine.ts";
 import { git } from "../../pipeline/git.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";
-import { prepareDemoCopy } from "../helpers/demo-copy.ts";
+import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 
@@ -16,13 +16,13 @@ import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 async function runDemo() {
   const { corpus, options, workDir, server, configPath } = await prepareDemoCopy(fileTempDir());
   // The local executor keeps this end-to-end test quick; the Docker executor has its own tests.
-  options.stageConfigs = { ...options.stageConfigs, qualify: { ...(options.stageConfigs.qualify as object), executor: "local" }, oracle: { ...(options.stageConfigs.oracle as object), executor: "local" } };
-  const summary = await runPipeline(options).finally(() => server.stop());
+  const local = withExecution(options, { executor: "local" });
+  const summary = await runPipeline(local).finally(() => server.stop());
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   const emitted = join(workDir, "..", "..", "manifests", "demo");
   const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name])).sort();
   const published = Object.fromEntries(files(emitted).map((f) => [f, readFileSync(join(emitted, f), "utf8")]));
-  return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8"), published, configPath, emitted };
+  return { corpus, summary, read, options: local, records: readFileSync(corpus.recordsFile, "utf8"), published, configPath, emitted };
 }
 
 describe("the demo", () => {

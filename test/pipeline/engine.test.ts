@@ -5,14 +5,14 @@ import { z } from "zod";
 import { formatSummary, runPipeline, type EngineOptions } from "../../pipeline/engine.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
-import { defineStage, RecordError, type StageDefinition } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError, type AnyStage } from "../../pipeline/stage.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const Item = z.object({ id: z.string(), value: z.number() });
 type Item = z.infer<typeof Item>;
 
 /** Two small stages over a list of numbers, counting the records they really work on. */
-function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = false): StageDefinition<any>[] {
+function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = false): AnyStage[] {
   const source = defineStage({
     name: "mine",
     summary: "reads numbers",
@@ -20,7 +20,7 @@ function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = 
     version: "1",
     module: import.meta.url,
     configSchema: z.strictObject({ file: z.string() }),
-    inputs: [],
+    inputs: {},
     outputs: [{ name: "items", schema: Item, key: (i: Item) => i.id }],
     externalFiles: (config) => [config.file],
     async run(ctx) {
@@ -47,10 +47,9 @@ function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = 
     module: import.meta.url,
     configSchema: z.strictObject({ factor: z.number().default(2) }),
     usesSeed: splitUsesSeed,
-    inputs: [{ stage: "mine", name: "items" }],
+    inputs: { items: input("mine", "items", Item) },
     outputs: [{ name: "doubled", schema: Item, key: (i: Item) => i.id }],
-    async run(ctx) {
-      const items = ctx.input<Item>({ stage: "mine", name: "items" });
+    async run(ctx, { items }) {
       const doubled = await ctx.mapRecords(items, {
         id: (i) => i.id,
         work: (i) => {
@@ -304,7 +303,7 @@ describe("a stage's code identity", () => {
     const { BUILT_STAGES } = await import("../../stages/index.ts");
     const graph = (name: string) => importGraph(BUILT_STAGES.find((s) => s.name === name)!.module).map((p) => p.replace(/^.*?\/(pipeline|stages)\//, "$1/"));
     // schedule writes the finalization text into every session; the oracle runs qualify's and split's code and the verifier's runner.
-    expect(graph("schedule")).toContain("stages/reconstruct/reconstruct.ts");
-    expect(graph("oracle")).toEqual(expect.arrayContaining(["stages/qualify/run.ts", "stages/split/classify.ts", "pipeline/junit.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
+    expect(graph("schedule")).toContain("pipeline/domain/finalization.ts");
+    expect(graph("oracle")).toEqual(expect.arrayContaining(["pipeline/executors/retries.ts", "pipeline/domain/classify.ts", "pipeline/domain/junit.ts", "pipeline/domain/execution.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
   });
 });

@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { draftProfile } from "../../pipeline/repo-init.ts";
+import { draftProfile } from "../../pipeline/cli/commands/repo-init.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { tempDir } from "../helpers/tmp.ts";
 

@@ -8,11 +8,11 @@ import { DockerExecutor, LocalExecutor } from "../../pipeline/executors/index.ts
 import { InfrastructureFault, type EnvironmentSpec, type Executor } from "../../pipeline/executors/types.ts";
 import { git, MirrorCache } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
-import { loadProfiles } from "../../pipeline/profiles.ts";
+import { loadProfiles } from "../../pipeline/domain/profiles.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { verifyArtifact, type VerifyOutcome } from "../../pipeline/verifier/verify.ts";
-import { freshCheckout } from "../../stages/qualify/checkout.ts";
+import { freshCheckout } from "../../pipeline/domain/checkout.ts";
 import { qualifyTask } from "../../stages/qualify/run.ts";
 import { oracleTask } from "../../stages/oracle/index.ts";
 import { dockerForTests } from "../helpers/docker.ts";
@@ -84,7 +84,8 @@ beforeAll(async () => {
   mkdirSync(scratch, { recursive: true });
   // The task's sets, from a real qualification run (one run of each state).
   const local = new LocalExecutor(join(dir, "envs"), silentLogger);
-  const qualified = await qualifyTask(local, { id: TASK, mirror, baseCommit: record.base_commit, testPatch: record.test_patch, implementationPatch: record.patch, env, testArgs: [TESTS], runs: 1, scratch }, silentLogger);
+  const checkout = (patches: { name: string; text: string }[]) => freshCheckout(mirror, record.base_commit, patches, scratch);
+  const qualified = await qualifyTask(local, { id: TASK, baseCommit: record.base_commit, testPatch: record.test_patch, implementationPatch: record.patch, env, testArgs: [TESTS], runs: 1, checkout }, silentLogger);
   const heldout = HeldoutTask.parse({ task_id: TASK, repo: REPO, base_commit: record.base_commit, implementation_patch: record.patch, test_patch: record.test_patch, fail_to_pass: qualified.sets.failToPass, pass_to_pass: qualified.sets.passToPass, test_command: "python -m pytest", environment: env.recipe, environment_as_of: env.asOf });
   fixture = { heldout, env, mirror, profile, scratch };
 });

@@ -11,7 +11,7 @@ import type { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { alignTask } from "../../stages/audit/align.ts";
 import { changedEvidence, evidenceOf, testSource } from "../../stages/audit/evidence.ts";
-import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
+import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
 const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
@@ -59,7 +59,7 @@ describe("the audit on the demo corpus", () => {
     await buildDemoCorpus(plan, corpusDir);
     intents = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
     demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
-    demo.options.stageConfigs = { ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor: "local" } };
+    demo.options = withExecution(demo.options, { executor: "local" });
     // Up to audit: nothing later is looked at here.
     demo.options.stages = demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf("audit"));
     const summary = await runPipeline(demo.options);

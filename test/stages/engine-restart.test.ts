@@ -8,6 +8,7 @@ import { runPipeline } from "../../pipeline/engine.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { environmentSpec, recipeFor } from "../../pipeline/executors/environment.ts";
 import { MirrorCache } from "../../pipeline/git.ts";
+import { freshCheckout } from "../../pipeline/domain/checkout.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
@@ -54,7 +55,9 @@ describe.skipIf(!docker)("the Docker engine restarting mid-run", () => {
 
   it("turns the runs it breaks into infrastructure faults, retries them, and gets the same sets", async () => {
     const executor = new DockerExecutor(engine.client, silentLogger);
-    const input = { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs: designatedTestFiles(split.files), runs: 3, scratch: fileTempDir(), infrastructureBackoffMs: [15_000, 20_000] };
+    const scratch = fileTempDir();
+    const checkout = (patches: { name: string; text: string }[]) => freshCheckout(mirror, split.base_commit, patches, scratch);
+    const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs: designatedTestFiles(split.files), runs: 3, checkout, infrastructureBackoffMs: [15_000, 20_000] };
     // Restart the engine as soon as a test container is running.
     const restarted = (async () => {
       for (let i = 0; i < 600; i++) {

@@ -13,8 +13,8 @@ import { InfrastructureFault } from "../../pipeline/executors/types.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
-import { withInfrastructureRetries } from "../../stages/qualify/run.ts";
-import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
+import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
+import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
@@ -31,8 +31,7 @@ describe("qualify on the demo corpus", () => {
   let intents: Map<string, PullIntent>;
   let demo: DemoCopy;
   const qualifyWith = async (executor: "local" | "docker", force = true) => {
-    const stageConfigs = { ...demo.options.stageConfigs, qualify: { ...(demo.options.stageConfigs.qualify as object), executor } };
-    const summary = await runPipeline({ ...demo.options, stageConfigs }, { only: "qualify", force });
+    const summary = await runPipeline(withExecution(demo.options, { executor }), { only: "qualify", force });
     return { summary, records: readRecords<QualificationRecord>(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl")), text: readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8") };
   };
   let local: Awaited<ReturnType<typeof qualifyWith>>;

@@ -1,5 +1,5 @@
-import type { FileClass } from "../../pipeline/schemas/common.ts";
-import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
+import type { FileClass } from "../schemas/common.ts";
+import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import picomatch from "picomatch";
 
 /** Which rule decided a file's class; kept so an auditor can see why a file went where it did. */

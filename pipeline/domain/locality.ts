@@ -1,6 +1,6 @@
-import type { LocalityClass } from "../../pipeline/schemas/common.ts";
-import type { LocalityPair } from "../../pipeline/schemas/locality.ts";
-import { compareKeys } from "../../pipeline/engine.ts";
+import type { LocalityClass } from "../schemas/common.ts";
+import type { LocalityPair } from "../schemas/locality.ts";
+import { compareKeys } from "../canonical.ts";
 
 export interface LocalityTask {
   id: string;

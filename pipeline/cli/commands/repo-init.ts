@@ -1,10 +1,12 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import type { Command } from "commander";
+import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { join, resolve } from "node:path";
-import { writeFileAtomic } from "./atomic.ts";
-import { InputError } from "./validation.ts";
-import { profileFileName } from "./profiles.ts";
-import { RepoName, type RepoName as RepoNameT } from "./schemas/common.ts";
-import { RepoProfile, type RepoProfileInput } from "./schemas/repo-profile.ts";
+import { writeFileAtomic } from "../../atomic.ts";
+import { InputError } from "../../validation.ts";
+import { profileFileName } from "../../domain/profiles.ts";
+import { RepoName, type RepoName as RepoNameT } from "../../schemas/common.ts";
+import { RepoProfile, type RepoProfileInput } from "../../schemas/repo-profile.ts";
 
 export interface DraftResult {
   path: string;
@@ -143,4 +145,24 @@ export async function draftProfile(repo: string, clonePath: string, options: { o
   if (existsSync(path) && !options.force) throw new InputError(`${path} exists; pass --force to overwrite it`);
   await writeFileAtomic(path, JSON.stringify(profile, null, 2) + "\n");
   return { path, profile, notes };
+}
+
+export function registerRepo(program: Command, io: Io, exit: ExitCode): void {
+  const repo = program.command("repo").description("manage repository profiles");
+  repo
+    .command("init")
+    .description("write a draft repository profile by inspecting a clone, for a maintainer to review")
+    .argument("<owner/name>", "the repository, as GitHub spells it")
+    .requiredOption("--clone <path>", "a local clone (or checkout) of the repository")
+    .option("--out <file>", "where to write the profile (default data/repos/OWNER__NAME.json)")
+    .option("--force", "overwrite an existing profile")
+    .addHelpText("after", "\nExample:\n  switch-swe repo init psf/requests --clone ~/src/requests")
+    .action(
+      exit.act(async (repoName: string, opts) => {
+        requirePath("--clone", opts.clone, "directory");
+        const result = await draftProfile(repoName, opts.clone, { out: opts.out, force: Boolean(opts.force) });
+        io.out(`wrote ${result.path}\n${result.notes.map((n: string) => `  review: ${n}\n`).join("")}`);
+        return 0;
+      }),
+    );
 }

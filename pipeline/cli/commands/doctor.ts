@@ -1,4 +1,6 @@
 import { execFile } from "node:child_process";
+import type { Command } from "commander";
+import type { ExitCode, Io } from "../io.ts";
 import { request } from "node:http";
 import { promisify } from "node:util";
 
@@ -95,4 +97,20 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<D
     fix: "export GITHUB_TOKEN=... (a fine-grained token with read access to public repositories), or pass --token-file",
   });
   return { ok: checks.every((c) => c.ok || !c.required), checks };
+}
+
+export function registerDoctor(program: Command, io: Io, exit: ExitCode): void {
+  program
+    .command("doctor")
+    .description("check git, Python, the Docker engine and base image, and GITHUB_TOKEN; say how to fix what is missing")
+    .option("--json", "print the checks as JSON")
+    .addHelpText("after", "\nExample:\n  switch-swe doctor")
+    .action(
+      exit.act(async (opts) => {
+        const report = await runDoctor();
+        if (opts.json) io.out(JSON.stringify(report, null, 2) + "\n");
+        else for (const check of report.checks) io.out(`${check.ok ? "ok  " : check.required ? "FAIL" : "warn"}  ${check.name}: ${check.detail}${check.ok ? "" : `\n      fix: ${check.fix}`}\n`);
+        return report.ok ? 0 : 1;
+      }),
+    );
 }

@@ -1,22 +1,25 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { type Command, Option } from "commander";
+import { writeFileAtomic } from "../../atomic.ts";
+import { createLogger } from "../../logger.ts";
+import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { join, resolve } from "node:path";
 import type { z } from "zod";
-import { emitStage } from "../../stages/emit/index.ts";
-import { executorFor } from "../../stages/qualify/index.ts";
-import { oracleStage } from "../../stages/oracle/index.ts";
-import { BUILT_STAGES } from "../../stages/index.ts";
-import { loadConfig } from "../config.ts";
-import { environmentSpec } from "../executors/environment.ts";
-import { MirrorCache } from "../git.ts";
-import type { Logger } from "../logger.ts";
-import { parseStageConfig } from "../engine.ts";
-import { cloneSourceOf, loadProfilesDir } from "../profiles.ts";
-import { HeldoutTask } from "../schemas/heldout.ts";
-import { SessionSpec } from "../schemas/session.ts";
-import { VerificationReport } from "../schemas/verification.ts";
-import { collectCheckoutArtifact } from "./collect.ts";
-import { verifyArtifact } from "./verify.ts";
-import { describeFirstIssue, InputError } from "../validation.ts";
+import { emitStage } from "../../../stages/emit/index.ts";
+import { executorFor } from "../../domain/execution.ts";
+import { BUILT_STAGES } from "../../../stages/index.ts";
+import { loadConfig } from "../../config.ts";
+import { environmentSpec } from "../../executors/environment.ts";
+import { MirrorCache } from "../../git.ts";
+import type { Logger } from "../../logger.ts";
+import { parseStageConfig } from "../../engine.ts";
+import { cloneSourceOf, loadProfilesDir } from "../../domain/profiles.ts";
+import { HeldoutTask } from "../../schemas/heldout.ts";
+import { SessionSpec } from "../../schemas/session.ts";
+import { VerificationReport } from "../../schemas/verification.ts";
+import { collectCheckoutArtifact } from "../../verifier/collect.ts";
+import { verifyArtifact } from "../../verifier/verify.ts";
+import { describeFirstIssue, InputError } from "../../validation.ts";
 
 /** Bad input to `verify`: names the file and field, and nothing was run. */
 export class VerifyInputError extends InputError {
@@ -53,13 +56,13 @@ function parseFile<T>(schema: z.ZodType<T>, file: string, what: string): T {
  * `switch-swe verify`: scores one session's final focus artifact, given as a patch or collected
  * from the focus checkout, against the focus task's held-out verifier. The pipeline config says
  * where the held-out assets, repository profiles, mirrors and environments are, and which
- * executor (and limits) the oracle used; verify uses the same.
+ * executor (and limits) its execution settings name, which the oracle used too; verify uses the same.
  */
 export async function verifySubmission(options: VerifyCommandOptions): Promise<{ report: VerificationReport; artifact: string; excluded: string[] }> {
   if (Boolean(options.artifact) === Boolean(options.checkout)) throw new VerifyInputError("give exactly one of --artifact PATCH and --checkout DIR");
   const loaded = loadConfig(options.config, BUILT_STAGES);
   const stages = loaded.config.stages as Record<string, unknown>;
-  const oracle = parseStageConfig(oracleStage, stages.oracle);
+  const execution = loaded.config.execution;
   const emit = parseStageConfig(emitStage, stages.emit);
   const heldoutDir = options.heldoutDir ? resolve(options.heldoutDir) : resolve(loaded.baseDir, emit.heldout_dir);
 
@@ -73,7 +76,7 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
     throw new VerifyInputError(`${heldoutFile}: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`);
   }
 
-  const { profiles, errors, dir: profilesDir } = loadProfilesDir(oracle.profiles_dir, loaded.baseDir);
+  const { profiles, errors, dir: profilesDir } = loadProfilesDir(loaded.config.profiles_dir, loaded.baseDir);
   const profile = profiles.get(spec.repo);
   if (!profile) throw new VerifyInputError(`${profilesDir}: ${errors.get(spec.repo) ?? `no profile for ${spec.repo}`}`);
 
@@ -97,9 +100,9 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
     }
   }
 
-  const executor = await executorFor({ ...oracle, ...(options.executor ? { executor: options.executor } : {}) }, loaded.workDir, options.log);
+  const executor = await executorFor({ ...execution, ...(options.executor ? { executor: options.executor } : {}) }, loaded.workDir, options.log);
   const env = environmentSpec(heldout.repo, heldout.environment, heldout.environment_as_of);
-  const outcome = await verifyArtifact(executor, { task: heldout, env, mirror, artifact, rules: profile.profile.classification, scratch, infrastructureBackoffMs: oracle.infrastructure_backoff_seconds.map((s) => s * 1000) }, options.log);
+  const outcome = await verifyArtifact(executor, { task: heldout, env, mirror, artifact, rules: profile.profile.classification, scratch, infrastructureBackoffMs: execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, options.log);
   const report = VerificationReport.parse({ session_id: spec.session_id, task_id: spec.focus, condition: options.condition, ...outcome });
   return { report, artifact, excluded };
 }
@@ -116,4 +119,37 @@ export function formatVerification(report: VerificationReport): string {
   for (const problem of report.integrity_problems) lines.push(`  integrity: ${problem}`);
   if (report.infrastructure_fault) lines.push(`  infrastructure fault after ${report.infrastructure_retries} re-run(s): ${report.infrastructure_fault}`);
   return lines.join("\n") + "\n";
+}
+
+export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
+  program
+    .command("verify")
+    .description("score a session's final focus artifact against the focus task's held-out verifier (docs/SPEC.md §3)")
+    .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark (held-out assets, profiles, execution settings)")
+    .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
+    .option("--artifact <patch>", "the focus artifact as a git diff against the focus base commit")
+    .option("--checkout <dir>", "collect the focus artifact from this checkout (committed and uncommitted changes, new and deleted files)")
+    // Required: a report filed under the wrong condition would silently skew Table 1.
+    .addOption(new Option("--condition <condition>", "which run of the session the artifact comes from: control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
+    .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
+    .addOption(new Option("--executor <kind>", "docker, local, or auto (default: the config's execution.executor)").choices(["auto", "docker", "local"]))
+    .option("--out <file>", "also write the verification report (JSON) to this file")
+    .option("--save-artifact <file>", "also write the artifact that was scored (as collected) to this file")
+    .option("--json", "print the verification report as JSON")
+    .addHelpText("after", "\nExit status: 0 resolved, 1 not resolved, 3 infrastructure fault after two re-runs, 2 bad input.\n\nExample:\n  switch-swe verify -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --checkout /workspace/w02 --condition switched --out results/agent-a/S.switched.json")
+    .action(
+      exit.act(async (opts) => {
+        requirePath("--config", opts.config, "file");
+        requirePath("--session", opts.session, "file");
+        requirePath("--artifact", opts.artifact, "file");
+        requirePath("--checkout", opts.checkout, "directory");
+        requirePath("--heldout", opts.heldout, "directory");
+        const result = await verifySubmission({ config: opts.config, session: opts.session, artifact: opts.artifact, checkout: opts.checkout, condition: opts.condition, heldoutDir: opts.heldout, executor: opts.executor, log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }) });
+        const { report } = result;
+        if (opts.out) await writeFileAtomic(opts.out, JSON.stringify(report, null, 2) + "\n");
+        if (opts.saveArtifact) await writeFileAtomic(opts.saveArtifact, result.artifact);
+        io.out(opts.json ? JSON.stringify(report, null, 2) + "\n" : formatVerification(report));
+        return report.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
+      }),
+    );
 }

@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { writeFileAtomic } from "./atomic.ts";
-import { HeldoutTask } from "./schemas/heldout.ts";
-import { ManifestEntry } from "./schemas/manifest.ts";
-import { SessionSpec } from "./schemas/session.ts";
-import { VerificationReport } from "./schemas/verification.ts";
+import { writeFileAtomic } from "../atomic.ts";
+import { HeldoutTask } from "../schemas/heldout.ts";
+import { ManifestEntry } from "../schemas/manifest.ts";
+import { SessionSpec } from "../schemas/session.ts";
+import { VerificationReport } from "../schemas/verification.ts";
 
 /** The artifacts users in other languages read; their JSON Schemas are committed under manifests/schema/. */
 export const PUBLIC_SCHEMAS: Record<string, z.ZodType> = {

@@ -1,5 +1,5 @@
 import { XMLParser } from "fast-xml-parser";
-import type { TestStatus } from "./schemas/common.ts";
+import type { TestStatus } from "../schemas/common.ts";
 
 export interface JunitResult {
   nodeId: string;

@@ -1,10 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { sha256 } from "./canonical.ts";
-import { RepoProfile } from "./schemas/repo-profile.ts";
-import { describeFirstIssue } from "./validation.ts";
-import { describeInvalid } from "./decode.ts";
-import type { ExternalFile } from "./stage.ts";
+import { sha256 } from "../canonical.ts";
+import { RepoProfile } from "../schemas/repo-profile.ts";
+import { describeFirstIssue } from "../validation.ts";
+import { describeInvalid } from "../decode.ts";
+import type { ExternalFile } from "../stage.ts";
 
 export interface LoadedProfile {
   file: string;
@@ -16,6 +16,8 @@ export interface ProfileSet {
   profiles: Map<string, LoadedProfile>;
   /** Profiles that failed validation, by repository (when the file name tells it) with the reason. */
   errors: Map<string, string>;
+  /** The directory they were read from, as the config names it (for messages). */
+  dir?: string;
 }
 
 /** The file name a repository's profile must have: `owner__name.json`. */

@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { git, GitError } from "../../pipeline/git.ts";
+import { git, GitError } from "../git.ts";
 
 export class PatchDoesNotApply extends Error {
   override name = "PatchDoesNotApply";

@@ -1,13 +1,18 @@
 import { mkdirSync, readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { createLogger } from "../../logger.ts";
+import { RecordError } from "../../stage.ts";
+import { type Io, requirePath, RunFailed } from "../io.ts";
 import { basename, dirname, join, resolve } from "node:path";
-import { environmentSpec, recipeFor } from "../../pipeline/executors/environment.ts";
-import { createExecutor } from "../../pipeline/executors/index.ts";
-import { MirrorCache } from "../../pipeline/git.ts";
-import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf, loadProfiles, profileFileName } from "../../pipeline/profiles.ts";
-import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
-import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
+import { environmentSpec, recipeFor } from "../../executors/environment.ts";
+import { createExecutor } from "../../executors/index.ts";
+import { MirrorCache } from "../../git.ts";
+import { freshCheckout } from "../../domain/checkout.ts";
+import type { Logger } from "../../logger.ts";
+import { cloneSourceOf, loadProfiles, profileFileName } from "../../domain/profiles.ts";
+import { SplitChange } from "../../schemas/split.ts";
+import { describeFirstIssue, InputError } from "../../validation.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask } from "../../../stages/qualify/run.ts";
 
 export interface ByHandOptions {
   taskFile: string;
@@ -46,7 +51,8 @@ export async function qualifyByHand(options: ByHandOptions) {
   const scratch = join(workDir, "scratch");
   mkdirSync(scratch, { recursive: true });
   const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files);
-  const input = { id: split.task_id, mirror, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, scratch };
+  const checkout = (patches: { name: string; text: string }[]) => freshCheckout(mirror, split.base_commit, patches, scratch);
+  const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, checkout };
   return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
 }
 
@@ -61,3 +67,30 @@ export function formatByHand(result: Awaited<ReturnType<typeof qualifyByHand>>):
   lines.push("", `${result.task_id} (${result.executor}): ${result.kept ? "kept" : `rejected: ${result.reject_reason}: ${result.reject_detail}`}`);
   return lines.join("\n") + "\n";
 }
+
+/** `switch-swe qualify --task FILE`: the by-hand mode of the qualify command. */
+export const qualifyTaskCommand = {
+  addOptions(command: Command): void {
+    command
+      .option("--task <file>", "qualify one task by hand: a split record (one line of artifacts/split/splits.jsonl)")
+      .option("--profile <file>", "with --task: the repository profile (default data/repos/OWNER__NAME.json)")
+      .option("--work-dir <dir>", "with --task: where environments and mirrors go", ".switch-swe/qualify")
+      .option("--as-of <date>", "with --task: resolve dependencies as of this date")
+      .option("--full-suite", "with --task: run the whole suite, not only the touched test files")
+      .option("--json", "with --task: print the result as JSON");
+  },
+  async run(io: Io, opts: Record<string, any>): Promise<number> {
+    requirePath("--task", opts.task, "file");
+    requirePath("--profile", opts.profile, "file");
+    let result;
+    try {
+      result = await qualifyByHand({ taskFile: opts.task, profile: opts.profile, executor: opts.executor ?? "auto", runs: opts.runs ?? 3, workDir: opts.workDir, asOf: opts.asOf, fullSuite: Boolean(opts.fullSuite), log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }) });
+    } catch (error) {
+      // The task itself could not be qualified (its environment does not build, a patch does not apply).
+      if (error instanceof RecordError) throw new RunFailed(error.message);
+      throw error;
+    }
+    io.out(opts.json ? JSON.stringify(result, null, 2) + "\n" : formatByHand(result));
+    return result.kept ? 0 : 1;
+  },
+};

@@ -1,4 +1,4 @@
-import type { FileStatus } from "../../pipeline/schemas/split.ts";
+import type { FileStatus } from "../schemas/split.ts";
 
 /** One file's section of a git diff, with its raw text kept byte for byte. */
 export interface FileDiff {
@@ -164,89 +164,85 @@ function readBinaryPatch(lines: string[], i: number, name: string): number {
   return i;
 }
 
-function readGitSection(lines: string[], start: number): { file: FileDiff; next: number } {
-  const header = lines[start]!;
-  let i = start + 1;
-  const section: Partial<FileDiff> = { binary: false, hunks: 0 };
-  let minusPath: string | null | undefined;
-  let plusPath: string | null | undefined;
-  let deleted = false;
-  let added = false;
-  let renamed = false;
-  let copied = false;
-  let renameFrom: string | undefined;
-  let renameTo: string | undefined;
-  let binaryPatch = false;
+/** What a section's extended header lines (between `diff --git` and `---` or the hunks) say. */
+interface ExtendedHeader {
+  binary: boolean;
+  similarity?: number;
+  oldMode?: string;
+  newMode?: string;
+  added: boolean;
+  deleted: boolean;
+  renamed: boolean;
+  copied: boolean;
+  renameFrom?: string;
+  renameTo?: string;
+  /** A `GIT binary patch` was read whole, up to `next`. */
+  binaryPatch: boolean;
+  next: number;
+}
 
-  // Extended headers.
+function readExtendedHeader(lines: string[], start: number, name: string): ExtendedHeader {
+  const h: ExtendedHeader = { binary: false, added: false, deleted: false, renamed: false, copied: false, binaryPatch: false, next: start };
+  let i = start;
   for (; i < lines.length; i++) {
     const line = lines[i]!;
     if (line.startsWith("diff --git ") || line.startsWith("@@") || line.startsWith("--- ")) break;
-    if (line.startsWith("old mode ")) section.oldMode = line.slice(9).trim();
-    else if (line.startsWith("new mode ")) section.newMode = line.slice(9).trim();
-    else if (line.startsWith("deleted file mode ")) {
-      deleted = true;
-      section.oldMode = line.slice(18).trim();
-    } else if (line.startsWith("new file mode ")) {
-      added = true;
-      section.newMode = line.slice(14).trim();
-    } else if (line.startsWith("rename from ")) {
-      renamed = true;
-      renameFrom = unquotePath(line.slice(12));
-    } else if (line.startsWith("rename to ")) {
-      renamed = true;
-      renameTo = unquotePath(line.slice(10));
-    } else if (line.startsWith("copy from ")) {
-      copied = true;
-      renameFrom = unquotePath(line.slice(10));
-    } else if (line.startsWith("copy to ")) {
-      copied = true;
-      renameTo = unquotePath(line.slice(8));
-    } else if (line.startsWith("similarity index ")) section.similarity = parseInt(line.slice(17), 10);
-    else if (line.startsWith("dissimilarity index ")) section.similarity = 100 - parseInt(line.slice(20), 10);
+    if (line.startsWith("old mode ")) h.oldMode = line.slice(9).trim();
+    else if (line.startsWith("new mode ")) h.newMode = line.slice(9).trim();
+    else if (line.startsWith("deleted file mode ")) [h.deleted, h.oldMode] = [true, line.slice(18).trim()];
+    else if (line.startsWith("new file mode ")) [h.added, h.newMode] = [true, line.slice(14).trim()];
+    else if (line.startsWith("rename from ")) [h.renamed, h.renameFrom] = [true, unquotePath(line.slice(12))];
+    else if (line.startsWith("rename to ")) [h.renamed, h.renameTo] = [true, unquotePath(line.slice(10))];
+    else if (line.startsWith("copy from ")) [h.copied, h.renameFrom] = [true, unquotePath(line.slice(10))];
+    else if (line.startsWith("copy to ")) [h.copied, h.renameTo] = [true, unquotePath(line.slice(8))];
+    else if (line.startsWith("similarity index ")) h.similarity = parseInt(line.slice(17), 10);
+    else if (line.startsWith("dissimilarity index ")) h.similarity = 100 - parseInt(line.slice(20), 10);
     else if (line.startsWith("index ")) {
       // Blob ids (and the mode of an unchanged file): nothing the split needs.
-    } else if (line.startsWith("Binary files ")) {
-      section.binary = true;
-    } else if (line === "GIT binary patch") {
-      section.binary = true;
-      binaryPatch = true;
-      i = readBinaryPatch(lines, i + 1, header.slice(11));
+    } else if (line.startsWith("Binary files ")) h.binary = true;
+    else if (line === "GIT binary patch") {
+      [h.binary, h.binaryPatch] = [true, true];
+      i = readBinaryPatch(lines, i + 1, name);
       break;
-    } else throw new DiffParseError(`unexpected line in the header of ${header.slice(11)}: ${JSON.stringify(line.slice(0, 80))}`, i + 1);
+    } else throw new DiffParseError(`unexpected line in the header of ${name}: ${JSON.stringify(line.slice(0, 80))}`, i + 1);
   }
+  h.next = i;
+  return h;
+}
 
-  if (!binaryPatch && i < lines.length && lines[i]!.startsWith("--- ")) {
+function statusOf(h: ExtendedHeader, hunks: number): FileStatus {
+  if (h.added) return "added";
+  if (h.deleted) return "deleted";
+  if (h.renamed) return "renamed";
+  if (h.copied) return "copied";
+  if (h.oldMode && h.newMode && h.oldMode !== h.newMode && hunks === 0 && !h.binary) return "mode_changed";
+  return "modified";
+}
+
+function readGitSection(lines: string[], start: number): { file: FileDiff; next: number } {
+  const header = lines[start]!;
+  const h = readExtendedHeader(lines, start + 1, header.slice(11));
+  let i = h.next;
+  let minusPath: string | undefined;
+  let plusPath: string | undefined;
+  let hunks = 0;
+  if (!h.binaryPatch && i < lines.length && lines[i]!.startsWith("--- ")) {
     minusPath = stripPrefix(unquotePath(lines[i]!.slice(4).replace(/\t.*$/, "")), "a/");
     i++;
     if (i >= lines.length || !lines[i]!.startsWith("+++ ")) throw new DiffParseError("a '---' line is not followed by '+++' (truncated?)", i + 1);
     plusPath = stripPrefix(unquotePath(lines[i]!.slice(4).replace(/\t.*$/, "")), "b/");
-    i++;
-    const read = readHunks(lines, i, plusPath ?? minusPath ?? header.slice(11));
-    i = read.next;
-    section.hunks = read.hunks;
+    const read = readHunks(lines, i + 1, plusPath ?? minusPath ?? header.slice(11));
+    [i, hunks] = [read.next, read.hunks];
     // git writes ---/+++ only above hunks: without any, the content was cut off.
-    if (!read.hunks) throw new DiffParseError(`the file ${plusPath} has ---/+++ lines but no hunk (truncated?)`, i + 1);
+    if (!hunks) throw new DiffParseError(`the file ${plusPath} has ---/+++ lines but no hunk (truncated?)`, i + 1);
   }
-
-  const [headerOld, headerNew] = headerPaths(header.slice(11), renameFrom, renameTo, minusPath, plusPath, start + 1);
-  const oldPath = renameFrom ?? (minusPath && minusPath !== "/dev/null" ? minusPath : headerOld);
-  const path = renameTo ?? (plusPath && plusPath !== "/dev/null" ? plusPath : headerNew);
-  let status: FileStatus;
-  if (added) status = "added";
-  else if (deleted) status = "deleted";
-  else if (renamed) status = "renamed";
-  else if (copied) status = "copied";
-  else if (section.oldMode && section.newMode && section.oldMode !== section.newMode && section.hunks === 0 && !section.binary) status = "mode_changed";
-  else status = "modified";
-  if (status === "modified" && !section.hunks && !section.binary) {
-    throw new DiffParseError(`the file ${path} has a header but no change (truncated?)`, start + 1);
-  }
+  const [headerOld, headerNew] = headerPaths(header.slice(11), h.renameFrom, h.renameTo, minusPath, plusPath, start + 1);
+  const oldPath = h.renameFrom ?? (minusPath && minusPath !== "/dev/null" ? minusPath : headerOld);
+  const path = h.renameTo ?? (plusPath && plusPath !== "/dev/null" ? plusPath : headerNew);
+  const status = statusOf(h, hunks);
+  if (status === "modified" && !hunks && !h.binary) throw new DiffParseError(`the file ${path} has a header but no change (truncated?)`, start + 1);
   const raw = lines.slice(start, i).join("\n") + "\n";
-  return {
-    file: { path, oldPath, status, binary: section.binary!, similarity: section.similarity, oldMode: section.oldMode, newMode: section.newMode, raw, hunks: section.hunks! },
-    next: i,
-  };
+  return { file: { path, oldPath, status, binary: h.binary, similarity: h.similarity, oldMode: h.oldMode, newMode: h.newMode, raw, hunks }, next: i };
 }
 
 /** A plain unified diff's path: timestamps dropped, and its first component stripped as `git apply -p1` does. */

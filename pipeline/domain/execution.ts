@@ -1,0 +1,23 @@
+import { join } from "node:path";
+import type { ExecutionSettings } from "../settings.ts";
+import { planEnvironments, recipeFor } from "../executors/environment.ts";
+import { createExecutor } from "../executors/index.ts";
+import type { Logger } from "../logger.ts";
+import type { Candidate } from "../schemas/candidate.ts";
+import type { SplitChange } from "../schemas/split.ts";
+import type { LoadedProfile } from "./profiles.ts";
+
+/** Each task's environment: its repository's recipe (with overrides), as of the earliest PR sharing it. */
+export function environmentsForTasks(splits: SplitChange[], candidates: Map<string, Candidate>, profiles: Map<string, LoadedProfile>) {
+  const known = splits.filter((s) => profiles.has(s.repo));
+  return planEnvironments(
+    known.map((s) => ({ id: s.task_id, repo: s.repo, recipe: recipeFor(profiles.get(s.repo)!.profile, { id: s.task_id, version: candidates.get(s.task_id)?.version }), createdAt: candidates.get(s.task_id)?.created_at ?? null })),
+  );
+}
+
+/** The executor the execution settings ask for; environments live under `<work>/envs`, shared by every stage. */
+export function executorFor(config: Pick<ExecutionSettings, "executor" | "limits">, workDir: string, log: Logger) {
+  const { limits } = config;
+  return createExecutor(config.executor, { envRoot: join(workDir, "envs"), workDir, log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
+}
+

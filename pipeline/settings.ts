@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { DEFAULT_CHECKOUTS, DEFAULT_INTERRUPTIONS } from "./domain/session-shape.ts";
+
+/** How test runs are executed, for every stage that runs tests (qualify, the oracle) and for `verify`. */
+export const ExecutionSettings = z.strictObject({
+  executor: z.enum(["auto", "docker", "local"]).default("auto"),
+  /** Tasks worked on at once; 0 means one per core. Changes how fast, not what: not in any cache key. */
+  jobs: z.number().int().min(0).default(0),
+  /** Pauses before the first and second retry after an infrastructure fault; not in any cache key. */
+  infrastructure_backoff_seconds: z.array(z.number().nonnegative()).min(1).default([15, 30]),
+  /** Per Docker test container. */
+  limits: z.strictObject({ memory_mb: z.number().int().positive().default(2048), pids: z.number().int().positive().default(512), cpus: z.number().positive().default(1) }).default({ memory_mb: 2048, pids: 512, cpus: 1 }),
+});
+export type ExecutionSettings = z.infer<typeof ExecutionSettings>;
+
+/** Keys of the execution settings that change how fast a stage runs, never what it produces. */
+export const VOLATILE_EXECUTION_KEYS = ["jobs", "infrastructure_backoff_seconds"] as const;
+
+/** The shape of every session: how many interruptions, and the checkouts' paths. */
+export const SessionSettings = z.strictObject({
+  interruptions: z.number().int().min(1).default(DEFAULT_INTERRUPTIONS),
+  checkouts: z.array(z.string().regex(/^\//, "expected an absolute path")).min(2).default(DEFAULT_CHECKOUTS),
+});
+export type SessionSettings = z.infer<typeof SessionSettings>;
+
+/**
+ * Settings that several stages share, declared once at the top of the config instead of in each
+ * stage's section. A stage names the ones it uses (`StageDefinition.settings`); only those join
+ * its cache key.
+ */
+export const PipelineSettings = z.object({
+  /** The repository profiles, relative to the config file. */
+  profiles_dir: z.string().default("data/repos"),
+  execution: ExecutionSettings.default(ExecutionSettings.parse({})),
+  session: SessionSettings.default(SessionSettings.parse({})),
+});
+export type PipelineSettings = z.infer<typeof PipelineSettings>;
+export type SettingName = "profiles" | "execution" | "session";
