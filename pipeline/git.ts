@@ -30,6 +30,8 @@ export async function git(args: string[], options: { cwd?: string; input?: strin
     child.stderr.on("data", (d) => (stderr += d));
     child.on("error", reject);
     child.on("close", (code) => (code === 0 ? resolve(stdout) : reject(new GitError(args, code ?? -1, stderr))));
+    // git may exit (with an error it reports) before reading all its input; the pipe's EPIPE is not ours.
+    child.stdin.on("error", () => undefined);
     child.stdin.end(options.input);
   });
 }

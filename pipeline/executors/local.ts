@@ -52,6 +52,9 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
       const status = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : -1);
       resolve({ code: status, ...(signal ? { signal } : {}), timedOut, output, seconds: (performance.now() - started) / 1000 });
     });
+    // A process that exits without reading its input (killed, or done early) closes the pipe:
+    // that is not an error of ours, and its exit status says what happened.
+    child.stdin.on("error", () => undefined);
     child.stdin.end(options.input ?? "");
   });
 }
