@@ -248,52 +248,45 @@ class RepositoryBuilder {
     return { records, intents, github: this.gh.records() };
   }
 
-  private async pullRequest(pr: PullRequestPlan, index: number) {
-    const t0 = this.clock;
-    const base = (await this.run(["rev-parse", "HEAD"])).trim();
-    const branch = `pr-${index}`;
-    await this.run(["checkout", "--quiet", "-b", branch]);
-    const modules = pr.modules.map((key) => {
-      const module = this.modules.get(key);
-      if (!module) throw new Error(`${this.plan.repo}: pull request ${index + 1} names unknown module ${key}`);
-      return module;
-    });
-    const stages = 1 + pr.rounds;
-    const intent = { fail_to_pass: [] as string[], regressions: [] as string[], flaky: [] as string[], unjustified: [] as string[], order_dependent: [] as string[] };
-    const isSource = (path: string) => !path.includes("test") && !path.startsWith("docs/") && !/^(README|CHANGES)/.test(path);
+  /** A feature (possibly flaky, or without tests): new functions, refined stage by stage. */
+  private planNewFunctions(pr: PullRequestPlan, modules: ModuleState[], stages: number): StagePlan {
+    const texts: string[] = [];
+    const apply: ((stage: number) => void)[] = [];
 
-    // What each stage asks for, and the change that answers it.
+    const fns = modules.map((m, i) =>
+      this.newFunction(m, {
+        flaky: pr.kind === "flaky" && i === 0,
+        usesFixture: pr.extras.includes("conftest") && i === 0,
+        binaryData: pr.extras.includes("binary") && i === 0,
+        exported: pr.extras.includes("unjustified_test") && i === 0,
+        orderDependent: pr.extras.includes("order_dependent") && i === 0,
+        untested: pr.kind === "no_tests",
+      }),
+    );
+    for (const fn of fns) fn.stage = 1;
+    const title = `Add ${fns.map((f) => f.name).join(", ")}`;
+    for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as 1 | 2 | 3, fns));
+    for (let s = 1; s <= stages; s++) apply.push((stage) => fns.forEach((fn) => (fn.stage = stage as 1 | 2 | 3)));
+    if (pr.extras.includes("conftest")) this.conftestFixture = true;
+    if (pr.extras.includes("binary")) {
+      this.staticFiles.set(`${this.testDir}/data/${fns[0]!.name}.bin`, Buffer.from([0x89, 0x42, 0x49, 0x4e, 0, 1, 2, 3, 255, 254, 0, 7]));
+      this.staticFiles.set(`${this.packageDir}/data/${fns[0]!.name}.bin`, Buffer.from([0, 0, 0, 1, 0x89, 0xff]));
+    }
+    return { fns, title, texts, apply, hasTests: pr.kind !== "no_tests" };
+  }
+
+  /** What each stage of a pull request asks for, and the change (per stage) that answers it. */
+  private planStages(pr: PullRequestPlan, modules: ModuleState[], stages: number, intent: PullIntentLists): StagePlan {
     let fns: DemoFunction[] = [];
-    let title: string;
+    let title = "";
     const texts: string[] = [];
     const apply: ((stage: number) => void)[] = [];
     let hasTests = true;
     switch (pr.kind) {
       case "feature":
       case "flaky":
-      case "no_tests": {
-        fns = modules.map((m, i) =>
-          this.newFunction(m, {
-            flaky: pr.kind === "flaky" && i === 0,
-            usesFixture: pr.extras.includes("conftest") && i === 0,
-            binaryData: pr.extras.includes("binary") && i === 0,
-            exported: pr.extras.includes("unjustified_test") && i === 0,
-            orderDependent: pr.extras.includes("order_dependent") && i === 0,
-            untested: pr.kind === "no_tests",
-          }),
-        );
-        for (const fn of fns) fn.stage = 1;
-        title = `Add ${fns.map((f) => f.name).join(", ")}`;
-        for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as 1 | 2 | 3, fns));
-        for (let s = 1; s <= stages; s++) apply.push((stage) => fns.forEach((fn) => (fn.stage = stage as 1 | 2 | 3)));
-        hasTests = pr.kind !== "no_tests";
-        if (pr.extras.includes("conftest")) this.conftestFixture = true;
-        if (pr.extras.includes("binary")) {
-          this.staticFiles.set(`${this.testDir}/data/${fns[0]!.name}.bin`, Buffer.from([0x89, 0x42, 0x49, 0x4e, 0, 1, 2, 3, 255, 254, 0, 7]));
-          this.staticFiles.set(`${this.packageDir}/data/${fns[0]!.name}.bin`, Buffer.from([0, 0, 0, 1, 0x89, 0xff]));
-        }
-        break;
-      }
+      case "no_tests":
+        return this.planNewFunctions(pr, modules, stages);
       case "regression": {
         const module = modules[0]!;
         const baseFn = module.functions.find((f) => f.base)!;
@@ -358,9 +351,17 @@ class RepositoryBuilder {
         break;
       }
     }
+    return { fns, title, texts, apply, hasTests };
+  }
 
-    // Commits: stage 1's implementation, then its tests, then one commit per review round.
-    const issueAt = t0;
+  /**
+   * The pull request's history: stage 1's implementation, then its tests, then one commit per
+   * review round, merged into main (squash or merge commit); returns the commits, times and diff.
+   */
+  private async commitAndMerge(pr: PullRequestPlan, index: number, plan: StagePlan, stages: number, t0: number, base: string) {
+    const { title, apply, hasTests } = plan;
+    const branch = `pr-${index}`;
+    const isSource = (path: string) => !path.includes("test") && !path.startsWith("docs/") && !/^(README|CHANGES)/.test(path);
     const prAt = t0 + DAY;
     apply[0]!(1);
     const firstMessage = `${title}${pr.link === "commit_keyword" ? `\n\nThis fixes #${this.gh.peekNumber()}.` : ""}`;
@@ -393,9 +394,14 @@ class RepositoryBuilder {
     await this.run(["update-ref", `refs/pull/${number}/head`, head]);
     await this.run(["branch", "--quiet", "-D", branch]);
     const diff = await this.run(["diff", "--binary", "--full-index", "-M", base, head]);
+    return { prAt, commits, roundAt, head, approvedAt, mergedAt, mergeCommit, diff };
+  }
 
-    // F2P, flaky and unjustified tests as the generator meant them.
-    if (hasTests) {
+  /** The tests the generator meant as fail-to-pass, flaky, order-dependent and unjustified. */
+  private intendedTests(pr: PullRequestPlan, plan: StagePlan, intent: PullIntentLists): void {
+    if (!plan.hasTests) return;
+    const fns = plan.fns;
+    {
       const touched = pr.kind === "rename" ? fns : fns.filter((fn) => !fn.base);
       for (const fn of touched) {
         const module = [...this.modules.values()].find((m) => m.functions.includes(fn));
@@ -411,7 +417,40 @@ class RepositoryBuilder {
         }
       }
     }
+  }
 
+  /** After the merge, a maintainer makes a flaky or order-dependent test deterministic on main, so later PRs do not inherit it. */
+  private async repairTests(fns: DemoFunction[], mergedAt: number): Promise<void> {
+    // A maintainer deflakes a flaky test on main right after the merge, so only its own PR sees it.
+    const flaky = fns.find((fn) => fn.flaky);
+    if (flaky) {
+      flaky.flaky = false;
+      await this.commit(`Make test_${flaky.name}_basic deterministic`, mergedAt + 2 * HOUR);
+    }
+    // Likewise an order-dependent test is made independent on main, so later PRs do not inherit it.
+    const dependent = fns.find((fn) => fn.orderDependent);
+    if (dependent) {
+      dependent.orderDependent = false;
+      await this.commit(`Make test_${dependent.name}_basic independent of test order`, mergedAt + 2 * HOUR);
+    }
+  }
+
+  private async pullRequest(pr: PullRequestPlan, index: number) {
+    const t0 = this.clock;
+    const base = (await this.run(["rev-parse", "HEAD"])).trim();
+    await this.run(["checkout", "--quiet", "-b", `pr-${index}`]);
+    const modules = pr.modules.map((key) => {
+      const module = this.modules.get(key);
+      if (!module) throw new Error(`${this.plan.repo}: pull request ${index + 1} names unknown module ${key}`);
+      return module;
+    });
+    const stages = 1 + pr.rounds;
+    const intent: PullIntentLists = { fail_to_pass: [], regressions: [], flaky: [], unjustified: [], order_dependent: [] };
+    const plan = this.planStages(pr, modules, stages, intent);
+    const { fns, title, texts } = plan;
+    const issueAt = t0;
+    const { prAt, commits, roundAt, head, approvedAt, mergedAt, mergeCommit, diff } = await this.commitAndMerge(pr, index, plan, stages, t0, base);
+    this.intendedTests(pr, plan, intent);
     const github = this.gh.pullRequest({
       plan: pr,
       index,
@@ -436,18 +475,7 @@ class RepositoryBuilder {
       },
     });
     this.clock = mergedAt + 3 * HOUR;
-    // A maintainer deflakes a flaky test on main right after the merge, so only its own PR sees it.
-    const flaky = fns.find((fn) => fn.flaky);
-    if (flaky) {
-      flaky.flaky = false;
-      await this.commit(`Make test_${flaky.name}_basic deterministic`, mergedAt + 2 * HOUR);
-    }
-    // Likewise an order-dependent test is made independent on main, so later PRs do not inherit it.
-    const dependent = fns.find((fn) => fn.orderDependent);
-    if (dependent) {
-      dependent.orderDependent = false;
-      await this.commit(`Make test_${dependent.name}_basic independent of test order`, mergedAt + 2 * HOUR);
-    }
+    await this.repairTests(fns, mergedAt);
 
     const [patch, testPatch] = swebenchStyleSplit(diff);
     const record = canonicalJson({
@@ -468,6 +496,24 @@ class RepositoryBuilder {
       intent: { repo: this.plan.repo, number: github.number, kind: pr.kind, stages: texts.length, issue: github.issue, merge: pr.merge, ...intent, fail_to_pass: [...new Set(intent.fail_to_pass)].sort(), extras: pr.extras } satisfies PullIntent,
     };
   }
+}
+
+/** The lists of tests a pull request's intent names. */
+interface PullIntentLists {
+  fail_to_pass: string[];
+  regressions: string[];
+  flaky: string[];
+  unjustified: string[];
+  order_dependent: string[];
+}
+
+/** A pull request's stages: the functions it touches, its title, each stage's request text and change. */
+interface StagePlan {
+  fns: DemoFunction[];
+  title: string;
+  texts: string[];
+  apply: ((stage: number) => void)[];
+  hasTests: boolean;
 }
 
 /** Splits the way SWE-bench's records do (any path with a test directory is the test patch), for the import path. */

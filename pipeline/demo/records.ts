@@ -144,7 +144,8 @@ export class GithubRecorder {
     this.event(number, { event: "closed", actor: user("maintainer-bob"), commit_id: commit, commit_url: `${API}/repos/${this.repo}/commits/${commit}`, created_at: iso(at), state_reason: "completed" });
   }
 
-  pullRequest(input: PullInput): { number: number; issue: string | null; problemTitle: string; problemBody: string } {
+  /** The issue a pull request links (in this repository or the tracker), created before the PR is. */
+  private linkedIssue(input: PullInput): LinkedIssueRecord {
     const { plan } = input;
     const inRepoIssue = plan.link !== "none" && plan.link !== "cross_repo";
     let issueRef: string | null = null;
@@ -158,11 +159,17 @@ export class GithubRecorder {
       issueRecorder.comment(issueNumber, "erin-user", "+1, I need this as well.", input.issueAt + 2 * HOUR);
       issueRef = `${issueRepo}#${issueNumber}`;
     }
-    const number = this.next++;
+    return { issueRef, issueNumber, issueRepo, issueRecorder };
+  }
+
+  /** The PR's description: how it links its issue (the plan's link kind), and a decoy mention. */
+  private pullBody(input: PullInput, linked: LinkedIssueRecord): string {
+    const { plan } = input;
+    const { issueRepo, issueNumber } = linked;
     const ref = issueRepo === this.repo ? `#${issueNumber}` : `${issueRepo}#${issueNumber}`;
     const decoy = plan.extras.includes("decoy_mention") ? `\n\nRelated to #${input.decoyIssue}. Not a fix for it: fixx #${input.decoyIssue}.` : "";
     const summary = `This pull request implements the request.`;
-    const body = {
+    return {
       keyword: `${summary}\n\nFixes ${ref}`,
       keyword_lower: `${summary}\n\ncloses ${ref}`,
       keyword_colon: `${summary}\n\nResolves: ${ref}`,
@@ -172,23 +179,10 @@ export class GithubRecorder {
       timeline: `Follow-up to the discussion in ${ref}.`,
       none: input.texts[0]!,
     }[plan.link] + decoy;
+  }
 
-    const files = parseGitDiff(input.diff).map((f) => {
-      const patch = f.raw.split("\n").findIndex((l) => l.startsWith("@@ "));
-      const body = patch >= 0 ? f.raw.split("\n").slice(patch).join("\n") : undefined;
-      const additions = body ? body.split("\n").filter((l) => l.startsWith("+")).length : 0;
-      const deletions = body ? body.split("\n").filter((l) => l.startsWith("-")).length : 0;
-      return {
-        sha: null,
-        filename: f.path,
-        status: f.status === "mode_changed" ? "changed" : f.status === "deleted" ? "removed" : f.status,
-        additions,
-        deletions,
-        changes: additions + deletions,
-        ...(body ? { patch: body.trimEnd() } : {}),
-        ...(f.oldPath !== f.path ? { previous_filename: f.oldPath } : {}),
-      };
-    });
+  /** The pull request as GitHub lists it, as an issue, and its commits and files. */
+  private recordPull(number: number, input: PullInput, body: string, files: ReturnType<typeof pullFiles>): void {
     this.data.pulls[number] = {
       id: this.id(),
       number,
@@ -242,6 +236,10 @@ export class GithubRecorder {
       author: user("alice-dev"),
       parents: [{ sha: i === 0 ? input.base : input.commits[i - 1]!.sha }],
     }));
+  }
+
+  /** The review rounds: each round's ask in reviews and inline comments, with the noise real reviews have. */
+  private recordReviews(number: number, input: PullInput): void {
     const reviews: Record<string, unknown>[] = (this.data.reviews[number] = []);
     const comments: Record<string, unknown>[] = (this.data.review_comments[number] = []);
     const review = (author: string, state: string, text: string, at: number, commit: string) => {
@@ -308,6 +306,16 @@ export class GithubRecorder {
       this.comment(number, "github-actions[bot]", "All checks have passed.", answered + 20 * MIN);
     });
     review("maintainer-bob", "APPROVED", "LGTM, thanks!", input.approvedAt, input.head);
+  }
+
+  pullRequest(input: PullInput): { number: number; issue: string | null; problemTitle: string; problemBody: string } {
+    const { plan } = input;
+    const linked = this.linkedIssue(input);
+    const { issueRef, issueNumber, issueRecorder } = linked;
+    const number = this.next++;
+    const body = this.pullBody(input, linked);
+    this.recordPull(number, input, body, pullFiles(input.diff));
+    this.recordReviews(number, input);
     this.event(number, { event: "merged", actor: user("maintainer-bob"), commit_id: input.mergeCommit, created_at: iso(input.mergedAt) });
     if (plan.extras.includes("post_merge_comment")) {
       const fn = input.fns[0];
@@ -327,6 +335,33 @@ export class GithubRecorder {
     const problemBody = issueRef ? input.texts[0]! + CHECKLIST : input.texts[0]!;
     return { number, issue: issueRef, problemTitle, problemBody };
   }
+}
+
+/** The files of a pull request as GitHub's pulls.listFiles shows them. */
+function pullFiles(diff: string) {
+  return parseGitDiff(diff).map((f) => {
+      const patch = f.raw.split("\n").findIndex((l) => l.startsWith("@@ "));
+      const body = patch >= 0 ? f.raw.split("\n").slice(patch).join("\n") : undefined;
+      const additions = body ? body.split("\n").filter((l) => l.startsWith("+")).length : 0;
+      const deletions = body ? body.split("\n").filter((l) => l.startsWith("-")).length : 0;
+      return {
+        sha: null,
+        filename: f.path,
+        status: f.status === "mode_changed" ? "changed" : f.status === "deleted" ? "removed" : f.status,
+        additions,
+        deletions,
+        changes: additions + deletions,
+        ...(body ? { patch: body.trimEnd() } : {}),
+        ...(f.oldPath !== f.path ? { previous_filename: f.oldPath } : {}),
+      };
+    });
+}
+
+interface LinkedIssueRecord {
+  issueRef: string | null;
+  issueNumber: number;
+  issueRepo: string;
+  issueRecorder: GithubRecorder;
 }
 
 function hashString(text: string): number {
