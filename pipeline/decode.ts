@@ -6,6 +6,15 @@ export interface InvalidLine {
   byteOffset: number;
 }
 
+/** A file outside the work directory that a stage reads; the engine reads and hashes it. */
+export interface ExternalFile {
+  path: string;
+  /** The file decoded strictly as UTF-8 (a byte-order mark dropped); an invalid line is empty here. */
+  text: string;
+  /** Lines that are not valid UTF-8: the stage rejects what they held, naming file, line and byte offset. */
+  invalid?: InvalidLine[];
+}
+
 /** The index of the first byte of `bytes` that does not belong to a valid UTF-8 sequence, or -1. */
 export function firstInvalidUtf8(bytes: Uint8Array): number {
   for (let i = 0; i < bytes.length; ) {

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { Reject, RejectReason, StageName } from "./schemas/common.ts";
 import type { MirrorCache } from "./git.ts";
 import type { GithubClient, RequestCounts } from "./github-client.ts";
-import type { InvalidLine } from "./decode.ts";
+import type { ExternalFile } from "./decode.ts";
 import type { ProfileSet } from "./domain/profiles.ts";
 import type { Executor } from "./executors/types.ts";
 import type { Logger } from "./logger.ts";
@@ -35,14 +35,7 @@ export function input<T>(stage: StageName, name: string, schema: z.ZodType<T>): 
 /** The records a stage receives for its declared inputs, typed by their schemas. */
 export type InputRecords<I> = { [K in keyof I]: I[K] extends InputSpec<infer T> ? T[] : never };
 
-/** A file outside the work directory that a stage reads; the engine reads and hashes it. */
-export interface ExternalFile {
-  path: string;
-  /** The file decoded strictly as UTF-8 (a byte-order mark dropped); an invalid line is empty here. */
-  text: string;
-  /** Lines that are not valid UTF-8: the stage rejects what they held, naming file, line and byte offset. */
-  invalid?: InvalidLine[];
-}
+export type { ExternalFile } from "./decode.ts";
 
 /**
  * Thrown by a stage for one bad record. The engine records it as a reject with this reason and

@@ -4,7 +4,7 @@ import { sha256 } from "../canonical.ts";
 import { RepoProfile } from "../schemas/repo-profile.ts";
 import { describeFirstIssue } from "../validation.ts";
 import { describeInvalid } from "../decode.ts";
-import type { ExternalFile } from "../stage.ts";
+import type { ExternalFile } from "../decode.ts";
 
 export interface LoadedProfile {
   file: string;

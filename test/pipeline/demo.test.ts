@@ -1,5 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { demoOutputsDigest } from "../helpers/demo-digest.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { PullIntent } from "../../pipeline/demo/build.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
@@ -41,6 +43,12 @@ describe("the demo", () => {
     expect(Object.keys(a.published).length).toBeGreaterThan(10);
     const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
     expect(again.stages.filter((s) => s.status !== "up_to_date")).toEqual([]);
+  });
+
+  it("produces exactly the outputs it produced before the one-way-architecture refactor", () => {
+    const fixture = JSON.parse(readFileSync(fileURLToPath(new URL("../fixtures/demo-outputs.json", import.meta.url)), "utf8")) as { files: number; digest: string };
+    const digest = demoOutputsDigest({ artifacts: join(a.options.workDir, "artifacts"), manifests: a.emitted, audits: join(a.emitted, "..", "..", "audits", "demo") });
+    expect(digest).toEqual({ files: fixture.files, digest: fixture.digest });
   });
 
   it("splits every pull request as its intent says and finds every locality class", async () => {
