@@ -6,6 +6,7 @@ import { RequestError } from "@octokit/request-error";
 import { Octokit } from "@octokit/rest";
 import { writeFileAtomic } from "./atomic.ts";
 import { canonicalJson, sha256 } from "./canonical.ts";
+import { TransientFailure } from "./failures.ts";
 import type { Logger } from "./logger.ts";
 
 /**
@@ -61,7 +62,8 @@ interface CachedResponse {
   data: unknown;
 }
 
-export class OfflineMiss extends Error {
+/** An offline run met a request the recording lacks: not a property of the input, so never cached. */
+export class OfflineMiss extends TransientFailure {
   override name = "OfflineMiss";
 }
 

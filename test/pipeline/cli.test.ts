@@ -149,4 +149,19 @@ describe("switch-swe CLI", () => {
     expect(debug.code).toBe(1);
     expect(debug.stderr).toMatch(/internal error: .*\n.*\n\s+at /);
   });
+
+  it("a stage's own flag sets its config key for one run (mine --offline)", async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, "repos"));
+    writeFileSync(join(dir, "p.yaml"), "name: t\nseed: 1\nwork_dir: work\nprofiles_dir: repos\nstages:\n  mine:\n    github:\n      api_url: http://127.0.0.1:9\n      repos: [{repo: o/r}]\n      wait_unit_ms: 1\n");
+    const offline = await cli(["mine", "-c", join(dir, "p.yaml"), "--offline", "-q"]);
+    expect(offline.code).toBe(1);
+    expect(offline.stdout).toMatch(/transient_failure: o\/r: could not list pull requests: offline: GET \/repos\/o\/r\/pulls\S* is not in the recording/);
+    // Without the flag the same config goes to the network, where nothing answers.
+    const online = await cli(["mine", "-c", join(dir, "p.yaml"), "-q"]);
+    expect(online.code).toBe(1);
+    expect(online.stdout).not.toMatch(/not in the recording/);
+    expect(online.stdout).toMatch(/transient_failure: o\/r: could not list pull requests/);
+    expect((await cli(["--version"])).stdout.trim()).toBe(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version);
+  });
 });

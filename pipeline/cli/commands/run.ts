@@ -62,8 +62,14 @@ function stageFlags(stages: AnyStage[]) {
   return stages.flatMap((stage) => (stage.flags ?? []).map((flag) => ({ stage: stage.name, ...flag, attribute: new Option(flag.flag, "").attributeName() })));
 }
 
+/** A stage's flag as a commander option, its value parsed as the stage says. */
+function flagOption(flag: { flag: string; parse?: (value: string) => unknown }, description: string): Option {
+  const option = new Option(flag.flag, description);
+  return flag.parse ? option.argParser(flag.parse) : option;
+}
+
 function overridesFrom(opts: Record<string, unknown>, stages: AnyStage[]): RunOverrides {
-  const stageKeys = stageFlags(stages).filter((f) => opts[f.attribute] !== undefined).map((f) => ({ stage: f.stage, key: f.key, value: f.parse ? f.parse(String(opts[f.attribute])) : opts[f.attribute] }));
+  const stageKeys = stageFlags(stages).filter((f) => opts[f.attribute] !== undefined).map((f) => ({ stage: f.stage, key: f.key, value: opts[f.attribute] }));
   return { executor: opts.executor as string | undefined, jobs: opts.jobs as number | undefined, stageKeys };
 }
 
@@ -79,7 +85,7 @@ export function registerRun(program: Command, io: Io, exit: ExitCode): void {
     .option("-q, --quiet", "print only warnings, errors and the summary")
     .addOption(executorOption("the execution settings' executor for this run: docker, local or auto"))
     .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
-  for (const flag of stageFlags(BUILT_STAGES)) run.addOption(new Option(flag.flag, `${flag.stage}: ${flag.description}`));
+  for (const flag of stageFlags(BUILT_STAGES)) run.addOption(flagOption(flag, `${flag.stage}: ${flag.description}`));
   run
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
     .action(exit.act(async (opts) => runWithConfig(io, opts.config, { force: opts.force, keepGoing: opts.keepGoing, from: opts.from, only: opts.only }, Boolean(opts.quiet), overridesFrom(opts, BUILT_STAGES))));
@@ -95,7 +101,7 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
       .option("--force", "redo the stage, ignoring caches")
       .option("-q, --quiet", "print only warnings, errors and the summary")
       .addHelpText("after", `\nExample:\n  ${stage.example.split("   |   ").join("\n  ")}`);
-    for (const flag of stage.flags ?? []) command.addOption(new Option(flag.flag, flag.description));
+    for (const flag of stage.flags ?? []) command.addOption(flagOption(flag, flag.description));
     if (stage.settings?.includes("execution")) command.addOption(executorOption("docker, local, or auto (Docker when an engine answers)")).option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
     if (stage.name === "split") splitByHand.addOptions(command);
     if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);
