@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,40 +18,88 @@ interface Completed {
   seconds: number;
 }
 
-/** Runs a command in its own process group so a timeout can kill everything it started. */
+/** Every process started by a run carries this variable, with the run's own id, unless it drops its environment. */
+const RUN_MARKER = "SWITCH_SWE_RUN";
+/** How long output may still arrive after the process exited, before its pipes are closed on it. */
+const OUTPUT_GRACE_MS = 1000;
+
+/**
+ * Kills every process that carries the run's marker: descendants that left the process group
+ * (`setsid`, a daemonised helper) keep the variable, and with it would keep the run's pipes open.
+ */
+export function killMarkedProcesses(runId: string): number {
+  let killed = 0;
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return 0; // no /proc: the process group is all we can reach
+  }
+  const needle = `${RUN_MARKER}=${runId}`;
+  for (const pid of pids) {
+    try {
+      if (!readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(needle)) continue;
+      process.kill(Number(pid), "SIGKILL");
+      killed++;
+    } catch {
+      // gone already, or not ours to read
+    }
+  }
+  return killed;
+}
+
+/**
+ * Runs a command in its own process group and with a marker in its environment, so that a
+ * timeout, or its end, kills everything it started, even what left its group. It returns once the
+ * process has exited and its output is read, or at most OUTPUT_GRACE_MS later: a descendant that
+ * escaped and holds the pipes open cannot keep the caller waiting.
+ */
 export function runProcess(command: string, args: string[], options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string }): Promise<Completed> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    const runId = randomUUID();
+    const child = spawn(command, args, { cwd: options.cwd, env: { ...options.env, [RUN_MARKER]: runId }, detached: true, stdio: ["pipe", "pipe", "pipe"] });
     let output = "";
     const keep = (d: Buffer) => {
       output = (output + d.toString()).slice(-20_000);
     };
     child.stdout.on("data", keep);
     child.stderr.on("data", keep);
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
+    const killAll = () => {
       try {
         process.kill(-child.pid!, "SIGKILL");
       } catch {
-        // already gone
+        // the group is gone
       }
+      killMarkedProcesses(runId);
+    };
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killAll();
     }, options.timeoutSeconds * 1000);
+    let settled = false;
+    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.stdout.destroy();
+      child.stderr.destroy();
+      const status = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : -1);
+      resolve({ code: status, ...(signal ? { signal } : {}), timedOut, output, seconds: (performance.now() - started) / 1000 });
+    };
     child.on("error", (error) => {
       clearTimeout(timer);
       reject(error);
     });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      // whatever the test run left behind in its group goes too
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // nothing left
-      }
-      const status = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : -1);
-      resolve({ code: status, ...(signal ? { signal } : {}), timedOut, output, seconds: (performance.now() - started) / 1000 });
+    child.on("exit", (code, signal) => {
+      // Whatever the run left behind goes too, in its group or out of it; then its output is read.
+      killAll();
+      const grace = setTimeout(() => finish(code, signal), OUTPUT_GRACE_MS);
+      child.on("close", () => {
+        clearTimeout(grace);
+        finish(code, signal);
+      });
     });
     // A process that exits without reading its input (killed, or done early) closes the pipe:
     // that is not an error of ours, and its exit status says what happened.

@@ -1,10 +1,10 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { beforeAll, describe, expect, it } from "vitest";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
-import { LocalExecutor } from "../../pipeline/executors/local.ts";
+import { LocalExecutor, runProcess } from "../../pipeline/executors/local.ts";
 import { parseJunitXml } from "../../pipeline/domain/junit.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
@@ -127,5 +127,33 @@ describe("the local executor", () => {
     }
     const hung = await local.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 3 });
     expect(hung.timedOut).toBe(true);
+  });
+});
+
+describe("a local process that leaves descendants behind", () => {
+  /** Processes whose command line is exactly `argv`, by pid. */
+  const running = (argv: string) =>
+    readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ") === argv;
+        } catch {
+          return false;
+        }
+      });
+
+  it("returns when the process exits, though a descendant in its own session holds the output open, and kills that descendant", async () => {
+    const done = await runProcess("bash", ["-c", "setsid sleep 313 & echo started"], { cwd: tempDir(), env: { PATH: "/usr/bin:/bin" }, timeoutSeconds: 600 });
+    expect(done).toMatchObject({ code: 0, timedOut: false });
+    expect(done.output).toContain("started");
+    expect(running("sleep 313")).toEqual([]);
+  });
+
+  it("at its timeout kills the process, its group and what escaped the group, and returns", async () => {
+    const done = await runProcess("bash", ["-c", "setsid sleep 314 & sleep 315"], { cwd: tempDir(), env: { PATH: "/usr/bin:/bin" }, timeoutSeconds: 2 });
+    expect(done.timedOut).toBe(true);
+    expect(running("sleep 314")).toEqual([]);
+    expect(running("sleep 315")).toEqual([]);
   });
 });
