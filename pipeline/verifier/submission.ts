@@ -1,4 +1,5 @@
-import { posix } from "node:path";
+import { lstatSync, readlinkSync } from "node:fs";
+import { join, posix } from "node:path";
 import { classifyPath } from "../domain/classify.ts";
 import { parseGitDiff, type FileDiff } from "../domain/diff.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
@@ -92,4 +93,51 @@ export function planSubmission(patchText: string, rules: ClassificationRules, he
 /** Paths a patch touches, old and new names both: the held-out test patch's files are protected. */
 export function pathsOfPatch(patchText: string): Set<string> {
   return new Set(parseGitDiff(patchText).flatMap((f) => [f.oldPath, f.path]).filter((p) => p !== "/dev/null"));
+}
+
+/**
+ * Follows a path of the checkout through every symlink on the way, as the file system would, and
+ * refuses it if the chain leaves the repository or enters `.git`. Lexical normalisation is not
+ * enough: with `pkg/up -> ..`, the link `pkg/out -> up/..` looks inside but points above the root.
+ */
+export function assertResolvesInside(checkoutDir: string, path: string): void {
+  const pending = path.split("/").filter(Boolean);
+  const resolved: string[] = [];
+  for (let hops = 0; pending.length; ) {
+    const part = pending.shift()!;
+    if (part === ".") continue;
+    if (part === "..") {
+      if (!resolved.length) throw new UnsafeSubmission(`the symlink ${path} resolves outside the repository`);
+      resolved.pop();
+      continue;
+    }
+    if (part.toLowerCase() === ".git") throw new UnsafeSubmission(`the symlink ${path} resolves into the repository's .git directory`);
+    resolved.push(part);
+    let stat;
+    try {
+      stat = lstatSync(join(checkoutDir, ...resolved));
+    } catch {
+      continue; // a path that does not exist goes nowhere further
+    }
+    if (!stat.isSymbolicLink()) continue;
+    if (++hops > 40) throw new UnsafeSubmission(`the symlink ${path} goes through more than 40 links`);
+    const target = readlinkSync(join(checkoutDir, ...resolved));
+    if (target.startsWith("/")) throw new UnsafeSubmission(`the symlink ${path} resolves outside the repository (through ${resolved.join("/")} -> ${target})`);
+    resolved.pop();
+    pending.unshift(...target.split("/").filter(Boolean));
+  }
+}
+
+/** Checks every symlink the submission created or changed, through its whole chain, in the checkout it was applied to. */
+export function assertSubmittedLinksInside(checkoutDir: string, applied: FileDiff[]): void {
+  for (const file of applied) {
+    if (file.status === "deleted") continue;
+    let stat;
+    try {
+      stat = lstatSync(join(checkoutDir, file.path));
+    } catch {
+      continue;
+    }
+    if (stat.isSymbolicLink()) assertResolvesInside(checkoutDir, file.path);
+  }
 }

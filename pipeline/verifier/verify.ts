@@ -9,7 +9,7 @@ import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import type { DroppedPath } from "../schemas/verification.ts";
 import { RecordError } from "../stage.ts";
 import { gradeRun, isResolved, type GradedRun } from "./grade.ts";
-import { pathsOfPatch, planSubmission, UnsafeSubmission } from "./submission.ts";
+import { assertSubmittedLinksInside, pathsOfPatch, planSubmission, UnsafeSubmission } from "./submission.ts";
 
 export interface VerifyInput {
   task: HeldoutTask;
@@ -82,6 +82,14 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     checkout = await freshCheckout(input.mirror, task.base_commit, [{ name: "submitted", text: plan.patch }, { name: "held-out test", text: task.test_patch }], input.scratch);
   } catch (error) {
     if (error instanceof PatchDoesNotApply) return { ...base, apply_error: error.message };
+    throw error;
+  }
+  // A chain of links can leave the repository though each one looks inside: followed for real here.
+  try {
+    assertSubmittedLinksInside(checkout.dir, plan.applied);
+  } catch (error) {
+    await checkout.dispose();
+    if (error instanceof UnsafeSubmission) return { ...base, apply_error: `refused: ${error.message}` };
     throw error;
   }
   // The runner flags any of these that pytest loads as a plugin.

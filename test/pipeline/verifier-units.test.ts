@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../pipeline/git.ts";
@@ -7,7 +7,7 @@ import { parseGitDiff } from "../../pipeline/domain/diff.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { gradeRun, isResolved, statusFromPhases } from "../../pipeline/verifier/grade.ts";
-import { planSubmission, UnsafeSubmission } from "../../pipeline/verifier/submission.ts";
+import { assertSubmittedLinksInside, planSubmission, UnsafeSubmission } from "../../pipeline/verifier/submission.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 
 const rules = ClassificationRules.parse({ package_roots: ["src/pkg"] });
@@ -83,8 +83,28 @@ describe("planning a submission", () => {
     expect(planSubmission(link("core.py"), rules, new Set()).applied).toHaveLength(1);
   });
 
+  it("follows a chain of symlinks through the checkout and refuses one that leaves the repository", () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, "pkg"));
+    writeFileSync(join(dir, "pkg", "core.py"), "x = 1\n");
+    // Each link alone looks inside; followed for real, `out` is the repository's parent.
+    symlinkSync("..", join(dir, "pkg", "up"));
+    symlinkSync("up/..", join(dir, "pkg", "out"));
+    symlinkSync("core.py", join(dir, "pkg", "alias.py"));
+    symlinkSync("up/pkg/alias.py", join(dir, "pkg", "again.py"));
+    symlinkSync("up/.git/config", join(dir, "pkg", "config"));
+    const file = (path: string) => ({ path, oldPath: path, status: "added" as const, binary: false, raw: "", hunks: 1 });
+    expect(() => assertSubmittedLinksInside(dir, [file("pkg/out")])).toThrow(/pkg\/out resolves outside the repository/);
+    expect(() => assertSubmittedLinksInside(dir, [file("pkg/config")])).toThrow(/\.git/);
+    expect(() => assertSubmittedLinksInside(dir, [file("pkg/up"), file("pkg/alias.py"), file("pkg/again.py"), file("pkg/core.py")])).not.toThrow();
+    symlinkSync("loop", join(dir, "pkg", "loop"));
+    expect(() => assertSubmittedLinksInside(dir, [file("pkg/loop")])).toThrow(/more than 40 links/);
+  });
+
   it("says when the artifact is not a diff", () => {
     expect(() => planSubmission("diff --git a/x b/x\n@@ garbage\n", rules, new Set())).toThrow(/line/);
+    // Text or bytes that hold no diff at all are refused, never scored as "no change".
+    expect(() => planSubmission("I fixed it, see my branch.\n", rules, new Set())).toThrow(/not a diff/);
     expect(planSubmission("", rules, new Set())).toEqual({ patch: "", applied: [], dropped: [] });
   });
 });

@@ -196,6 +196,21 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
       expect(o.apply_error).toMatch(/points outside the repository/);
     },
   },
+  {
+    name: "reaches outside through a chain of symlinks that each look inside",
+    patch: () =>
+      submission(async (c) => {
+        await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+        // `up` is the repository's root (inside); `out` looks like `shapes` lexically, but is the root's parent.
+        const dirOf = dirname(join(c, CIRCLE));
+        symlinkSync("../../..", join(dirOf, "up"));
+        symlinkSync("up/..", join(dirOf, "out"));
+      }),
+    expect: (o) => {
+      expect(o.applied).toBe(false);
+      expect(o.apply_error).toMatch(/resolves outside the repository/);
+    },
+  },
 ];
 
 describe.each(["local", "docker"] as const)("the verifier with the %s executor", (kind) => {
