@@ -38,16 +38,23 @@ export class PrivateDockerd {
     throw new Error(`the private dockerd at ${this.socket} did not start`);
   }
 
-  /** Stops the engine the way a service manager does (SIGTERM), and waits until it is gone. */
+  /**
+   * Stops the engine the way a service manager does (SIGTERM) and waits until it is gone. An
+   * engine stopped while a container ran can leave that container's file systems mounted under its
+   * data root; they are unmounted, so the directory can be removed.
+   */
   async stop(): Promise<void> {
-    if (!existsSync(this.pidfile)) return;
-    const pid = Number(readFileSync(this.pidfile, "utf8"));
-    try {
-      process.kill(pid, "SIGTERM");
-    } catch {
-      return;
+    if (existsSync(this.pidfile)) {
+      const pid = Number(readFileSync(this.pidfile, "utf8"));
+      try {
+        process.kill(pid, "SIGTERM");
+        for (let i = 0; i < 240 && existsSync(this.pidfile); i++) await new Promise((r) => setTimeout(r, 250));
+      } catch {
+        // already gone
+      }
     }
-    for (let i = 0; i < 240 && existsSync(this.pidfile); i++) await new Promise((r) => setTimeout(r, 250));
+    const mounts = readFileSync("/proc/mounts", "utf8").split("\n").map((line) => line.split(" ")[1] ?? "").filter((point) => point.startsWith(this.dir + "/"));
+    for (const point of mounts.sort().reverse()) await run("umount", ["-l", point]).catch(() => undefined);
   }
 
   async restart(): Promise<void> {
