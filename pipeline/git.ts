@@ -17,10 +17,18 @@ export const GIT_ENV = {
   HOME: tmpdir(),
 };
 
+/** Runs git; a failure is always a GitError with git's own words (stderr) and exit status. */
 export async function git(args: string[], options: { cwd?: string; input?: string | Buffer; env?: Record<string, string> } = {}): Promise<string> {
   if (options.input === undefined) {
-    const { stdout } = await execFileAsync("git", args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, maxBuffer: 1 << 30, encoding: "utf8" });
-    return stdout;
+    try {
+      const { stdout } = await execFileAsync("git", args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env }, maxBuffer: 1 << 30, encoding: "utf8" });
+      return stdout;
+    } catch (error) {
+      const failed = error as { code?: unknown; stderr?: string; message: string };
+      // A git that could not start at all (ENOENT) or hit a full disk keeps its errno code.
+      if (typeof failed.code === "string") throw error;
+      throw new GitError(args, typeof failed.code === "number" ? failed.code : -1, failed.stderr || failed.message);
+    }
   }
   return new Promise((resolve, reject) => {
     const child = spawn("git", args, { cwd: options.cwd, env: { ...GIT_ENV, ...options.env } });
@@ -44,12 +52,18 @@ export class GitError extends Error {
 }
 
 /**
- * simple-git over the isolated environment. Pointing GIT_CONFIG_GLOBAL at /dev/null is what keeps
- * a machine's own git config out of our runs, so simple-git is told that this config path is meant.
+ * simple-git over the isolated environment, for the mirror cache's clones and fetches. Pointing
+ * GIT_CONFIG_GLOBAL at /dev/null is what keeps a machine's own git config out of our runs, so
+ * simple-git is told that this config path is meant. Its failures surface as GitError, like every
+ * other git call's.
  */
-function mirrorGit(baseDir: string) {
+async function mirrorGit(baseDir: string, operation: string, run: (client: ReturnType<typeof simpleGit>) => Promise<unknown>): Promise<void> {
   const guarded = Object.keys(GIT_ENV).filter((key) => key.startsWith("GIT_"));
-  return simpleGit({ baseDir, allowEnvironment: guarded, unsafe: { allowUnsafeConfigPaths: true } }).env(GIT_ENV);
+  try {
+    await run(simpleGit({ baseDir, allowEnvironment: guarded, unsafe: { allowUnsafeConfigPaths: true } }).env(GIT_ENV));
+  } catch (error) {
+    throw new GitError([operation], (error as { exitCode?: number }).exitCode ?? -1, (error as Error).message);
+  }
 }
 
 /**
@@ -94,13 +108,13 @@ export class MirrorCache {
       await mkdir(this.root, { recursive: true });
       const partial = `${path}.partial-${process.pid}`;
       await rm(partial, { recursive: true, force: true });
-      await mirrorGit(this.root).mirror(source, partial);
+      await mirrorGit(this.root, "clone", (client) => client.mirror(source, partial));
       // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
       await rename(partial, path);
     }
     if (commit && !(await hasCommit(path, commit))) {
       // Pull requests' heads (refs/pull/*) come along: a squash-merged PR's head is only there.
-      await mirrorGit(path).fetch(source, "+refs/*:refs/*");
+      await mirrorGit(path, "fetch", (client) => client.fetch(source, "+refs/*:refs/*"));
       if (!(await hasCommit(path, commit))) throw new Error(`commit ${commit} is not in ${source}`);
     }
     return path;

@@ -78,6 +78,11 @@ export class FakeGithub {
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
 
+  /** Drops every fault not yet spent. */
+  clearFaults(): void {
+    this.faults.length = 0;
+  }
+
   inject(...faults: Fault[]): void {
     this.faults.push(...faults.map((f) => ({ ...f })));
   }

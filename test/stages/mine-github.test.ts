@@ -102,6 +102,9 @@ describe("mining GitHub", () => {
   it("resumes after a SIGKILL without refetching finished pull requests, to byte-identical output", async () => {
     const c = await copy();
     const cacheDir = join(c.workDir, "cache", "mine");
+    // Every answer of the killed run comes slowly, so it is still mining when 15 pull requests are
+    // done, however fast or loaded the machine: the kill never races the run's end.
+    c.server.inject({ kind: "slow", count: 1_000_000, delayMs: 40 });
     await new Promise<void>((resolve, reject) => {
       const child = spawn(process.execPath, [bin, "mine", "--config", c.configPath, "-q"], { stdio: "ignore" });
       const poll = setInterval(() => {
@@ -117,6 +120,7 @@ describe("mining GitHub", () => {
     });
     const finished = entries(cacheDir).length;
     expect(finished).toBeGreaterThanOrEqual(15);
+    c.server.clearFaults();
     const before = c.server.log.length;
     const summary = await mineOnly(c);
     expect(summary.stages[0]).toMatchObject({ out: 48, reused: finished });
