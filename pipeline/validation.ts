@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { z } from "zod";
 
 /** What a value is, in the words of a JSON user: string, number, boolean, null, array, object. */
@@ -57,4 +58,20 @@ export function describeFirstIssue(error: z.ZodError, input: unknown): string {
  */
 export class InputError extends Error {
   override name = "InputError";
+}
+
+/**
+ * A JSON file checked against a schema: the value, or an InputError naming the file and the first
+ * problem (not readable, not JSON, or the field that is wrong) and what the file should have been.
+ */
+export function readJsonFile<T>(file: string, schema: z.ZodType<T>, what: string): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new InputError(`${file}: not readable JSON (${(error as Error).message}); expected ${what}`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new InputError(`${file}: ${describeFirstIssue(parsed.error, value)} (expected ${what})`);
+  return parsed.data;
 }

@@ -1,9 +1,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
-import { describeFirstIssue, InputError } from "../validation.ts";
+import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
-import type { z } from "zod";
 import { VerificationReport } from "../schemas/verification.ts";
 import { aggregateResults, type Aggregation, type LoadedReport, type ScoredSession } from "./aggregate.ts";
 import { renderCsv, renderMarkdown, renderSvg } from "./render.ts";
@@ -35,29 +34,15 @@ export function loadSessions(dir: string): ScoredSession[] {
   if (!existsSync(dir)) throw new ReportInputError(`${dir}: no such directory of session specifications`);
   const indexFile = join(dir, "index.json");
   if (!existsSync(indexFile)) throw new ReportInputError(`${indexFile}: missing; the sessions directory of an emitted benchmark lists its sessions there (re-run 'switch-swe emit')`);
-  const index = parseJsonFile(indexFile, SessionIndex, "the benchmark's list of sessions");
+  const index = readJsonFile(indexFile, SessionIndex, "the benchmark's list of sessions");
   const sessions = index.sessions.map((entry) => {
     const file = join(dir, entry.file);
-    const spec = parseJsonFile(file, SessionSpec, "a session specification");
+    const spec = readJsonFile(file, SessionSpec, "a session specification");
     if (spec.session_id !== entry.session_id) throw new ReportInputError(`${file}: field session_id: is ${spec.session_id}, but ${indexFile} lists ${entry.session_id} in this file`);
     return { session_id: spec.session_id, focus: spec.focus, locality: spec.locality };
   });
   if (!sessions.length) throw new ReportInputError(`${indexFile}: lists no sessions`);
   return sessions;
-}
-
-function parseJsonFile<T>(file: string, schema: z.ZodType<T>, what: string): T {
-  let value: unknown;
-  try {
-    value = JSON.parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new ReportInputError(`${file}: not readable JSON (${(error as Error).message}); expected ${what}`);
-  }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new ReportInputError(`${file}: ${describeFirstIssue(parsed.error, value)} (expected ${what})`);
-  }
-  return parsed.data;
 }
 
 /**

@@ -4,7 +4,6 @@ import { writeFileAtomic } from "../../atomic.ts";
 import { createLogger } from "../../logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { join, resolve } from "node:path";
-import type { z } from "zod";
 import { emitStage } from "../../../stages/emit/index.ts";
 import { executorFor } from "../../domain/execution.ts";
 import { BUILT_STAGES } from "../../../stages/index.ts";
@@ -19,7 +18,7 @@ import { SessionSpec } from "../../schemas/session.ts";
 import { VerificationReport } from "../../schemas/verification.ts";
 import { collectCheckoutArtifact } from "../../verifier/collect.ts";
 import { verifyArtifact } from "../../verifier/verify.ts";
-import { describeFirstIssue, InputError } from "../../validation.ts";
+import { InputError, readJsonFile } from "../../validation.ts";
 
 /** Bad input to `verify`: names the file and field, and nothing was run. */
 export class VerifyInputError extends InputError {
@@ -38,20 +37,6 @@ export interface VerifyCommandOptions {
   log: Logger;
 }
 
-function parseFile<T>(schema: z.ZodType<T>, file: string, what: string): T {
-  let value: unknown;
-  try {
-    value = JSON.parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new VerifyInputError(`${file}: cannot read ${what}: ${(error as Error).message}`);
-  }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    throw new VerifyInputError(`${file}: ${describeFirstIssue(parsed.error, value)} (expected ${what})`);
-  }
-  return parsed.data;
-}
-
 /**
  * `switch-swe verify`: scores one session's final focus artifact, given as a patch or collected
  * from the focus checkout, against the focus task's held-out verifier. The pipeline config says
@@ -66,12 +51,12 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
   const emit = parseStageConfig(emitStage, stages.emit);
   const heldoutDir = options.heldoutDir ? resolve(options.heldoutDir) : resolve(loaded.baseDir, emit.heldout_dir);
 
-  const spec = parseFile(SessionSpec, options.session, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
+  const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
   const focusCheckout = spec.checkouts.find((c) => c.task_id === spec.focus);
   if (!focusCheckout) throw new VerifyInputError(`${options.session}: field checkouts: no checkout of the focus task ${spec.focus}`);
   const heldoutFile = join(heldoutDir, `${spec.focus}.json`);
   if (!existsSync(heldoutFile)) throw new VerifyInputError(`${heldoutFile}: no held-out verifier for ${spec.focus} (is emit.heldout_dir in ${options.config} the benchmark's? pass --heldout DIR otherwise)`);
-  const heldout = parseFile(HeldoutTask, heldoutFile, "a held-out task");
+  const heldout = readJsonFile(heldoutFile, HeldoutTask, "a held-out task");
   if (heldout.repo !== spec.repo || heldout.base_commit !== focusCheckout.base_commit) {
     throw new VerifyInputError(`${heldoutFile}: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`);
   }
