@@ -16,7 +16,7 @@ import type { Progress } from "./progress.ts";
 import { mapRecords, RecordTally } from "./record-map.ts";
 import { Reject, type StageName } from "./schemas/common.ts";
 import { PipelineSettings, VOLATILE_EXECUTION_KEYS, type SettingName } from "./settings.ts";
-import { inputsOf, type AnyStage, type ExternalFile, type StageContext } from "./stage.ts";
+import { inputsOf, type AnyStage, type ExternalFile, type StageContext, type StageDefinition } from "./stage.ts";
 import type { ArtifactStore, LockEntry } from "./store.ts";
 import { describeFirstIssue, firstIssue } from "./validation.ts";
 
@@ -54,7 +54,7 @@ export interface StageOutcome {
 }
 
 /** A stage's section of the config, validated; an error names the key. Commands outside a run use it too. */
-export function parseStageConfig<C>(stage: { name: StageName; configSchema: { safeParse(v: unknown): { success: true; data: C } | { success: false; error: import("zod").ZodError } } }, raw: unknown): C {
+export function parseStageConfig<C>(stage: Pick<StageDefinition<C, never>, "name" | "configSchema">, raw: unknown): C {
   const parsed = stage.configSchema.safeParse(raw ?? {});
   if (!parsed.success) {
     const issue = firstIssue(parsed.error, raw ?? {});
@@ -66,7 +66,7 @@ export function parseStageConfig<C>(stage: { name: StageName; configSchema: { sa
 /** An input file as the engine read it: decoded for the stage, hashed as bytes for the cache key. */
 type ReadFile = ExternalFile & { bytesSha256: string };
 
-async function readFiles(baseDir: string, paths: string[]): Promise<ReadFile[]> {
+async function readFiles(baseDir: string, paths: string[], optional: ReadonlySet<string> = new Set()): Promise<ReadFile[]> {
   const files: ReadFile[] = [];
   const read = async (file: string, as: string): Promise<ReadFile> => {
     const bytes = await readFile(file);
@@ -75,7 +75,10 @@ async function readFiles(baseDir: string, paths: string[]): Promise<ReadFile[]> 
   };
   for (const path of [...new Set(paths)].sort()) {
     const absolute = resolve(baseDir, path);
-    if (!existsSync(absolute)) throw new PipelineError(`input file not found: ${path} (resolved to ${absolute})`);
+    if (!existsSync(absolute)) {
+      if (optional.has(path)) continue;
+      throw new PipelineError(`input file not found: ${path} (resolved to ${absolute})`);
+    }
     if (statSync(absolute).isDirectory()) {
       for (const name of (await readdir(absolute)).sort()) {
         if (statSync(join(absolute, name)).isFile()) files.push(await read(join(absolute, name), join(path, name)));
@@ -140,10 +143,14 @@ async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage
     if (hash === undefined || !lock.stages[spec.stage]) throw new PipelineError(`input ${spec.stage}/${spec.name} is missing: run stage '${spec.stage}' first`);
     inputHashes[`${spec.stage}/${spec.name}`] = hash;
   }
-  const files = await readFiles(run.baseDir, stage.externalFiles?.(config) ?? []);
+  const declared = stage.externalFiles?.(config) ?? [];
+  const paths = declared.map((f) => (typeof f === "string" ? f : f.path));
+  const optional = new Set(declared.flatMap((f) => (typeof f === "string" ? [] : [f.path])));
+  const files = await readFiles(run.baseDir, paths, optional);
   const profileFiles = uses("profiles") ? await readFiles(run.baseDir, [run.settings.profiles_dir]) : [];
   // Hashes of the bytes on disk: an edit that decoding would hide (an invalid byte) is still a change.
-  const fileHashes = Object.fromEntries([...files, ...profileFiles].map((f) => [f.path, f.bytesSha256]));
+  const fileHashes: Record<string, string> = Object.fromEntries([...files, ...profileFiles].map((f) => [f.path, f.bytesSha256]));
+  for (const path of optional) if (!existsSync(resolve(run.baseDir, path))) fileHashes[path] = "absent";
   const execution = Object.fromEntries(Object.entries(run.settings.execution).filter(([k]) => !(VOLATILE_EXECUTION_KEYS as readonly string[]).includes(k)));
   const settings = { execution: uses("execution") ? execution : null, session: uses("session") ? run.settings.session : null };
   const seed = stage.usesSeed ? run.seed : null;

@@ -75,7 +75,7 @@ function tables(specs: SessionSpec[], manifest: ManifestEntry[], pairs: Locality
 }
 
 /** Every file of the released benchmark's directory, by path inside it. */
-function benchmarkFiles(benchmark: string, specs: SessionSpec[], manifest: ManifestEntry[], pairs: LocalityPair[]): Map<string, string> {
+function benchmarkFiles(benchmark: string, specs: SessionSpec[], manifest: ManifestEntry[], pairs: LocalityPair[], profile: ReturnType<typeof benchmarkProfile>): Map<string, string> {
   const files = new Map<string, string>();
   files.set("manifest.jsonl", manifest.map((m) => canonicalJson(m) + "\n").join(""));
   for (const spec of specs) files.set(`sessions/${spec.session_id}.json`, json(spec));
@@ -83,7 +83,6 @@ function benchmarkFiles(benchmark: string, specs: SessionSpec[], manifest: Manif
   files.set("sessions/index.json", json({ benchmark, sessions: specs.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })) }));
   for (const [name, text] of renderSchemaFiles()) files.set(`schema/${name}`, text);
   for (const [name, text] of tables(specs, manifest, pairs)) files.set(name, text);
-  const profile = benchmarkProfile(specs);
   files.set("profile.json", json(profile));
   const { sessions: counts, ...flat } = profile;
   files.set("profile.csv", stringify([{ ...flat, near_sessions: counts.near, far_sessions: counts.far }], { header: true }));
@@ -121,7 +120,8 @@ export const emitStage = defineStage({
     });
     // The released benchmark is one directory, replaced whole: nothing of an earlier run survives.
     const out = ctx.config.out_dir;
-    const files = benchmarkFiles(ctx.benchmark, specs, manifest, pairs);
+    const profile = benchmarkProfile(specs);
+    const files = benchmarkFiles(ctx.benchmark, specs, manifest, pairs, profile);
     // Held-out assets: only the verifier reads these. Every one passed the oracle. Inside out_dir
     // they are part of its one swap; elsewhere they are a directory of their own.
     const heldoutFiles = new Map(used.map((id) => [`${id}.json`, json(heldout.get(id)!)]));
@@ -133,7 +133,7 @@ export const emitStage = defineStage({
       await ctx.publishDirectory(out, files);
       await ctx.publishDirectory(ctx.config.heldout_dir, heldoutFiles);
     }
-    ctx.log.info(`emitted ${specs.length} sessions over ${manifest.length} tasks to ${out}; profile ${JSON.stringify(benchmarkProfile(specs))}`);
+    ctx.log.info(`emitted ${specs.length} sessions over ${manifest.length} tasks to ${out}; profile ${JSON.stringify(profile)}`);
     return { manifest };
   },
 });
