@@ -167,7 +167,12 @@ export interface StageDefinition<C = unknown, I extends Record<string, InputSpec
   /** The artifacts it reads, by the name of the argument that receives them. */
   inputs: I;
   outputs: OutputSpec<any>[];
-  externalFiles?: (config: C) => string[];
+  /**
+   * Files outside the work directory the stage reads (a directory stands for its files). A path
+   * marked optional may be absent: it is then read as no files, and its absence joins the key,
+   * so creating it later runs the stage again.
+   */
+  externalFiles?: (config: C) => (string | { path: string; optional: true })[];
   /** Command-line options of the stage's own command that set one of its config keys for a run. */
   flags?: StageFlag[];
   run(ctx: StageContext<C>, inputs: InputRecords<I>): Promise<Record<string, unknown[]>>;

@@ -45,9 +45,10 @@ export const auditStage = defineStage({
     { name: "records", schema: AuditRecord, key: (r: AuditRecord) => r.task_id },
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
   ],
-  externalFiles: (config) => [config.decisions],
+  // No decisions file yet means no auditor has decided anything.
+  externalFiles: (config) => [{ path: config.decisions, optional: true }],
   async run(ctx, { tasks }) {
-    const file = ctx.files[0]!;
+    const file = ctx.files[0] ?? { path: ctx.config.decisions, text: "decisions: []\n" };
     if (file.invalid?.length) throw new PipelineError(`${file.path}: not valid UTF-8 at ${describeInvalid(file.invalid)}`);
     let raw: unknown;
     try {

@@ -31,7 +31,8 @@ export const reconstructStage = defineStage({
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
     { name: "comments", schema: CommentClassRecord, key: (c: CommentClassRecord) => `${c.task_id}\0${String(c.item_id).padStart(20, "0")}` },
   ],
-  externalFiles: (config) => [config.curation_dir],
+  // No curation directory means nothing was curated.
+  externalFiles: (config) => [{ path: config.curation_dir, optional: true }],
   async run(ctx, { candidateList, splitList, qualifications }) {
     const { profiles } = ctx.profiles;
     const curations = new Map(ctx.files.filter((f) => f.path.endsWith(".yaml")).map((f) => [basename(f.path, ".yaml"), f]));

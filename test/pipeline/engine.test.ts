@@ -307,3 +307,33 @@ describe("a stage's code identity", () => {
     expect(graph("oracle")).toEqual(expect.arrayContaining(["pipeline/executors/retries.ts", "pipeline/domain/classify.ts", "pipeline/domain/junit.ts", "pipeline/domain/execution.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
   });
 });
+
+describe("optional input files", () => {
+  it("reads an absent optional file as no files, and runs the stage again once it appears", async () => {
+    const dir = tempDir();
+    const seen: number[] = [];
+    const notes = defineStage({
+      name: "mine",
+      summary: "counts notes",
+      example: "",
+      version: "1",
+      module: import.meta.url,
+      configSchema: z.strictObject({ notes: z.string() }),
+      inputs: {},
+      outputs: [{ name: "items", schema: Item, key: (i: Item) => i.id }],
+      externalFiles: (config) => [{ path: config.notes, optional: true }],
+      async run(ctx) {
+        seen.push(ctx.files.length);
+        return { items: [{ id: "notes", value: ctx.files.length }] };
+      },
+    });
+    const options: EngineOptions = { workDir: join(dir, "work"), baseDir: dir, stages: [notes], stageConfigs: { mine: { notes: "notes" } }, seed: "1", log: silentLogger, progress: silentProgress };
+    expect((await runPipeline(options)).ok).toBe(true);
+    expect((await runPipeline(options)).stages[0]!.status).toBe("up_to_date");
+    const { mkdirSync } = await import("node:fs");
+    mkdirSync(join(dir, "notes"));
+    writeFileSync(join(dir, "notes", "a.yaml"), "x: 1\n");
+    expect((await runPipeline(options)).stages[0]!.status).toBe("ran");
+    expect(seen).toEqual([0, 1]);
+  });
+});
