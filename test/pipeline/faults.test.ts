@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatSummary, runPipeline } from "../../pipeline/engine.ts";
+import { formatSummary, runPipeline, type RunSummary } from "../../pipeline/engine.ts";
 import { STAGE_ORDER, type StageName } from "../../pipeline/schemas/common.ts";
 import { FaultRow, faultCorpus, isRoot, SmallDisk } from "../helpers/fault-rows.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
@@ -49,46 +49,46 @@ describe("faults are never results", () => {
     for (const r of rows) await r.server.stop();
   });
 
-  it.skipIf(!isRoot)("disk full while an environment is built", async () => {
-    const r = await row("env-disk-full");
-    const disk = new SmallDisk(join(r.workDir, "envs")).mount("4m");
+  /**
+   * A row whose fault is a full disk: `subdir` of the work directory is a tmpfs of `size`; the
+   * faulted run fails, `check` says how; then the disk grows to `grown` and the next run recovers.
+   */
+  const diskFullRow = async (name: string, subdir: string, size: string, grown: string, check: (faulted: RunSummary, r: FaultRow) => void) => {
+    const r = await row(name);
+    const disk = new SmallDisk(join(r.workDir, subdir)).mount(size);
     disks.push(disk);
     const faulted = await runPipeline(r.options());
     expect(faulted.ok).toBe(false);
-    const qualify = faulted.stages.find((s) => s.stage === "qualify")!;
-    expect(qualify.status).toBe("incomplete");
-    expect(qualify.transient!.join("\n")).toMatch(/infrastructure_fault: .*No space left on device/);
-    // Nothing after qualify ran over the incomplete results, and no environment was remembered as broken.
-    expect(faulted.stages.map((s) => s.stage)).toEqual(["mine", "split", "qualify"]);
-    disk.grow("2g");
+    check(faulted, r);
+    disk.grow(grown);
     await expectRecovered(r);
+    return r;
+  };
+  const stage = (summary: RunSummary, name: string) => summary.stages.find((s) => s.stage === name)!;
+
+  it.skipIf(!isRoot)("disk full while an environment is built", async () => {
+    await diskFullRow("env-disk-full", "envs", "4m", "2g", (faulted) => {
+      expect(stage(faulted, "qualify").status).toBe("incomplete");
+      expect(stage(faulted, "qualify").transient!.join("\n")).toMatch(/infrastructure_fault: .*No space left on device/);
+      // Nothing after qualify ran over the incomplete results, and no environment was remembered as broken.
+      expect(faulted.stages.map((s) => s.stage)).toEqual(["mine", "split", "qualify"]);
+    });
   });
 
   it.skipIf(!isRoot)("disk full while an artifact is written", async () => {
-    const r = await row("artifact-disk-full");
-    const disk = new SmallDisk(join(r.workDir, "artifacts")).mount("4k");
-    disks.push(disk);
-    const faulted = await runPipeline(r.options());
-    expect(faulted.ok).toBe(false);
-    expect(faulted.stages.at(-1)).toMatchObject({ stage: "mine", status: "failed" });
-    expect(faulted.stages.at(-1)!.error).toMatch(/ENOSPC/);
-    // The write left no partial file behind.
-    expect(readdirSync(join(r.workDir, "artifacts", "mine")).filter((f) => f.includes(".tmp-"))).toEqual([]);
-    disk.grow("64m");
-    await expectRecovered(r);
+    await diskFullRow("artifact-disk-full", "artifacts", "4k", "64m", (faulted, r) => {
+      expect(faulted.stages.at(-1)).toMatchObject({ stage: "mine", status: "failed" });
+      expect(faulted.stages.at(-1)!.error).toMatch(/ENOSPC/);
+      // The write left no partial file behind.
+      expect(readdirSync(join(r.workDir, "artifacts", "mine")).filter((f) => f.includes(".tmp-"))).toEqual([]);
+    });
   });
 
   it.skipIf(!isRoot)("disk full while a repository is cloned", async () => {
-    const r = await row("clone-disk-full");
-    const disk = new SmallDisk(join(r.workDir, "git")).mount("64k");
-    disks.push(disk);
-    const faulted = await runPipeline(r.options());
-    expect(faulted.ok).toBe(false);
-    const mine = faulted.stages.find((s) => s.stage === "mine")!;
-    expect(mine.status).toBe("incomplete");
-    expect(mine.transient!.join("\n")).toMatch(/transient_failure: demo-org__geometry-\d+: [\s\S]*No space left on device/);
-    disk.grow("64m");
-    await expectRecovered(r);
+    const r = await diskFullRow("clone-disk-full", "git", "64k", "64m", (faulted) => {
+      expect(stage(faulted, "mine").status).toBe("incomplete");
+      expect(stage(faulted, "mine").transient!.join("\n")).toMatch(/transient_failure: demo-org__geometry-\d+: [\s\S]*No space left on device/);
+    });
     // The half-made clone was removed, not mistaken for a mirror.
     expect(readdirSync(join(r.workDir, "git")).filter((f) => f.includes(".partial-"))).toEqual([]);
   });
