@@ -44,6 +44,34 @@ export function demultiplex(raw: Buffer): string {
   return (offset === 0 ? raw : Buffer.concat(chunks)).toString("utf8");
 }
 
+/** How often a running test container's state is checked besides the engine's wait answer. */
+const STATE_POLL_MS = 2000;
+
+/**
+ * The container's exit status. The engine's wait request alone is not enough: a wait sent around
+ * an engine restart can stay unanswered after the container has exited (seen in the fault
+ * matrix's engine-restart row), so the container's state is also checked every few seconds.
+ * An engine that cannot answer either way is an engine fault, surfaced by the caller.
+ */
+async function exited(container: Docker.Container): Promise<{ StatusCode: number }> {
+  let poll: NodeJS.Timeout | undefined;
+  let settled = false;
+  const polled = new Promise<{ StatusCode: number }>((resolve, reject) => {
+    const check = () =>
+      container.inspect().then((info) => {
+        if (!info.State.Running && info.State.Status !== "created") resolve({ StatusCode: info.State.ExitCode });
+        else if (!settled) poll = setTimeout(check, STATE_POLL_MS);
+      }, reject);
+    poll = setTimeout(check, STATE_POLL_MS);
+  });
+  try {
+    return await Promise.race([container.wait() as Promise<{ StatusCode: number }>, polled]);
+  } finally {
+    settled = true;
+    clearTimeout(poll);
+  }
+}
+
 /**
  * An engine failure is an infrastructure fault (retried); a 4xx answer means we sent a bad
  * request, a bug that retrying would only repeat.
@@ -171,7 +199,7 @@ export class DockerExecutor implements Executor {
       const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), request.timeoutSeconds * 1000)));
       let exitCode = -1;
       try {
-        const outcome = await Promise.race([container.wait() as Promise<{ StatusCode: number }>, deadline]);
+        const outcome = await Promise.race([exited(container), deadline]);
         if (outcome === "timeout") {
           timedOut = true;
           await container.kill().catch(() => undefined);
