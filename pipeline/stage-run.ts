@@ -215,6 +215,11 @@ function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: 
       mkdirSync(join(run.workDir, "logs"), { recursive: true });
       appendFileSync(join(run.workDir, "logs", "metrics.jsonl"), JSON.stringify({ stage: stage.name, ...values }) + "\n");
     },
+    saveLog: async (name, text) => {
+      const path = join(run.workDir, "logs", stage.name, `${name.replace(/[^\w.-]/g, "_")}.log`);
+      await writeFileAtomic(path, text);
+      return path;
+    },
     github: ({ baseUrl, offline, tokenFile, waitUnitMs }) => {
       const token = readToken(process.env, tokenFile ? resolve(run.baseDir, tokenFile) : undefined);
       const cacheDir = join(run.workDir, "http-cache", new URL(baseUrl).hostname.replace(/[^\w.-]/g, "_"));

@@ -130,6 +130,8 @@ export interface StageContext<C> {
   publishDirectory(dir: string, files: ReadonlyMap<string, string>): Promise<void>;
   /** Appends a measurement to logs/metrics.jsonl: figures for benchmarks, kept out of artifacts. */
   metric(values: Record<string, unknown>): void;
+  /** Saves a diagnostic log (a failed run's output) as logs/<stage>/<name>.log; returns its path. */
+  saveLog(name: string, text: string): Promise<string>;
   /** Records a reject found outside mapRecords (for example a malformed input line). */
   reject(reject: Omit<Reject, "stage">): void;
 }

@@ -6,6 +6,7 @@ import { PipelineError } from "../engine.ts";
 import { InputError } from "../validation.ts";
 import { registerDemo } from "./commands/demo.ts";
 import { registerDoctor } from "./commands/doctor.ts";
+import { registerFidelity } from "./commands/fidelity.ts";
 import { registerImages } from "./commands/images.ts";
 import { registerRepo } from "./commands/repo-init.ts";
 import { registerReport } from "./commands/report.ts";
@@ -33,6 +34,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerSchemas(program, io, exit);
   registerImages(program, io, exit);
   registerRepo(program, io, exit);
+  registerFidelity(program, io, exit);
   return program;
 }
 

@@ -1,23 +1,31 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
-import { assertNotKilled, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { GUARD_REPORT_NAME } from "./guarded.ts";
+import { environmentScript, needsRevisionLayer, revisionKey, revisionScript, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
+import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
 export const BASE_REPOSITORY = "switch-swe-base";
 export const ENV_REPOSITORY = "switch-swe-env";
+export const REVISION_REPOSITORY = "switch-swe-rev";
 const LABEL = "org.switch-swe.environment";
 
-export function baseImageFor(python: string): string {
+/**
+ * The base image for a Python version, and the interpreter in it: the Debian suite whose python3 is
+ * that version, or else bookworm with no interpreter, so the build asks uv for a managed Python
+ * (downloaded; where that cannot be reached the build fails naming the versions Debian gives).
+ */
+export function baseImageFor(python: string): { image: string; interpreter: string | null } {
   const suite = DEBIAN_FOR_PYTHON[python];
-  if (!suite) throw new BuildFailed(`no Debian base image gives Python ${python}; the docker executor supports ${Object.keys(DEBIAN_FOR_PYTHON).join(", ")}`);
-  return `${BASE_REPOSITORY}:${suite}`;
+  return suite ? { image: `${BASE_REPOSITORY}:${suite}`, interpreter: "python3" } : { image: `${BASE_REPOSITORY}:bookworm`, interpreter: null };
 }
 
 export interface DockerLimits {
@@ -91,26 +99,54 @@ export async function dockerAvailable(docker = new Docker()): Promise<boolean> {
   }
 }
 
+/** Where an environment's pieces sit inside its image. */
+const IN_IMAGE = { venv: "/env", config: "/opt/switch-swe", cache: "/uv-cache", work: "/work", baseFiles: "/opt/switch-swe/base-files.txt" };
+const RUN_PATH = "PATH=/env/bin:/usr/local/bin:/usr/bin:/bin";
+
+export interface DockerExecutorOptions {
+  limits?: DockerLimits;
+  /** Labels on every test container, so a caller can find (and check it removed) its own. */
+  labels?: Record<string, string>;
+  /** A host directory for uv's download and wheel cache, shared by every build. */
+  cacheDir?: string;
+  /** A host directory for the whole log of every build. */
+  logDir?: string;
+}
+
 /**
- * One container per test run, from an environment image per (repository, recipe, as-of date)
- * built on a Debian base image. Runs have no network, memory / process / CPU limits, no variable
- * from the host, a wall-clock timeout that kills the container, and the container is removed
- * afterwards whatever happened.
+ * One container per test run, from an image per environment (repository, recipe, as-of date)
+ * built on a Debian base image, and, when the recipe installs from the checkout, an image per
+ * (environment, base revision) on top of it. Runs have no network, memory / process / CPU limits,
+ * no variable from the host, a wall-clock timeout that kills the container, and the container is
+ * removed afterwards whatever happened.
  */
 export class DockerExecutor implements Executor {
   readonly kind = "docker" as const;
   private readonly once = new BuildOnce();
   readonly built: string[] = [];
+  readonly buildSeconds = new Map<string, number>();
+  private readonly limits: DockerLimits;
+  private readonly labels: Record<string, string>;
 
-  /** `labels` mark every test container, so a caller can find (and check it removed) its own. */
-  constructor(private readonly docker: Docker, private readonly log: Logger, private readonly limits: DockerLimits = DEFAULT_LIMITS, private readonly labels: Record<string, string> = {}) {}
+  constructor(private readonly docker: Docker, private readonly log: Logger, private readonly options: DockerExecutorOptions = {}) {
+    this.limits = options.limits ?? DEFAULT_LIMITS;
+    this.labels = options.labels ?? {};
+  }
 
   static imageTag(env: EnvironmentSpec): string {
     return `${ENV_REPOSITORY}:${env.key.slice(0, 16)}`;
   }
 
-  ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
-    return this.once.run(env.key, () => this.build(env));
+  static revisionTag(env: EnvironmentSpec, commit: string): string {
+    return `${REVISION_REPOSITORY}:${revisionKey(env, commit).slice(0, 16)}`;
+  }
+
+  async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
+    const layer = await this.once.run(env.key, () => this.buildEnvironment(env));
+    if (!needsRevisionLayer(env.recipe)) return layer;
+    if (!base) throw new Error(`the recipe of ${env.repo} installs from the checkout, so its environment needs a base revision`);
+    const revision = await this.once.run(revisionKey(env, base.commit), () => this.buildRevision(env, base));
+    return { built: layer.built || revision.built };
   }
 
   private async imageExists(tag: string): Promise<boolean> {
@@ -123,66 +159,108 @@ export class DockerExecutor implements Executor {
     }
   }
 
-  private async build(env: EnvironmentSpec): Promise<{ built: boolean }> {
+  private async buildEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
     const tag = DockerExecutor.imageTag(env);
     if (await this.imageExists(tag)) return { built: false };
-    const base = baseImageFor(env.recipe.python);
+    const { image: base, interpreter } = baseImageFor(env.recipe.python);
     if (!(await this.imageExists(base))) throw new InfrastructureFault(`base image ${base} is missing; build it with 'switch-swe images base --suite ${base.split(":")[1]}'`);
-    this.log.info(`building image ${tag} for ${env.repo} (Python ${env.recipe.python}, as of ${env.asOf ?? "today"})`);
-    const exclude = env.asOf ? `--exclude-newer '${env.asOf}' ` : "";
-    const requirements = [...new Set(["pytest", ...env.recipe.pip_requirements])].map((r) => `'${r.replaceAll("'", "")}'`).join(" ");
-    const packages = env.recipe.debian_packages.length ? `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${env.recipe.debian_packages.join(" ")} && ` : "";
-    const script = `set -e\n${packages}python3 -m venv /env\n/env/bin/python -m pip install --quiet --disable-pip-version-check uv\n/env/bin/uv pip install --quiet --python /env/bin/python ${exclude}${requirements}\n`;
+    this.log.info(`building image ${tag} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`);
+    const packages = env.recipe.debian_packages.length ? `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${env.recipe.debian_packages.join(" ")}\n` : "";
+    const script = packages + environmentScript(env, { ...IN_IMAGE, interpreter });
+    const started = performance.now();
+    await this.buildLayer({ from: base, tag, script, what: `building the environment of ${env.repo}`, labels: { [LABEL]: env.key, "org.switch-swe.repo": env.repo } });
+    this.built.push(env.key);
+    this.buildSeconds.set(env.key, (performance.now() - started) / 1000);
+    return { built: true };
+  }
+
+  private async buildRevision(env: EnvironmentSpec, base: BaseRevision): Promise<{ built: boolean }> {
+    const tag = DockerExecutor.revisionTag(env, base.commit);
+    if (await this.imageExists(tag)) return { built: false };
+    this.log.info(`building image ${tag}: ${env.repo} at ${base.commit.slice(0, 12)} installed into ${DockerExecutor.imageTag(env)}`);
+    const checkout = await base.checkout();
+    const started = performance.now();
+    try {
+      const copy = `mkdir -p ${IN_IMAGE.work} && /env/bin/python ${IN_IMAGE.config}/${SYNC_SCRIPT_NAME} overlay /checkout ${IN_IMAGE.work} /dev/null\n`;
+      const script = copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" });
+      await this.buildLayer({ from: DockerExecutor.imageTag(env), tag, script, what: `installing ${env.repo} at ${base.commit.slice(0, 12)}`, labels: { [LABEL]: revisionKey(env, base.commit), "org.switch-swe.repo": env.repo, "org.switch-swe.base-commit": base.commit }, binds: [`${resolve(checkout.dir)}:/checkout:ro`] });
+    } finally {
+      await checkout.dispose();
+    }
+    this.built.push(revisionKey(env, base.commit));
+    this.buildSeconds.set(revisionKey(env, base.commit), (performance.now() - started) / 1000);
+    return { built: true };
+  }
+
+  /**
+   * Runs a build script in a container from `from` and commits it as `tag`. Building is the one
+   * time a container may reach the network (the package indexes). The whole log is saved.
+   */
+  private async buildLayer(layer: { from: string; tag: string; script: string; what: string; labels: Record<string, string>; binds?: string[] }): Promise<void> {
     let container: Docker.Container | undefined;
     try {
-      // Building is the one time a container may reach the network (the package indexes).
       const network = buildNetworkSettings();
       const ca = network.caBundle ? ["SSL_CERT_FILE=/run/host-ca.crt", "PIP_CERT=/run/host-ca.crt"] : [];
+      const binds = [...(layer.binds ?? []), ...(network.caBundle ? [`${network.caBundle}:/run/host-ca.crt:ro`] : []), ...(this.options.cacheDir ? [`${resolve(this.options.cacheDir)}:${IN_IMAGE.cache}`] : [])];
+      if (this.options.cacheDir) await mkdir(this.options.cacheDir, { recursive: true });
       container = await this.docker.createContainer({
-        Image: base,
-        Cmd: ["sh", "-c", script],
+        Image: layer.from,
+        Cmd: ["sh", "-c", layer.script],
         Env: ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", ...Object.entries(network.vars).map(([k, v]) => `${k}=${v}`), ...ca],
-        HostConfig: network.caBundle ? { Binds: [`${network.caBundle}:/run/host-ca.crt:ro`] } : {},
-        Labels: { [LABEL]: env.key },
+        HostConfig: { Binds: binds },
+        Labels: layer.labels,
       });
       await container.start();
       const result = (await container.wait()) as { StatusCode: number };
+      const logs = demultiplex(await container.logs({ stdout: true, stderr: true }));
+      const logPath = await this.saveLog(layer.tag, logs);
       if (result.StatusCode !== 0) {
-        const logs = demultiplex(await container.logs({ stdout: true, stderr: true, tail: 200 }));
         // The engine's data root filling up is the machine's moment, whatever the build printed.
         const root = ((await this.docker.info().catch(() => ({}))) as { DockerRootDir?: string }).DockerRootDir;
-        buildFailure(`building the environment of ${env.repo} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143, root ? lowDiskSpace(root) : undefined);
+        buildFailure(`${layer.what} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143, root ? lowDiskSpace(root) : undefined, logPath, `the docker executor's base images give ${Object.entries(DEBIAN_FOR_PYTHON).map(([v, suite]) => `${v} (${suite})`).join(", ")}`);
       }
-      await container.commit({ repo: ENV_REPOSITORY, tag: tag.split(":")[1], changes: [`LABEL ${LABEL}=${env.key}`, `LABEL org.switch-swe.repo=${env.repo}`, "ENV PATH=/env/bin:/usr/local/bin:/usr/bin:/bin"] });
-      this.built.push(env.key);
-      return { built: true };
+      const [repository, tag] = layer.tag.split(":") as [string, string];
+      await container.commit({ repo: repository, tag, changes: [...Object.entries(layer.labels).map(([k, v]) => `LABEL ${k}=${v}`), `ENV ${RUN_PATH}`] });
     } catch (error) {
       if (error instanceof BuildFailed || error instanceof InfrastructureFault) throw error;
-      throw engineFault(error, `building ${tag}`);
+      throw engineFault(error, `building ${layer.tag}`);
     } finally {
       await container?.remove({ force: true }).catch(() => undefined);
     }
   }
 
+  private async saveLog(tag: string, text: string): Promise<string | undefined> {
+    if (!this.options.logDir) return undefined;
+    await mkdir(this.options.logDir, { recursive: true });
+    const path = join(this.options.logDir, `${tag.replace(":", "-")}.log`);
+    await writeFile(path, text);
+    return path;
+  }
+
   async run(request: TestRunRequest): Promise<TestRunResult> {
     const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
+    const { recipe } = request.env;
+    const revision = needsRevisionLayer(recipe);
+    if (revision && !request.baseCommit) throw new Error(`the recipe of ${request.env.repo} installs from the checkout: a run must name its base commit`);
     let container: Docker.Container | undefined;
     try {
-      if (request.guarded) await prepareGuardedRun(results, request.guarded);
-      await writeFile(join(results, "run.sh"), testScript(request.env.recipe, "/env/bin/python", request.tests, "/results/report.xml", request.guarded ? { resultsDir: "/results" } : undefined));
+      const layout = { python: "/env/bin/python", resultsDir: "/results", ...(revision ? { prepared: { checkout: "/checkout", work: IN_IMAGE.work, baseFiles: IN_IMAGE.baseFiles, config: IN_IMAGE.config } } : {}) };
+      await prepareRunFiles(results, recipe, layout, request.guarded);
+      await writeFile(join(results, "run.sh"), runScript(recipe, request.tests, layout, Boolean(request.guarded)));
       const started = performance.now();
       try {
         container = await this.docker.createContainer({
-          Image: DockerExecutor.imageTag(request.env),
+          Image: revision ? DockerExecutor.revisionTag(request.env, request.baseCommit!) : DockerExecutor.imageTag(request.env),
           Cmd: ["sh", "/results/run.sh"],
           WorkingDir: "/work",
           // Nothing from the host's environment: GITHUB_TOKEN and friends never reach the tests.
-          Env: ["PATH=/env/bin:/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"],
+          Env: [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"],
           NetworkDisabled: true,
           HostConfig: {
             NetworkMode: "none",
-            // Bind mounts take absolute host paths only.
-            Binds: [`${resolve(request.checkoutDir)}:/work`, `${results}:/results`],
+            // Bind mounts take absolute host paths only. A prepared revision gets the run's
+            // checkout read-only beside it, overlaid by the run script.
+            Binds: [revision ? `${resolve(request.checkoutDir)}:/checkout:ro` : `${resolve(request.checkoutDir)}:/work`, `${results}:/results`],
             Memory: this.limits.memoryBytes,
             MemorySwap: this.limits.memoryBytes,
             PidsLimit: this.limits.pids,
@@ -212,12 +290,12 @@ export class DockerExecutor implements Executor {
       const state = (await container.inspect().catch((error) => { throw engineFault(error, "inspecting a test container"); })).State;
       if (state.OOMKilled) throw new InfrastructureFault(`the test container ran out of memory (${this.limits.memoryBytes} bytes)`);
       if (!timedOut && !request.guarded) assertNotKilled(exitCode);
-      const logs = demultiplex(await container.logs({ stdout: true, stderr: true, tail: 200 }).catch(() => Buffer.from("")));
-      const junit = join(results, "report.xml");
+      const logs = demultiplex(await container.logs({ stdout: true, stderr: true, tail: 2000 }).catch(() => Buffer.from("")));
+      const junit = join(results, REPORT_NAME);
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
       const guard = join(results, GUARD_REPORT_NAME);
       const guardJson = request.guarded && !timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
-      return { timedOut, junitXml, exitCode, wallSeconds: (performance.now() - started) / 1000, outputTail: logs.slice(-4000), ...(guardJson ? { guardJson } : {}) };
+      return { timedOut, junitXml, exitCode, wallSeconds: (performance.now() - started) / 1000, outputTail: logs.slice(-20_000), ...(guardJson ? { guardJson } : {}) };
     } finally {
       await container?.remove({ force: true }).catch(() => undefined);
       // Files the container created are root's; the host user (root here) removes them.

@@ -1,14 +1,28 @@
 import { hashValue } from "../canonical.ts";
 import type { RepoProfile } from "../schemas/repo-profile.ts";
-import { EnvironmentRecipe } from "../schemas/repo-profile.ts";
+import { EnvironmentRecipe, type RecipePatch } from "../schemas/repo-profile.ts";
 import type { EnvironmentSpec } from "./types.ts";
+
+/**
+ * An override applied onto a recipe field by field: a field the override leaves out keeps the
+ * recipe's value, and the two maps (`as_of_exceptions`, `build_tools`) merge key by key.
+ */
+export function applyRecipePatch(recipe: EnvironmentRecipe, patch: RecipePatch): EnvironmentRecipe {
+  const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+  return EnvironmentRecipe.parse({
+    ...recipe,
+    ...defined,
+    as_of_exceptions: { ...recipe.as_of_exceptions, ...patch.as_of_exceptions },
+    build_tools: { ...recipe.build_tools, ...Object.fromEntries(Object.entries(patch.build_tools ?? {}).filter(([, v]) => v !== undefined)) },
+  });
+}
 
 /** The recipe for one task: the profile's, with every matching override (by version or task id) applied in order. */
 export function recipeFor(profile: RepoProfile, task: { id: string; version?: string }): EnvironmentRecipe {
   let recipe = profile.environment;
   for (const override of profile.environment_overrides) {
     if (override.tasks.includes(task.id) || (task.version !== undefined && override.versions.includes(task.version))) {
-      recipe = EnvironmentRecipe.parse({ ...recipe, ...override.recipe });
+      recipe = applyRecipePatch(recipe, override.recipe);
     }
   }
   return recipe;

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import Docker from "dockerode";
 import type { Logger } from "../logger.ts";
 import { DEFAULT_LIMITS, DockerExecutor, dockerAvailable, type DockerLimits } from "./docker.ts";
@@ -17,8 +18,10 @@ export const WORK_LABEL = "org.switch-swe.work";
 export async function createExecutor(kind: "auto" | "docker" | "local", options: { envRoot: string; log: Logger; limits?: DockerLimits; workDir?: string }): Promise<Executor> {
   const docker = new Docker();
   const labels: Record<string, string> = options.workDir ? { [WORK_LABEL]: options.workDir } : {};
-  if (kind === "docker") return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS, labels);
-  if (kind === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, options.log, options.limits ?? DEFAULT_LIMITS, labels);
+  // Builds share one download and wheel cache, and keep every build's whole log, beside the environments.
+  const dockerOptions = { limits: options.limits ?? DEFAULT_LIMITS, labels, cacheDir: join(options.envRoot, "uv-cache"), logDir: join(options.envRoot, "build-logs") };
+  if (kind === "docker") return new DockerExecutor(docker, options.log, dockerOptions);
+  if (kind === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, options.log, dockerOptions);
   if (kind === "auto") options.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
   return new LocalExecutor(options.envRoot, options.log);
 }

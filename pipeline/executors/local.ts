@@ -1,12 +1,15 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { constants, tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
-import { assertNotKilled, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, GUARD_REPORT_NAME, prepareGuardedRun, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult, testScript } from "./types.ts";
+import { GUARD_REPORT_NAME } from "./guarded.ts";
+import { environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
+import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 interface Completed {
   /** The exit status; 128 + the signal's number when a signal ended the process, as a shell says. */
@@ -54,14 +57,14 @@ export function killMarkedProcesses(runId: string): number {
  * process has exited and its output is read, or at most OUTPUT_GRACE_MS later: a descendant that
  * escaped and holds the pipes open cannot keep the caller waiting.
  */
-export function runProcess(command: string, args: string[], options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string }): Promise<Completed> {
+export function runProcess(command: string, args: string[], options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string; outputLimit?: number }): Promise<Completed> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const runId = randomUUID();
     const child = spawn(command, args, { cwd: options.cwd, env: { ...options.env, [RUN_MARKER]: runId }, detached: true, stdio: ["pipe", "pipe", "pipe"] });
     let output = "";
     const keep = (d: Buffer) => {
-      output = (output + d.toString()).slice(-20_000);
+      output = (output + d.toString()).slice(-(options.outputLimit ?? 20_000));
     };
     child.stdout.on("data", keep);
     child.stderr.on("data", keep);
@@ -119,6 +122,9 @@ export class LocalExecutor implements Executor {
   readonly kind = "local" as const;
   private readonly once = new BuildOnce();
   readonly built: string[] = [];
+  readonly buildSeconds = new Map<string, number>();
+  /** One run at a time per prepared revision: its checkout is shared, and restored before each run. */
+  private readonly revisionLocks = new Map<string, Promise<unknown>>();
 
   constructor(private readonly root: string, private readonly log: Logger) {}
 
@@ -126,30 +132,56 @@ export class LocalExecutor implements Executor {
     return join(this.root, env.key.slice(0, 16));
   }
 
-  private pythonFor(env: EnvironmentSpec): string {
-    return join(this.envDir(env), "bin", "python");
+  private revisionDir(env: EnvironmentSpec, commit: string): string {
+    return join(this.root, `rev-${revisionKey(env, commit).slice(0, 16)}`);
   }
 
-  ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
-    return this.once.run(env.key, () => this.build(env));
+  private get cacheDir(): string {
+    return join(this.root, "uv-cache");
   }
 
-  private async build(env: EnvironmentSpec): Promise<{ built: boolean }> {
+  async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
+    if (!needsRevisionLayer(env.recipe)) return this.once.run(env.key, () => this.buildEnvironment(env));
+    if (!base) throw new Error(`the recipe of ${env.repo} installs from the checkout, so its environment needs a base revision`);
+    return this.once.run(revisionKey(env, base.commit), () => this.buildRevision(env, base));
+  }
+
+  /** Runs a build script; a failure is classified (transient or the recipe's) with its whole log saved. */
+  private async runBuildScript(script: string, cwd: string, env: EnvironmentSpec, what: string, logName: string): Promise<void> {
+    const network = buildNetworkSettings();
+    const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
+    const result = await runProcess("sh", ["-c", script], { cwd, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds, outputLimit: 4_000_000 });
+    const logDir = join(this.root, "build-logs");
+    await mkdir(logDir, { recursive: true });
+    const logPath = join(logDir, `${logName}.log`);
+    await writeFile(logPath, result.output);
+    if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed`, result.output, result.timedOut || Boolean(result.signal), lowDiskSpace(this.root), logPath, "the local executor found no such interpreter on this machine's PATH");
+  }
+
+  private async checkDebianPackages(env: EnvironmentSpec): Promise<void> {
+    const missing: string[] = [];
+    for (const name of env.recipe.debian_packages) {
+      const result = await runProcess("dpkg-query", ["-W", "-f=${Status}", name], { cwd: tmpdir(), env: BASE_ENV, timeoutSeconds: 30 }).catch(() => undefined);
+      if (!result || result.code !== 0 || !result.output.includes("install ok installed")) missing.push(name);
+    }
+    if (missing.length) throw new BuildFailed(`the recipe of ${env.repo} needs Debian packages this machine lacks: ${missing.join(", ")} (the local executor cannot install them; install them or use the docker executor)`);
+  }
+
+  private async buildEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
     const dir = this.envDir(env);
     if (existsSync(join(dir, ".ready"))) return { built: false };
+    await this.checkDebianPackages(env);
     const interpreter = await this.findPython(env.recipe.python);
     const partial = `${dir}.partial-${process.pid}`;
     await rm(partial, { recursive: true, force: true });
     await mkdir(this.root, { recursive: true });
-    this.log.info(`building environment ${env.key.slice(0, 12)} for ${env.repo} (Python ${env.recipe.python}, as of ${env.asOf ?? "today"})`);
-    const network = buildNetworkSettings();
-    const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
-    const step = async (args: string[], what: string) => {
-      const result = await runProcess(args[0]!, args.slice(1), { cwd: this.root, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds });
-      if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed for ${env.repo}`, result.output, result.timedOut || Boolean(result.signal), lowDiskSpace(this.root));
-    };
+    this.log.info(`building environment ${env.key.slice(0, 12)} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`);
+    const started = performance.now();
     try {
-      await this.buildInto(partial, interpreter, env, step);
+      const script = environmentScript(env, { venv: partial, config: join(partial, ".switch-swe"), cache: this.cacheDir, interpreter: interpreter && quote(interpreter) });
+      await this.runBuildScript(script, this.root, env, `building the environment of ${env.repo}`, env.key.slice(0, 16));
+      await writeFile(join(partial, ".recipe.json"), JSON.stringify({ repo: env.repo, recipe: env.recipe, asOf: env.asOf }, null, 2));
+      await writeFile(join(partial, ".ready"), "");
     } catch (error) {
       await rm(partial, { recursive: true, force: true });
       throw error;
@@ -157,46 +189,91 @@ export class LocalExecutor implements Executor {
     await rm(dir, { recursive: true, force: true });
     await rename(partial, dir);
     this.built.push(env.key);
+    this.buildSeconds.set(env.key, (performance.now() - started) / 1000);
     return { built: true };
   }
 
-  private async buildInto(partial: string, interpreter: string, env: EnvironmentSpec, step: (args: string[], what: string) => Promise<void>): Promise<void> {
-    await step([interpreter, "-m", "venv", partial], "creating the virtual environment");
-    // uv itself is today's; the exclusion date applies to what it resolves.
-    await step([join(partial, "bin", "python"), "-m", "pip", "install", "--quiet", "uv"], "installing uv");
-    const requirements = [...new Set(["pytest", ...env.recipe.pip_requirements])];
-    const exclude = env.asOf ? ["--exclude-newer", env.asOf] : [];
-    await step([join(partial, "bin", "uv"), "pip", "install", "--quiet", "--python", join(partial, "bin", "python"), ...exclude, ...requirements], "installing the requirements");
-    await writeFile(join(partial, ".recipe.json"), JSON.stringify({ repo: env.repo, recipe: env.recipe, asOf: env.asOf }, null, 2));
-    await writeFile(join(partial, ".ready"), "");
+  /**
+   * The revision layer on this machine: an environment of its own (virtual environments cannot be
+   * stacked or moved), built in place because the repository's editable install records its path,
+   * with the checkout at the base revision prepared in `work` and kept pristine in `pristine`.
+   */
+  private async buildRevision(env: EnvironmentSpec, base: BaseRevision): Promise<{ built: boolean }> {
+    const dir = this.revisionDir(env, base.commit);
+    if (existsSync(join(dir, ".ready"))) return { built: false };
+    await this.checkDebianPackages(env);
+    const interpreter = await this.findPython(env.recipe.python);
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    this.log.info(`building environment ${basename(dir)}: ${env.repo} at ${base.commit.slice(0, 12)} (Python ${env.recipe.python}, as of ${env.asOf ?? "today"})`);
+    const paths = { venv: join(dir, "venv"), config: join(dir, "config"), cache: this.cacheDir, work: join(dir, "work"), baseFiles: join(dir, "base-files.txt") };
+    const checkout = await base.checkout();
+    const started = performance.now();
+    try {
+      const python = quote(join(paths.venv, "bin", "python"));
+      const copy = `mkdir -p ${quote(paths.work)} && ${python} ${quote(join(paths.config, SYNC_SCRIPT_NAME))} overlay ${quote(checkout.dir)} ${quote(paths.work)} /dev/null\n`;
+      const script = environmentScript(env, { ...paths, interpreter: interpreter && quote(interpreter) }) + copy + revisionScript(env, { ...paths, python });
+      await this.runBuildScript(script, dir, env, `installing ${env.repo} at ${base.commit.slice(0, 12)}`, basename(dir));
+      await cp(paths.work, join(dir, "pristine"), { recursive: true, verbatimSymlinks: true });
+      await writeFile(join(dir, ".ready"), "");
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    } finally {
+      await checkout.dispose();
+    }
+    this.built.push(revisionKey(env, base.commit));
+    this.buildSeconds.set(revisionKey(env, base.commit), (performance.now() - started) / 1000);
+    return { built: true };
   }
 
-  private async findPython(version: string): Promise<string> {
+  /** This machine's interpreter of that version, or null: the build then asks uv for a managed one. */
+  private async findPython(version: string): Promise<string | null> {
     for (const candidate of [`python${version}`, "python3"]) {
       const result = await runProcess(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { cwd: tmpdir(), env: BASE_ENV, timeoutSeconds: 30 }).catch(() => undefined);
       if (result?.code === 0 && result.output.trim() === version) return candidate;
     }
-    throw new BuildFailed(`Python ${version} is not installed on this machine (the local executor uses the machine's interpreters; install python${version} or use the docker executor)`);
+    return null;
   }
 
   async run(request: TestRunRequest): Promise<TestRunResult> {
+    const { env } = request;
+    if (!needsRevisionLayer(env.recipe)) return this.runIn(request, join(this.envDir(env), "bin", "python"), this.envDir(env));
+    if (!request.baseCommit) throw new Error(`the recipe of ${env.repo} installs from the checkout: a run must name its base commit`);
+    const dir = this.revisionDir(env, request.baseCommit);
+    // One run at a time in a prepared checkout, restored to its pristine state first.
+    const previous = this.revisionLocks.get(dir) ?? Promise.resolve();
+    const mine = previous.catch(() => undefined).then(async () => {
+      await rm(join(dir, "work"), { recursive: true, force: true });
+      await cp(join(dir, "pristine"), join(dir, "work"), { recursive: true, verbatimSymlinks: true });
+      return this.runIn(request, join(dir, "venv", "bin", "python"), join(dir, "venv"), { checkout: request.checkoutDir, work: join(dir, "work"), baseFiles: join(dir, "base-files.txt"), config: join(dir, "config") });
+    });
+    this.revisionLocks.set(dir, mine);
+    try {
+      return await mine;
+    } finally {
+      if (this.revisionLocks.get(dir) === mine) this.revisionLocks.delete(dir);
+    }
+  }
+
+  private async runIn(request: TestRunRequest, python: string, venv: string, prepared?: RunLayout["prepared"]): Promise<TestRunResult> {
     const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
     try {
-      const junit = join(results, "report.xml");
-      if (request.guarded) await prepareGuardedRun(results, request.guarded);
-      const script = testScript(request.env.recipe, this.pythonFor(request.env), request.tests, junit, request.guarded ? { resultsDir: results } : undefined);
+      const layout: RunLayout = { python, resultsDir: results, ...(prepared ? { prepared } : {}) };
+      await prepareRunFiles(results, request.env.recipe, layout, request.guarded);
       const done = await runProcess("bash", ["-s"], {
         cwd: request.checkoutDir,
-        env: { ...BASE_ENV, PATH: `${join(this.envDir(request.env), "bin")}:${BASE_ENV.PATH}`, HOME: results, VIRTUAL_ENV: this.envDir(request.env) },
+        env: { ...BASE_ENV, PATH: `${join(venv, "bin")}:${BASE_ENV.PATH}`, HOME: results, VIRTUAL_ENV: venv },
         timeoutSeconds: request.timeoutSeconds,
-        input: script,
+        input: runScript(request.env.recipe, request.tests, layout, Boolean(request.guarded)),
       });
       if (!done.timedOut && !request.guarded) assertNotKilled(done.code, done.signal ? `signal ${done.signal}` : undefined);
       // A timed-out run's files are never read: whatever they say was not finished.
+      const junit = join(results, REPORT_NAME);
       const junitXml = !done.timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
       const guard = join(results, GUARD_REPORT_NAME);
       const guardJson = request.guarded && !done.timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
-      return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output.slice(-4000), ...(guardJson ? { guardJson } : {}) };
+      return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output, ...(guardJson ? { guardJson } : {}) };
     } finally {
       await rm(results, { recursive: true, force: true });
     }

@@ -1,7 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
 import { outputLooksTransient, TransientFailure } from "../failures.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 
@@ -23,10 +20,21 @@ export interface TestRunRequest {
   tests: string[];
   timeoutSeconds: number;
   /**
+   * The base revision the checkout was made from. Required when the recipe installs from the
+   * checkout: the run then uses that revision's prepared environment.
+   */
+  baseCommit?: string;
+  /**
    * Run through the verifier's guarded runner (pipeline/verifier/runner.py) instead of
    * `python -m pytest`: for untrusted submissions, whose own outcome record is returned too.
    */
   guarded?: { submittedPaths: string[] };
+}
+
+/** A base revision, and how to get a clean checkout of it (for the revision layer of an environment). */
+export interface BaseRevision {
+  commit: string;
+  checkout: () => Promise<{ dir: string; dispose: () => Promise<void> }>;
 }
 
 export interface TestRunResult {
@@ -60,45 +68,14 @@ export interface Executor {
   readonly kind: "docker" | "local";
   /** Keys of the environments this executor built (not found ready-made), in build order. */
   readonly built: string[];
-  /** Builds the environment unless it exists; returns whether it had to be built. */
-  ensureEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }>;
+  /** How long each of those builds took. */
+  readonly buildSeconds: ReadonlyMap<string, number>;
+  /**
+   * Builds the environment unless it exists, and, when the recipe installs from the checkout, the
+   * base revision's layer from `base`; returns whether anything had to be built.
+   */
+  ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }>;
   run(request: TestRunRequest): Promise<TestRunResult>;
-}
-
-/** pytest options the pipeline always sets, after the repository's own, so they win. */
-export const PYTEST_OPTIONS = [
-  "-p", "no:cacheprovider",
-  // xunit1 records each test's file, so results map back to exact node ids
-  "-o", "junit_family=xunit1",
-  // a non-strict XPASS looks like a pass in JUnit; strict makes it a failure we can see
-  "-o", "xfail_strict=true",
-  // the repository's addopts (-x, --lf, plugins' options) must not change what runs
-  "-o", "addopts=",
-  "-q",
-];
-
-/** The verifier's guarded pytest runner, copied next to the JUnit report (outside the checkout) for guarded runs. */
-export const GUARDED_RUNNER = readFileSync(fileURLToPath(new URL("../verifier/runner.py", import.meta.url)), "utf8");
-export const GUARDED_RUNNER_NAME = "switch_swe_runner.py";
-export const GUARD_REPORT_NAME = "guard.json";
-const SUBMITTED_PATHS_NAME = "submitted.json";
-
-/** Puts the guarded runner and the submission's paths in a results directory (outside the checkout). */
-export async function prepareGuardedRun(resultsDir: string, guarded: { submittedPaths: string[] }): Promise<void> {
-  await writeFile(join(resultsDir, GUARDED_RUNNER_NAME), GUARDED_RUNNER);
-  await writeFile(join(resultsDir, SUBMITTED_PATHS_NAME), JSON.stringify(guarded.submittedPaths));
-}
-
-/**
- * The shell command for one run: the recipe's install commands, then pytest with our options;
- * `guarded` names the results directory holding the guarded runner, which then replaces `-m pytest`.
- */
-export function testScript(recipe: EnvironmentRecipe, python: string, tests: string[], junitPath: string, guarded?: { resultsDir: string }): string {
-  const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
-  const install = recipe.install.map((c) => `${c}\n`).join("");
-  const runner = guarded ? [`${guarded.resultsDir}/${GUARDED_RUNNER_NAME}`, `${guarded.resultsDir}/${GUARD_REPORT_NAME}`, `${guarded.resultsDir}/${SUBMITTED_PATHS_NAME}`] : ["-m", "pytest"];
-  const pytest = [python, ...runner, ...tests, ...PYTEST_OPTIONS, `--junitxml=${junitPath}`].map(quote).join(" ");
-  return `set -e\n${install}exec ${pytest}\n`;
 }
 
 const BUILD_PASSTHROUGH = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX"];
@@ -116,15 +93,39 @@ export function buildNetworkSettings(env: NodeJS.ProcessEnv = process.env): { va
   return { vars, caBundle };
 }
 
+/** Printed before each build step, so a failure names the step it happened in. */
+export const STEP_MARKER = "switch-swe step:";
+
+/**
+ * What a failed build's log says went wrong: the step it was in (the last STEP_MARKER line) and
+ * the lines that look like the error (uv's and pip's), or its last lines when none do.
+ */
+export function summariseBuildLog(output: string): string {
+  const lines = output.split("\n").map((l) => l.trimEnd());
+  let stepAt = -1;
+  lines.forEach((line, i) => {
+    if (line.startsWith(STEP_MARKER)) stepAt = i;
+  });
+  const step = stepAt >= 0 ? lines[stepAt]!.slice(STEP_MARKER.length).trim() : undefined;
+  const after = lines.slice(stepAt + 1).filter((l) => l.trim());
+  const errors = after.filter((l) => /^\s*(×|╰─▶|error|ERROR|Error|hint|Because|And because|Caused by|help:)|No solution found|No matching distribution|Could not find a version|ModuleNotFoundError|ImportError|SyntaxError/.test(l));
+  const shown = (errors.length ? errors : after.slice(-5)).slice(0, 12).map((l) => l.trim());
+  return `${step ? `step '${step}' failed` : "the build failed"}: ${shown.join(" | ")}`;
+}
+
 /**
  * Throws the right error for a failed environment build: transient (a full disk, an unreachable
  * index, a killed or timed-out step: retried, never cached) or BuildFailed (the recipe cannot be
- * built: a property of the recipe, remembered).
+ * built: a property of the recipe, remembered). `logPath` is where the whole log was saved.
  */
-export function buildFailure(what: string, output: string, interrupted: boolean, lowSpace?: string): never {
-  const tail = output.trim().split("\n").slice(-5).join(" | ");
-  if (interrupted || lowSpace || outputLooksTransient(output)) throw new InfrastructureFault(`${what} for a reason that may not recur${interrupted ? " (interrupted or timed out)" : ""}${lowSpace ? ` (${lowSpace})` : ""}: ${tail}`);
-  throw new BuildFailed(`${what}: ${tail}`);
+export function buildFailure(what: string, output: string, interrupted: boolean, lowSpace?: string, logPath?: string, pythons?: string): never {
+  const summary = summariseBuildLog(output);
+  const log = logPath ? ` (whole log: ${logPath})` : "";
+  // No interpreter of the version, and no way to download one: a property of this setup, said plainly.
+  const managed = /^step 'downloading a uv-managed Python ([\d.]+)'/.exec(summary);
+  if (managed && !interrupted && !lowSpace) throw new BuildFailed(`${what}: Python ${managed[1]} is not available here${pythons ? ` (${pythons})` : ""} and uv could not download a managed Python ${managed[1]} (no internet?): ${summary}${log}`);
+  if (interrupted || lowSpace || outputLooksTransient(output)) throw new InfrastructureFault(`${what} for a reason that may not recur${interrupted ? " (interrupted or timed out)" : ""}${lowSpace ? ` (${lowSpace})` : ""}: ${summary}${log}`);
+  throw new BuildFailed(`${what}: ${summary}${log}`);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { RejectReason, TaskId, TestStatus } from "./common.ts";
+import { TestRunner } from "./repo-profile.ts";
 
 export const TestRun = z.object({
   state: z.enum(["before", "after"]),
@@ -20,6 +21,8 @@ export const QualificationRecord = z.object({
   /** The pytest arguments that selected the designated tests (empty: the whole suite). */
   test_args: z.array(z.string()),
   runs_per_state: z.number().int().positive(),
+  /** The runner the recipe named: how the test ids are spelt (pytest node ids, or Django's unittest ids). */
+  test_runner: TestRunner,
   designated_tests: z.array(z.string()),
   runs: z.array(TestRun),
   fail_to_pass: z.array(z.string()),
@@ -27,6 +30,11 @@ export const QualificationRecord = z.object({
   pass_to_fail: z.array(z.string()),
   fail_to_fail: z.array(z.string()),
   unstable: z.array(z.string()),
+  /**
+   * Tests of fail_to_fail that failed in every run with a connection error: they need the network,
+   * which test runs never have (SWE-bench ran its tests online).
+   */
+  needs_network: z.array(z.string()),
   kept: z.boolean(),
   reject_reason: RejectReason.optional(),
   reject_detail: z.string().optional(),

@@ -27,35 +27,131 @@ export const ClassificationRules = z.object({
 });
 export type ClassificationRules = z.infer<typeof ClassificationRules>;
 
-export const EnvironmentRecipe = z.object({
-  python: z.string().regex(/^3\.[0-9]+$/, "expected a Python minor version such as 3.11"),
-  debian_packages: z.array(z.string()).default([]),
-  /** Commands run in the checkout after the requirements are installed, e.g. `pip install -e .`. */
-  install: z.array(z.string()).default([]),
-  pip_requirements: z.array(z.string()).default([]),
+/** An RFC 3339 instant or a plain date (midnight UTC), as uv's `--exclude-newer` takes it. */
+const Instant = z.string().regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}))?$/, "expected a date (2019-08-21) or an RFC 3339 instant (2019-08-21T10:00:00Z)");
+/** A PyPI distribution name, as PEP 508 spells one. */
+const PackageName = z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/, "expected a package name such as setuptools");
+/** One PEP 508 requirement; quotes and shell characters are refused because requirements reach a shell. */
+const Requirement = z.string().min(1).refine((r) => !/[;&|`$'"\\\n]/.test(r), "expected a requirement such as pytest>=6 (no quotes or shell characters)");
+/** A path inside the repository's checkout: relative, and never leaving it. */
+const CheckoutPath = z.string().min(1).refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "expected a path relative to the repository root, without '..'");
+
+/**
+ * The test runner a repository's suite needs. Every runner's results come from a structured
+ * report (JUnit XML), never from log text.
+ * - `pytest`: the repository's own pytest configuration (addopts included) plus what
+ *   qualification needs; ids are pytest node ids.
+ * - `django`: Django's `tests/runtests.py`, reporting through unittest-xml-reporting's Django
+ *   runner; ids in unittest's `test_name (module.Class)` form, as SWE-bench records them.
+ * - `sympy`: sympy's suite collected by pytest (sympy's `bin/test` writes no structured report);
+ *   ids are the bare test function names SWE-bench records.
+ */
+export const TestRunner = z.enum(["pytest", "django", "sympy"]);
+export type TestRunner = z.infer<typeof TestRunner>;
+
+/** Build tools for source distributions: resolved as of a fixed, later date than old tasks' own. */
+export const BuildTools = z.strictObject({
+  /** Installed into the environment first, and the constraints of every isolated sdist build. */
+  requirements: z.array(Requirement).default(["pip", "setuptools<70", "wheel"]),
   /**
-   * The test command; `{tests}` is replaced by the node ids to run and `{junit}` by the report path
-   * outside the checkout.
+   * The releases of these tools considered: as of this date, or the task's own as-of date if that is
+   * later. A fixed date keeps builds reproducible; a late one lets a 2015 sdist build.
    */
-  test_command: z.string().default("python -m pytest -p no:cacheprovider -rA --junitxml={junit} {tests}"),
+  as_of: Instant.default("2024-06-01T00:00:00Z"),
+});
+export type BuildTools = z.infer<typeof BuildTools>;
+
+const RECIPE_FIELDS = {
+  python: z.string().regex(/^3\.[0-9]+$/, "expected a Python minor version such as 3.11"),
+  debian_packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, "expected a Debian package name")).default([]),
+  /** Installed into the environment, resolved as of the as-of date (uv --exclude-newer). */
+  pip_requirements: z.array(Requirement).default([]),
+  /** Exact versions that win over anything else asks for (uv --constraints); exempt from the as-of date. */
+  pins: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.*+!_-]+$/, "expected an exact pin such as pytest==6.2.5")).default([]),
+  /**
+   * Per-package exceptions to the as-of date (uv --exclude-newer-package): a package whose old
+   * releases were deleted from PyPI, or one that must be newer than the task. Package → date.
+   */
+  as_of_exceptions: z.record(PackageName, Instant).default({}),
+  build_tools: BuildTools.default(BuildTools.parse({})),
+  /** Requirements files read from the checkout at the base revision when the environment is built. */
+  requirements_files: z.array(CheckoutPath).default([]),
+  /**
+   * Installs the repository itself from the checkout at the base revision, once per (recipe, base
+   * revision), with its dependencies resolved as of the as-of date; `extras` as in `.[extra]`.
+   */
+  project: z.strictObject({ editable: z.boolean().default(true), extras: z.array(PackageName).default([]) }).nullable().default(null),
+  /**
+   * Shell commands run in the checkout at the base revision after the above, at build time (never in
+   * a test run). They get UV_EXCLUDE_NEWER, UV_CONSTRAINT and UV_BUILD_CONSTRAINT, so `uv pip
+   * install` in them honours the as-of date; `pip install` does not.
+   */
+  install: z.array(z.string().min(1)).default([]),
+  test_runner: TestRunner.default("pytest"),
+  /** Extra options for the runner, after the repository's own configuration and before ours. */
+  test_options: z.array(z.string().min(1)).default([]),
   test_timeout_seconds: z.number().int().positive().default(900),
   install_timeout_seconds: z.number().int().positive().default(1800),
-});
-export type EnvironmentRecipe = z.infer<typeof EnvironmentRecipe>;
+};
 
-export const RecipeOverride = z.object({
+/** Field names an older profile may still carry, with what replaced them. */
+const RETIRED_FIELDS: Record<string, string> = {
+  test_command: "the test command is no longer free text: set test_runner (pytest, django or sympy) and test_options",
+};
+
+/**
+ * How to build a task's environment. Strict: a field this version does not read is an error, not
+ * silently ignored (a misspelt `pins` must not build an unpinned environment); a retired field
+ * says what replaced it.
+ */
+export const EnvironmentRecipe = z.strictObject(RECIPE_FIELDS);
+export const EnvironmentRecipeChecked = z.preprocess((raw, ctx) => {
+  if (raw && typeof raw === "object") {
+    for (const [field, why] of Object.entries(RETIRED_FIELDS)) {
+      if (field in raw) ctx.addIssue({ code: "custom", path: [field], message: `no longer read: ${why}`, input: raw });
+    }
+  }
+  return raw;
+}, EnvironmentRecipe);
+export type EnvironmentRecipe = z.infer<typeof EnvironmentRecipe>;
+export type EnvironmentRecipeInput = z.input<typeof EnvironmentRecipe>;
+
+/**
+ * An override's recipe: only the fields it names. Every one is optional and has no default, so a
+ * field left out keeps the base recipe's value (merged field by field; `as_of_exceptions` and
+ * `build_tools` merge key by key).
+ */
+export const RecipePatch = z.strictObject({
+  python: RECIPE_FIELDS.python.optional(),
+  debian_packages: z.array(z.string()).optional(),
+  pip_requirements: z.array(Requirement).optional(),
+  pins: RECIPE_FIELDS.pins.removeDefault().optional(),
+  as_of_exceptions: z.record(PackageName, Instant).optional(),
+  build_tools: z.strictObject({ requirements: z.array(Requirement).optional(), as_of: Instant.optional() }).optional(),
+  requirements_files: z.array(CheckoutPath).optional(),
+  project: z.strictObject({ editable: z.boolean().default(true), extras: z.array(PackageName).default([]) }).nullable().optional(),
+  install: z.array(z.string().min(1)).optional(),
+  test_runner: TestRunner.optional(),
+  test_options: z.array(z.string().min(1)).optional(),
+  test_timeout_seconds: z.number().int().positive().optional(),
+  install_timeout_seconds: z.number().int().positive().optional(),
+});
+export type RecipePatch = z.infer<typeof RecipePatch>;
+
+export const RecipeOverride = z.strictObject({
   /** Applies to tasks whose SWE-bench `version` is in this list, or whose id is in `tasks`. */
   versions: z.array(z.string()).default([]),
   tasks: z.array(z.string()).default([]),
-  recipe: EnvironmentRecipe.partial(),
+  recipe: RecipePatch,
+  why: z.string().optional(),
 });
 
-export const RepoProfile = z.object({
+export const RepoProfile = z.strictObject({
   repo: RepoName,
   /** Where to clone from: a URL or a local path, for mirrors and offline work. */
   clone_url: z.string().optional(),
   classification: ClassificationRules.default(ClassificationRules.parse({})),
-  environment: EnvironmentRecipe,
+  environment: EnvironmentRecipeChecked,
   environment_overrides: z.array(RecipeOverride).default([]),
   notes: z.string().optional(),
 });

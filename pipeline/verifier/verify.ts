@@ -98,11 +98,11 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
   try {
     let outcome;
     try {
-      await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env), input.infrastructureBackoffMs);
+      await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env, { commit: task.base_commit, checkout: () => freshCheckout(input.mirror, task.base_commit, [], input.scratch) }), input.infrastructureBackoffMs);
       outcome = await withInfrastructureRetries(
         `${task.task_id}: verifier run`,
         log,
-        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, guarded: { submittedPaths } }),
+        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths } }),
         input.infrastructureBackoffMs,
       );
     } catch (error) {

@@ -2,12 +2,29 @@ import { parseJunitReport } from "../../pipeline/domain/junit.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import type { ChangedFile } from "../../pipeline/schemas/split.ts";
-import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor } from "../../pipeline/executors/types.ts";
+import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor, type TestRunResult } from "../../pipeline/executors/types.ts";
+import type { TestRunner } from "../../pipeline/schemas/repo-profile.ts";
 import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
 import { RecordError } from "../../pipeline/stage.ts";
 import { PatchDoesNotApply } from "../../pipeline/domain/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+
+/** A failure for want of the network: name resolution, a refused or unreachable connection. */
+export const NETWORK_FAILURE = /ConnectionError|NewConnectionError|MaxRetryError|URLError|gaierror|Name or service not known|Temporary failure in name resolution|Network is unreachable|No route to host|Connection refused|nodename nor servname|getaddrinfo failed|ConnectTimeout|socket\.timeout|RemoteDisconnected/;
+
+/**
+ * Why a run has no outcomes to read, or undefined when it has: no report at all (the runner could
+ * not start, an install or usage error), or pytest's own internal or usage error (exit 3 or 4),
+ * after which a report may exist but does not describe the tests.
+ */
+export function runFailure(runner: TestRunner, result: TestRunResult): string | undefined {
+  if (runner !== "django" && (result.exitCode === 3 || result.exitCode === 4)) {
+    return result.exitCode === 3 ? "ended in a pytest INTERNALERROR" : "was refused by pytest as a usage error";
+  }
+  if (!result.junitXml) return "wrote no JUnit report";
+  return undefined;
+}
 
 /** Test modules the test patch leaves in place: the files whose tests are designated. */
 export function designatedTestFiles(files: ChangedFile[]): string[] {
@@ -28,6 +45,8 @@ export interface QualifyTaskInput {
   /** A fresh checkout of the base commit with these patches applied (the engine's, or the CLI's). */
   checkout: (patches: { name: string; text: string }[]) => Promise<{ dir: string; dispose: () => Promise<void> }>;
   infrastructureBackoffMs?: readonly number[];
+  /** Saves a failed run's whole output; returns where, for the reject's message. */
+  saveLog?: (name: string, text: string) => Promise<string>;
 }
 
 export interface StateRun {
@@ -36,6 +55,8 @@ export interface StateRun {
   outcomes: Record<string, TestStatus>;
   timed_out: boolean;
   infrastructure_retries: number;
+  /** Tests that failed in this run with a connection error. */
+  networkFailures: string[];
   pytestSeconds: number;
   wallSeconds: number;
 }
@@ -47,7 +68,8 @@ export interface StateRun {
  */
 export async function qualifyTask(executor: Executor, input: QualifyTaskInput, log: Logger) {
   try {
-    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env), input.infrastructureBackoffMs);
+    const base = { commit: input.baseCommit, checkout: () => input.checkout([]) };
+    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env, base), input.infrastructureBackoffMs);
   } catch (error) {
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
@@ -65,21 +87,25 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
     try {
       for (let run = 0; run < input.runs; run++) {
         const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, async () => {
-          const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds });
+          const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: input.baseCommit });
           // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
           // is run again, and never read as outcomes.
           if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
           return result;
         }, input.infrastructureBackoffMs);
-        if (!result.junitXml) {
-          throw new RecordError("run_failed", `${input.id}: ${state} run ${run + 1} wrote no JUnit report (exit ${result.exitCode}), so it has no test outcomes to read: ${result.outputTail.trim().split("\n").slice(-5).join(" | ")}`, { field: "environment" });
+        const failure = runFailure(input.env.recipe.test_runner, result);
+        if (failure) {
+          const where = input.saveLog ? await input.saveLog(`${input.id}.${state}-${run + 1}`, result.outputTail) : undefined;
+          const tail = result.outputTail.trim().split("\n").slice(-5).join(" | ");
+          throw new RecordError("run_failed", `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`, { field: "environment" });
         }
-        const parsed = parseJunitReport(result.junitXml);
+        const parsed = parseJunitReport(result.junitXml!, { runner: input.env.recipe.test_runner, python: input.env.recipe.python });
         const report = parsed.results;
         runs.push({
           state,
           run,
           outcomes: Object.fromEntries(report.map((r) => [r.nodeId, r.status])),
+          networkFailures: report.filter((r) => r.status !== "passed" && r.failureText && NETWORK_FAILURE.test(r.failureText)).map((r) => r.nodeId),
           timed_out: false,
           infrastructure_retries: retries,
           pytestSeconds: parsed.sessionSeconds,
@@ -98,12 +124,15 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
   }
   const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);
   const sets = classifyTests(outcomesOf("before"), outcomesOf("after"));
-  return { runs, sets, decision: keepDecision(sets) };
+  // Failing in every run of both states, each time for want of the network: SWE-bench ran its
+  // tests online, we run them offline by design; named so that the difference is explained.
+  const needsNetwork = sets.failToFail.filter((test) => runs.every((r) => r.networkFailures.includes(test)));
+  return { runs, sets, needsNetwork, decision: keepDecision(sets) };
 }
 
 /** The qualification record of one task: every run's outcomes, the sets, and the decision. */
 export function qualificationRecord(input: QualifyTaskInput, executorKind: "docker" | "local", result: Awaited<ReturnType<typeof qualifyTask>>): QualificationRecord {
-  const { runs, sets, decision } = result;
+  const { runs, sets, decision, needsNetwork } = result;
   return QualificationRecord.parse({
     task_id: input.id,
     executor: executorKind,
@@ -112,12 +141,14 @@ export function qualificationRecord(input: QualifyTaskInput, executorKind: "dock
     test_args: input.testArgs,
     runs_per_state: input.runs,
     designated_tests: sets.designated,
-    runs: runs.map(({ pytestSeconds: _p, wallSeconds: _w, ...run }) => run),
+    test_runner: input.env.recipe.test_runner,
+    runs: runs.map(({ pytestSeconds: _p, wallSeconds: _w, networkFailures: _n, ...run }) => run),
     fail_to_pass: sets.failToPass,
     pass_to_pass: sets.passToPass,
     pass_to_fail: sets.passToFail,
     fail_to_fail: sets.failToFail,
     unstable: sets.unstable,
+    needs_network: needsNetwork,
     kept: decision.kept,
     ...(decision.kept ? {} : { reject_reason: decision.reason, reject_detail: decision.detail }),
   });

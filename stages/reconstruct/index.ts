@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { z } from "zod";
 import { recipeFor } from "../../pipeline/executors/environment.ts";
-import { PYTEST_OPTIONS } from "../../pipeline/executors/types.ts";
+import { describeTestCommand } from "../../pipeline/executors/runners.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
@@ -61,13 +61,14 @@ export const reconstructStage = defineStage({
         }
         if (!requests.length) throw new RecordError("too_few_stages", `${q.task_id}: no request could be reconstructed`);
         const comments = result.comments.map((c) => CommentClassRecord.parse(c));
+        const environment = recipeFor(loaded.profile, { id: q.task_id, version: candidate.version });
         const task = Task.parse({
           id: q.task_id,
-          snapshot: { repo: split.repo, base_commit: split.base_commit, environment: recipeFor(loaded.profile, { id: q.task_id, version: candidate.version }) },
+          snapshot: { repo: split.repo, base_commit: split.base_commit, environment },
           requests,
           verifier: {
             test_patch: split.test_patch,
-            test_command: ["python", "-m", "pytest", ...q.test_args, ...PYTEST_OPTIONS].join(" "),
+            test_command: describeTestCommand(environment, q.test_args),
             fail_to_pass: q.fail_to_pass,
             pass_to_pass: q.pass_to_pass,
           },

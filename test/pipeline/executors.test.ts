@@ -75,7 +75,7 @@ const env = environmentSpec("demo-org/hostile", recipe, "2024-06-01T00:00:00Z");
 describe.skipIf(!docker)("the Docker executor contains what a repository's tests do", () => {
   let executor: DockerExecutor;
   beforeAll(async () => {
-    executor = new DockerExecutor(new Docker(), silentLogger, { memoryBytes: 512 * 2 ** 20, pids: 64, cpus: 1 });
+    executor = new DockerExecutor(new Docker(), silentLogger, { limits: { memoryBytes: 512 * 2 ** 20, pids: 64, cpus: 1 } });
     await executor.ensureEnvironment(env);
   });
 

@@ -261,8 +261,9 @@ describe("infrastructure faults in the verifier", () => {
     return {
       kind: "local",
       built: inner.built,
+      buildSeconds: inner.buildSeconds,
       artifacts: seen,
-      ensureEnvironment: (env) => inner.ensureEnvironment(env),
+      ensureEnvironment: (env, base) => inner.ensureEnvironment(env, base),
       async run(request) {
         seen.push(readFileSync(join(request.checkoutDir, CIRCLE), "utf8"));
         if (left-- > 0) throw new InfrastructureFault("the engine went away");

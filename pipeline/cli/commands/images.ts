@@ -1,10 +1,15 @@
+import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import Docker from "dockerode";
 import { BUILT_STAGES } from "../../../stages/index.ts";
 import { loadConfig } from "../../config.ts";
 import { environmentsForTasks } from "../../domain/execution.ts";
-import { loadProfilesDir } from "../../domain/profiles.ts";
+import { cloneSourceOf, loadProfilesDir } from "../../domain/profiles.ts";
+import { freshCheckout } from "../../domain/checkout.ts";
+import { MirrorCache } from "../../git.ts";
+import { needsRevisionLayer } from "../../executors/recipe-scripts.ts";
 import { buildBaseImage, DockerExecutor } from "../../executors/docker.ts";
 import { listImages, pruneImages } from "../../executors/images.ts";
 import { createLogger } from "../../logger.ts";
@@ -26,11 +31,26 @@ async function buildImages(io: Io, configPath: string): Promise<number> {
   const splits = (await read("split", "splits")).map((r) => SplitChange.parse(r));
   const candidates = new Map((await read("mine", "candidates")).map((r) => Candidate.parse(r)).map((c) => [c.id, c]));
   const { profiles } = loadProfilesDir(loaded.config.profiles_dir, loaded.baseDir);
-  const environments = [...new Map([...environmentsForTasks(splits, candidates, profiles).values()].map((e) => [e.key, e])).values()];
-  const executor = new DockerExecutor(new Docker(), createLogger({ write: (line) => io.err(line + "\n") }));
-  for (const env of environments) {
-    const { built } = await executor.ensureEnvironment(env);
-    io.out(`${built ? "built" : "present"} ${DockerExecutor.imageTag(env)}  ${env.repo}  as of ${env.asOf ?? "today"}\n`);
+  const environments = environmentsForTasks(splits, candidates, profiles);
+  const envRoot = join(loaded.workDir, "envs");
+  const executor = new DockerExecutor(new Docker(), createLogger({ write: (line) => io.err(line + "\n") }), { cacheDir: join(envRoot, "uv-cache"), logDir: join(envRoot, "build-logs") });
+  const mirrors = new MirrorCache(join(loaded.workDir, "git"));
+  const scratch = join(loaded.workDir, "scratch");
+  mkdirSync(scratch, { recursive: true });
+  const done = new Set<string>();
+  for (const split of splits) {
+    const env = environments.get(split.task_id);
+    const loadedProfile = profiles.get(split.repo);
+    if (!env || !loadedProfile) continue;
+    // One image per environment, and one per (environment, base revision) when the recipe installs from the checkout.
+    const revision = needsRevisionLayer(env.recipe);
+    const key = revision ? `${env.key}@${split.base_commit}` : env.key;
+    if (done.has(key)) continue;
+    done.add(key);
+    const mirror = revision ? await mirrors.ensure(split.repo, cloneSourceOf(split.repo, loadedProfile, (p) => resolve(loaded.baseDir, p)), split.base_commit) : "";
+    const { built } = await executor.ensureEnvironment(env, { commit: split.base_commit, checkout: () => freshCheckout(mirror, split.base_commit, [], scratch) });
+    const tag = revision ? DockerExecutor.revisionTag(env, split.base_commit) : DockerExecutor.imageTag(env);
+    io.out(`${built ? "built" : "present"} ${tag}  ${env.repo}${revision ? ` at ${split.base_commit.slice(0, 12)}` : ""}  as of ${env.asOf ?? "today"}\n`);
   }
   return 0;
 }

@@ -1,4 +1,12 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { BUILT_STAGES } from "../../../stages/index.ts";
+import { writeFileAtomic } from "../../atomic.ts";
+import { loadConfig } from "../../config.ts";
+import { environmentsForTasks } from "../../domain/execution.ts";
+import type { EnvironmentSpec } from "../../executors/types.ts";
+import { Candidate } from "../../schemas/candidate.ts";
+import type { StageName } from "../../schemas/common.ts";
+import { ArtifactStore } from "../../store.ts";
 import type { Command } from "commander";
 import { createLogger } from "../../logger.ts";
 import { RecordError } from "../../stage.ts";
@@ -9,50 +17,92 @@ import { createExecutor } from "../../executors/index.ts";
 import { MirrorCache } from "../../git.ts";
 import { freshCheckout } from "../../domain/checkout.ts";
 import type { Logger } from "../../logger.ts";
-import { cloneSourceOf, loadProfiles, profileFileName } from "../../domain/profiles.ts";
+import { cloneSourceOf, type LoadedProfile, loadProfiles, loadProfilesDir, profileFileName } from "../../domain/profiles.ts";
 import { SplitChange } from "../../schemas/split.ts";
 import { describeFirstIssue, InputError } from "../../validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask } from "../../../stages/qualify/run.ts";
 
 export interface ByHandOptions {
-  taskFile: string;
+  /** A split record's file, or (with `config`) a task id of the pipeline. */
+  task: string;
+  /** A pipeline config: the task's recipe and as-of date then come exactly as the qualify stage resolves them. */
+  config?: string;
   profile?: string;
-  executor: "auto" | "docker" | "local";
+  executor?: "auto" | "docker" | "local";
   runs: number;
   workDir: string;
   asOf?: string;
+  version?: string;
   fullSuite: boolean;
   log: Logger;
 }
 
-/**
- * Qualifies one task from a split record (a line of artifacts/split/splits.jsonl saved as a file),
- * for a maintainer checking a task by hand: every test's status in every run, and the sets.
- */
-export async function qualifyByHand(options: ByHandOptions) {
-  const workDir = resolve(options.workDir);
-  const text = readFileSync(options.taskFile, "utf8").trim();
+function readSplitFile(file: string): SplitChange {
+  const text = readFileSync(file, "utf8").trim();
   let raw: unknown;
   try {
     raw = JSON.parse(text.split("\n")[0]!);
   } catch (error) {
-    throw new InputError(`${options.taskFile}: line 1: not valid JSON (${(error as Error).message}); expected a split record, one line of artifacts/split/splits.jsonl`);
+    throw new InputError(`${file}: line 1: not valid JSON (${(error as Error).message}); expected a split record, one line of artifacts/split/splits.jsonl`);
   }
   const parsed = SplitChange.safeParse(raw);
-  if (!parsed.success) throw new InputError(`${options.taskFile}: ${describeFirstIssue(parsed.error, raw)} (expected a split record, one line of artifacts/split/splits.jsonl)`);
-  const split = parsed.data;
+  if (!parsed.success) throw new InputError(`${file}: ${describeFirstIssue(parsed.error, raw)} (expected a split record, one line of artifacts/split/splits.jsonl)`);
+  return parsed.data;
+}
+
+/**
+ * The task, its profile and its environment. With a config, exactly as the qualify stage resolves
+ * them (the same function over the pipeline's splits and candidates: overrides by version, the
+ * as-of date of the earliest pull request sharing the recipe); without, from the split file, a
+ * profile, and --version / --as-of as given.
+ */
+async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange; loaded: LoadedProfile; env: EnvironmentSpec; resolvePath: (p: string) => string; executorKind: "auto" | "docker" | "local" }> {
+  if (options.config) {
+    const config = loadConfig(options.config, BUILT_STAGES);
+    const store = new ArtifactStore(config.workDir);
+    const read = async (stage: StageName, name: string) =>
+      (await store.readRecords(stage, name).catch(() => {
+        throw new InputError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${options.config}' up to split first`);
+      })).records;
+    const splits = (await read("split", "splits")).map((r) => SplitChange.parse(r));
+    const candidates = new Map((await read("mine", "candidates")).map((r) => Candidate.parse(r)).map((c) => [c.id, c]));
+    const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
+    if (!split) throw new InputError(`--task ${options.task}: no such task in ${store.artifactPath("split", "splits")}`);
+    const { profiles, errors } = loadProfilesDir(config.config.profiles_dir, config.baseDir);
+    const loaded = profiles.get(split.repo);
+    if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${config.config.profiles_dir}`);
+    const env = environmentsForTasks(splits.some((s) => s.task_id === split.task_id) ? splits : [...splits, split], candidates, profiles).get(split.task_id)!;
+    return { split, loaded, env, resolvePath: (p) => resolve(config.baseDir, p), executorKind: options.executor ?? config.config.execution.executor };
+  }
+  const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
   const { profiles, errors } = loadProfiles([{ path: basename(profilePath), text: readFileSync(profilePath, "utf8") }]);
   const loaded = profiles.get(split.repo);
   if (!loaded) throw new InputError(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
-  const env = environmentSpec(split.repo, recipeFor(loaded.profile, { id: split.task_id }), options.asOf ?? null);
-  const executor = await createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log });
-  const mirror = await new MirrorCache(join(workDir, "git")).ensure(split.repo, cloneSourceOf(split.repo, loaded, (p) => resolve(dirname(profilePath), p)), split.base_commit);
+  const env = environmentSpec(split.repo, recipeFor(loaded.profile, { id: split.task_id, ...(options.version ? { version: options.version } : {}) }), options.asOf ?? null);
+  return { split, loaded, env, resolvePath: (p) => resolve(dirname(profilePath), p), executorKind: options.executor ?? "auto" };
+}
+
+/**
+ * Qualifies one task, for a maintainer checking it by hand: every test's status in every run,
+ * and the sets.
+ */
+export async function qualifyByHand(options: ByHandOptions) {
+  const workDir = resolve(options.workDir);
+  const { split, loaded, env, resolvePath, executorKind } = await resolveTask(options);
+  const executor = await createExecutor(executorKind, { envRoot: join(workDir, "envs"), log: options.log });
+  const mirror = await new MirrorCache(join(workDir, "git")).ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
   const scratch = join(workDir, "scratch");
   mkdirSync(scratch, { recursive: true });
   const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files);
   const checkout = (patches: { name: string; text: string }[]) => freshCheckout(mirror, split.base_commit, patches, scratch);
-  const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, checkout };
+  const logs = join(workDir, "logs");
+  const saveLog = async (name: string, text: string) => {
+    const path = join(logs, `${name.replace(/[^\w.-]/g, "_")}.log`);
+    await writeFileAtomic(path, text);
+    return path;
+  };
+  const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, checkout, saveLog };
   return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
 }
 
@@ -72,19 +122,20 @@ export function formatByHand(result: Awaited<ReturnType<typeof qualifyByHand>>):
 export const qualifyTaskCommand = {
   addOptions(command: Command): void {
     command
-      .option("--task <file>", "qualify one task by hand: a split record (one line of artifacts/split/splits.jsonl)")
-      .option("--profile <file>", "with --task: the repository profile (default data/repos/OWNER__NAME.json)")
+      .option("--task <id|file>", "qualify one task by hand: with --config a task id (its recipe and as-of date exactly as the stage resolves them), else a split record file (one line of artifacts/split/splits.jsonl)")
+      .option("--profile <file>", "with --task FILE: the repository profile (default data/repos/OWNER__NAME.json)")
+      .option("--version <v>", "with --task FILE: the task's SWE-bench version, for the profile's version overrides")
       .option("--work-dir <dir>", "with --task: where environments and mirrors go", ".switch-swe/qualify")
-      .option("--as-of <date>", "with --task: resolve dependencies as of this date")
+      .option("--as-of <date>", "with --task FILE: resolve dependencies as of this date")
       .option("--full-suite", "with --task: run the whole suite, not only the touched test files")
       .option("--json", "with --task: print the result as JSON");
   },
   async run(io: Io, opts: Record<string, any>): Promise<number> {
-    requirePath("--task", opts.task, "file");
+    if (!opts.config) requirePath("--task", opts.task, "file");
     requirePath("--profile", opts.profile, "file");
     let result;
     try {
-      result = await qualifyByHand({ taskFile: opts.task, profile: opts.profile, executor: opts.executor ?? "auto", runs: opts.runs ?? 3, workDir: opts.workDir, asOf: opts.asOf, fullSuite: Boolean(opts.fullSuite), log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }) });
+      result = await qualifyByHand({ task: opts.task, config: opts.config, profile: opts.profile, executor: opts.executor, runs: opts.runs ?? 3, workDir: opts.workDir, asOf: opts.asOf, version: opts.version, fullSuite: Boolean(opts.fullSuite), log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }) });
     } catch (error) {
       // The task itself could not be qualified (its environment does not build, a patch does not apply).
       if (error instanceof RecordError) throw new RunFailed(error.message);

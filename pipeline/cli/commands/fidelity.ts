@@ -1,0 +1,149 @@
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { BUILT_STAGES } from "../../../stages/index.ts";
+import { writeFileAtomic } from "../../atomic.ts";
+import { type Agreement, compareSet, explained, type TaskFidelity } from "../../domain/fidelity.ts";
+import { runPipeline } from "../../engine.ts";
+import { createLogger, type Logger } from "../../logger.ts";
+import { silentProgress } from "../../progress.ts";
+import { Candidate } from "../../schemas/candidate.ts";
+import { Reject } from "../../schemas/common.ts";
+import { QualificationRecord } from "../../schemas/qualification.ts";
+import { PipelineSettings } from "../../settings.ts";
+import { ArtifactStore } from "../../store.ts";
+import { type ExitCode, type Io, requirePath } from "../io.ts";
+
+export interface FidelityOptions {
+  records: string;
+  profilesDir: string;
+  workDir: string;
+  executor: "auto" | "docker" | "local";
+  runs: number;
+  jobs: number;
+  /** Only these task ids of the file (all when empty). */
+  tasks?: string[];
+  log: Logger;
+}
+
+export interface FidelityResult {
+  tasks: TaskFidelity[];
+  /** Distinct environments (recipe and as-of date) the tasks needed, and how many were built by this run. */
+  environments: number;
+  builds: { key: string; seconds?: number }[];
+}
+
+/**
+ * Qualifies a SWE-bench-family file's tasks with the repositories' profiles, as the pipeline
+ * would (mine → split → qualify, in `workDir`, which keeps environments between runs), and
+ * compares each task's sets with the record's.
+ */
+export async function measureFidelity(options: FidelityOptions): Promise<FidelityResult> {
+  const workDir = resolve(options.workDir);
+  mkdirSync(workDir, { recursive: true });
+  const settings = PipelineSettings.parse({ profiles_dir: resolve(options.profilesDir), execution: { executor: options.executor, jobs: options.jobs } });
+  // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.
+  let records = resolve(options.records);
+  if (options.tasks?.length) {
+    const wanted = new Set(options.tasks);
+    const lines = readFileSync(records, "utf8").split("\n").filter((line) => line.trim() && wanted.has((JSON.parse(line) as { instance_id?: string }).instance_id ?? ""));
+    records = join(workDir, "records.jsonl");
+    await writeFileAtomic(records, lines.map((l) => `${l}\n`).join(""));
+  }
+  const stageConfigs = { mine: { swebench: [records] }, split: {}, qualify: { runs: options.runs } };
+  const engine = { workDir, baseDir: workDir, stages: BUILT_STAGES, stageConfigs, settings, seed: "fidelity", name: "fidelity", log: options.log, progress: silentProgress };
+  const metrics = join(workDir, "logs", "metrics.jsonl");
+  mkdirSync(join(workDir, "logs"), { recursive: true });
+  writeFileSync(metrics, "");
+  for (const stage of ["mine", "split", "qualify"] as const) await runPipeline(engine, { only: stage });
+
+  const store = new ArtifactStore(workDir);
+  const candidates = (await store.readRecords("mine", "candidates")).records.map((r) => Candidate.parse(r));
+  const qualifications = new Map((await store.readRecords("qualify", "qualifications")).records.map((r) => QualificationRecord.parse(r)).map((q) => [q.task_id, q]));
+  const rejects = new Map<string, Reject>();
+  for (const stage of ["split", "qualify"] as const) {
+    const stored = await store.readRecords(stage, "rejects").catch(() => ({ records: [] as unknown[] }));
+    for (const r of stored.records.map((x) => Reject.parse(x))) rejects.set(r.record_id, r);
+  }
+  const tasks: TaskFidelity[] = candidates
+    .filter((c) => !options.tasks?.length || options.tasks.includes(c.id))
+    .map((candidate) => {
+      const q = qualifications.get(candidate.id);
+      if (!q) {
+        const reject = rejects.get(candidate.id);
+        return { task: candidate.id, environment: { built: false, reason: reject?.reason ?? "not_run", message: reject?.message ?? "not qualified" } };
+      }
+      return {
+        task: candidate.id,
+        environment: { built: true },
+        kept: q.kept,
+        failToPass: compareSet(q.fail_to_pass, candidate.upstream_fail_to_pass, q),
+        passToPass: compareSet(q.pass_to_pass, candidate.upstream_pass_to_pass, q),
+      };
+    });
+  const environments = new Set([...qualifications.values()].map((q) => q.environment_key)).size;
+  const measured = readFileSync(metrics, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const builds = measured.filter((m) => m.stage === "qualify" && m.environment_built).map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
+  return { tasks, environments, builds };
+}
+
+/** The report a maintainer reads: a line per task, then the totals. */
+export function formatFidelity(result: FidelityResult): string {
+  const lines: string[] = [];
+  const differences = (c: TaskFidelity["failToPass"]) => (c ? [...c.missing.map((d) => `-${d.test} [${d.class}]`), ...c.extra.map((d) => `+${d.test} [${d.class}]`)] : []);
+  for (const t of result.tasks) {
+    if (!t.environment.built) {
+      lines.push(`${t.task}: not qualified: ${t.environment.reason}: ${t.environment.message.split("\n")[0]!.slice(0, 400)}`);
+      continue;
+    }
+    lines.push(`${t.task}: ${t.kept ? "kept" : "rejected"}; F2P ${t.failToPass!.agreement}, P2P ${t.passToPass!.agreement}`);
+    for (const d of differences(t.failToPass)) lines.push(`    F2P ${d}`);
+    const p2p = differences(t.passToPass);
+    for (const d of p2p.slice(0, 10)) lines.push(`    P2P ${d}`);
+    if (p2p.length > 10) lines.push(`    P2P … ${p2p.length - 10} more`);
+  }
+  const n = result.tasks.length;
+  const built = result.tasks.filter((t) => t.environment.built);
+  const count = (which: "failToPass" | "passToPass", a: Agreement) => built.filter((t) => t[which]!.agreement === a).length;
+  const classes = new Map<string, number>();
+  for (const t of built) for (const d of [...t.failToPass!.missing, ...t.failToPass!.extra]) classes.set(d.class, (classes.get(d.class) ?? 0) + 1);
+  lines.push("");
+  lines.push(`tasks: ${n}; qualified (environment built and every run reported): ${built.length}/${n}; kept: ${built.filter((t) => t.kept).length}`);
+  const agreements: Agreement[] = ["exact", "subset", "superset", "overlap", "disjoint"];
+  lines.push(`F2P: ${agreements.map((a) => `${a} ${count("failToPass", a)}`).join(", ")}; exact or every difference explained: ${built.filter(explained).length}/${n}`);
+  lines.push(`P2P: ${agreements.map((a) => `${a} ${count("passToPass", a)}`).join(", ")}`);
+  lines.push(`F2P differences by class: ${[...classes].map(([c, k]) => `${c} ${k}`).join(", ") || "none"}`);
+  const notBuilt = new Map<string, number>();
+  for (const t of result.tasks) if (!t.environment.built) notBuilt.set(t.environment.reason, (notBuilt.get(t.environment.reason) ?? 0) + 1);
+  if (notBuilt.size) lines.push(`not qualified, by reason: ${[...notBuilt].map(([r, k]) => `${r} ${k}`).join(", ")}`);
+  const timed = result.builds.filter((b) => b.seconds !== undefined);
+  const minutes = timed.reduce((s, b) => s + b.seconds!, 0) / 60;
+  lines.push(`environments: ${result.environments} distinct; built by this run: ${result.builds.length}${timed.length ? `, ${(minutes / timed.length).toFixed(1)} min per build` : ""}`);
+  return lines.join("\n") + "\n";
+}
+
+export function registerFidelity(program: Command, io: Io, exit: ExitCode): void {
+  program
+    .command("fidelity")
+    .description("qualify a SWE-bench-family file's tasks with the repositories' profiles and compare every F2P / P2P set with the record's")
+    .argument("<records>", "a SWE-bench-family file (JSON or JSONL)")
+    .option("--profiles <dir>", "repository profiles", "data/repos")
+    .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", ".switch-swe/fidelity")
+    .option("--executor <kind>", "docker, local, or auto", "auto")
+    .option("--runs <n>", "runs of each state", (v) => Number(v), 1)
+    .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
+    .option("--task <id...>", "only these tasks of the file")
+    .option("--json <file>", "also write the comparison as JSON")
+    .addHelpText("after", "\nExample:\n  switch-swe fidelity ../shared/data/swebench-lite-dev.jsonl --profiles data/repos --executor docker")
+    .action(
+      exit.act(async (records: string, opts) => {
+        requirePath("<records>", records, "file");
+        requirePath("--profiles", opts.profiles, "directory");
+        const log = createLogger({ write: (line) => io.err(line + "\n") });
+        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, log });
+        io.out(formatFidelity(result));
+        if (opts.json) await writeFileAtomic(opts.json, JSON.stringify(result, null, 2) + "\n");
+        return result.tasks.every((t) => t.environment.built && explained(t)) ? 0 : 1;
+      }),
+    );
+}

@@ -1,0 +1,85 @@
+import type { QualificationRecord } from "../schemas/qualification.ts";
+import { normaliseTestId, swebenchTestId } from "./test-ids.ts";
+
+/**
+ * How our qualification of a task compares with a SWE-bench-family record's: per set, whether our
+ * tests equal theirs, and why each test differs. Used by `switch-swe fidelity` (bench:fidelity).
+ */
+
+/** How two sets of test ids relate. */
+export type Agreement = "exact" | "subset" | "superset" | "overlap" | "disjoint";
+
+/**
+ * Why one test is in one list and not the other:
+ * - `needs_network`: it failed in every run for want of the network (we run offline by design);
+ * - `unstable`: its outcome changed between our runs;
+ * - `id_format`: the same test, spelt differently (a parametrized id SWE-bench cut at a space,
+ *   a docstring line Django's verbose output printed in place of the name);
+ * - `environment`: our runs never reported it (not collected: an import failed), or reported it
+ *   as an error in both states, which is what a missing or different dependency looks like;
+ * - `other`: none of these: a real difference in behaviour, to look at.
+ */
+export type DifferenceClass = "needs_network" | "unstable" | "id_format" | "environment" | "other";
+
+export interface SetComparison {
+  agreement: Agreement;
+  /** Tests the record lists and we do not, and tests we list and the record does not, each classified. */
+  missing: { test: string; class: DifferenceClass }[];
+  extra: { test: string; class: DifferenceClass }[];
+}
+
+export function agreementOf(ours: ReadonlySet<string>, theirs: ReadonlySet<string>): Agreement {
+  const common = [...ours].filter((t) => theirs.has(t)).length;
+  if (common === ours.size && common === theirs.size) return "exact";
+  if (common === ours.size) return "subset";
+  if (common === theirs.size) return "superset";
+  return common ? "overlap" : "disjoint";
+}
+
+/** A looser key: the id without its parameters, for telling a spelling difference from a real one. */
+function looseKey(id: string): string {
+  return id.replace(/\[.*$/s, "").replace(/\s+\(.*$/s, "").trim();
+}
+
+/**
+ * Compares one of our sets (F2P or P2P, as SWE-bench ids) with the record's. Every difference is
+ * classified from what our qualification saw of that test.
+ */
+export function compareSet(ours: string[], theirs: string[], qualification: QualificationRecord): SetComparison {
+  const toTheirs = (id: string) => normaliseTestId(swebenchTestId(qualification.test_runner, id));
+  const ourIds = new Map(ours.map((id) => [toTheirs(id), id]));
+  const theirIds = new Set(theirs.map(normaliseTestId));
+  const seen = new Map([...qualification.designated_tests].map((id) => [toTheirs(id), id]));
+  const looseOurs = new Set([...ourIds.keys()].map(looseKey));
+  const looseTheirs = new Set([...theirIds].map(looseKey));
+  const classify = (test: string, other: Set<string>): DifferenceClass => {
+    const ourId = seen.get(test);
+    if (ourId && qualification.needs_network.includes(ourId)) return "needs_network";
+    if (ourId && qualification.unstable.includes(ourId)) return "unstable";
+    if (other.has(looseKey(test))) return "id_format";
+    if (!ourId) return "environment";
+    const statuses = qualification.runs.map((r) => r.outcomes[ourId]);
+    if (statuses.every((s) => s === "error" || s === "absent")) return "environment";
+    return "other";
+  };
+  return {
+    agreement: agreementOf(new Set(ourIds.keys()), theirIds),
+    missing: [...theirIds].filter((t) => !ourIds.has(t)).sort().map((test) => ({ test, class: classify(test, looseOurs) })),
+    extra: [...ourIds.keys()].filter((t) => !theirIds.has(t)).sort().map((test) => ({ test, class: classify(test, looseTheirs) })),
+  };
+}
+
+export interface TaskFidelity {
+  task: string;
+  /** Built and run, or the reason it was not (the reject reason and message). */
+  environment: { built: true } | { built: false; reason: string; message: string };
+  kept?: boolean;
+  failToPass?: SetComparison;
+  passToPass?: SetComparison;
+}
+
+/** True when every F2P difference has a named class (not `other`): the goal for a profile. */
+export function explained(fidelity: TaskFidelity): boolean {
+  if (!fidelity.failToPass) return false;
+  return [...fidelity.failToPass.missing, ...fidelity.failToPass.extra].every((d) => d.class !== "other");
+}

@@ -1,0 +1,180 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { hashValue } from "../canonical.ts";
+import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
+import { type EnvironmentSpec, STEP_MARKER } from "./types.ts";
+
+/**
+ * The shell scripts that build an environment from a recipe, shared by both executors so a recipe
+ * means the same thing in a container and on this machine. Two layers:
+ *
+ * 1. the environment (per recipe and as-of date): a virtual environment with the build tools, the
+ *    runner's own requirements and the recipe's `pip_requirements`;
+ * 2. the revision (per environment and base revision), only when the recipe installs something
+ *    from the checkout (`requirements_files`, `project`, `install`): the checkout at the base
+ *    revision, prepared once, with the repository's own install done in it.
+ *
+ * Everything that needs the network happens here; a test run needs none.
+ */
+
+/** Pins are exact, so the date that admits them does not matter: any date after every release. */
+const PIN_EXEMPTION = "2100-01-01T00:00:00Z";
+
+/** What each runner needs in the environment besides the recipe's own requirements. */
+export function runnerRequirements(recipe: EnvironmentRecipe): string[] {
+  switch (recipe.test_runner) {
+    case "pytest":
+    case "sympy":
+      // -o (ini overrides) arrived in pytest 3.0; an older pytest cannot run with our options.
+      return ["pytest>=3.0"];
+    case "django":
+      return ["unittest-xml-reporting"];
+  }
+}
+
+/** True when the recipe installs from the checkout: the environment then has a revision layer. */
+export function needsRevisionLayer(recipe: EnvironmentRecipe): boolean {
+  return recipe.requirements_files.length > 0 || recipe.project !== null || recipe.install.length > 0;
+}
+
+/** Names the prepared checkout of one base revision in one environment. */
+export function revisionKey(env: EnvironmentSpec, commit: string): string {
+  return hashValue({ environment: env.key, base_commit: commit });
+}
+
+function packageOf(requirement: string): string {
+  return /^[A-Za-z0-9._-]+/.exec(requirement.trim())?.[0]?.toLowerCase() ?? requirement;
+}
+
+const later = (a: string | null, b: string): string => (a && Date.parse(a) > Date.parse(b) ? a : b);
+
+/**
+ * uv's configuration for the whole environment: the as-of date, its per-package exceptions (the
+ * recipe's, the build tools' later date, and pins), as a uv.toml; constraints and build
+ * constraints as requirements files.
+ */
+export function uvFiles(env: EnvironmentSpec): { "uv.toml": string; "constraints.txt": string; "build-constraints.txt": string } {
+  const { recipe } = env;
+  const buildToolsAsOf = later(env.asOf, normaliseInstant(recipe.build_tools.as_of));
+  const exceptions = new Map<string, string>();
+  for (const requirement of recipe.build_tools.requirements) exceptions.set(packageOf(requirement), buildToolsAsOf);
+  for (const [name, date] of Object.entries(recipe.as_of_exceptions)) exceptions.set(name.toLowerCase(), normaliseInstant(date));
+  for (const pin of recipe.pins) exceptions.set(packageOf(pin), PIN_EXEMPTION);
+  const toml = ["[pip]"];
+  if (env.asOf) toml.push(`exclude-newer = "${normaliseInstant(env.asOf)}"`);
+  if (env.asOf && exceptions.size) {
+    toml.push(`exclude-newer-package = { ${[...exceptions].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, date]) => `"${name}" = "${date}"`).join(", ")} }`);
+  }
+  return {
+    "uv.toml": toml.join("\n") + "\n",
+    "constraints.txt": recipe.pins.map((p) => `${p}\n`).join(""),
+    "build-constraints.txt": recipe.build_tools.requirements.map((r) => `${r}\n`).join(""),
+  };
+}
+
+/** A date alone means midnight UTC; uv would read it in this machine's time zone. */
+export function normaliseInstant(value: string): string {
+  return /^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value;
+}
+
+export const quote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+
+function heredoc(path: string, text: string): string {
+  return `cat > ${quote(path)} <<'SWITCH_SWE_EOF'\n${text}SWITCH_SWE_EOF\n`;
+}
+
+/** The variables every uv call (ours and the recipe's install commands) runs with. */
+export function uvEnvironment(paths: { venv: string; config: string; cache: string }): Record<string, string> {
+  return {
+    VIRTUAL_ENV: paths.venv,
+    UV_PYTHON: `${paths.venv}/bin/python`,
+    UV_CONFIG_FILE: `${paths.config}/uv.toml`,
+    UV_CONSTRAINT: `${paths.config}/constraints.txt`,
+    UV_BUILD_CONSTRAINT: `${paths.config}/build-constraints.txt`,
+    UV_CACHE_DIR: paths.cache,
+    // the cache is shared between builds and may sit on another file system than the environment
+    UV_LINK_MODE: "copy",
+    UV_NO_PROGRESS: "1",
+    PIP_DISABLE_PIP_VERSION_CHECK: "1",
+  };
+}
+
+function exports(vars: Record<string, string>): string {
+  return Object.entries(vars).map(([k, v]) => `export ${k}=${quote(v)}\n`).join("");
+}
+
+const step = (what: string) => `echo ${quote(`${STEP_MARKER} ${what}`)}\n`;
+
+/**
+ * Layer 1. `interpreter` is a command giving the recipe's Python; when it is absent the script
+ * asks uv for a managed Python of that version (downloaded: needs the internet).
+ */
+export function environmentScript(env: EnvironmentSpec, paths: { venv: string; config: string; cache: string; interpreter: string | null }): string {
+  const { recipe } = env;
+  const files = uvFiles(env);
+  const uv = `${paths.venv}/bin/uv`;
+  const buildToolsAsOf = later(env.asOf, normaliseInstant(recipe.build_tools.as_of));
+  const requirements = [...new Set([...runnerRequirements(recipe), ...recipe.pip_requirements])];
+  let script = "set -eu\n";
+  script += `mkdir -p ${quote(paths.config)} ${quote(paths.cache)}\n`;
+  for (const [name, text] of Object.entries(files)) script += heredoc(`${paths.config}/${name}`, text);
+  script += heredoc(`${paths.config}/${SYNC_SCRIPT_NAME}`, SYNC_SCRIPT);
+  if (paths.interpreter) {
+    script += step(`creating the virtual environment (Python ${recipe.python})`);
+    script += `${paths.interpreter} -m venv ${quote(paths.venv)}\n`;
+    script += step("installing uv");
+    script += `${quote(`${paths.venv}/bin/python`)} -m pip install --quiet --disable-pip-version-check uv\n`;
+  } else {
+    // No interpreter of that version here: uv's managed Python, downloaded by a uv installed in a
+    // scratch environment of the Python we have, and kept beside the environment.
+    const seed = `${paths.config}/seed`;
+    script += step(`downloading a uv-managed Python ${recipe.python}`);
+    script += `python3 -m venv ${quote(seed)} && ${quote(`${seed}/bin/python`)} -m pip install --quiet --disable-pip-version-check uv\n`;
+    script += `export UV_PYTHON_INSTALL_DIR=${quote(`${paths.config}/python`)}\n`;
+    script += `${quote(`${seed}/bin/uv`)} python install ${quote(recipe.python)}\n`;
+    script += step(`creating the virtual environment (Python ${recipe.python})`);
+    script += `${quote(`${seed}/bin/uv`)} venv --quiet --seed --python ${quote(recipe.python)} ${quote(paths.venv)}\n`;
+    script += step("installing uv");
+    script += `${quote(`${paths.venv}/bin/python`)} -m pip install --quiet --disable-pip-version-check uv\n`;
+  }
+  script += exports(uvEnvironment(paths));
+  script += step(`installing the build tools as of ${buildToolsAsOf}: ${recipe.build_tools.requirements.join(" ")}`);
+  script += `${uv} pip install --quiet --exclude-newer ${quote(buildToolsAsOf)} ${recipe.build_tools.requirements.map(quote).join(" ")}\n`;
+  script += step(`installing the requirements${env.asOf ? ` as of ${env.asOf}` : ""}: ${requirements.join(" ")}`);
+  script += `${uv} pip install --quiet ${requirements.map(quote).join(" ")}\n`;
+  script += `${uv} pip freeze > ${quote(`${paths.config}/environment.txt`)}\n`;
+  return script;
+}
+
+/**
+ * Layer 2, run in the checkout at the base revision: its list of files is taken first (a test run
+ * removes those its own checkout lacks), then the requirements files, the project and the
+ * recipe's install commands.
+ */
+export function revisionScript(env: EnvironmentSpec, paths: { venv: string; config: string; cache: string; work: string; baseFiles: string; python: string }): string {
+  const { recipe } = env;
+  const uv = `${paths.venv}/bin/uv`;
+  let script = "set -eu\n";
+  script += `cd ${quote(paths.work)}\n`;
+  script += `${paths.python} ${quote(`${paths.config}/${SYNC_SCRIPT_NAME}`)} list . > ${quote(paths.baseFiles)}\n`;
+  script += exports(uvEnvironment(paths));
+  for (const file of recipe.requirements_files) {
+    script += step(`installing ${file} from the checkout`);
+    script += `${uv} pip install --quiet -r ${quote(file)}\n`;
+  }
+  if (recipe.project) {
+    const target = recipe.project.extras.length ? `.[${recipe.project.extras.join(",")}]` : ".";
+    script += step(`installing the repository${recipe.project.editable ? " (editable)" : ""}: ${target}`);
+    script += `${uv} pip install --quiet ${recipe.project.editable ? "-e " : ""}${quote(target)}\n`;
+  }
+  for (const command of recipe.install) {
+    script += step(`running ${command}`);
+    script += `${command}\n`;
+  }
+  script += `${uv} pip freeze > ${quote(`${paths.config}/revision.txt`)}\n`;
+  return script;
+}
+
+/** Makes a prepared checkout match a run's checkout (see sync.py); written next to uv.toml. */
+export const SYNC_SCRIPT = readFileSync(fileURLToPath(new URL("./sync.py", import.meta.url)), "utf8");
+export const SYNC_SCRIPT_NAME = "switch_swe_sync.py";
