@@ -139,7 +139,8 @@ export function environmentScript(env: EnvironmentSpec, paths: { venv: string; c
   }
   script += exports(uvEnvironment(paths));
   script += step(`installing the build tools as of ${buildToolsAsOf}: ${recipe.build_tools.requirements.join(" ")}`);
-  script += `${uv} pip install --quiet --exclude-newer ${quote(buildToolsAsOf)} ${recipe.build_tools.requirements.map(quote).join(" ")}\n`;
+  // --upgrade: the interpreter's own pip and setuptools (Debian's, say) satisfy "setuptools<70" but are older than the floor
+  script += `${uv} pip install --quiet --upgrade --exclude-newer ${quote(buildToolsAsOf)} ${recipe.build_tools.requirements.map(quote).join(" ")}\n`;
   script += step(`installing the requirements${env.asOf ? ` as of ${env.asOf}` : ""}: ${requirements.join(" ")}`);
   script += `${uv} pip install --quiet ${requirements.map(quote).join(" ")}\n`;
   script += `${uv} pip freeze > ${quote(`${paths.config}/environment.txt`)}\n`;
@@ -165,7 +166,7 @@ export function revisionScript(env: EnvironmentSpec, paths: { venv: string; conf
   if (recipe.project) {
     const target = recipe.project.extras.length ? `.[${recipe.project.extras.join(",")}]` : ".";
     script += step(`installing the repository${recipe.project.editable ? " (editable)" : ""}: ${target}`);
-    script += `${uv} pip install --quiet ${recipe.project.editable ? "-e " : ""}${quote(target)}\n`;
+    script += `${uv} pip install --quiet ${recipe.project.build_isolation ? "" : "--no-build-isolation "}${recipe.project.editable ? "-e " : ""}${quote(target)}\n`;
   }
   for (const command of recipe.install) {
     script += step(`running ${command}`);

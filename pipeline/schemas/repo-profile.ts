@@ -61,6 +61,17 @@ export const BuildTools = z.strictObject({
 });
 export type BuildTools = z.infer<typeof BuildTools>;
 
+/**
+ * The repository's own install from its checkout. `build_isolation: false` builds it with the
+ * environment's build tools instead of the ones its pyproject.toml names: an old pin there
+ * (setuptools<64) cannot build an editable install the modern way, which uv needs.
+ */
+const ProjectInstall = z.strictObject({
+  editable: z.boolean().default(true),
+  extras: z.array(PackageName).default([]),
+  build_isolation: z.boolean().default(true),
+});
+
 const RECIPE_FIELDS = {
   python: z.string().regex(/^3\.[0-9]+$/, "expected a Python minor version such as 3.11"),
   debian_packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, "expected a Debian package name")).default([]),
@@ -80,7 +91,7 @@ const RECIPE_FIELDS = {
    * Installs the repository itself from the checkout at the base revision, once per (recipe, base
    * revision), with its dependencies resolved as of the as-of date; `extras` as in `.[extra]`.
    */
-  project: z.strictObject({ editable: z.boolean().default(true), extras: z.array(PackageName).default([]) }).nullable().default(null),
+  project: ProjectInstall.nullable().default(null),
   /**
    * Shell commands run in the checkout at the base revision after the above, at build time (never in
    * a test run). They get UV_EXCLUDE_NEWER, UV_CONSTRAINT and UV_BUILD_CONSTRAINT, so `uv pip
@@ -129,7 +140,7 @@ export const RecipePatch = z.strictObject({
   as_of_exceptions: z.record(PackageName, Instant).optional(),
   build_tools: z.strictObject({ requirements: z.array(Requirement).optional(), as_of: Instant.optional() }).optional(),
   requirements_files: z.array(CheckoutPath).optional(),
-  project: z.strictObject({ editable: z.boolean().default(true), extras: z.array(PackageName).default([]) }).nullable().optional(),
+  project: ProjectInstall.nullable().optional(),
   install: z.array(z.string().min(1)).optional(),
   test_runner: TestRunner.optional(),
   test_options: z.array(z.string().min(1)).optional(),

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { BUILT_STAGES } from "../../../stages/index.ts";
@@ -23,6 +23,8 @@ export interface FidelityOptions {
   jobs: number;
   /** Only these task ids of the file (all when empty). */
   tasks?: string[];
+  /** A directory of `owner__name.bundle` git bundles to clone from instead of each profile's clone_url. */
+  mirrors?: string;
   log: Logger;
 }
 
@@ -41,7 +43,7 @@ export interface FidelityResult {
 export async function measureFidelity(options: FidelityOptions): Promise<FidelityResult> {
   const workDir = resolve(options.workDir);
   mkdirSync(workDir, { recursive: true });
-  const settings = PipelineSettings.parse({ profiles_dir: resolve(options.profilesDir), execution: { executor: options.executor, jobs: options.jobs } });
+  const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: { executor: options.executor, jobs: options.jobs } });
   // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.
   let records = resolve(options.records);
   if (options.tasks?.length) {
@@ -85,6 +87,23 @@ export async function measureFidelity(options: FidelityOptions): Promise<Fidelit
   const measured = readFileSync(metrics, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
   const builds = measured.filter((m) => m.stage === "qualify" && m.environment_built).map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
   return { tasks, environments, builds };
+}
+
+/**
+ * The profiles to use: as they are, or copied into the work directory with `clone_url` pointed at
+ * a local bundle for each repository the mirrors directory has one of (offline work, CI).
+ */
+function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, workDir: string): string {
+  if (!mirrors) return resolve(profilesDir);
+  const copy = join(workDir, "profiles");
+  mkdirSync(copy, { recursive: true });
+  for (const name of readdirSync(profilesDir).filter((f) => f.endsWith(".json"))) {
+    const profile = JSON.parse(readFileSync(join(profilesDir, name), "utf8")) as { clone_url?: string };
+    const bundle = resolve(mirrors, name.replace(/\.json$/, ".bundle"));
+    if (existsSync(bundle)) profile.clone_url = bundle;
+    writeFileSync(join(copy, name), JSON.stringify(profile, null, 2) + "\n");
+  }
+  return copy;
 }
 
 /** The report a maintainer reads: a line per task, then the totals. */
@@ -133,6 +152,7 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
     .option("--runs <n>", "runs of each state", (v) => Number(v), 1)
     .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
     .option("--task <id...>", "only these tasks of the file")
+    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
     .option("--json <file>", "also write the comparison as JSON")
     .addHelpText("after", "\nExample:\n  switch-swe fidelity ../shared/data/swebench-lite-dev.jsonl --profiles data/repos --executor docker")
     .action(
@@ -140,7 +160,7 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
         requirePath("<records>", records, "file");
         requirePath("--profiles", opts.profiles, "directory");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, log });
+        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, log });
         io.out(formatFidelity(result));
         if (opts.json) await writeFileAtomic(opts.json, JSON.stringify(result, null, 2) + "\n");
         return result.tasks.every((t) => t.environment.built && explained(t)) ? 0 : 1;

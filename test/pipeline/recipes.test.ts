@@ -1,0 +1,215 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { agreementOf, compareSet } from "../../pipeline/domain/fidelity.ts";
+import { parseJunitXml } from "../../pipeline/domain/junit.ts";
+import { loadProfiles } from "../../pipeline/domain/profiles.ts";
+import { djangoLabel, normaliseTestId, swebenchTestId, unittestId } from "../../pipeline/domain/test-ids.ts";
+import { environmentSpec, planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
+import { SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
+import { describeTestCommand, runnerArgv } from "../../pipeline/executors/runners.ts";
+import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } from "../../pipeline/executors/types.ts";
+import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import { EnvironmentRecipe, RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
+import { runFailure } from "../../stages/qualify/run.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const profile = (environment: Record<string, unknown>, overrides: unknown[] = []) =>
+  RepoProfile.parse({ repo: "o/r", environment, environment_overrides: overrides });
+
+describe("recipes: overrides merge onto the base recipe field by field", () => {
+  const base = profile(
+    { python: "3.9", pip_requirements: ["pytest", "hypothesis"], project: { extras: ["tests"] }, as_of_exceptions: { atomicwrites: "2022-07-10" }, pins: ["pytest==6.2.5"] },
+    [
+      { versions: ["0.7"], recipe: { as_of_exceptions: { numpy: "2020-12-31" } } },
+      { tasks: ["o__r-9"], recipe: { python: "3.11", build_tools: { as_of: "2025-01-01" } } },
+    ],
+  );
+
+  it("keeps every field an override leaves out, and merges the maps key by key", () => {
+    const older = recipeFor(base, { id: "o__r-1", version: "0.7" });
+    expect(older.pip_requirements).toEqual(["pytest", "hypothesis"]);
+    expect(older.project).toEqual({ editable: true, extras: ["tests"] });
+    expect(older.pins).toEqual(["pytest==6.2.5"]);
+    expect(older.as_of_exceptions).toEqual({ atomicwrites: "2022-07-10", numpy: "2020-12-31" });
+    const single = recipeFor(base, { id: "o__r-9", version: "0.7" });
+    expect(single.python).toBe("3.11");
+    expect(single.build_tools).toEqual({ requirements: ["pip", "setuptools<70", "wheel"], as_of: "2025-01-01" });
+    expect(single.as_of_exceptions).toEqual({ atomicwrites: "2022-07-10", numpy: "2020-12-31" });
+    expect(recipeFor(base, { id: "o__r-2", version: "0.8" })).toEqual(base.environment);
+  });
+
+  it("refuses what it would not read: a retired test_command, a misspelt field, shell in a requirement", () => {
+    const errors = (environment: Record<string, unknown>) => loadProfiles([{ path: "o__r.json", text: JSON.stringify({ repo: "o/r", environment }) }]).errors.get("o/r");
+    expect(errors({ python: "3.9", test_command: "tests/runtests.py" })).toMatch(/o__r\.json: .*environment\.test_command.*no longer read: .*test_runner/);
+    expect(errors({ python: "3.9", pin: ["pytest==6"] })).toMatch(/o__r\.json: .*pin/);
+    expect(errors({ python: "3.9", pip_requirements: ["pytest; rm -rf /"] })).toMatch(/pip_requirements/);
+    expect(errors({ python: "3.9", test_runner: "nose" })).toMatch(/test_runner/);
+    expect(errors({ python: "3.9", requirements_files: ["../outside.txt"] })).toMatch(/requirements_files/);
+    expect(errors({ python: "3.9", test_runner: "django" })).toBeUndefined();
+  });
+});
+
+describe("recipes: what uv is told", () => {
+  const recipe = EnvironmentRecipe.parse({ python: "3.9", pins: ["pytest==4.6.11"], as_of_exceptions: { atomicwrites: "2022-07-10" } });
+
+  it("resolves as of the task, with the build tools, pins and named exceptions exempted", () => {
+    const files = uvFiles(environmentSpec("o/r", recipe, "2019-03-01T10:00:00Z"));
+    expect(files["uv.toml"]).toContain('exclude-newer = "2019-03-01T10:00:00Z"');
+    // the build tools as of their own later date, a bare date read as midnight UTC, pins exempt
+    expect(files["uv.toml"]).toContain('"atomicwrites" = "2022-07-10T00:00:00Z"');
+    expect(files["uv.toml"]).toContain('"setuptools" = "2024-06-01T00:00:00Z"');
+    expect(files["uv.toml"]).toContain('"pytest" = "2100-01-01T00:00:00Z"');
+    expect(files["constraints.txt"]).toBe("pytest==4.6.11\n");
+    expect(files["build-constraints.txt"]).toBe("pip\nsetuptools<70\nwheel\n");
+  });
+
+  it("never moves the build tools back before the task's own date", () => {
+    expect(uvFiles(environmentSpec("o/r", recipe, "2025-05-01T00:00:00Z"))["uv.toml"]).toContain('"setuptools" = "2025-05-01T00:00:00Z"');
+    expect(uvFiles(environmentSpec("o/r", recipe, null))["uv.toml"]).toBe("[pip]\n");
+  });
+
+  it("gives each recipe its own environment key, shared by tasks with the same recipe", () => {
+    const plan = planEnvironments([
+      { id: "a", repo: "o/r", recipe, createdAt: "2020-05-01T00:00:00Z" },
+      { id: "b", repo: "o/r", recipe, createdAt: "2019-05-01T00:00:00Z" },
+      { id: "c", repo: "o/r", recipe: { ...recipe, pins: [] }, createdAt: "2021-05-01T00:00:00Z" },
+    ]);
+    expect(plan.get("a")!.key).toBe(plan.get("b")!.key);
+    expect(plan.get("a")!.asOf).toBe("2019-05-01T00:00:00Z");
+    expect(plan.get("c")!.key).not.toBe(plan.get("a")!.key);
+  });
+});
+
+describe("build failures name the step and the requirement, and keep the log", () => {
+  const log = [
+    "switch-swe step: installing the build tools as of 2024-06-01T00:00:00Z: pip setuptools<70 wheel",
+    "switch-swe step: installing the requirements as of 2016-01-01T00:00:00Z: pytest>=3.0 atomicwrites",
+    "Using Python 3.9.2 environment at: /env",
+    "  × No solution found when resolving dependencies:",
+    "  ╰─▶ Because atomicwrites was not found in the package registry and you require atomicwrites, we can conclude that your requirements are unsatisfiable.",
+  ].join("\n");
+
+  it("says which step failed and why, and where the whole log is", () => {
+    expect(summariseBuildLog(log)).toBe("step 'installing the requirements as of 2016-01-01T00:00:00Z: pytest>=3.0 atomicwrites' failed: × No solution found when resolving dependencies: | ╰─▶ Because atomicwrites was not found in the package registry and you require atomicwrites, we can conclude that your requirements are unsatisfiable.");
+    expect(() => buildFailure("building o/r failed", log, false, undefined, "/w/envs/build-logs/x.log")).toThrow(BuildFailed);
+    expect(() => buildFailure("building o/r failed", log, false, undefined, "/w/envs/build-logs/x.log")).toThrow(/atomicwrites was not found.*\(whole log: \/w\/envs\/build-logs\/x\.log\)/);
+  });
+
+  it("calls a missing Python a build failure naming the versions there are, even when the download failed on the network", () => {
+    const offline = "switch-swe step: downloading a uv-managed Python 3.10\nerror: Failed to download https://github.com/astral-sh/python-build-standalone/...: Connection refused (os error 111)";
+    expect(() => buildFailure("building o/r failed", offline, false, undefined, undefined, "3.9 (bullseye), 3.11 (bookworm)")).toThrow(/Python 3\.10 is not available here \(3\.9 \(bullseye\), 3\.11 \(bookworm\)\) and uv could not download/);
+    // the same network error elsewhere in a build may not recur: retried, not blamed on the recipe
+    expect(() => buildFailure("building o/r failed", "switch-swe step: installing uv\nConnection refused", false)).toThrow(InfrastructureFault);
+  });
+});
+
+describe("runners: commands and ids", () => {
+  const pytest = EnvironmentRecipe.parse({ python: "3.11", test_options: ["-m", "not slow"] });
+  const django = EnvironmentRecipe.parse({ python: "3.9", test_runner: "django" });
+
+  it("keeps the repository's addopts: our pytest options come after its own configuration and the recipe's", () => {
+    const { argv } = runnerArgv(pytest, ["tests/test_a.py"], { python: "/env/bin/python", resultsDir: "/results" }, false);
+    expect(argv).toEqual(["/env/bin/python", "-m", "pytest", "-m", "not slow", "tests/test_a.py", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-o", "xfail_strict=true", "--maxfail=0", "-q", "--junitxml=/results/report.xml"]);
+    expect(argv).not.toContain("addopts=");
+  });
+
+  it("runs Django's tests/runtests.py with labels, reporting through our settings module", () => {
+    const { argv, env } = runnerArgv(django, ["tests/admin_views/tests.py", "test_x (basic.tests.Case)", "test_y (basic.tests.Case.test_y)"], { python: "python", resultsDir: "/results" }, false);
+    expect(argv).toEqual(["python", "tests/runtests.py", "--settings=switch_swe_django_settings", "--parallel=1", "--verbosity=2", "admin_views.tests", "basic.tests.Case.test_x", "basic.tests.Case.test_y"]);
+    expect(env).toEqual({ PYTHONPATH: "/results" });
+    expect(() => runnerArgv(django, [], { python: "python", resultsDir: "/r" }, true)).toThrow(/cannot run guarded/);
+    expect(describeTestCommand(django, ["tests/basic/tests.py"])).toBe("python tests/runtests.py --settings=switch_swe_django_settings --parallel=1 --verbosity=2 basic.tests");
+  });
+
+  it("maps ids between our runners and SWE-bench's records", () => {
+    expect(unittestId("test_x", "basic.tests.Case", "3.9")).toBe("test_x (basic.tests.Case)");
+    expect(unittestId("test_x", "basic.tests.Case", "3.11")).toBe("test_x (basic.tests.Case.test_x)");
+    expect(djangoLabel("tests/model_fields/__init__.py")).toBe("model_fields");
+    expect(swebenchTestId("sympy", "sympy/core/tests/test_basic.py::test_issue_1234")).toBe("test_issue_1234");
+    expect(swebenchTestId("pytest", "tests/test_a.py::test_b[1]")).toBe("tests/test_a.py::test_b[1]");
+    expect(normaliseTestId("tests/test_a.py::test_b[a b c]")).toBe("tests/test_a.py::test_b[a");
+  });
+
+  it("reads Django's JUnit report into unittest ids, in the environment's Python's form", () => {
+    const xml = '<testsuites><testsuite name="x" tests="2"><testcase classname="basic.tests.Case" name="test_ok" time="0.001"/><testcase classname="basic.tests.Case" name="test_net" time="0.1"><error type="URLError" message="&lt;urlopen error [Errno -3] Temporary failure in name resolution&gt;">Traceback</error></testcase></testsuite></testsuites>';
+    expect(parseJunitXml(xml, { runner: "django", python: "3.9" }).map((r) => [r.nodeId, r.status])).toEqual([["test_ok (basic.tests.Case)", "passed"], ["test_net (basic.tests.Case)", "error"]]);
+    expect(parseJunitXml(xml, { runner: "django", python: "3.11" })[0]!.nodeId).toBe("test_ok (basic.tests.Case.test_ok)");
+    expect(parseJunitXml(xml, { runner: "django", python: "3.9" })[1]!.failureText).toMatch(/Temporary failure in name resolution/);
+  });
+});
+
+describe("a run with no outcomes to read", () => {
+  const result = (exitCode: number, junitXml?: string) => ({ timedOut: false, exitCode, junitXml, wallSeconds: 1, outputTail: "" });
+
+  it("is a run failure when there is no report, or pytest hit an internal or usage error", () => {
+    expect(runFailure("pytest", result(1))).toBe("wrote no JUnit report");
+    expect(runFailure("pytest", result(3, "<testsuites/>"))).toMatch(/INTERNALERROR/);
+    expect(runFailure("pytest", result(4, "<testsuites/>"))).toMatch(/usage error/);
+    expect(runFailure("pytest", result(1, "<testsuites/>"))).toBeUndefined();
+    // a collection error (exit 2) is an outcome: the test module does not import before the fix
+    expect(runFailure("pytest", result(2, "<testsuites/>"))).toBeUndefined();
+    expect(runFailure("django", result(1))).toBe("wrote no JUnit report");
+  });
+});
+
+describe("fidelity: our sets against a record's", () => {
+  const record = (fields: Partial<QualificationRecord>) =>
+    QualificationRecord.parse({ task_id: "o__r-1", executor: "docker", environment_key: "k", as_of: null, test_args: [], runs_per_state: 1, test_runner: "pytest", designated_tests: [], runs: [], fail_to_pass: [], pass_to_pass: [], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true, ...fields });
+
+  it("names how the sets relate", () => {
+    expect(agreementOf(new Set(["a", "b"]), new Set(["a", "b"]))).toBe("exact");
+    expect(agreementOf(new Set(["a"]), new Set(["a", "b"]))).toBe("subset");
+    expect(agreementOf(new Set(["a", "b"]), new Set(["a"]))).toBe("superset");
+    expect(agreementOf(new Set(["a", "c"]), new Set(["a", "b"]))).toBe("overlap");
+    expect(agreementOf(new Set(["c"]), new Set(["a"]))).toBe("disjoint");
+  });
+
+  it("classifies every difference from what our runs saw", () => {
+    const runs = [
+      { state: "before" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: { "t.py::net": "failed", "t.py::flaky": "passed", "t.py::imp": "error", "t.py::p[a b]": "failed", "t.py::real": "passed" } as const },
+      { state: "after" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: { "t.py::net": "failed", "t.py::flaky": "failed", "t.py::imp": "error", "t.py::p[a b]": "passed", "t.py::real": "passed" } as const },
+    ];
+    const q = record({ designated_tests: ["t.py::flaky", "t.py::imp", "t.py::net", "t.py::p[a b]", "t.py::real"], runs, fail_to_pass: ["t.py::p[a b]"], needs_network: ["t.py::net"], unstable: ["t.py::flaky"] });
+    const compared = compareSet(q.fail_to_pass, ["t.py::net", "t.py::flaky", "t.py::imp", "t.py::p[x]", "t.py::real", "t.py::gone"], q);
+    expect(compared.agreement).toBe("disjoint");
+    expect(Object.fromEntries(compared.missing.map((d) => [d.test, d.class]))).toEqual({ "t.py::net": "needs_network", "t.py::flaky": "unstable", "t.py::imp": "environment", "t.py::p[x]": "id_format", "t.py::real": "other", "t.py::gone": "environment" });
+    expect(compared.extra).toEqual([{ test: "t.py::p[a", class: "id_format" }]);
+  });
+});
+
+describe("sync.py: a prepared checkout made to match a run's checkout", () => {
+  it("copies the run's files, removes base files the run's checkout lacks, keeps what the install generated", () => {
+    const dir = tempDir();
+    const script = join(dir, "sync.py");
+    writeFileSync(script, SYNC_SCRIPT);
+    const base = join(dir, "base");
+    const work = join(dir, "work");
+    const run = join(dir, "run");
+    for (const root of [base, run]) mkdirSync(join(root, "pkg"), { recursive: true });
+    writeFileSync(join(base, "pkg", "a.py"), "A = 1\n");
+    writeFileSync(join(base, "pkg", "gone.py"), "GONE = 1\n");
+    writeFileSync(join(base, "setup.py"), "");
+    // the prepared checkout: the base plus what the install wrote
+    execFileSync("python3", [script, "overlay", base, work, "/dev/null"]);
+    writeFileSync(join(work, "pkg", "_version.py"), "version = '1.0'\n");
+    writeFileSync(join(dir, "base-files.txt"), execFileSync("python3", [script, "list", base]));
+    // the run's checkout: a changed file, a deleted one, a new file in a new directory, a link, a .git to skip
+    writeFileSync(join(run, "pkg", "a.py"), "A = 2\n");
+    writeFileSync(join(run, "setup.py"), "");
+    mkdirSync(join(run, "pkg", "sub"));
+    writeFileSync(join(run, "pkg", "sub", "new.py"), "NEW = 1\n");
+    symlinkSync("a.py", join(run, "pkg", "alias.py"));
+    mkdirSync(join(run, ".git"));
+    writeFileSync(join(run, ".git", "HEAD"), "ref: x\n");
+    execFileSync("python3", [script, "overlay", run, work, join(dir, "base-files.txt")]);
+    expect(readFileSync(join(work, "pkg", "a.py"), "utf8")).toBe("A = 2\n");
+    expect(existsSync(join(work, "pkg", "gone.py"))).toBe(false);
+    expect(readFileSync(join(work, "pkg", "_version.py"), "utf8")).toBe("version = '1.0'\n");
+    expect(readFileSync(join(work, "pkg", "sub", "new.py"), "utf8")).toBe("NEW = 1\n");
+    expect(lstatSync(join(work, "pkg", "alias.py")).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(join(work, "pkg", "alias.py"))).toBe("a.py");
+    expect(existsSync(join(work, ".git"))).toBe(false);
+  });
+});
