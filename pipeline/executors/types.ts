@@ -8,7 +8,7 @@ export interface EnvironmentSpec {
   recipe: EnvironmentRecipe;
   /** Dependencies are resolved only from releases published before this instant (uv --exclude-newer). */
   asOf: string | null;
-  /** sha256 of the three above: names the virtual environment or image. */
+  /** sha256 of the three above and ENVIRONMENT_SCHEME: names the virtual environment or image. */
   key: string;
 }
 

@@ -15,7 +15,7 @@ export const TestRun = z.object({
 export const QualificationRecord = z.object({
   task_id: TaskId,
   executor: z.enum(["docker", "local"]),
-  /** The environment's key: sha256 of (repository, recipe, as-of date). */
+  /** The environment's key: sha256 of (repository, recipe, as-of date, the build scheme's version). */
   environment_key: z.string(),
   as_of: z.string().nullable(),
   /** The pytest arguments that selected the designated tests (empty: the whole suite). */
