@@ -11,7 +11,7 @@ import type { LoadedProfile } from "./profiles.ts";
 export function environmentsForTasks(splits: SplitChange[], candidates: Map<string, Candidate>, profiles: Map<string, LoadedProfile>) {
   const known = splits.filter((s) => profiles.has(s.repo));
   return planEnvironments(
-    known.map((s) => ({ id: s.task_id, repo: s.repo, recipe: recipeFor(profiles.get(s.repo)!.profile, { id: s.task_id, version: candidates.get(s.task_id)?.version }), createdAt: candidates.get(s.task_id)?.created_at ?? null })),
+    known.map((s) => ({ id: s.task_id, repo: s.repo, recipe: recipeFor(profiles.get(s.repo)!.profile, { id: s.task_id, version: candidates.get(s.task_id)?.version }), createdAt: candidates.get(s.task_id)?.created_at ?? null, version: candidates.get(s.task_id)?.version })),
   );
 }
 

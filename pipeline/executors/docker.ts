@@ -7,7 +7,7 @@ import Docker from "dockerode";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
-import { environmentScript, needsRevisionLayer, revisionKey, revisionScript, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import { environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
 import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
@@ -182,7 +182,7 @@ export class DockerExecutor implements Executor {
     const started = performance.now();
     try {
       const copy = `mkdir -p ${IN_IMAGE.work} && /env/bin/python ${IN_IMAGE.config}/${SYNC_SCRIPT_NAME} overlay /checkout ${IN_IMAGE.work} /dev/null\n`;
-      const script = copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" });
+      const script = copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" }, await revisionVersion(checkout.dir));
       await this.buildLayer({ from: DockerExecutor.imageTag(env), tag, script, what: `installing ${env.repo} at ${base.commit.slice(0, 12)}`, labels: { [LABEL]: revisionKey(env, base.commit), "org.switch-swe.repo": env.repo, "org.switch-swe.base-commit": base.commit }, binds: [`${resolve(checkout.dir)}:/checkout:ro`] });
     } finally {
       await checkout.dispose();

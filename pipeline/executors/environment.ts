@@ -33,21 +33,23 @@ export function recipeFor(profile: RepoProfile, task: { id: string; version?: st
  * environment's key: a change in how environments are built must not reuse images or virtual
  * environments built the old way. Bump it with any change to what the build scripts install.
  */
-export const ENVIRONMENT_SCHEME = 2;
+export const ENVIRONMENT_SCHEME = 3;
 
 export function environmentSpec(repo: string, recipe: EnvironmentRecipe, asOf: string | null): EnvironmentSpec {
   return { repo, recipe, asOf, key: hashValue({ repo, recipe, asOf, scheme: ENVIRONMENT_SCHEME }) };
 }
 
 /**
- * One environment per (repository, recipe), resolved as of the earliest pull request that uses
- * it: no task then sees a dependency released after it was opened, and tasks sharing a recipe
- * share one environment.
+ * One environment per (repository, recipe, SWE-bench version), resolved as of the earliest pull
+ * request in it: no task sees a dependency released after it was opened, tasks sharing a recipe
+ * and a version share one environment, and a 2023 task does not get 2019's dependencies because
+ * its recipe is the same as an old task's. Tasks without a version group by recipe alone.
  */
-export function planEnvironments<T extends { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null }>(tasks: T[]): Map<string, EnvironmentSpec> {
+export function planEnvironments<T extends { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null; version?: string }>(tasks: T[]): Map<string, EnvironmentSpec> {
+  const groupOf = (task: T) => hashValue({ repo: task.repo, recipe: task.recipe, version: task.version ?? null });
   const earliest = new Map<string, { repo: string; recipe: EnvironmentRecipe; asOf: string | null }>();
   for (const task of tasks) {
-    const group = hashValue({ repo: task.repo, recipe: task.recipe });
+    const group = groupOf(task);
     const known = earliest.get(group);
     const asOf = task.createdAt;
     if (!known) earliest.set(group, { repo: task.repo, recipe: task.recipe, asOf });
@@ -55,7 +57,7 @@ export function planEnvironments<T extends { id: string; repo: string; recipe: E
   }
   const byTask = new Map<string, EnvironmentSpec>();
   for (const task of tasks) {
-    const group = earliest.get(hashValue({ repo: task.repo, recipe: task.recipe }))!;
+    const group = earliest.get(groupOf(task))!;
     byTask.set(task.id, environmentSpec(group.repo, group.recipe, group.asOf));
   }
   return byTask;

@@ -7,7 +7,7 @@ import { basename, join } from "node:path";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
-import { environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import { environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
 import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
@@ -212,7 +212,7 @@ export class LocalExecutor implements Executor {
     try {
       const python = quote(join(paths.venv, "bin", "python"));
       const copy = `mkdir -p ${quote(paths.work)} && ${python} ${quote(join(paths.config, SYNC_SCRIPT_NAME))} overlay ${quote(checkout.dir)} ${quote(paths.work)} /dev/null\n`;
-      const script = environmentScript(env, { ...paths, interpreter: interpreter && quote(interpreter) }) + copy + revisionScript(env, { ...paths, python });
+      const script = environmentScript(env, { ...paths, interpreter: interpreter && quote(interpreter) }) + copy + revisionScript(env, { ...paths, python }, await revisionVersion(checkout.dir));
       await this.runBuildScript(script, dir, env, `installing ${env.repo} at ${base.commit.slice(0, 12)}`, basename(dir));
       await cp(paths.work, join(dir, "pristine"), { recursive: true, verbatimSymlinks: true });
       await writeFile(join(dir, ".ready"), "");

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { hashValue } from "../canonical.ts";
+import { git } from "../git.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 import { type EnvironmentSpec, STEP_MARKER } from "./types.ts";
 
@@ -57,14 +58,16 @@ export function uvFiles(env: EnvironmentSpec): { "uv.toml": string; "constraints
   const { recipe } = env;
   const buildToolsAsOf = later(env.asOf, normaliseInstant(recipe.build_tools.as_of));
   const exceptions = new Map<string, string>();
-  for (const requirement of recipe.build_tools.requirements) exceptions.set(packageOf(requirement), buildToolsAsOf);
-  for (const [name, date] of Object.entries(recipe.as_of_exceptions)) exceptions.set(name.toLowerCase(), normaliseInstant(date));
+  for (const name of [...recipe.build_tools.requirements.map(packageOf), ...recipe.build_tools.backends]) exceptions.set(name.toLowerCase(), buildToolsAsOf);
+  // an exception moves a package's date later, never earlier than the task's own (pins go older)
+  for (const [name, date] of Object.entries(recipe.as_of_exceptions)) exceptions.set(name.toLowerCase(), later(env.asOf, normaliseInstant(date)));
   for (const pin of recipe.pins) exceptions.set(packageOf(pin), PIN_EXEMPTION);
   const toml = ["[pip]"];
   if (env.asOf) toml.push(`exclude-newer = "${normaliseInstant(env.asOf)}"`);
   if (env.asOf && exceptions.size) {
     toml.push(`exclude-newer-package = { ${[...exceptions].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, date]) => `"${name}" = "${date}"`).join(", ")} }`);
   }
+  if (recipe.no_build_isolation.length) toml.push(`no-build-isolation-package = [${recipe.no_build_isolation.map((n) => `"${n}"`).join(", ")}]`);
   return {
     "uv.toml": toml.join("\n") + "\n",
     "constraints.txt": recipe.pins.map((p) => `${p}\n`).join(""),
@@ -152,11 +155,14 @@ export function environmentScript(env: EnvironmentSpec, paths: { venv: string; c
  * removes those its own checkout lacks), then the requirements files, the project and the
  * recipe's install commands.
  */
-export function revisionScript(env: EnvironmentSpec, paths: { venv: string; config: string; cache: string; work: string; baseFiles: string; python: string }): string {
+export function revisionScript(env: EnvironmentSpec, paths: { venv: string; config: string; cache: string; work: string; baseFiles: string; python: string }, version: string): string {
   const { recipe } = env;
   const uv = `${paths.venv}/bin/uv`;
   let script = "set -eu\n";
   script += `cd ${quote(paths.work)}\n`;
+  // The checkout has no .git here: setuptools-scm (and its kin) take the version from git
+  // otherwise, and fail without it. The revision's nearest tag says which version it was.
+  script += `export SETUPTOOLS_SCM_PRETEND_VERSION=${quote(version)}\n`;
   script += `${paths.python} ${quote(`${paths.config}/${SYNC_SCRIPT_NAME}`)} list . > ${quote(paths.baseFiles)}\n`;
   script += exports(uvEnvironment(paths));
   for (const file of recipe.requirements_files) {
@@ -166,7 +172,7 @@ export function revisionScript(env: EnvironmentSpec, paths: { venv: string; conf
   if (recipe.project) {
     const target = recipe.project.extras.length ? `.[${recipe.project.extras.join(",")}]` : ".";
     script += step(`installing the repository${recipe.project.editable ? " (editable)" : ""}: ${target}`);
-    script += `${uv} pip install --quiet ${recipe.project.build_isolation ? "" : "--no-build-isolation "}${recipe.project.editable ? "-e " : ""}${quote(target)}\n`;
+    script += `${uv} pip install --quiet ${recipe.project.editable ? "-e " : ""}${quote(target)}\n`;
   }
   for (const command of recipe.install) {
     script += step(`running ${command}`);
@@ -174,6 +180,15 @@ export function revisionScript(env: EnvironmentSpec, paths: { venv: string; conf
   }
   script += `${uv} pip freeze > ${quote(`${paths.config}/revision.txt`)}\n`;
   return script;
+}
+
+/**
+ * The version a checkout was at, from its nearest tag (v1.2.3 → 1.2.3), for build backends that
+ * read it from git; "0.0.0" when there is no usable tag (a mirror without tags, say).
+ */
+export async function revisionVersion(checkoutDir: string): Promise<string> {
+  const tag = (await git(["describe", "--tags", "--abbrev=0"], { cwd: checkoutDir }).catch(() => "")).trim().replace(/^v/i, "");
+  return /^\d+(\.\d+)*([.-]?(a|b|rc|post|dev)\d*)*$/i.test(tag) ? tag : "0.0.0";
 }
 
 /** Makes a prepared checkout match a run's checkout (see sync.py); written next to uv.toml. */

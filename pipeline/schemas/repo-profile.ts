@@ -54,6 +54,11 @@ export const BuildTools = z.strictObject({
   /** Installed into the environment first, and the constraints of every isolated sdist build. */
   requirements: z.array(Requirement).default(["pip", "setuptools<70", "wheel"]),
   /**
+   * Build backends an old sdist or the repository's pyproject.toml may ask for: not installed,
+   * but resolved as of `as_of` too (setuptools-scm>=6.2 did not exist in 2020).
+   */
+  backends: z.array(PackageName).default(["setuptools-scm", "flit-core", "hatchling", "hatch-vcs", "poetry-core", "pdm-backend", "versioneer", "cython"]),
+  /**
    * The releases of these tools considered: as of this date, or the task's own as-of date if that is
    * later. A fixed date keeps builds reproducible; a late one lets a 2015 sdist build.
    */
@@ -61,15 +66,10 @@ export const BuildTools = z.strictObject({
 });
 export type BuildTools = z.infer<typeof BuildTools>;
 
-/**
- * The repository's own install from its checkout. `build_isolation: false` builds it with the
- * environment's build tools instead of the ones its pyproject.toml names: an old pin there
- * (setuptools<64) cannot build an editable install the modern way, which uv needs.
- */
+/** The repository's own install from its checkout. */
 const ProjectInstall = z.strictObject({
   editable: z.boolean().default(true),
   extras: z.array(PackageName).default([]),
-  build_isolation: z.boolean().default(true),
 });
 
 const RECIPE_FIELDS = {
@@ -80,10 +80,17 @@ const RECIPE_FIELDS = {
   /** Exact versions that win over anything else asks for (uv --constraints); exempt from the as-of date. */
   pins: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.*+!_-]+$/, "expected an exact pin such as pytest==6.2.5")).default([]),
   /**
-   * Per-package exceptions to the as-of date (uv --exclude-newer-package): a package whose old
-   * releases were deleted from PyPI, or one that must be newer than the task. Package → date.
+   * Per-package exceptions to the as-of date (uv --exclude-newer-package): package → a date it is
+   * resolved as of instead, when that is later than the task's (a package whose old releases were
+   * deleted from PyPI, or whose first wheels for this Python came later). Use `pins` to go older.
    */
   as_of_exceptions: z.record(PackageName, Instant).default({}),
+  /**
+   * Packages built with the environment's build tools instead of an isolated build environment
+   * (uv's no-build-isolation-package): a repository whose pyproject.toml pins a setuptools too old
+   * for an editable install (no build_editable before setuptools 64).
+   */
+  no_build_isolation: z.array(PackageName).default([]),
   build_tools: BuildTools.default(BuildTools.parse({})),
   /** Requirements files read from the checkout at the base revision when the environment is built. */
   requirements_files: z.array(CheckoutPath).default([]),
@@ -138,7 +145,8 @@ export const RecipePatch = z.strictObject({
   pip_requirements: z.array(Requirement).optional(),
   pins: RECIPE_FIELDS.pins.removeDefault().optional(),
   as_of_exceptions: z.record(PackageName, Instant).optional(),
-  build_tools: z.strictObject({ requirements: z.array(Requirement).optional(), as_of: Instant.optional() }).optional(),
+  build_tools: z.strictObject({ requirements: z.array(Requirement).optional(), backends: z.array(PackageName).optional(), as_of: Instant.optional() }).optional(),
+  no_build_isolation: z.array(PackageName).optional(),
   requirements_files: z.array(CheckoutPath).optional(),
   project: ProjectInstall.nullable().optional(),
   install: z.array(z.string().min(1)).optional(),

@@ -35,7 +35,8 @@ describe("recipes: overrides merge onto the base recipe field by field", () => {
     expect(older.as_of_exceptions).toEqual({ atomicwrites: "2022-07-10", numpy: "2020-12-31" });
     const single = recipeFor(base, { id: "o__r-9", version: "0.7" });
     expect(single.python).toBe("3.11");
-    expect(single.build_tools).toEqual({ requirements: ["pip", "setuptools<70", "wheel"], as_of: "2025-01-01" });
+    expect(single.build_tools).toMatchObject({ requirements: ["pip", "setuptools<70", "wheel"], as_of: "2025-01-01" });
+    expect(single.build_tools.backends).toContain("setuptools-scm");
     expect(single.as_of_exceptions).toEqual({ atomicwrites: "2022-07-10", numpy: "2020-12-31" });
     expect(recipeFor(base, { id: "o__r-2", version: "0.8" })).toEqual(base.environment);
   });
@@ -63,22 +64,31 @@ describe("recipes: what uv is told", () => {
     expect(files["uv.toml"]).toContain('"pytest" = "2100-01-01T00:00:00Z"');
     expect(files["constraints.txt"]).toBe("pytest==4.6.11\n");
     expect(files["build-constraints.txt"]).toBe("pip\nsetuptools<70\nwheel\n");
+    expect(files["uv.toml"]).not.toContain("no-build-isolation");
+    const isolated = uvFiles(environmentSpec("o/r", EnvironmentRecipe.parse({ python: "3.9", no_build_isolation: ["astroid"] }), null));
+    expect(isolated["uv.toml"]).toContain('no-build-isolation-package = ["astroid"]');
   });
 
-  it("never moves the build tools back before the task's own date", () => {
-    expect(uvFiles(environmentSpec("o/r", recipe, "2025-05-01T00:00:00Z"))["uv.toml"]).toContain('"setuptools" = "2025-05-01T00:00:00Z"');
+  it("never moves the build tools or an exception back before the task's own date", () => {
+    const late = uvFiles(environmentSpec("o/r", recipe, "2025-05-01T00:00:00Z"))["uv.toml"];
+    expect(late).toContain('"setuptools" = "2025-05-01T00:00:00Z"');
+    expect(late).toContain('"atomicwrites" = "2025-05-01T00:00:00Z"');
+    expect(late).toContain('"setuptools-scm" = "2025-05-01T00:00:00Z"');
     expect(uvFiles(environmentSpec("o/r", recipe, null))["uv.toml"]).toBe("[pip]\n");
   });
 
-  it("gives each recipe its own environment key, shared by tasks with the same recipe", () => {
+  it("shares an environment between tasks of a recipe and a version, as of the earliest of them", () => {
     const plan = planEnvironments([
-      { id: "a", repo: "o/r", recipe, createdAt: "2020-05-01T00:00:00Z" },
-      { id: "b", repo: "o/r", recipe, createdAt: "2019-05-01T00:00:00Z" },
-      { id: "c", repo: "o/r", recipe: { ...recipe, pins: [] }, createdAt: "2021-05-01T00:00:00Z" },
+      { id: "a", repo: "o/r", recipe, createdAt: "2020-05-01T00:00:00Z", version: "1.0" },
+      { id: "b", repo: "o/r", recipe, createdAt: "2019-05-01T00:00:00Z", version: "1.0" },
+      { id: "c", repo: "o/r", recipe: { ...recipe, pins: [] }, createdAt: "2021-05-01T00:00:00Z", version: "1.0" },
+      // the same recipe, years later: its own environment, not 2019's dependencies
+      { id: "d", repo: "o/r", recipe, createdAt: "2023-05-01T00:00:00Z", version: "2.0" },
     ]);
     expect(plan.get("a")!.key).toBe(plan.get("b")!.key);
     expect(plan.get("a")!.asOf).toBe("2019-05-01T00:00:00Z");
     expect(plan.get("c")!.key).not.toBe(plan.get("a")!.key);
+    expect(plan.get("d")!.asOf).toBe("2023-05-01T00:00:00Z");
   });
 });
 
