@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import { environmentSpec } from "../../pipeline/executors/environment.ts";
+import type { Executor, TestRunRequest, TestRunResult } from "../../pipeline/executors/types.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
+import { RecordError } from "../../pipeline/stage.ts";
+import { qualifyTask, type QualifyTaskInput } from "../../stages/qualify/run.ts";
+
+const REPORT = '<testsuites><testsuite name="pytest" time="0.1"><testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.01"/></testsuite></testsuites>';
+
+/** An executor whose runs give `results` in turn (the last one repeated), counting every run. */
+function scripted(results: Partial<TestRunResult>[]): Executor & { runs: TestRunRequest[] } {
+  const runs: TestRunRequest[] = [];
+  return {
+    kind: "local",
+    built: [],
+    buildSeconds: new Map(),
+    runs,
+    ensureEnvironment: async () => ({ built: false }),
+    async run(request) {
+      runs.push(request);
+      const result = results[Math.min(runs.length - 1, results.length - 1)]!;
+      return { timedOut: false, exitCode: 0, wallSeconds: 1, outputTail: "", ...result };
+    },
+  };
+}
+
+function task(saved: Map<string, string>): QualifyTaskInput {
+  return {
+    id: "o__r-1",
+    baseCommit: "a".repeat(40),
+    testPatch: "",
+    implementationPatch: "",
+    env: environmentSpec("o/r", EnvironmentRecipe.parse({ python: "3.11", test_timeout_seconds: 5 }), null),
+    testArgs: ["tests/test_a.py"],
+    runs: 2,
+    checkout: async () => ({ dir: "/nonexistent", dispose: async () => undefined }),
+    infrastructureBackoffMs: [0],
+    saveLog: async (name, text) => {
+      saved.set(name, text);
+      return `/work/logs/qualify/${name}.log`;
+    },
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<RecordError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof RecordError) return error;
+    throw error;
+  }
+  throw new Error("the task was qualified");
+}
+
+describe("a run that says nothing about the tests never becomes test outcomes", () => {
+  it("a run cut off by its timeout is run again, and if it keeps timing out the task is not cached", async () => {
+    const executor = scripted([{ timedOut: true, exitCode: -1, junitXml: REPORT }]);
+    const error = await rejection(qualifyTask(executor, task(new Map()), silentLogger));
+    expect(error.reason).toBe("timeout");
+    expect(error.cacheable).toBe(false);
+    // the first run and its two retries; the report a timed-out run left is never read
+    expect(executor.runs).toHaveLength(3);
+  });
+
+  it("a timed-out run that succeeds when retried counts once, with its retry recorded", async () => {
+    const executor = scripted([{ timedOut: true }, { junitXml: REPORT }]);
+    const result = await qualifyTask(executor, task(new Map()), silentLogger);
+    expect(result.runs.map((r) => [r.state, r.run, r.infrastructure_retries])).toEqual([["before", 0, 1], ["before", 1, 0], ["after", 0, 0], ["after", 1, 0]]);
+    expect(result.runs.every((r) => r.outcomes["tests/test_a.py::test_x"] === "passed")).toBe(true);
+  });
+
+  it("a run that wrote no report is run_failed, with its whole log saved and named, and no outcome", async () => {
+    const saved = new Map<string, string>();
+    const output = "Traceback (most recent call last):\nModuleNotFoundError: No module named 'simplejson'\n";
+    const executor = scripted([{ exitCode: 1, outputTail: output }]);
+    const error = await rejection(qualifyTask(executor, task(saved), silentLogger));
+    expect(error.reason).toBe("run_failed");
+    expect(error.message).toMatch(/before run 1 wrote no JUnit report \(exit 1\), so it has no test outcomes to read; its log: \/work\/logs\/qualify\/o__r-1\.before-1\.log: .*No module named 'simplejson'/);
+    expect(saved.get("o__r-1.before-1")).toBe(output);
+    expect(executor.runs).toHaveLength(1);
+  });
+
+  it("pytest's INTERNALERROR or usage error is run_failed even when a report was written", async () => {
+    for (const exitCode of [3, 4]) {
+      const error = await rejection(qualifyTask(scripted([{ exitCode, junitXml: REPORT, outputTail: "INTERNALERROR> ValueError: Unknown config option: pytester_example_dir" }]), task(new Map()), silentLogger));
+      expect(error.reason).toBe("run_failed");
+      expect(error.message).toMatch(exitCode === 3 ? /INTERNALERROR/ : /usage error/);
+    }
+  });
+});

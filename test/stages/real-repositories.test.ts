@@ -1,0 +1,65 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Docker from "dockerode";
+import { beforeAll, describe, expect, it } from "vitest";
+import { DockerExecutor } from "../../pipeline/executors/docker.ts";
+import type { EnvironmentSpec } from "../../pipeline/executors/types.ts";
+import { type FidelityResult, measureFidelity } from "../../pipeline/cli/commands/fidelity.ts";
+import { swebenchTestId } from "../../pipeline/domain/test-ids.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import { dockerForTests } from "../helpers/docker.ts";
+import { fileTempDir } from "../helpers/tmp.ts";
+
+const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
+const RECORDS = join(SHARED, "swebench-lite-dev.jsonl");
+const PROFILES = fileURLToPath(new URL("../../data/repos/", import.meta.url));
+/** One record of each bundled repository (../shared/data/mirrors), each from another era. */
+const TASKS = ["marshmallow-code__marshmallow-1359", "pylint-dev__astroid-1866", "sqlfluff__sqlfluff-1625"];
+
+const docker = await dockerForTests();
+
+// Real SWE-bench Lite tasks, qualified from the repositories' git bundles with the profiles in
+// data/repos, the Docker executor and PyPI (for the image builds only; test runs are offline).
+describe.skipIf(!docker)("qualify on real repositories reproduces SWE-bench's FAIL_TO_PASS", () => {
+  let result: FidelityResult;
+  let workDir: string;
+  const records = new Map(readFileSync(RECORDS, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string }).map((r) => [r.instance_id, r]));
+
+  beforeAll(async () => {
+    workDir = fileTempDir();
+    result = await measureFidelity({ records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir, executor: "docker", runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
+  });
+
+  const qualifications = () => new Map(readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => QualificationRecord.parse(JSON.parse(l))).map((q) => [q.task_id, q]));
+
+  it("builds every environment and gives each task exactly the record's FAIL_TO_PASS", () => {
+    for (const id of TASKS) {
+      const task = result.tasks.find((t) => t.task === id)!;
+      expect(task.environment, id).toEqual({ built: true });
+      const ours = qualifications().get(id)!;
+      expect(ours.executor).toBe("docker");
+      expect(ours.fail_to_pass.map((t) => swebenchTestId(ours.test_runner, t)).sort(), id).toEqual((JSON.parse(records.get(id)!.FAIL_TO_PASS) as string[]).sort());
+      expect(task.failToPass!.agreement, id).toBe("exact");
+      expect(ours.kept, id).toBe(true);
+    }
+  });
+
+  it("installs each repository once per base revision, into an image of its own on the environment's", async () => {
+    const engine = new Docker();
+    for (const id of TASKS) {
+      const ours = qualifications().get(id)!;
+      const baseCommit = (JSON.parse(readFileSync(RECORDS, "utf8").split("\n").find((l) => l.includes(`"${id}"`))!) as { base_commit: string }).base_commit;
+      const env = { key: ours.environment_key } as EnvironmentSpec;
+      const revision = await engine.getImage(DockerExecutor.revisionTag(env, baseCommit)).inspect();
+      expect(revision.Config.Labels["org.switch-swe.base-commit"]).toBe(baseCommit);
+      // built on top of the environment's image: its layers are the environment's plus the install
+      const environment = await engine.getImage(DockerExecutor.imageTag(env)).inspect();
+      expect(revision.RootFS.Layers!.slice(0, environment.RootFS.Layers!.length)).toEqual(environment.RootFS.Layers);
+    }
+    // builds this run made (none when an earlier run on this machine left the images) kept their logs
+    for (const build of result.builds) expect(build.seconds).toBeGreaterThan(0);
+    if (result.builds.length) expect(existsSync(join(workDir, "envs", "build-logs"))).toBe(true);
+  });
+});
