@@ -7,7 +7,7 @@ import Docker from "dockerode";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
-import { environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import { environmentLayerKey, environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
 import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
@@ -134,7 +134,7 @@ export class DockerExecutor implements Executor {
   }
 
   static imageTag(env: EnvironmentSpec): string {
-    return `${ENV_REPOSITORY}:${env.key.slice(0, 16)}`;
+    return `${ENV_REPOSITORY}:${environmentLayerKey(env).slice(0, 16)}`;
   }
 
   static revisionTag(env: EnvironmentSpec, commit: string): string {
@@ -142,7 +142,7 @@ export class DockerExecutor implements Executor {
   }
 
   async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
-    const layer = await this.once.run(env.key, () => this.buildEnvironment(env));
+    const layer = await this.once.run(environmentLayerKey(env), () => this.buildEnvironment(env));
     if (!needsRevisionLayer(env.recipe)) return layer;
     if (!base) throw new Error(`the recipe of ${env.repo} installs from the checkout, so its environment needs a base revision`);
     const revision = await this.once.run(revisionKey(env, base.commit), () => this.buildRevision(env, base));
@@ -168,9 +168,10 @@ export class DockerExecutor implements Executor {
     const packages = env.recipe.debian_packages.length ? `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${env.recipe.debian_packages.join(" ")}\n` : "";
     const script = packages + environmentScript(env, { ...IN_IMAGE, interpreter });
     const started = performance.now();
-    await this.buildLayer({ from: base, tag, script, what: `building the environment of ${env.repo}`, labels: { [LABEL]: env.key, "org.switch-swe.repo": env.repo } });
-    this.built.push(env.key);
-    this.buildSeconds.set(env.key, (performance.now() - started) / 1000);
+    const key = environmentLayerKey(env);
+    await this.buildLayer({ from: base, tag, script, what: `building the environment of ${env.repo}`, labels: { [LABEL]: key, "org.switch-swe.repo": env.repo } });
+    this.built.push(key);
+    this.buildSeconds.set(key, (performance.now() - started) / 1000);
     return { built: true };
   }
 

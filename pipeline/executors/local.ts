@@ -7,7 +7,7 @@ import { basename, join } from "node:path";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
-import { environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import { environmentLayerKey, environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
 import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
@@ -129,7 +129,7 @@ export class LocalExecutor implements Executor {
   constructor(private readonly root: string, private readonly log: Logger) {}
 
   private envDir(env: EnvironmentSpec): string {
-    return join(this.root, env.key.slice(0, 16));
+    return join(this.root, environmentLayerKey(env).slice(0, 16));
   }
 
   private revisionDir(env: EnvironmentSpec, commit: string): string {
@@ -141,7 +141,7 @@ export class LocalExecutor implements Executor {
   }
 
   async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
-    if (!needsRevisionLayer(env.recipe)) return this.once.run(env.key, () => this.buildEnvironment(env));
+    if (!needsRevisionLayer(env.recipe)) return this.once.run(environmentLayerKey(env), () => this.buildEnvironment(env));
     if (!base) throw new Error(`the recipe of ${env.repo} installs from the checkout, so its environment needs a base revision`);
     return this.once.run(revisionKey(env, base.commit), () => this.buildRevision(env, base));
   }
@@ -175,11 +175,12 @@ export class LocalExecutor implements Executor {
     const partial = `${dir}.partial-${process.pid}`;
     await rm(partial, { recursive: true, force: true });
     await mkdir(this.root, { recursive: true });
-    this.log.info(`building environment ${env.key.slice(0, 12)} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`);
+    const key = environmentLayerKey(env);
+    this.log.info(`building environment ${key.slice(0, 12)} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`);
     const started = performance.now();
     try {
       const script = environmentScript(env, { venv: partial, config: join(partial, ".switch-swe"), cache: this.cacheDir, interpreter: interpreter && quote(interpreter) });
-      await this.runBuildScript(script, this.root, env, `building the environment of ${env.repo}`, env.key.slice(0, 16));
+      await this.runBuildScript(script, this.root, env, `building the environment of ${env.repo}`, key.slice(0, 16));
       await writeFile(join(partial, ".recipe.json"), JSON.stringify({ repo: env.repo, recipe: env.recipe, asOf: env.asOf }, null, 2));
       await writeFile(join(partial, ".ready"), "");
     } catch (error) {
@@ -188,8 +189,8 @@ export class LocalExecutor implements Executor {
     }
     await rm(dir, { recursive: true, force: true });
     await rename(partial, dir);
-    this.built.push(env.key);
-    this.buildSeconds.set(env.key, (performance.now() - started) / 1000);
+    this.built.push(key);
+    this.buildSeconds.set(key, (performance.now() - started) / 1000);
     return { built: true };
   }
 

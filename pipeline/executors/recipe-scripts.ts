@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { hashValue } from "../canonical.ts";
 import { git } from "../git.ts";
+import { ENVIRONMENT_SCHEME } from "./environment.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 import { type EnvironmentSpec, STEP_MARKER } from "./types.ts";
 
@@ -36,6 +37,23 @@ export function runnerRequirements(recipe: EnvironmentRecipe): string[] {
 /** True when the recipe installs from the checkout: the environment then has a revision layer. */
 export function needsRevisionLayer(recipe: EnvironmentRecipe): boolean {
   return recipe.requirements_files.length > 0 || recipe.project !== null || recipe.install.length > 0;
+}
+
+/**
+ * Names the first layer: only what it is built from (the Python, the packages, what uv is told,
+ * the runner's requirements, the date), not the repository nor the fields of the second layer,
+ * so recipes that differ only in what they install from the checkout, or in how tests run,
+ * share it.
+ */
+export function environmentLayerKey(env: EnvironmentSpec): string {
+  const { recipe } = env;
+  return hashValue({
+    scheme: ENVIRONMENT_SCHEME,
+    python: recipe.python,
+    debian_packages: recipe.debian_packages,
+    requirements: [...new Set([...runnerRequirements(recipe), ...recipe.pip_requirements])],
+    uv: uvFiles(env),
+  });
 }
 
 /** Names the prepared checkout of one base revision in one environment. */

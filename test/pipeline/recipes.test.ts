@@ -7,7 +7,7 @@ import { parseJunitXml } from "../../pipeline/domain/junit.ts";
 import { loadProfiles } from "../../pipeline/domain/profiles.ts";
 import { djangoLabel, normaliseTestId, swebenchTestId, unittestId } from "../../pipeline/domain/test-ids.ts";
 import { environmentSpec, planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
-import { SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
+import { environmentLayerKey, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
 import { describeTestCommand, runnerArgv } from "../../pipeline/executors/runners.ts";
 import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } from "../../pipeline/executors/types.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
@@ -75,6 +75,17 @@ describe("recipes: what uv is told", () => {
     expect(late).toContain('"atomicwrites" = "2025-05-01T00:00:00Z"');
     expect(late).toContain('"setuptools-scm" = "2025-05-01T00:00:00Z"');
     expect(uvFiles(environmentSpec("o/r", recipe, null))["uv.toml"]).toBe("[pip]\n");
+  });
+
+  it("shares the first layer between recipes that differ only in what they install from the checkout or how tests run", () => {
+    const base = EnvironmentRecipe.parse({ python: "3.9", pip_requirements: ["pytest"] });
+    const layer = (recipe: EnvironmentRecipe, repo = "o/r") => environmentLayerKey(environmentSpec(repo, recipe, "2021-01-01T00:00:00Z"));
+    expect(layer({ ...base, project: { editable: true, extras: ["tests"] }, test_options: ["-x"], test_timeout_seconds: 60 })).toBe(layer(base));
+    expect(layer(base, "other/repo")).toBe(layer(base));
+    expect(layer({ ...base, pip_requirements: ["pytest", "numpy"] })).not.toBe(layer(base));
+    expect(layer({ ...base, test_runner: "django" })).not.toBe(layer(base));
+    expect(layer({ ...base, pins: ["pytest==7.0.0"] })).not.toBe(layer(base));
+    expect(environmentLayerKey(environmentSpec("o/r", base, "2022-01-01T00:00:00Z"))).not.toBe(layer(base));
   });
 
   it("shares an environment between tasks of a recipe and a version, as of the earliest of them", () => {
