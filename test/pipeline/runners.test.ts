@@ -7,6 +7,7 @@ import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
+import { BuildFailed } from "../../pipeline/executors/types.ts";
 import { NETWORK_FAILURE } from "../../stages/qualify/run.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
@@ -115,5 +116,22 @@ describe("test runners give JUnit-derived ids in SWE-bench's formats", () => {
       ["symkit/core/tests/test_basic.py::test_issue_1234", "failed"],
     ]);
     expect(report.results.map((r) => swebenchTestId("sympy", r.nodeId))).toEqual(["test_add", "test_issue_1234"]);
+  });
+
+  it("a Python no interpreter here gives is uv's managed one where that can be downloaded, else a build failure naming it", async () => {
+    const env = environmentSpec("o/old-python", EnvironmentRecipe.parse({ python: "3.10" }), null);
+    try {
+      await executor.ensureEnvironment(env);
+    } catch (error) {
+      // No internet for python-build-standalone (CI, this machine): said plainly, and a property of the setup
+      expect(error).toBeInstanceOf(BuildFailed);
+      expect((error as Error).message).toMatch(/Python 3\.10 is not available here \(.*\) and uv could not download a managed Python 3\.10.*whole log: /);
+      return;
+    }
+    // With the internet (a user's machine): the environment runs that Python
+    const project = join(root, "py310");
+    writeTree(project, { "test_version.py": "import sys\n\ndef test_version():\n    assert sys.version_info[:2] == (3, 10)\n" });
+    const result = await executor.run({ env, checkoutDir: project, tests: ["test_version.py"], timeoutSeconds: 600 });
+    expect(parseJunitReport(result.junitXml!).results.map((r) => r.status)).toEqual(["passed"]);
   });
 });

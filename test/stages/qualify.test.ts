@@ -15,6 +15,7 @@ import { silentLogger } from "../../pipeline/logger.ts";
 import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
 import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
+import { qualifyByHand } from "../../pipeline/cli/commands/qualify-task.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
@@ -62,6 +63,12 @@ describe("qualify on the demo corpus", () => {
     }
     const rejects = readRecords<{ record_id: string; reason: string }>(join(demo.workDir, "artifacts", "qualify", "rejects.jsonl"));
     expect(rejects.map((r) => r.reason).sort()).toEqual(["no_fail_to_pass", "regression", "regression", "regression"]);
+  });
+
+  it("qualify --task with the config resolves the task's environment exactly as the stage does", async () => {
+    const stage = local.records.find((r) => r.kept && !intents.get(r.task_id)!.flaky.length)!;
+    const byHand = await qualifyByHand({ task: stage.task_id, config: demo.configPath, executor: "local", runs: 3, workDir: fileTempDir(), fullSuite: false, log: silentLogger });
+    expect({ ...byHand, runs: byHand.runs.map((r) => r.outcomes) }).toEqual({ ...stage, runs: stage.runs.map((r) => r.outcomes) });
   });
 
   it("gives byte-identical records when SIGKILLed mid-run and run again", async () => {
