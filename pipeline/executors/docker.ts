@@ -9,7 +9,7 @@ import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
-import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
@@ -231,11 +231,7 @@ export class DockerExecutor implements Executor {
   }
 
   private async saveLog(tag: string, text: string): Promise<string | undefined> {
-    if (!this.options.logDir) return undefined;
-    await mkdir(this.options.logDir, { recursive: true });
-    const path = join(this.options.logDir, `${tag.replace(":", "-")}.log`);
-    await writeFile(path, text);
-    return path;
+    return this.options.logDir ? saveBuildLog(this.options.logDir, tag.replace(":", "-"), text) : undefined;
   }
 
   async run(request: TestRunRequest): Promise<TestRunResult> {

@@ -9,7 +9,7 @@ import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
-import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 interface Completed {
   /** The exit status; 128 + the signal's number when a signal ended the process, as a shell says. */
@@ -151,10 +151,7 @@ export class LocalExecutor implements Executor {
     const network = buildNetworkSettings();
     const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
     const result = await runProcess("sh", ["-c", script], { cwd, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds, outputLimit: 4_000_000 });
-    const logDir = join(this.root, "build-logs");
-    await mkdir(logDir, { recursive: true });
-    const logPath = join(logDir, `${logName}.log`);
-    await writeFile(logPath, result.output);
+    const logPath = await saveBuildLog(join(this.root, "build-logs"), logName, result.output);
     if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed`, result.output, result.timedOut || Boolean(result.signal), lowDiskSpace(this.root), logPath, "the local executor found no such interpreter on this machine's PATH");
   }
 

@@ -1,4 +1,6 @@
 import { existsSync } from "node:fs";
+import { writeFileAtomic } from "../atomic.ts";
+import { join } from "node:path";
 import { outputLooksTransient, TransientFailure } from "../failures.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 
@@ -91,6 +93,20 @@ export function buildNetworkSettings(env: NodeJS.ProcessEnv = process.env): { va
   for (const key of BUILD_PASSTHROUGH) if (env[key]) vars[key] = env[key]!;
   const caBundle = CA_CANDIDATES.map((k) => env[k]).find((v): v is string => Boolean(v)) ?? (existsSync("/etc/ssl/certs/ca-certificates.crt") ? "/etc/ssl/certs/ca-certificates.crt" : undefined);
   return { vars, caBundle };
+}
+
+/**
+ * Keeps a build's whole log; returns its path, or undefined when it could not be written (the
+ * disk that just filled up, say): the build's own failure is what must be reported then.
+ */
+export async function saveBuildLog(dir: string, name: string, text: string): Promise<string | undefined> {
+  try {
+    const path = join(dir, `${name}.log`);
+    await writeFileAtomic(path, text);
+    return path;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Printed before each build step, so a failure names the step it happened in. */

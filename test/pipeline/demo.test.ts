@@ -45,7 +45,7 @@ describe("the demo", () => {
     expect(again.stages.filter((s) => s.status !== "up_to_date")).toEqual([]);
   });
 
-  it("produces exactly the outputs it produced before the one-way-architecture refactor", () => {
+  it("produces exactly the outputs its fixture records (a change that means to change them updates it)", () => {
     const fixture = JSON.parse(readFileSync(fileURLToPath(new URL("../fixtures/demo-outputs.json", import.meta.url)), "utf8")) as { files: number; digest: string };
     const digest = demoOutputsDigest({ artifacts: join(a.options.workDir, "artifacts"), manifests: a.emitted, audits: join(a.emitted, "..", "..", "audits", "demo") });
     expect(digest).toEqual({ files: fixture.files, digest: fixture.digest });

@@ -34,7 +34,7 @@ describe("repo init", () => {
     expect(profile.repo).toBe("x/y");
     // 3.10 and 3.12 are classified; of the versions the executors offer without a download, 3.11
     expect(profile.environment.python).toBe("3.11");
-    expect(profile.environment.project).toEqual({ editable: true, extras: ["test"], build_isolation: true });
+    expect(profile.environment.project).toEqual({ editable: true, extras: ["test"] });
     expect(profile.environment.requirements_files).toEqual(["requirements/test.txt"]);
     expect(profile.environment.test_runner).toBe("pytest");
     expect(profile.classification.package_roots).toEqual(["src/xpkg"]);
@@ -79,7 +79,7 @@ describe("repo init", () => {
     const out = join(tempDir(), "x__y.json");
     const result = await draftProfile("x/y", clone, { out, tasks: readDraftTasks(tasksFile) });
     expect(result.profile.environment).toMatchObject({ python: "3.9", project: { extras: ["testing"] }, requirements_files: [] });
-    expect(result.profile.environment_overrides).toEqual([{ versions: ["2.0"], tasks: [], recipe: { python: "3.11", project: { editable: true, extras: [], build_isolation: true }, requirements_files: ["requirements-dev.txt"] }, why: expect.stringContaining(recent.slice(0, 12)) }]);
+    expect(result.profile.environment_overrides).toEqual([{ versions: ["2.0"], tasks: [], recipe: { python: "3.11", project: { editable: true, extras: [] }, requirements_files: ["requirements-dev.txt"] }, why: expect.stringContaining(recent.slice(0, 12)) }]);
     expect(recipeFor(result.profile, { id: "x__y-3", version: "2.0" }).python).toBe("3.11");
     expect(result.notes.join("\n")).toMatch(new RegExp(`from ${old.slice(0, 12)} .* to ${recent.slice(0, 12)}`));
     await expect(draftProfile("x/y", clone, { out, force: true, tasks: [{ id: "x__y-9", baseCommit: "0".repeat(40) }] })).rejects.toThrow(/x__y-9: base commit 0{40} is not in the clone/);

@@ -302,7 +302,7 @@ export function registerRepo(program: Command, io: Io, exit: ExitCode): void {
     .option("--out <file>", "where to write the profile (default data/repos/OWNER__NAME.json)")
     .option("--force", "overwrite an existing profile")
     .option("--tasks <file>", "SWE-bench records or split records (JSON Lines): draft from their base revisions, one recipe per era")
-    .addHelpText("after", "\nExamples:\n  switch-swe repo init psf/requests --clone ~/src/requests\n  switch-swe repo init psf/requests --clone ~/src/requests --tasks requests-tasks.jsonl")
+    .addHelpText("after", "\nExample:\n  switch-swe repo init psf/requests --clone ~/src/requests\n  switch-swe repo init psf/requests --clone ~/src/requests --tasks requests-tasks.jsonl")
     .action(
       exit.act(async (repoName: string, opts) => {
         requirePath("--clone", opts.clone, "directory");
