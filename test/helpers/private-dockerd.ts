@@ -4,6 +4,9 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import Docker from "dockerode";
 
+/** The private engines' bridge (made once, shared by them all): never the host's docker0. */
+const PRIVATE_BRIDGE = "sswe-test0";
+
 const run = promisify(execFile);
 
 /**
@@ -25,7 +28,10 @@ export class PrivateDockerd {
   }
 
   async start(): Promise<void> {
-    const child = spawn("dockerd", ["--host", `unix://${this.socket}`, "--data-root", join(this.dir, "data"), "--exec-root", join(this.dir, "exec"), "--pidfile", this.pidfile, "--bridge", "none", "--iptables=false", "--ip-masq=false"], { stdio: "ignore", detached: true });
+    // A bridge of its own: with `--bridge none` dockerd deletes the host's docker0 at start-up,
+    // which breaks every container the machine's own engine starts on its default network.
+    await run("ip", ["link", "add", "name", PRIVATE_BRIDGE, "type", "bridge"]).catch(() => undefined);
+    const child = spawn("dockerd", ["--host", `unix://${this.socket}`, "--data-root", join(this.dir, "data"), "--exec-root", join(this.dir, "exec"), "--pidfile", this.pidfile, "--bridge", PRIVATE_BRIDGE, "--iptables=false", "--ip-masq=false"], { stdio: "ignore", detached: true });
     child.unref();
     for (let i = 0; i < 120; i++) {
       try {
