@@ -3,7 +3,10 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { formatSummary, runPipeline } from "../../pipeline/engine.ts";
+import { DockerExecutor } from "../../pipeline/executors/docker.ts";
+import { environmentSpec, recipeFor } from "../../pipeline/executors/environment.ts";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
+import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { FaultRow, faultCorpus, isRoot } from "../helpers/fault-rows.ts";
@@ -64,7 +67,12 @@ describe.skipIf(!docker)("faults of the Docker executor are never results", () =
     clean = reference.outputs();
     const records = clean["artifacts/qualify/qualifications.jsonl"]!.split("\n").filter(Boolean).map((l) => QualificationRecord.parse(JSON.parse(l)));
     expect(records.every((q) => q.executor === "docker")).toBe(true);
-    imageTags = [...new Set(records.map((q) => `switch-swe-env:${q.environment_key.slice(0, 16)}`))];
+    // The images those environments are: named by their first layer's key, from the recipe and date.
+    const profile = RepoProfile.parse(JSON.parse(readFileSync(join(reference.dir, "demo", "repos", "demo-org__geometry.json"), "utf8")));
+    imageTags = [...new Set(records.map((q) => DockerExecutor.imageTag(environmentSpec(profile.repo, recipeFor(profile, { id: q.task_id }), q.as_of))))];
+    for (const [q, tag] of records.map((q) => [q, DockerExecutor.imageTag(environmentSpec(profile.repo, recipeFor(profile, { id: q.task_id }), q.as_of))] as const)) {
+      expect(environmentSpec(profile.repo, recipeFor(profile, { id: q.task_id }), q.as_of).key, tag).toBe(q.environment_key);
+    }
   });
 
   afterAll(async () => {
