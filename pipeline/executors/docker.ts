@@ -318,7 +318,7 @@ export async function buildBaseImage(options: { suite: string; mirror: string; l
     });
   try {
     options.log.info(`debootstrap ${options.suite} from ${options.mirror} (a few minutes)`);
-    await run("debootstrap", ["--variant=minbase", "--include=python3,python3-venv,python3-pip,ca-certificates", options.suite, rootfs, options.mirror]);
+    await run("debootstrap", ["--variant=minbase", "--include=python3,python3-venv,python3-pip,ca-certificates,git", options.suite, rootfs, options.mirror]);
     options.log.info(`importing the root filesystem as ${tag}`);
     await run("sh", ["-c", `tar -C '${rootfs}' -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'LABEL org.switch-swe.base=${options.suite}' - '${tag}'`]);
     return tag;

@@ -33,7 +33,7 @@ export function recipeFor(profile: RepoProfile, task: { id: string; version?: st
  * environment's key: a change in how environments are built must not reuse images or virtual
  * environments built the old way. Bump it with any change to what the build scripts install.
  */
-export const ENVIRONMENT_SCHEME = 3;
+export const ENVIRONMENT_SCHEME = 4;
 
 export function environmentSpec(repo: string, recipe: EnvironmentRecipe, asOf: string | null): EnvironmentSpec {
   return { repo, recipe, asOf, key: hashValue({ repo, recipe, asOf, scheme: ENVIRONMENT_SCHEME }) };

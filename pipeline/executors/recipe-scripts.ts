@@ -178,9 +178,16 @@ export function revisionScript(env: EnvironmentSpec, paths: { venv: string; conf
   const uv = `${paths.venv}/bin/uv`;
   let script = "set -eu\n";
   script += `cd ${quote(paths.work)}\n`;
-  // The checkout has no .git here: setuptools-scm (and its kin) take the version from git
-  // otherwise, and fail without it. The revision's nearest tag says which version it was.
-  script += `export SETUPTOOLS_SCM_PRETEND_VERSION=${quote(version)}\n`;
+  // The copy has no .git, and setuptools-scm (and its kin) read the version from git: a repository
+  // of one commit, tagged with the revision's nearest tag, gives them that version. Made after the
+  // file list, so it is not part of the checkout. Without git (an old base image), the version is
+  // pretended instead, for every package built here (an sdist dependency built with setuptools-scm
+  // then gets it too: a reason to have git).
+  script += "if command -v git >/dev/null 2>&1; then\n";
+  script += `  git init -q && git add -A -f && git -c user.name=switch-swe -c user.email=switch-swe@localhost -c commit.gpgsign=false commit -q --no-verify -m ${quote(`base revision (switch-swe), version ${version}`)} && git tag -- ${quote(version)}\n`;
+  script += "else\n";
+  script += `  export SETUPTOOLS_SCM_PRETEND_VERSION=${quote(version)}\n`;
+  script += "fi\n";
   script += `${paths.python} ${quote(`${paths.config}/${SYNC_SCRIPT_NAME}`)} list . > ${quote(paths.baseFiles)}\n`;
   script += exports(uvEnvironment(paths));
   for (const file of recipe.requirements_files) {

@@ -54,10 +54,11 @@ export const BuildTools = z.strictObject({
   /** Installed into the environment first, and the constraints of every isolated sdist build. */
   requirements: z.array(Requirement).default(["pip", "setuptools<70", "wheel"]),
   /**
-   * Build backends an old sdist or the repository's pyproject.toml may ask for: not installed,
-   * but resolved as of `as_of` too (setuptools-scm>=6.2 did not exist in 2020).
+   * Build backends an old sdist or the repository's pyproject.toml may ask for, and what they
+   * need that is newer than they are (tomli): not installed, but resolved as of `as_of` too
+   * (setuptools-scm>=6.2 did not exist in 2020, nor tomli, which it needs).
    */
-  backends: z.array(PackageName).default(["setuptools-scm", "flit-core", "hatchling", "hatch-vcs", "poetry-core", "pdm-backend", "versioneer", "cython"]),
+  backends: z.array(PackageName).default(["setuptools-scm", "tomli", "flit-core", "hatchling", "hatch-vcs", "poetry-core", "pdm-backend", "versioneer", "cython"]),
   /**
    * The releases of these tools considered: as of this date, or the task's own as-of date if that is
    * later. A fixed date keeps builds reproducible; a late one lets a 2015 sdist build.
