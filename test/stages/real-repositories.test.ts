@@ -4,9 +4,11 @@ import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
-import type { EnvironmentSpec } from "../../pipeline/executors/types.ts";
+import { environmentSpec, recipeFor } from "../../pipeline/executors/environment.ts";
+import { profileFileName } from "../../pipeline/domain/profiles.ts";
+import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { type FidelityResult, measureFidelity } from "../../pipeline/cli/commands/fidelity.ts";
-import { swebenchTestId } from "../../pipeline/domain/test-ids.ts";
+import { normaliseTestId, swebenchTestId } from "../../pipeline/domain/test-ids.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { dockerForTests } from "../helpers/docker.ts";
@@ -25,7 +27,7 @@ const docker = await dockerForTests();
 describe.skipIf(!docker)("qualify on real repositories reproduces SWE-bench's FAIL_TO_PASS", () => {
   let result: FidelityResult;
   let workDir: string;
-  const records = new Map(readFileSync(RECORDS, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string }).map((r) => [r.instance_id, r]));
+  const records = new Map(readFileSync(RECORDS, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string; base_commit: string; version: string }).map((r) => [r.instance_id, r]));
 
   beforeAll(async () => {
     workDir = fileTempDir();
@@ -40,7 +42,9 @@ describe.skipIf(!docker)("qualify on real repositories reproduces SWE-bench's FA
       expect(task.environment, id).toEqual({ built: true });
       const ours = qualifications().get(id)!;
       expect(ours.executor).toBe("docker");
-      expect(ours.fail_to_pass.map((t) => swebenchTestId(ours.test_runner, t)).sort(), id).toEqual((JSON.parse(records.get(id)!.FAIL_TO_PASS) as string[]).sort());
+      // compared as SWE-bench spells ids: its log parser cut parametrized ids at their first space
+      const spelt = (ids: string[]) => [...new Set(ids.map(normaliseTestId))].sort();
+      expect(spelt(ours.fail_to_pass.map((t) => swebenchTestId(ours.test_runner, t))), id).toEqual(spelt(JSON.parse(records.get(id)!.FAIL_TO_PASS) as string[]));
       expect(task.failToPass!.agreement, id).toBe("exact");
       expect(ours.kept, id).toBe(true);
     }
@@ -50,8 +54,12 @@ describe.skipIf(!docker)("qualify on real repositories reproduces SWE-bench's FA
     const engine = new Docker();
     for (const id of TASKS) {
       const ours = qualifications().get(id)!;
-      const baseCommit = (JSON.parse(readFileSync(RECORDS, "utf8").split("\n").find((l) => l.includes(`"${id}"`))!) as { base_commit: string }).base_commit;
-      const env = { key: ours.environment_key } as EnvironmentSpec;
+      const record = records.get(id)!;
+      const repo = id.replace(/-\d+$/, "").replace("__", "/");
+      const profile = RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, profileFileName(repo)), "utf8")));
+      const env = environmentSpec(repo, recipeFor(profile, { id, version: record.version }), ours.as_of);
+      expect(env.key).toBe(ours.environment_key);
+      const baseCommit = record.base_commit;
       const revision = await engine.getImage(DockerExecutor.revisionTag(env, baseCommit)).inspect();
       expect(revision.Config.Labels["org.switch-swe.base-commit"]).toBe(baseCommit);
       // built on top of the environment's image: its layers are the environment's plus the install
