@@ -3,34 +3,21 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import Docker from "dockerode";
-import { BUILT_STAGES } from "../../../stages/index.ts";
-import { loadConfig } from "../../config.ts";
 import { environmentsForTasks } from "../../domain/execution.ts";
-import { cloneSourceOf, loadProfilesDir } from "../../domain/profiles.ts";
+import { cloneSourceOf } from "../../domain/profiles.ts";
 import { freshCheckout } from "../../domain/checkout.ts";
 import { MirrorCache } from "../../git.ts";
 import { needsRevisionLayer } from "../../executors/recipe-scripts.ts";
 import { buildBaseImage, DockerExecutor } from "../../executors/docker.ts";
 import { listImages, pruneImages } from "../../executors/images.ts";
 import { createLogger } from "../../logger.ts";
-import { Candidate } from "../../schemas/candidate.ts";
-import type { StageName } from "../../schemas/common.ts";
-import { SplitChange } from "../../schemas/split.ts";
-import { ArtifactStore } from "../../store.ts";
-import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
+import { type ExitCode, type Io, requirePath } from "../io.ts";
+import { readSplitArtifacts } from "../split-artifacts.ts";
 
 /** Builds the environment image of every split task of a pipeline, as qualify would on demand. */
 async function buildImages(io: Io, configPath: string): Promise<number> {
   requirePath("--config", configPath, "file");
-  const loaded = loadConfig(configPath, BUILT_STAGES);
-  const store = new ArtifactStore(loaded.workDir);
-  const read = async (stage: StageName, name: string) =>
-    (await store.readRecords(stage, name).catch(() => {
-      throw new UsageError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${configPath}' up to split first`);
-    })).records;
-  const splits = (await read("split", "splits")).map((r) => SplitChange.parse(r));
-  const candidates = new Map((await read("mine", "candidates")).map((r) => Candidate.parse(r)).map((c) => [c.id, c]));
-  const { profiles } = loadProfilesDir(loaded.config.profiles_dir, loaded.baseDir);
+  const { config: loaded, splits, candidates, profiles } = await readSplitArtifacts(configPath);
   const environments = environmentsForTasks(splits, candidates, profiles);
   const envRoot = join(loaded.workDir, "envs");
   const executor = new DockerExecutor(new Docker(), createLogger({ write: (line) => io.err(line + "\n") }), { cacheDir: join(envRoot, "uv-cache"), logDir: join(envRoot, "build-logs") });

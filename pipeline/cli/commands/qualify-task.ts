@@ -1,12 +1,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { BUILT_STAGES } from "../../../stages/index.ts";
 import { writeFileAtomic } from "../../atomic.ts";
-import { loadConfig } from "../../config.ts";
 import { environmentsForTasks } from "../../domain/execution.ts";
 import type { EnvironmentSpec } from "../../executors/types.ts";
-import { Candidate } from "../../schemas/candidate.ts";
-import type { StageName } from "../../schemas/common.ts";
-import { ArtifactStore } from "../../store.ts";
 import type { Command } from "commander";
 import { createLogger } from "../../logger.ts";
 import { RecordError } from "../../stage.ts";
@@ -17,7 +12,8 @@ import { createExecutor } from "../../executors/index.ts";
 import { MirrorCache } from "../../git.ts";
 import { freshCheckout } from "../../domain/checkout.ts";
 import type { Logger } from "../../logger.ts";
-import { cloneSourceOf, type LoadedProfile, loadProfiles, loadProfilesDir, profileFileName } from "../../domain/profiles.ts";
+import { cloneSourceOf, type LoadedProfile, loadProfiles, profileFileName } from "../../domain/profiles.ts";
+import { readSplitArtifacts } from "../split-artifacts.ts";
 import { SplitChange } from "../../schemas/split.ts";
 import { describeFirstIssue, InputError } from "../../validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask } from "../../../stages/qualify/run.ts";
@@ -58,17 +54,9 @@ function readSplitFile(file: string): SplitChange {
  */
 async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange; loaded: LoadedProfile; env: EnvironmentSpec; resolvePath: (p: string) => string; executorKind: "auto" | "docker" | "local" }> {
   if (options.config) {
-    const config = loadConfig(options.config, BUILT_STAGES);
-    const store = new ArtifactStore(config.workDir);
-    const read = async (stage: StageName, name: string) =>
-      (await store.readRecords(stage, name).catch(() => {
-        throw new InputError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${options.config}' up to split first`);
-      })).records;
-    const splits = (await read("split", "splits")).map((r) => SplitChange.parse(r));
-    const candidates = new Map((await read("mine", "candidates")).map((r) => Candidate.parse(r)).map((c) => [c.id, c]));
+    const { config, splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(options.config);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
-    if (!split) throw new InputError(`--task ${options.task}: no such task in ${store.artifactPath("split", "splits")}`);
-    const { profiles, errors } = loadProfilesDir(config.config.profiles_dir, config.baseDir);
+    if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
     const loaded = profiles.get(split.repo);
     if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${config.config.profiles_dir}`);
     const env = environmentsForTasks(splits.some((s) => s.task_id === split.task_id) ? splits : [...splits, split], candidates, profiles).get(split.task_id)!;
