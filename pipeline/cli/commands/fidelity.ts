@@ -136,8 +136,8 @@ export function formatFidelity(result: FidelityResult): string {
   for (const t of result.tasks) if (!t.environment.built) notBuilt.set(t.environment.reason, (notBuilt.get(t.environment.reason) ?? 0) + 1);
   if (notBuilt.size) lines.push(`not qualified, by reason: ${[...notBuilt].map(([r, k]) => `${r} ${k}`).join(", ")}`);
   const timed = result.builds.filter((b) => b.seconds !== undefined);
-  const minutes = timed.reduce((s, b) => s + b.seconds!, 0) / 60;
-  lines.push(`environments: ${result.environments} distinct; built by this run: ${result.builds.length}${timed.length ? `, ${(minutes / timed.length).toFixed(1)} min per build` : ""}`);
+  const seconds = timed.reduce((s, b) => s + b.seconds!, 0);
+  lines.push(`environments: ${result.environments} distinct; layers built by this run: ${result.builds.length}${timed.length ? `, ${(seconds / timed.length).toFixed(1)} s per build, ${(seconds / 60).toFixed(1)} min in all` : ""}`);
   return lines.join("\n") + "\n";
 }
 
