@@ -13,10 +13,10 @@ export type Agreement = "exact" | "subset" | "superset" | "overlap" | "disjoint"
  * Why one test is in one list and not the other:
  * - `needs_network`: it failed in every run for want of the network (we run offline by design);
  * - `unstable`: its outcome changed between our runs;
- * - `id_format`: the same test, spelt differently (a parametrized id SWE-bench cut at a space,
- *   a docstring line Django's verbose output printed in place of the name);
+ * - `id_format`: the same test, spelt differently (a parametrized id cut short, or one whose
+ *   parameter embeds a path of the machine that ran it);
  * - `environment`: our runs never reported it (not collected: an import failed), or reported it
- *   as an error in both states, which is what a missing or different dependency looks like;
+ *   as an error or a skip in every run, which is what a missing or different dependency looks like;
  * - `other`: none of these: a real difference in behaviour, to look at.
  */
 export type DifferenceClass = "needs_network" | "unstable" | "id_format" | "environment" | "other";
@@ -36,9 +36,21 @@ export function agreementOf(ours: ReadonlySet<string>, theirs: ReadonlySet<strin
   return common ? "overlap" : "disjoint";
 }
 
-/** A looser key: the id without its parameters, for telling a spelling difference from a real one. */
-function looseKey(id: string): string {
-  return id.replace(/\[.*$/s, "").replace(/\s+\(.*$/s, "").trim();
+/** The id without its parameters. */
+function baseOf(id: string): string {
+  return id.replace(/\[.*$/s, "");
+}
+
+/**
+ * Two spellings of one test: one a cut-off form of the other (a parametrized id cut at a character
+ * other than a space), or the same test whose parameter embeds a path of the machine that ran it
+ * (SWE-bench's ids carry its own home directories).
+ */
+function sameTestSpeltDifferently(a: string, b: string): boolean {
+  if (a === b) return false;
+  if (a.startsWith(b) || b.startsWith(a)) return baseOf(a) === baseOf(b) && a.includes("[");
+  const machinePath = /\[(.*[-/])?\/(home|root|n|tmp|Users|usr|opt|var)\//;
+  return baseOf(a) === baseOf(b) && (machinePath.test(a) || machinePath.test(b));
 }
 
 /**
@@ -50,22 +62,21 @@ export function compareSet(ours: string[], theirs: string[], qualification: Qual
   const ourIds = new Map(ours.map((id) => [toTheirs(id), id]));
   const theirIds = new Set(theirs.map(normaliseTestId));
   const seen = new Map([...qualification.designated_tests].map((id) => [toTheirs(id), id]));
-  const looseOurs = new Set([...ourIds.keys()].map(looseKey));
-  const looseTheirs = new Set([...theirIds].map(looseKey));
-  const classify = (test: string, other: Set<string>): DifferenceClass => {
+  const classify = (test: string, others: Iterable<string>): DifferenceClass => {
     const ourId = seen.get(test);
     if (ourId && qualification.needs_network.includes(ourId)) return "needs_network";
     if (ourId && qualification.unstable.includes(ourId)) return "unstable";
-    if (other.has(looseKey(test))) return "id_format";
+    for (const other of others) if (sameTestSpeltDifferently(test, other)) return "id_format";
     if (!ourId) return "environment";
+    // never run for real in any state: not collected, an import error, or skipped for a missing optional package
     const statuses = qualification.runs.map((r) => r.outcomes[ourId]);
-    if (statuses.every((s) => s === "error" || s === "absent")) return "environment";
+    if (statuses.every((s) => s === "error" || s === "absent" || s === "skipped")) return "environment";
     return "other";
   };
   return {
     agreement: agreementOf(new Set(ourIds.keys()), theirIds),
-    missing: [...theirIds].filter((t) => !ourIds.has(t)).sort().map((test) => ({ test, class: classify(test, looseOurs) })),
-    extra: [...ourIds.keys()].filter((t) => !theirIds.has(t)).sort().map((test) => ({ test, class: classify(test, looseTheirs) })),
+    missing: [...theirIds].filter((t) => !ourIds.has(t)).sort().map((test) => ({ test, class: classify(test, [...seen.keys()]) })),
+    extra: [...ourIds.keys()].filter((t) => !theirIds.has(t)).sort().map((test) => ({ test, class: classify(test, theirIds) })),
   };
 }
 

@@ -188,15 +188,32 @@ describe("fidelity: our sets against a record's", () => {
   });
 
   it("classifies every difference from what our runs saw", () => {
-    const runs = [
-      { state: "before" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: { "t.py::net": "failed", "t.py::flaky": "passed", "t.py::imp": "error", "t.py::p[a b]": "failed", "t.py::real": "passed" } as const },
-      { state: "after" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: { "t.py::net": "failed", "t.py::flaky": "failed", "t.py::imp": "error", "t.py::p[a b]": "passed", "t.py::real": "passed" } as const },
+    const outcomes = (before: Record<string, string>, after: Record<string, string>) => [
+      { state: "before" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: before },
+      { state: "after" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: after },
     ];
-    const q = record({ designated_tests: ["t.py::flaky", "t.py::imp", "t.py::net", "t.py::p[a b]", "t.py::real"], runs, fail_to_pass: ["t.py::p[a b]"], needs_network: ["t.py::net"], unstable: ["t.py::flaky"] });
-    const compared = compareSet(q.fail_to_pass, ["t.py::net", "t.py::flaky", "t.py::imp", "t.py::p[x]", "t.py::real", "t.py::gone"], q);
-    expect(compared.agreement).toBe("disjoint");
-    expect(Object.fromEntries(compared.missing.map((d) => [d.test, d.class]))).toEqual({ "t.py::net": "needs_network", "t.py::flaky": "unstable", "t.py::imp": "environment", "t.py::p[x]": "id_format", "t.py::real": "other", "t.py::gone": "environment" });
-    expect(compared.extra).toEqual([{ test: "t.py::p[a", class: "id_format" }]);
+    const tests = {
+      net: ["failed", "failed"], flaky: ["passed", "failed"], imp: ["error", "error"], opt: ["skipped", "skipped"], real: ["passed", "passed"],
+      "cut[abc\tdef]": ["failed", "passed"], "data[/root/.cache/a.dcm-1]": ["failed", "passed"], "p[a b]": ["failed", "passed"],
+    } as Record<string, [string, string]>;
+    const ids = Object.keys(tests).map((t) => `t.py::${t}`);
+    const runs = outcomes(Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![0]])), Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![1]])));
+    const q = QualificationRecord.parse(record({ designated_tests: [...ids].sort(), runs, fail_to_pass: ["t.py::cut[abc\tdef]", "t.py::data[/root/.cache/a.dcm-1]", "t.py::p[a b]"], needs_network: ["t.py::net"], unstable: ["t.py::flaky"] }));
+    const theirs = ["t.py::net", "t.py::flaky", "t.py::imp", "t.py::opt", "t.py::real", "t.py::gone", "t.py::cut[abc", "t.py::data[/n/fs/guest/.cache/a.dcm-1]", "t.py::p[a b c]"];
+    const compared = compareSet(q.fail_to_pass, theirs, q);
+    expect(compared.agreement).toBe("overlap");
+    expect(Object.fromEntries(compared.missing.map((d) => [d.test, d.class]))).toEqual({
+      "t.py::net": "needs_network",
+      "t.py::flaky": "unstable",
+      "t.py::imp": "environment",
+      "t.py::opt": "environment",
+      "t.py::real": "other",
+      "t.py::gone": "environment",
+      "t.py::cut[abc": "id_format",
+      "t.py::data[/n/fs/guest/.cache/a.dcm-1]": "id_format",
+    });
+    // "p[a b]" and "p[a b c]" are one test once both are cut at their first space, as SWE-bench's were
+    expect(compared.extra.map((d) => [d.test, d.class])).toEqual([["t.py::cut[abc\tdef]", "id_format"], ["t.py::data[/root/.cache/a.dcm-1]", "id_format"]]);
   });
 });
 
