@@ -14,7 +14,8 @@ export type Agreement = "exact" | "subset" | "superset" | "overlap" | "disjoint"
  * - `needs_network`: it failed in every run for want of the network (we run offline by design);
  * - `unstable`: its outcome changed between our runs;
  * - `id_format`: the same test, spelt differently (a parametrized id cut short, or one whose
- *   parameter embeds a path of the machine that ran it);
+ *   parameter embeds a path of the machine that ran it), or an id that several of our tests are
+ *   cut down to, which a record's cut ids cannot tell apart;
  * - `environment`: our runs never reported it (not collected: an import failed), or reported it
  *   as an error or a skip in every run, which is what a missing or different dependency looks like;
  * - `other`: none of these: a real difference in behaviour, to look at.
@@ -62,8 +63,12 @@ export function compareSet(ours: string[], theirs: string[], qualification: Qual
   const ourIds = new Map(ours.map((id) => [toTheirs(id), id]));
   const theirIds = new Set(theirs.map(normaliseTestId));
   const seen = new Map([...qualification.designated_tests].map((id) => [toTheirs(id), id]));
+  // Ids that several of our tests are cut down to: a record cut this way cannot name them apart.
+  const spellings = new Map<string, number>();
+  for (const id of qualification.designated_tests) spellings.set(toTheirs(id), (spellings.get(toTheirs(id)) ?? 0) + 1);
   const classify = (test: string, others: Iterable<string>): DifferenceClass => {
     const ourId = seen.get(test);
+    if ((spellings.get(test) ?? 0) > 1) return "id_format";
     if (ourId && qualification.needs_network.includes(ourId)) return "needs_network";
     if (ourId && qualification.unstable.includes(ourId)) return "unstable";
     for (const other of others) if (sameTestSpeltDifferently(test, other)) return "id_format";

@@ -195,10 +195,11 @@ describe("fidelity: our sets against a record's", () => {
     const tests = {
       net: ["failed", "failed"], flaky: ["passed", "failed"], imp: ["error", "error"], opt: ["skipped", "skipped"], real: ["passed", "passed"],
       "cut[abc\tdef]": ["failed", "passed"], "data[/root/.cache/a.dcm-1]": ["failed", "passed"], "p[a b]": ["failed", "passed"],
+      "m[x 1]": ["failed", "passed"], "m[x 2]": ["failed", "passed"],
     } as Record<string, [string, string]>;
     const ids = Object.keys(tests).map((t) => `t.py::${t}`);
     const runs = outcomes(Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![0]])), Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![1]])));
-    const q = QualificationRecord.parse(record({ designated_tests: [...ids].sort(), runs, fail_to_pass: ["t.py::cut[abc\tdef]", "t.py::data[/root/.cache/a.dcm-1]", "t.py::p[a b]"], needs_network: ["t.py::net"], unstable: ["t.py::flaky"] }));
+    const q = QualificationRecord.parse(record({ designated_tests: [...ids].sort(), runs, fail_to_pass: ["t.py::cut[abc\tdef]", "t.py::data[/root/.cache/a.dcm-1]", "t.py::p[a b]", "t.py::m[x 1]", "t.py::m[x 2]"], needs_network: ["t.py::net"], unstable: ["t.py::flaky"] }));
     const theirs = ["t.py::net", "t.py::flaky", "t.py::imp", "t.py::opt", "t.py::real", "t.py::gone", "t.py::cut[abc", "t.py::data[/n/fs/guest/.cache/a.dcm-1]", "t.py::p[a b c]"];
     const compared = compareSet(q.fail_to_pass, theirs, q);
     expect(compared.agreement).toBe("overlap");
@@ -213,7 +214,8 @@ describe("fidelity: our sets against a record's", () => {
       "t.py::data[/n/fs/guest/.cache/a.dcm-1]": "id_format",
     });
     // "p[a b]" and "p[a b c]" are one test once both are cut at their first space, as SWE-bench's were
-    expect(compared.extra.map((d) => [d.test, d.class])).toEqual([["t.py::cut[abc\tdef]", "id_format"], ["t.py::data[/root/.cache/a.dcm-1]", "id_format"]]);
+    // and two tests that both cut down to "m[x" cannot be told apart by a record cut that way
+    expect(compared.extra.map((d) => [d.test, d.class])).toEqual([["t.py::cut[abc\tdef]", "id_format"], ["t.py::data[/root/.cache/a.dcm-1]", "id_format"], ["t.py::m[x", "id_format"]]);
   });
 });
 
