@@ -10,6 +10,7 @@ import { environmentSpec, planEnvironments, recipeFor } from "../../pipeline/exe
 import { environmentLayerKey, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
 import { describeTestCommand, runnerArgv } from "../../pipeline/executors/runners.ts";
 import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } from "../../pipeline/executors/types.ts";
+import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { EnvironmentRecipe, RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { runFailure } from "../../stages/qualify/run.ts";
@@ -188,7 +189,7 @@ describe("fidelity: our sets against a record's", () => {
   });
 
   it("classifies every difference from what our runs saw", () => {
-    const outcomes = (before: Record<string, string>, after: Record<string, string>) => [
+    const outcomes = (before: Record<string, TestStatus>, after: Record<string, TestStatus>) => [
       { state: "before" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: before },
       { state: "after" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: after },
     ];
@@ -196,7 +197,7 @@ describe("fidelity: our sets against a record's", () => {
       net: ["failed", "failed"], flaky: ["passed", "failed"], imp: ["error", "error"], opt: ["skipped", "skipped"], real: ["passed", "passed"],
       "cut[abc\tdef]": ["failed", "passed"], "data[/root/.cache/a.dcm-1]": ["failed", "passed"], "p[a b]": ["failed", "passed"],
       "m[x 1]": ["failed", "passed"], "m[x 2]": ["failed", "passed"],
-    } as Record<string, [string, string]>;
+    } as Record<string, [TestStatus, TestStatus]>;
     const ids = Object.keys(tests).map((t) => `t.py::${t}`);
     const runs = outcomes(Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![0]])), Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![1]])));
     const q = QualificationRecord.parse(record({ designated_tests: [...ids].sort(), runs, fail_to_pass: ["t.py::cut[abc\tdef]", "t.py::data[/root/.cache/a.dcm-1]", "t.py::p[a b]", "t.py::m[x 1]", "t.py::m[x 2]"], needs_network: ["t.py::net"], unstable: ["t.py::flaky"] }));
