@@ -18,7 +18,7 @@ export interface TestRunRequest {
   env: EnvironmentSpec;
   /** A prepared checkout on the host (patches applied). */
   checkoutDir: string;
-  /** pytest arguments selecting tests: files or node ids; empty for the whole suite. */
+  /** Tests to run: files or test ids (pytest node ids, Django unittest ids); empty for the whole suite. */
   tests: string[];
   timeoutSeconds: number;
   /**
