@@ -102,8 +102,8 @@ const RECIPE_FIELDS = {
   project: ProjectInstall.nullable().default(null),
   /**
    * Shell commands run in the checkout at the base revision after the above, at build time (never in
-   * a test run). They get UV_EXCLUDE_NEWER, UV_CONSTRAINT and UV_BUILD_CONSTRAINT, so `uv pip
-   * install` in them honours the as-of date; `pip install` does not.
+   * a test run). They get UV_CONFIG_FILE (the as-of date and its exceptions), UV_CONSTRAINT and
+   * UV_BUILD_CONSTRAINT, so `uv pip install` in them honours the as-of date; `pip install` does not.
    */
   install: z.array(z.string().min(1)).default([]),
   test_runner: TestRunner.default("pytest"),
