@@ -9,7 +9,7 @@ import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
-import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
@@ -287,12 +287,12 @@ export class DockerExecutor implements Executor {
       const state = (await container.inspect().catch((error) => { throw engineFault(error, "inspecting a test container"); })).State;
       if (state.OOMKilled) throw new InfrastructureFault(`the test container ran out of memory (${this.limits.memoryBytes} bytes)`);
       if (!timedOut && !request.guarded) assertNotKilled(exitCode);
-      const logs = demultiplex(await container.logs({ stdout: true, stderr: true, tail: 2000 }).catch(() => Buffer.from("")));
+      const logs = demultiplex(await container.logs({ stdout: true, stderr: true }).catch(() => Buffer.from("")));
       const junit = join(results, REPORT_NAME);
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
       const guard = join(results, GUARD_REPORT_NAME);
       const guardJson = request.guarded && !timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
-      return { timedOut, junitXml, exitCode, wallSeconds: (performance.now() - started) / 1000, outputTail: logs.slice(-20_000), ...(guardJson ? { guardJson } : {}) };
+      return { timedOut, junitXml, exitCode, wallSeconds: (performance.now() - started) / 1000, outputTail: logs.slice(-RUN_OUTPUT_LIMIT), ...(guardJson ? { guardJson } : {}) };
     } finally {
       await container?.remove({ force: true }).catch(() => undefined);
       // Files the container created are root's; the host user (root here) removes them.

@@ -9,7 +9,7 @@ import type { Logger } from "../logger.ts";
 import { GUARD_REPORT_NAME } from "./guarded.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
-import { assertNotKilled, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 interface Completed {
   /** The exit status; 128 + the signal's number when a signal ended the process, as a shell says. */
@@ -52,6 +52,34 @@ export function killMarkedProcesses(runId: string): number {
 }
 
 /**
+ * The last `limit` bytes of a stream, kept as chunks and joined only when they grow past twice
+ * the limit (appending to one string would copy it on every chunk), decoded once at the end.
+ */
+class OutputTail {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly limit: number) {}
+
+  add(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size > 2 * this.limit) this.trim();
+  }
+
+  private trim(): void {
+    const joined = Buffer.concat(this.chunks);
+    this.chunks = [joined.subarray(Math.max(0, joined.length - this.limit))];
+    this.size = this.chunks[0]!.length;
+  }
+
+  text(): string {
+    if (this.size > this.limit) this.trim();
+    return Buffer.concat(this.chunks).toString("utf8");
+  }
+}
+
+/**
  * Runs a command in its own process group and with a marker in its environment, so that a
  * timeout, or its end, kills everything it started, even what left its group. It returns once the
  * process has exited and its output is read, or at most OUTPUT_GRACE_MS later: a descendant that
@@ -62,10 +90,8 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
     const started = performance.now();
     const runId = randomUUID();
     const child = spawn(command, args, { cwd: options.cwd, env: { ...options.env, [RUN_MARKER]: runId }, detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    let output = "";
-    const keep = (d: Buffer) => {
-      output = (output + d.toString()).slice(-(options.outputLimit ?? 20_000));
-    };
+    const output = new OutputTail(options.outputLimit ?? RUN_OUTPUT_LIMIT);
+    const keep = (d: Buffer) => output.add(d);
     child.stdout.on("data", keep);
     child.stderr.on("data", keep);
     const killAll = () => {
@@ -89,7 +115,7 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
       child.stdout.destroy();
       child.stderr.destroy();
       const status = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : -1);
-      resolve({ code: status, ...(signal ? { signal } : {}), timedOut, output, seconds: (performance.now() - started) / 1000 });
+      resolve({ code: status, ...(signal ? { signal } : {}), timedOut, output: output.text(), seconds: (performance.now() - started) / 1000 });
     };
     child.on("error", (error) => {
       clearTimeout(timer);
@@ -150,7 +176,7 @@ export class LocalExecutor implements Executor {
   private async runBuildScript(script: string, cwd: string, env: EnvironmentSpec, what: string, logName: string): Promise<void> {
     const network = buildNetworkSettings();
     const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
-    const result = await runProcess("sh", ["-c", script], { cwd, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds, outputLimit: 4_000_000 });
+    const result = await runProcess("sh", ["-c", script], { cwd, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds, outputLimit: 16_000_000 });
     const logPath = await saveBuildLog(join(this.root, "build-logs"), logName, result.output);
     if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed`, result.output, result.timedOut || Boolean(result.signal), lowDiskSpace(this.root), logPath, "the local executor found no such interpreter on this machine's PATH");
   }

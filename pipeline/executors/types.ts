@@ -39,13 +39,16 @@ export interface BaseRevision {
   checkout: () => Promise<{ dir: string; dispose: () => Promise<void> }>;
 }
 
+/** How much of a run's output is kept (its end): what a failed run's saved log holds. */
+export const RUN_OUTPUT_LIMIT = 1_000_000;
+
 export interface TestRunResult {
   timedOut: boolean;
   /** The JUnit XML report, read from outside the checkout; absent when pytest wrote none. */
   junitXml?: string;
   exitCode: number;
   wallSeconds: number;
-  /** The last lines of the run's output, for diagnosis. */
+  /** The run's output, its last RUN_OUTPUT_LIMIT bytes at most: saved whole when the run failed. */
   outputTail: string;
   /** With `guarded`: the runner's own record of the session (see runner.py), if it finished. */
   guardJson?: string;
