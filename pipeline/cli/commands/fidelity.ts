@@ -48,7 +48,15 @@ export async function measureFidelity(options: FidelityOptions): Promise<Fidelit
   let records = resolve(options.records);
   if (options.tasks?.length) {
     const wanted = new Set(options.tasks);
-    const lines = readFileSync(records, "utf8").split("\n").filter((line) => line.trim() && wanted.has((JSON.parse(line) as { instance_id?: string }).instance_id ?? ""));
+    // a line that is not JSON is kept: mine then rejects it naming the file, the line and why
+    const idOf = (line: string) => {
+      try {
+        return (JSON.parse(line) as { instance_id?: string }).instance_id;
+      } catch {
+        return undefined;
+      }
+    };
+    const lines = readFileSync(records, "utf8").split("\n").filter((line) => line.trim() && (idOf(line) === undefined || wanted.has(idOf(line)!)));
     records = join(workDir, "records.jsonl");
     await writeFileAtomic(records, lines.map((l) => `${l}\n`).join(""));
   }
