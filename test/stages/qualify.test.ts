@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
@@ -22,6 +22,14 @@ import { fileTempDir } from "../helpers/tmp.ts";
 const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
 const bin = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
 const docker = await dockerForTests();
+
+/** The latest modification time (ms) of any file under `dir`, or 0. */
+function newestCacheWrite(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .reduce((latest, entry) => Math.max(latest, statSync(join(entry.parentPath, entry.name)).mtimeMs), 0);
+}
 
 function readRecords<T>(path: string): T[] {
   return readFileSync(path, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
@@ -73,9 +81,17 @@ describe("qualify on the demo corpus", () => {
 
   it("gives byte-identical records when SIGKILLed mid-run and run again", async () => {
     await new Promise<void>((resolve, reject) => {
+      const started = Date.now();
       const child = spawn(process.execPath, [bin, "qualify", "--config", demo.configPath, "--executor", "local", "--force", "-q"], { stdio: "ignore" });
-      setTimeout(() => child.kill("SIGKILL"), 8000);
-      child.on("exit", (_c, signal) => (signal === "SIGKILL" ? resolve() : reject(new Error("qualify finished before it was killed"))));
+      // Killed mid-run, whatever the machine's load: once it has cached its first record, not at a fixed time.
+      const poll = setInterval(() => {
+        if (newestCacheWrite(join(demo.workDir, "cache", "qualify")) > started) child.kill("SIGKILL");
+      }, 50);
+      child.on("exit", (_c, signal) => {
+        clearInterval(poll);
+        if (signal === "SIGKILL") resolve();
+        else reject(new Error("qualify finished before it was killed"));
+      });
     });
     const again = await qualifyWith("local", false);
     expect(again.summary.stages[0]!.reused).toBeGreaterThan(0);
