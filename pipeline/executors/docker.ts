@@ -1,12 +1,14 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
-import { GUARD_REPORT_NAME } from "./guarded.ts";
+import { ChannelReader, channelToken } from "./guarded.ts";
+import { hashValue } from "../canonical.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
 import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
@@ -17,6 +19,11 @@ export const BASE_REPOSITORY = "switch-swe-base";
 export const ENV_REPOSITORY = "switch-swe-env";
 export const REVISION_REPOSITORY = "switch-swe-rev";
 const LABEL = "org.switch-swe.environment";
+/**
+ * Tests run as this user (Debian's `nobody`), with no capabilities: the environment, the runner
+ * and its configuration belong to root and cannot be changed by the code under test.
+ */
+export const RUN_USER = "65534:65534";
 
 /**
  * The base image for a Python version, and the interpreter in it: the Debian suite whose python3 is
@@ -137,8 +144,9 @@ export class DockerExecutor implements Executor {
     return `${ENV_REPOSITORY}:${environmentLayerKey(env).slice(0, 16)}`;
   }
 
+  /** The prepared checkout in a revision image belongs to the run user, so the tag names that user too. */
   static revisionTag(env: EnvironmentSpec, commit: string): string {
-    return `${REVISION_REPOSITORY}:${revisionKey(env, commit).slice(0, 16)}`;
+    return `${REVISION_REPOSITORY}:${hashValue({ revision: revisionKey(env, commit), run_user: RUN_USER }).slice(0, 16)}`;
   }
 
   async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
@@ -183,7 +191,8 @@ export class DockerExecutor implements Executor {
     const started = performance.now();
     try {
       const copy = `mkdir -p ${IN_IMAGE.work} && /env/bin/python ${IN_IMAGE.config}/${SYNC_SCRIPT_NAME} overlay /checkout ${IN_IMAGE.work} /dev/null\n`;
-      const script = copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" }, await revisionVersion(checkout.dir));
+      // The tests, run as RUN_USER, may write in their checkout (many do), so it is theirs.
+      const script = copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" }, await revisionVersion(checkout.dir)) + `chown -R ${RUN_USER} ${IN_IMAGE.work}\n`;
       await this.buildLayer({ from: DockerExecutor.imageTag(env), tag, script, what: `installing ${env.repo} at ${base.commit.slice(0, 12)}`, labels: { [LABEL]: revisionKey(env, base.commit), "org.switch-swe.repo": env.repo, "org.switch-swe.base-commit": base.commit }, binds: [`${resolve(checkout.dir)}:/checkout:ro`] });
     } finally {
       await checkout.dispose();
@@ -238,26 +247,42 @@ export class DockerExecutor implements Executor {
     const results = await mkdtemp(join(tmpdir(), "switch-swe-results-"));
     const { recipe } = request.env;
     const revision = needsRevisionLayer(recipe);
+    const guarded = request.guarded;
     if (revision && !request.baseCommit) throw new Error(`the recipe of ${request.env.repo} installs from the checkout: a run must name its base commit`);
     let container: Docker.Container | undefined;
     try {
-      const layout = { python: "/env/bin/python", resultsDir: "/results", ...(revision ? { prepared: { checkout: "/checkout", work: IN_IMAGE.work, baseFiles: IN_IMAGE.baseFiles, config: IN_IMAGE.config } } : {}) };
-      await prepareRunFiles(results, recipe, layout, request.guarded);
-      await writeFile(join(results, "run.sh"), runScript(recipe, request.tests, layout, Boolean(request.guarded)));
+      // The run's checkout is mounted read-only and copied into a directory of the run user: over
+      // the prepared revision, or into /tmp/work.
+      const layout = {
+        python: "/env/bin/python",
+        resultsDir: "/results",
+        channelOnStdout: true,
+        ...(revision ? { prepared: { checkout: "/checkout", work: IN_IMAGE.work, baseFiles: IN_IMAGE.baseFiles, config: IN_IMAGE.config } } : { copyFrom: { from: "/checkout", to: "/tmp/work" } }),
+      };
+      await prepareRunFiles(results, recipe, layout, guarded);
+      await writeFile(join(results, "run.sh"), runScript(recipe, request.tests, layout, Boolean(guarded)));
+      // A guarded run's directory is read-only to it (it reports on its channel); an unguarded run writes its JUnit report there.
+      await chmod(results, guarded ? 0o755 : 0o777);
+      const token = channelToken();
+      let reader: ChannelReader | undefined;
+      let attached: { stream: NodeJS.ReadWriteStream; ended: Promise<void> } | undefined;
       const started = performance.now();
       try {
         container = await this.docker.createContainer({
           Image: revision ? DockerExecutor.revisionTag(request.env, request.baseCommit!) : DockerExecutor.imageTag(request.env),
           Cmd: ["sh", "/results/run.sh"],
-          WorkingDir: "/work",
+          WorkingDir: "/tmp",
+          User: RUN_USER,
           // Nothing from the host's environment: GITHUB_TOKEN and friends never reach the tests.
-          Env: [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"],
+          Env: [RUN_PATH, "HOME=/tmp", "USER=nobody", "LOGNAME=nobody", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"],
           NetworkDisabled: true,
+          ...(guarded ? { OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true } : {}),
           HostConfig: {
             NetworkMode: "none",
-            // Bind mounts take absolute host paths only. A prepared revision gets the run's
-            // checkout read-only beside it, overlaid by the run script.
-            Binds: [revision ? `${resolve(request.checkoutDir)}:/checkout:ro` : `${resolve(request.checkoutDir)}:/work`, `${results}:/results`],
+            // Bind mounts take absolute host paths only.
+            Binds: [`${resolve(request.checkoutDir)}:/checkout:ro`, `${results}:/results${guarded ? ":ro" : ""}`],
+            CapDrop: ["ALL"],
+            SecurityOpt: ["no-new-privileges"],
             Memory: this.limits.memoryBytes,
             MemorySwap: this.limits.memoryBytes,
             PidsLimit: this.limits.pids,
@@ -265,7 +290,18 @@ export class DockerExecutor implements Executor {
           },
           Labels: { [LABEL]: request.env.key, ...this.labels },
         });
+        if (guarded) {
+          // The channel is the container's standard output (run.sh moves fd 3 there); the token goes in on standard input.
+          const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream;
+          const current = container;
+          reader = new ChannelReader(token, () => void current.kill().catch(() => undefined));
+          const channelSink = new Writable({ write: (chunk: Buffer, _encoding, done) => (reader!.push(chunk), done()) });
+          const ignore = new Writable({ write: (_chunk, _encoding, done) => done() });
+          this.docker.modem.demuxStream(stream, channelSink, ignore);
+          attached = { stream, ended: new Promise((resolve) => (stream.once("end", resolve), stream.once("close", resolve))) };
+        }
         await container.start();
+        attached?.stream.write(`${token}\n`);
       } catch (error) {
         throw engineFault(error, "starting a test container");
       }
@@ -284,15 +320,18 @@ export class DockerExecutor implements Executor {
       } finally {
         clearTimeout(timer);
       }
+      // What the container wrote before it exited is still on its way: wait for the stream's end (a few seconds at most).
+      if (attached && !timedOut) await Promise.race([attached.ended, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       const state = (await container.inspect().catch((error) => { throw engineFault(error, "inspecting a test container"); })).State;
       if (state.OOMKilled) throw new InfrastructureFault(`the test container ran out of memory (${this.limits.memoryBytes} bytes)`);
-      if (!timedOut && !request.guarded) assertNotKilled(exitCode);
+      if (!timedOut && !guarded) assertNotKilled(exitCode);
       const logs = demultiplex(await container.logs({ stdout: true, stderr: true }).catch(() => Buffer.from("")));
+      const wallSeconds = (performance.now() - started) / 1000;
+      if (guarded) return { timedOut, exitCode, wallSeconds, outputTail: logs.slice(-RUN_OUTPUT_LIMIT), ...(timedOut ? {} : { channel: reader!.channel }) };
+      // A timed-out run's files are never read: whatever they say was not finished.
       const junit = join(results, REPORT_NAME);
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
-      const guard = join(results, GUARD_REPORT_NAME);
-      const guardJson = request.guarded && !timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
-      return { timedOut, junitXml, exitCode, wallSeconds: (performance.now() - started) / 1000, outputTail: logs.slice(-RUN_OUTPUT_LIMIT), ...(guardJson ? { guardJson } : {}) };
+      return { timedOut, junitXml, exitCode, wallSeconds, outputTail: logs.slice(-RUN_OUTPUT_LIMIT) };
     } finally {
       await container?.remove({ force: true }).catch(() => undefined);
       // Files the container created are root's; the host user (root here) removes them.

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
@@ -6,7 +6,7 @@ import { constants, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
-import { GUARD_REPORT_NAME } from "./guarded.ts";
+import { ChannelReader, channelToken } from "./guarded.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
 import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
@@ -85,11 +85,18 @@ class OutputTail {
  * process has exited and its output is read, or at most OUTPUT_GRACE_MS later: a descendant that
  * escaped and holds the pipes open cannot keep the caller waiting.
  */
-export function runProcess(command: string, args: string[], options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string; outputLimit?: number }): Promise<Completed> {
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string; outputLimit?: number; channel?: (chunk: Buffer, stop: () => void) => void; ownPidNamespace?: boolean },
+): Promise<Completed> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const runId = randomUUID();
-    const child = spawn(command, args, { cwd: options.cwd, env: { ...options.env, [RUN_MARKER]: runId }, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    // In a PID namespace of its own, every descendant dies with the run's first process, whatever
+    // session, group or environment it moved to.
+    const [file, argv] = options.ownPidNamespace && pidNamespaceAvailable() ? ["unshare", ["--pid", "--fork", "--kill-child", "--", command, ...args]] : [command, args];
+    const child = spawn(file, argv, { cwd: options.cwd, env: { ...options.env, [RUN_MARKER]: runId }, detached: true, stdio: options.channel ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"] });
     const output = new OutputTail(options.outputLimit ?? RUN_OUTPUT_LIMIT);
     const keep = (d: Buffer) => output.add(d);
     child.stdout.on("data", keep);
@@ -102,6 +109,9 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
       }
       killMarkedProcesses(runId);
     };
+    const channel = options.channel ? (child.stdio[3] as NodeJS.ReadableStream & { destroy(): void }) : undefined;
+    channel?.on("data", (chunk: Buffer) => options.channel!(chunk, killAll));
+    channel?.on("error", () => undefined);
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -114,6 +124,7 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
       clearTimeout(timer);
       child.stdout.destroy();
       child.stderr.destroy();
+      channel?.destroy();
       const status = code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : -1);
       resolve({ code: status, ...(signal ? { signal } : {}), timedOut, output: output.text(), seconds: (performance.now() - started) / 1000 });
     };
@@ -135,6 +146,14 @@ export function runProcess(command: string, args: string[], options: { cwd: stri
     child.stdin.on("error", () => undefined);
     child.stdin.end(options.input ?? "");
   });
+}
+
+let pidNamespace: boolean | undefined;
+
+/** Whether this machine lets us start a process in a PID namespace of its own (root, or user namespaces). */
+export function pidNamespaceAvailable(): boolean {
+  pidNamespace ??= spawnSync("unshare", ["--pid", "--fork", "--kill-child", "--", "true"], { stdio: "ignore", timeout: 10_000 }).status === 0;
+  return pidNamespace;
 }
 
 const BASE_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", PYTHONDONTWRITEBYTECODE: "1", PIP_DISABLE_PIP_VERSION_CHECK: "1" };
@@ -285,19 +304,34 @@ export class LocalExecutor implements Executor {
     try {
       const layout: RunLayout = { python, resultsDir: results, ...(prepared ? { prepared } : {}) };
       await prepareRunFiles(results, request.env.recipe, layout, request.guarded);
-      const done = await runProcess("bash", ["-s"], {
-        cwd: request.checkoutDir,
-        env: { ...BASE_ENV, PATH: `${join(venv, "bin")}:${BASE_ENV.PATH}`, HOME: results, VIRTUAL_ENV: venv },
-        timeoutSeconds: request.timeoutSeconds,
-        input: runScript(request.env.recipe, request.tests, layout, Boolean(request.guarded)),
-      });
-      if (!done.timedOut && !request.guarded) assertNotKilled(done.code, done.signal ? `signal ${done.signal}` : undefined);
+      const script = runScript(request.env.recipe, request.tests, layout, Boolean(request.guarded));
+      const env = { ...BASE_ENV, PATH: `${join(venv, "bin")}:${BASE_ENV.PATH}`, HOME: results, VIRTUAL_ENV: venv };
+      if (request.guarded) {
+        // The runner takes its token on standard input, so the script is a file; the channel is fd 3.
+        await writeFile(join(results, "run.sh"), script);
+        const token = channelToken();
+        let reader: ChannelReader | undefined;
+        const done = await runProcess("bash", [join(results, "run.sh")], {
+          cwd: request.checkoutDir,
+          env,
+          timeoutSeconds: request.timeoutSeconds,
+          input: `${token}\n`,
+          ownPidNamespace: true,
+          channel: (chunk, stop) => {
+            reader ??= new ChannelReader(token, stop);
+            reader.push(chunk);
+          },
+        });
+        // A run that timed out has nothing to say: its channel is not read.
+        const channel = done.timedOut ? undefined : (reader?.channel ?? { records: [], finished: false, foreign: [] });
+        return { timedOut: done.timedOut, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output, ...(channel ? { channel } : {}) };
+      }
+      const done = await runProcess("bash", ["-s"], { cwd: request.checkoutDir, env, timeoutSeconds: request.timeoutSeconds, input: script, ownPidNamespace: true });
+      if (!done.timedOut) assertNotKilled(done.code, done.signal ? `signal ${done.signal}` : undefined);
       // A timed-out run's files are never read: whatever they say was not finished.
       const junit = join(results, REPORT_NAME);
       const junitXml = !done.timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
-      const guard = join(results, GUARD_REPORT_NAME);
-      const guardJson = request.guarded && !done.timedOut && existsSync(guard) ? await readFile(guard, "utf8") : undefined;
-      return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output, ...(guardJson ? { guardJson } : {}) };
+      return { timedOut: done.timedOut, junitXml, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output };
     } finally {
       await rm(results, { recursive: true, force: true });
     }

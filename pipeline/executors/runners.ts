@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { djangoLabel } from "../domain/test-ids.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 import { quote, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
-import { GUARD_REPORT_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME } from "./guarded.ts";
+import { GUARDED_CONFIG_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME, type GuardedRun } from "./guarded.ts";
 
 /**
  * pytest options the pipeline adds, after the repository's own configuration (its `addopts`
@@ -45,16 +45,20 @@ export interface RunLayout {
   resultsDir: string;
   /** With a prepared revision: overlay the run's checkout onto the prepared one, and run there. */
   prepared?: { checkout: string; work: string; baseFiles: string; config: string };
+  /** Copy the run's checkout to a directory the test user owns, and run there. */
+  copyFrom?: { from: string; to: string };
+  /** The guarded runner's channel (fd 3) is made the process's standard output (containers). */
+  channelOnStdout?: boolean;
 }
 
 export const REPORT_NAME = "report.xml";
 
 /** Files a run needs in its results directory (on the host at `hostResultsDir`) before it starts. */
-export async function prepareRunFiles(hostResultsDir: string, recipe: EnvironmentRecipe, layout: RunLayout, guarded?: { submittedPaths: string[] }): Promise<void> {
+export async function prepareRunFiles(hostResultsDir: string, recipe: EnvironmentRecipe, layout: RunLayout, guarded?: GuardedRun): Promise<void> {
   if (recipe.test_runner === "django") await writeFile(join(hostResultsDir, `${DJANGO_SETTINGS_MODULE}.py`), djangoSettings(layout.resultsDir, REPORT_NAME));
   if (guarded) {
     await writeFile(join(hostResultsDir, GUARDED_RUNNER_NAME), GUARDED_RUNNER);
-    await writeFile(join(hostResultsDir, "submitted.json"), JSON.stringify(guarded.submittedPaths));
+    await writeFile(join(hostResultsDir, GUARDED_CONFIG_NAME), JSON.stringify({ submitted: guarded.submittedPaths, protected: guarded.protectedPaths }));
   }
 }
 
@@ -64,8 +68,9 @@ export function runnerArgv(recipe: EnvironmentRecipe, tests: string[], layout: R
   switch (recipe.test_runner) {
     case "pytest":
     case "sympy": {
-      const runner = guarded ? [`${layout.resultsDir}/${GUARDED_RUNNER_NAME}`, `${layout.resultsDir}/${GUARD_REPORT_NAME}`, `${layout.resultsDir}/submitted.json`] : ["-m", "pytest"];
-      return { argv: [layout.python, ...runner, ...recipe.test_options, ...tests, ...PYTEST_OPTIONS, `--junitxml=${junit}`], env: {} };
+      // A guarded run reports on its channel; it writes no JUnit file (nothing would read it).
+      if (guarded) return { argv: [layout.python, `${layout.resultsDir}/${GUARDED_RUNNER_NAME}`, `${layout.resultsDir}/${GUARDED_CONFIG_NAME}`, ...recipe.test_options, ...tests, ...PYTEST_OPTIONS], env: {} };
+      return { argv: [layout.python, "-m", "pytest", ...recipe.test_options, ...tests, ...PYTEST_OPTIONS, `--junitxml=${junit}`], env: {} };
     }
     case "django":
       if (guarded) throw new Error("the django runner cannot run guarded (verify scores pytest-based runners only)");
@@ -87,6 +92,10 @@ export function describeTestCommand(recipe: EnvironmentRecipe, tests: string[]):
 export function runScript(recipe: EnvironmentRecipe, tests: string[], layout: RunLayout, guarded: boolean): string {
   const { argv, env } = runnerArgv(recipe, tests, layout, guarded);
   let script = "set -e\n";
+  // In a container the channel leaves on standard output, which nothing else may write to: the
+  // run's own output goes to standard error.
+  if (guarded && layout.channelOnStdout) script += "exec 3>&1 1>&2\n";
+  if (layout.copyFrom) script += `mkdir -p ${quote(layout.copyFrom.to)}\ncp -RP --preserve=mode ${quote(`${layout.copyFrom.from}/.`)} ${quote(layout.copyFrom.to)}\ncd ${quote(layout.copyFrom.to)}\n`;
   if (layout.prepared) {
     const { checkout, work, baseFiles, config } = layout.prepared;
     script += `${quote(layout.python)} ${quote(`${config}/${SYNC_SCRIPT_NAME}`)} overlay ${quote(checkout)} ${quote(work)} ${quote(baseFiles)}\n`;

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { writeFileAtomic } from "../atomic.ts";
 import { join } from "node:path";
 import { outputLooksTransient, TransientFailure } from "../failures.ts";
+import type { GuardChannel, GuardedRun } from "./guarded.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 
 /** An environment to run a repository's tests in: one per (repository, recipe, as-of date). */
@@ -28,9 +29,10 @@ export interface TestRunRequest {
   baseCommit?: string;
   /**
    * Run through the verifier's guarded runner (pipeline/verifier/runner.py) instead of
-   * `python -m pytest`: for untrusted submissions, whose own outcome record is returned too.
+   * `python -m pytest`: for untrusted submissions. Its results come back on a channel the test
+   * process cannot forge from outside itself, never from a file; no JUnit report is read.
    */
-  guarded?: { submittedPaths: string[] };
+  guarded?: GuardedRun;
 }
 
 /** A base revision, and how to get a clean checkout of it (for the revision layer of an environment). */
@@ -50,8 +52,8 @@ export interface TestRunResult {
   wallSeconds: number;
   /** The run's output, its last RUN_OUTPUT_LIMIT bytes at most: saved whole when the run failed. */
   outputTail: string;
-  /** With `guarded`: the runner's own record of the session (see runner.py), if it finished. */
-  guardJson?: string;
+  /** With `guarded`: what the runner's channel carried up to its `finish` record (nothing of a timed-out run). */
+  channel?: GuardChannel;
 }
 
 /** The machinery failed (engine down, image build broken, OOM kill): retried, never blamed on the task. */

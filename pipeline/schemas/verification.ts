@@ -8,6 +8,19 @@ export const DroppedPath = z.object({
 });
 export type DroppedPath = z.infer<typeof DroppedPath>;
 
+/**
+ * A construct in the submitted code, or a thing it did while the tests ran, that is rare in honest
+ * fixes and common in cheats: for auditors. It never changes the verdict.
+ */
+export const SuspiciousFinding = z.strictObject({
+  rule: z.enum(["reads_test_files", "reads_source", "heap_walk", "caller_frames", "atexit", "hard_exit", "code_assignment", "plugin_registration", "eq_always_true", "module_getattr", "runtime"]),
+  /** The submitted file and its line (static findings); null for what the runner saw at run time. */
+  path: z.string().nullable(),
+  line: z.number().int().positive().nullable(),
+  detail: z.string(),
+});
+export type SuspiciousFinding = z.infer<typeof SuspiciousFinding>;
+
 /** What `switch-swe verify` writes for one submission (SPEC §3). */
 export const VerificationReport = z.object({
   session_id: z.string(),
@@ -27,6 +40,8 @@ export const VerificationReport = z.object({
    * Any entry makes the submission unresolved.
    */
   integrity_problems: z.array(z.string()),
+  /** Hints for an auditor (see SuspiciousFinding); reports written before they existed have none. */
+  suspicious: z.array(SuspiciousFinding).default([]),
   timed_out: z.boolean(),
   resolved: z.boolean(),
   infrastructure_retries: z.number().int().min(0).max(2),

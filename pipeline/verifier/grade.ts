@@ -1,16 +1,10 @@
-import { parseJunitReport } from "../domain/junit.ts";
+import type { GuardChannel } from "../executors/guarded.ts";
 import type { TestStatus } from "../schemas/common.ts";
 
-/** What the guarded runner (runner.py) writes when the session ends. */
-interface GuardRecord {
-  finished: boolean;
-  exitstatus: number;
-  tampering: string[];
-  outcomes: Record<string, Partial<Record<"setup" | "call" | "teardown", string>>>;
-}
+type Phase = "setup" | "call" | "teardown";
 
 /** One test's status from the runner's per-phase record: every phase must pass for "passed". */
-export function statusFromPhases(phases: Partial<Record<"setup" | "call" | "teardown", string>> | undefined): TestStatus {
+export function statusFromPhases(phases: Partial<Record<Phase, string>> | undefined): TestStatus {
   if (!phases) return "absent";
   const { setup, call, teardown } = phases;
   if (setup === "failed" || teardown === "failed") return "error";
@@ -24,46 +18,45 @@ export function statusFromPhases(phases: Partial<Record<"setup" | "call" | "tear
 export interface GradedRun {
   tests: Record<string, TestStatus>;
   integrityProblems: string[];
+  /** What the runner saw the submission do that is rare in honest fixes (does not change the verdict). */
+  suspicious: string[];
+  timedOut: boolean;
 }
 
 /**
- * The status of every required test in one verifier run (SPEC §3). A test passes only when the
- * JUnit report, written outside the checkout, says so and the runner's own record agrees; a test
- * neither reports is absent; a run cut off by its timeout leaves its unreported tests "timeout".
- * Nothing printed on the console is ever read.
+ * The status of every required test in one guarded verifier run (SPEC §3), from the runner's
+ * channel alone: no file the test process could write is read. A test passes only when the runner
+ * reported each of its phases passed, once. The channel must end with the runner's `finish`
+ * record; a line on it without the run's token, a phase reported twice with different outcomes,
+ * or any problem the runner found makes the run untrustworthy. A run cut off by its timeout is
+ * unresolved whatever it had reported: its unreported tests are "timeout", the rest keep what was
+ * seen, but nothing of it counts.
  */
-export function gradeRun(required: readonly string[], run: { junitXml?: string; guardJson?: string; timedOut: boolean; exitCode: number }): GradedRun {
-  const junit = new Map((run.junitXml ? parseJunitReport(run.junitXml).results : []).map((r) => [r.nodeId, r.status as TestStatus]));
+export function gradeRun(required: readonly string[], run: { channel?: GuardChannel; timedOut: boolean; exitCode: number }): GradedRun {
   const integrityProblems: string[] = [];
-  let guard: GuardRecord | undefined;
-  if (run.guardJson) {
-    try {
-      guard = JSON.parse(run.guardJson) as GuardRecord;
-    } catch {
-      integrityProblems.push("the runner's record of the session is not valid JSON");
-    }
+  const suspicious: string[] = [];
+  const phases = new Map<string, Partial<Record<Phase, string>>>();
+  const channel = run.timedOut ? undefined : run.channel;
+  for (const record of channel?.records ?? []) {
+    if (record.kind === "test") {
+      const seen = phases.get(record.nodeid) ?? {};
+      const previous = seen[record.when];
+      if (previous !== undefined && previous !== record.outcome) integrityProblems.push(`${record.nodeid}: its ${record.when} was reported twice, ${previous} and then ${record.outcome}`);
+      seen[record.when] = previous ?? record.outcome;
+      phases.set(record.nodeid, seen);
+    } else if (record.kind === "problem") integrityProblems.push(`tampering: ${record.text}`);
+    else if (record.kind === "suspicious") suspicious.push(record.text);
+    else if (record.kind === "finish") for (const problem of record.problems) integrityProblems.push(`tampering: ${problem}`);
   }
-  if (!run.timedOut && (!guard || guard.finished !== true)) {
-    integrityProblems.push(`the test session ended before pytest finished it (exit code ${run.exitCode}); its results cannot be confirmed`);
-  }
-  for (const entry of guard?.tampering ?? []) integrityProblems.push(`tampering: ${entry}`);
+  if (channel?.foreign.length) integrityProblems.push(`the results channel carried ${channel.foreign.length} line(s) the runner did not write, e.g. ${JSON.stringify(channel.foreign[0])}`);
+  if (run.timedOut) integrityProblems.push("the run did not finish within its timeout");
+  else if (!channel?.finished) integrityProblems.push(`the test session ended before pytest finished it (exit code ${run.exitCode}); its results cannot be confirmed`);
   const tests: Record<string, TestStatus> = {};
-  for (const test of [...required].sort()) {
-    const reported = junit.get(test) ?? (run.timedOut ? "timeout" : "absent");
-    if (reported === "passed" && guard) {
-      const recorded = statusFromPhases(guard.outcomes?.[test]);
-      if (recorded !== "passed") {
-        integrityProblems.push(`${test}: the JUnit report says passed, the runner's own record says ${recorded}`);
-        tests[test] = recorded;
-        continue;
-      }
-    }
-    tests[test] = reported;
-  }
-  return { tests, integrityProblems };
+  for (const test of [...required].sort()) tests[test] = run.timedOut && !phases.has(test) ? "timeout" : statusFromPhases(phases.get(test));
+  return { tests, integrityProblems: [...new Set(integrityProblems)], suspicious: [...new Set(suspicious)].sort(), timedOut: run.timedOut };
 }
 
-/** SPEC §3: applied, nothing undermines the run, and every required test was collected, executed and passed. */
+/** SPEC §3: applied, finished within its timeout, nothing undermines the run, and every required test was collected, executed and passed. */
 export function isResolved(applied: boolean, graded: GradedRun | undefined): boolean {
-  return applied && graded !== undefined && graded.integrityProblems.length === 0 && Object.keys(graded.tests).length > 0 && Object.values(graded.tests).every((s) => s === "passed");
+  return applied && graded !== undefined && !graded.timedOut && graded.integrityProblems.length === 0 && Object.keys(graded.tests).length > 0 && Object.values(graded.tests).every((s) => s === "passed");
 }

@@ -6,7 +6,10 @@ import { BuildFailed, type EnvironmentSpec, type Executor } from "../executors/t
 import type { Logger } from "../logger.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
-import type { DroppedPath } from "../schemas/verification.ts";
+import type { DroppedPath, SuspiciousFinding } from "../schemas/verification.ts";
+import { classifyPath } from "../domain/classify.ts";
+import { readdir } from "node:fs/promises";
+import { staticFindings } from "./suspicious.ts";
 import { RecordError } from "../stage.ts";
 import { gradeRun, isResolved, type GradedRun } from "./grade.ts";
 import { assertSubmittedLinksInside, pathsOfPatch, planSubmission, UnsafeSubmission } from "./submission.ts";
@@ -32,6 +35,7 @@ export interface VerifyOutcome {
   apply_error?: string;
   tests: Record<string, string>;
   integrity_problems: string[];
+  suspicious: SuspiciousFinding[];
   timed_out: boolean;
   resolved: boolean;
   infrastructure_retries: number;
@@ -60,6 +64,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     applied: false,
     tests: Object.fromEntries(required.map((t) => [t, "absent"])),
     integrity_problems: [],
+    suspicious: [],
     timed_out: false,
     resolved: false,
     infrastructure_retries: 0,
@@ -75,7 +80,9 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     if (error instanceof UnsafeSubmission) return { ...initial, apply_error: `refused: ${error.message}` };
     throw error;
   }
-  const base: VerifyOutcome = { ...initial, dropped_paths: plan.dropped };
+  // Text with no file section in it is not an empty diff: it is not a diff at all.
+  if (input.artifact.trim() !== "" && plan.applied.length + plan.dropped.length === 0) return { ...initial, apply_error: "the artifact is not a git diff: it has no `diff --git` (or ---/+++) file section" };
+  const base: VerifyOutcome = { ...initial, dropped_paths: plan.dropped, suspicious: staticFindings(plan.applied) };
 
   let checkout;
   try {
@@ -92,8 +99,9 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     if (error instanceof UnsafeSubmission) return { ...base, apply_error: `refused: ${error.message}` };
     throw error;
   }
-  // The runner flags any of these that pytest loads as a plugin.
+  // Code from these may not act as a test or a plugin; the protected files are compared with what runs.
   const submittedPaths = [...new Set(plan.applied.flatMap((f) => [f.path, f.oldPath]))].sort();
+  const protectedPaths = await testFilesOf(checkout.dir, input.rules, heldoutTestPaths);
   const faulted = (message: string, retries: number): VerifyOutcome => ({ ...base, applied: true, infrastructure_retries: retries, infrastructure_fault: message });
   try {
     let outcome;
@@ -102,7 +110,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
       outcome = await withInfrastructureRetries(
         `${task.task_id}: verifier run`,
         log,
-        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths } }),
+        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths, protectedPaths } }),
         input.infrastructureBackoffMs,
       );
     } catch (error) {
@@ -116,6 +124,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
       applied: true,
       tests: graded.tests,
       integrity_problems: graded.integrityProblems,
+      suspicious: [...base.suspicious, ...graded.suspicious.map((detail) => ({ rule: "runtime" as const, path: null, line: null, detail }))],
       timed_out: outcome.value.timedOut,
       resolved: isResolved(true, graded),
       infrastructure_retries: outcome.retries,
@@ -123,4 +132,22 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
   } finally {
     await checkout.dispose();
   }
+}
+
+/**
+ * The Python test files and conftests of a prepared checkout (by the profile's rules, and the
+ * held-out test patch's files): the runner reads them before any code of the checkout runs.
+ */
+async function testFilesOf(dir: string, rules: ClassificationRules, heldoutTestPaths: ReadonlySet<string>): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (relative: string): Promise<void> => {
+    for (const entry of await readdir(relative ? `${dir}/${relative}` : dir, { withFileTypes: true })) {
+      const path = relative ? `${relative}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (entry.name !== ".git" && entry.name !== "__pycache__") await walk(path);
+      } else if (entry.isFile() && path.endsWith(".py") && (heldoutTestPaths.has(path) || entry.name === "conftest.py" || classifyPath(path, rules).class === "test")) found.push(path);
+    }
+  };
+  await walk("");
+  return found.sort();
 }

@@ -7,6 +7,8 @@ import { parseGitDiff } from "../../pipeline/domain/diff.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { gradeRun, isResolved, statusFromPhases } from "../../pipeline/verifier/grade.ts";
+import { staticFindings } from "../../pipeline/verifier/suspicious.ts";
+import { ChannelReader, type GuardChannel } from "../../pipeline/executors/guarded.ts";
 import { assertSubmittedLinksInside, planSubmission, UnsafeSubmission } from "../../pipeline/verifier/submission.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 
@@ -109,45 +111,103 @@ describe("planning a submission", () => {
   });
 });
 
-const junit = (cases: string) => `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="1" time="0.1">${cases}</testsuite></testsuites>`;
-const passedCase = (name: string) => `<testcase classname="tests.test_core" file="tests/test_core.py" line="1" name="${name}" time="0.01"/>`;
-const guard = (outcomes: Record<string, Record<string, string>>, tampering: string[] = []) => JSON.stringify({ finished: true, exitstatus: 0, tampering, outcomes });
+const TOKEN = "t0k3n";
+/** The lines a runner sends for tests whose phases have these outcomes, then (unless `finish` is false) its finish record. */
+function runnerLines(outcomes: Record<string, Record<string, string>>, options: { problems?: string[]; finish?: boolean; token?: string } = {}): string {
+  const token = options.token ?? TOKEN;
+  const lines = Object.entries(outcomes).flatMap(([nodeid, phases]) => Object.entries(phases).map(([when, outcome]) => JSON.stringify({ kind: "test", nodeid, when, outcome, token })));
+  if (options.finish !== false) lines.push(JSON.stringify({ kind: "finish", exitstatus: 0, problems: options.problems ?? [], token }));
+  return lines.join("\n") + "\n";
+}
+/** Feeds text to a channel reader in small chunks, as a pipe delivers it; returns what it kept and whether it asked to stop. */
+function read(text: string): { channel: GuardChannel; stopped: number } {
+  let stopped = 0;
+  const reader = new ChannelReader(TOKEN, () => stopped++);
+  const bytes = Buffer.from(text);
+  for (let at = 0; at < bytes.length; at += 7) reader.push(bytes.subarray(at, at + 7));
+  return { channel: reader.channel, stopped };
+}
 const allPassed = { setup: "passed", call: "passed", teardown: "passed" };
 
-describe("grading a verifier run", () => {
+describe("the guarded runner's channel", () => {
   const required = ["tests/test_core.py::test_a", "tests/test_core.py::test_b"];
 
-  it("passes a test only when the JUnit report and the runner's record agree", () => {
-    const graded = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), guardJson: guard({ [required[0]!]: allPassed, [required[1]!]: allPassed }), timedOut: false, exitCode: 0 });
-    expect(graded).toEqual({ tests: { [required[0]!]: "passed", [required[1]!]: "passed" }, integrityProblems: [] });
+  it("passes a test only when the runner reported every phase passed, and the session finished", () => {
+    const { channel, stopped } = read(runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }));
+    expect(stopped).toBe(1);
+    const graded = gradeRun(required, { channel, timedOut: false, exitCode: 0 });
+    expect(graded).toEqual({ tests: { [required[0]!]: "passed", [required[1]!]: "passed" }, integrityProblems: [], suspicious: [], timedOut: false });
     expect(isResolved(true, graded)).toBe(true);
     expect(isResolved(false, graded)).toBe(false);
   });
 
-  it("does not pass a test whose JUnit entry was forged", () => {
-    const graded = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), guardJson: guard({ [required[0]!]: allPassed, [required[1]!]: { setup: "passed", call: "failed", teardown: "passed" } }), timedOut: false, exitCode: 0 });
+  it("reads nothing after the finish record: what a process writes once the session ended does not count", () => {
+    const forged = JSON.stringify({ kind: "test", nodeid: required[1], when: "call", outcome: "passed", token: TOKEN });
+    const { channel } = read(runnerLines({ [required[0]!]: allPassed, [required[1]!]: { setup: "passed", call: "failed", teardown: "passed" } }) + forged + "\n");
+    const graded = gradeRun(required, { channel, timedOut: false, exitCode: 0 });
     expect(graded.tests[required[1]!]).toBe("failed");
-    expect(graded.integrityProblems[0]).toMatch(/test_b: the JUnit report says passed, the runner's own record says failed/);
-    expect(isResolved(true, graded)).toBe(false);
+    expect(graded.integrityProblems).toEqual([]);
   });
 
-  it("trusts nothing from a session that never finished, and reports tampering", () => {
-    const early = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), timedOut: false, exitCode: 0 });
+  it("distrusts a run whose channel carried a line without the run's token, or a phase reported twice", () => {
+    const foreign = read(JSON.stringify({ kind: "finish", exitstatus: 0, problems: [] }) + "\n" + runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }));
+    const graded = gradeRun(required, { channel: foreign.channel, timedOut: false, exitCode: 0 });
+    expect(graded.integrityProblems.join("\n")).toMatch(/1 line\(s\) the runner did not write/);
+    expect(isResolved(true, graded)).toBe(false);
+    const twice = read(runnerLines({ [required[0]!]: { call: "passed" } }, { finish: false }) + runnerLines({ [required[0]!]: { ...allPassed, call: "failed" }, [required[1]!]: allPassed }));
+    expect(gradeRun(required, { channel: twice.channel, timedOut: false, exitCode: 0 }).integrityProblems).toEqual([`${required[0]}: its call was reported twice, passed and then failed`]);
+  });
+
+  it("trusts nothing from a session that never finished, reports the runner's problems, and keeps its suspicious findings apart", () => {
+    const early = gradeRun(required, { channel: read(runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }, { finish: false })).channel, timedOut: false, exitCode: 0 });
     expect(early.integrityProblems).toEqual(["the test session ended before pytest finished it (exit code 0); its results cannot be confirmed"]);
     expect(isResolved(true, early)).toBe(false);
-    const tampered = gradeRun(required, { junitXml: junit(passedCase("test_a") + passedCase("test_b")), guardJson: guard({ [required[0]!]: allPassed, [required[1]!]: allPassed }, ["_pytest.runner.call_and_report was replaced during the run"]), timedOut: false, exitCode: 0 });
+    const noted = JSON.stringify({ kind: "suspicious", text: "src/x.py walked the heap (gc.get_objects)", token: TOKEN }) + "\n";
+    const tampered = gradeRun(required, { channel: read(noted + runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }, { problems: ["_pytest.runner.call_and_report was replaced during the run"] })).channel, timedOut: false, exitCode: 0 });
     expect(tampered.integrityProblems).toEqual(["tampering: _pytest.runner.call_and_report was replaced during the run"]);
+    expect(tampered.suspicious).toEqual(["src/x.py walked the heap (gc.get_objects)"]);
     expect(isResolved(true, tampered)).toBe(false);
   });
 
-  it("counts missing, skipped, xfailed and timed-out tests as not passed", () => {
-    expect(gradeRun(required, { junitXml: junit(passedCase("test_a")), guardJson: guard({ [required[0]!]: allPassed }), timedOut: false, exitCode: 0 }).tests[required[1]!]).toBe("absent");
+  it("counts a timed-out run as unresolved whatever it reported, and missing, skipped and xfailed tests as not passed", () => {
+    const { channel } = read(runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }));
+    const late = gradeRun(required, { channel, timedOut: true, exitCode: -1 });
+    expect(late.integrityProblems).toEqual(["the run did not finish within its timeout"]);
+    expect(isResolved(true, late)).toBe(false);
     expect(gradeRun(required, { timedOut: true, exitCode: -1 }).tests).toEqual({ [required[0]!]: "timeout", [required[1]!]: "timeout" });
+    expect(gradeRun(required, { channel: read(runnerLines({ [required[0]!]: allPassed })).channel, timedOut: false, exitCode: 0 }).tests[required[1]!]).toBe("absent");
     expect(statusFromPhases({ setup: "skipped", teardown: "passed" })).toBe("skipped");
     expect(statusFromPhases({ setup: "passed", call: "xfailed", teardown: "passed" })).toBe("xfailed");
     expect(statusFromPhases({ setup: "passed", call: "passed", teardown: "failed" })).toBe("error");
     expect(statusFromPhases({ setup: "passed", call: "passed" })).toBe("absent");
-    expect(isResolved(true, { tests: {}, integrityProblems: [] })).toBe(false);
+    expect(isResolved(true, { tests: {}, integrityProblems: [], suspicious: [], timedOut: false })).toBe(false);
+  });
+});
+
+describe("static flags for auditors", () => {
+  it("lists the constructs of the submitted lines that are rare in honest fixes, with their lines, and nothing of the unchanged file", () => {
+    const patch = [
+      "diff --git a/src/pkg/core.py b/src/pkg/core.py",
+      "--- a/src/pkg/core.py",
+      "+++ b/src/pkg/core.py",
+      "@@ -1,2 +1,12 @@",
+      " import gc",
+      "+import atexit, sys",
+      " X = gc.get_objects()",
+      "+def f():",
+      "+    frame = sys._getframe(1)",
+      "+    return open('tests/test_core.py').read()",
+      "+class Anything:",
+      "+    def __eq__(self, other):",
+      "+        return True",
+      "+def __getattr__(name):",
+      "+    return Anything()",
+      "+f.__code__ = (lambda: 1).__code__",
+      "",
+    ].join("\n");
+    const findings = staticFindings(parseGitDiff(patch));
+    expect(findings.map((f) => `${f.line} ${f.rule}`)).toEqual(["2 atexit", "5 caller_frames", "6 reads_test_files", "8 eq_always_true", "10 module_getattr", "12 code_assignment"]);
+    expect(findings.every((f) => f.path === "src/pkg/core.py")).toBe(true);
   });
 });
 

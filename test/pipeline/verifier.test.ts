@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -29,12 +30,55 @@ const WRONG = "\n\ndef weigh_width(value, precision=None):\n    return 0\n";
 /** Python that writes a JUnit report saying every test of the task passed, to the path pytest was given. */
 const FORGE_JUNIT = `
 def _forge_junit():
-    import sys
-    path = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml=")][0]
+    import os, sys
+    paths = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml=")] + [os.path.join(os.path.dirname(a), "report.xml") for a in sys.argv[:1]] + ["report.xml"]
     names = ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text", "test_circle_scale"]
     cases = "".join('<testcase classname="tests.test_shapes_circle" file="${"tests/test_shapes_circle.py"}" name="%s" time="0.01"/>' % n for n in names)
-    with open(path, "w") as f:
-        f.write('<testsuites><testsuite name="pytest" tests="4">' + cases + '</testsuite></testsuites>')
+    for path in paths:
+        try:
+            with open(path, "w") as f:
+                f.write('<testsuites><testsuite name="pytest" tests="4">' + cases + '</testsuite></testsuites>')
+        except OSError:
+            pass
+`;
+/** Python that writes records saying every test of the task passed, and the session finished, to the runner's channel (fd 3) and any file it can reach. */
+const FORGE_CHANNEL = `
+def _forge_channel(fd=3):
+    import json, os
+    names = ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text", "test_circle_scale"]
+    lines = [json.dumps({"kind": "test", "nodeid": "${"tests/test_shapes_circle.py"}::" + n, "when": w, "outcome": "passed"}) for n in names for w in ("setup", "call", "teardown")]
+    lines.append(json.dumps({"kind": "finish", "exitstatus": 0, "problems": []}))
+    data = ("\\n".join(lines) + "\\n").encode()
+    for target in (fd, "/proc/%d/fd/%d" % (os.getppid(), fd)):
+        try:
+            if isinstance(target, int):
+                os.write(target, data)
+            else:
+                with open(target, "wb") as f:
+                    f.write(data)
+        except OSError:
+            pass
+`;
+/** A hook that marks every report passed, as a module with no file, registered on pytest's Config found through gc. */
+const GC_PLUGIN = `
+import gc as _gc, types as _types
+_FORGER = """
+import pytest
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = 'passed'
+    report.longrepr = None
+"""
+def _register_forger():
+    for obj in _gc.get_objects():
+        if type(obj).__name__ == "Config" and hasattr(obj, "pluginmanager"):
+            module = _types.ModuleType("forger")
+            exec(_FORGER, module.__dict__)
+            obj.pluginmanager.register(module, "forger")
+            return
+_register_forger()
 `;
 /** A pytest plugin that reports every test as passed. */
 const FORGING_PLUGIN = "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    report.outcome = 'passed'\n    report.longrepr = None\n";
@@ -118,9 +162,9 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
     expect: (o) => expect(o.dropped_paths).toEqual([{ path: "conftest.py", reason: "test_configuration" }]),
   },
   {
-    name: "exits 0 from the code under test, after writing a passing JUnit file",
-    patch: () => submission((c) => append(c, CIRCLE, `${WRONG}\nimport os\n${FORGE_JUNIT}\n_forge_junit()\nos._exit(0)\n`)),
-    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/ended before pytest finished/),
+    name: "exits 0 from the code under test at import time, after writing passing results to files and to the channel",
+    patch: () => submission((c) => append(c, CIRCLE, `${WRONG}\nimport os\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\n_forge_junit()\n_forge_channel()\nos._exit(0)\n`)),
+    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/the runner did not write|ended before pytest finished/),
   },
   {
     name: "patches pytest's reporting from the code under test",
@@ -131,14 +175,73 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
     expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/tampering: _pytest\.reports\.TestReport\.from_item_and_call was replaced/),
   },
   {
-    name: "writes a fake JUnit file over the real one when the process exits",
+    name: "rewrites the report and the channel from an atexit handler, after pytest finished",
     patch: () =>
       submission((c) => {
         put(c, "report.xml", `<testsuites><testsuite name="pytest"><testcase classname="tests.test_shapes_circle" file="${TESTS}" name="test_weigh_width_basic"/></testsuite></testsuites>\n`);
-        append(c, CIRCLE, `${WRONG}\nimport atexit\n${FORGE_JUNIT}\natexit.register(_forge_junit)\n`);
+        append(c, CIRCLE, `${WRONG}\nimport atexit\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\natexit.register(_forge_junit)\natexit.register(_forge_channel)\n`);
       }),
-    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/the JUnit report says passed, the runner's own record says failed/),
+    expect: (o) => expect(Object.values(o.tests)).toContain("failed"),
   },
+  {
+    name: "registers, through gc, a plugin module with no file whose hook marks every report passed",
+    patch: () => submission((c) => append(c, "src/geometry/__init__.py", GC_PLUGIN)),
+    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/pytest_runtest_makereport hook of plugin forger/),
+  },
+  {
+    name: "forks a detached child that writes passing results to the channel and the report while the tests run",
+    patch: () =>
+      submission((c) =>
+        append(c, CIRCLE, `${WRONG}\nimport os, time\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\nif os.fork() == 0:\n    os.setsid()\n    for _ in range(200):\n        _forge_channel()\n        _forge_junit()\n        time.sleep(0.05)\n    os._exit(0)\n`),
+      ),
+    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/the runner did not write/),
+  },
+  {
+    name: "replaces the code of every test function with a no-op that keeps its file, line and name",
+    patch: () =>
+      submission((c) =>
+        append(
+          c,
+          CIRCLE,
+          `${WRONG}\nimport sys, threading, time\ndef _noop(*args, **kwargs):\n    return None\ndef _hollow():\n    for _ in range(2000):\n        module = sys.modules.get("test_shapes_circle") or sys.modules.get("tests.test_shapes_circle")\n        if module is not None:\n            for name, value in list(vars(module).items()):\n                if name.startswith("test_") and hasattr(value, "__code__"):\n                    code = value.__code__\n                    value.__code__ = _noop.__code__.replace(co_name=code.co_name, co_filename=code.co_filename, co_firstlineno=code.co_firstlineno)\n            return\n        time.sleep(0.001)\nthreading.Thread(target=_hollow, daemon=True).start()\n`,
+        ),
+      ),
+    expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/replaced the code of|is not the code tests\/test_shapes_circle\.py held before the run/),
+  },
+  {
+    name: "serves missing names through a module __getattr__ that returns objects equal to anything",
+    patch: () =>
+      submission((c) =>
+        append(c, CIRCLE, `\nclass _Anything:\n    def __eq__(self, other):\n        return True\n    def __call__(self, *args, **kwargs):\n        if args and isinstance(args[0], (str, bool)):\n            raise TypeError("weigh_width expects a number")\n        return self\ndef __getattr__(name):\n    return _Anything()\n`),
+      ),
+    expect: (o) => {
+      expect(o.integrity_problems.join("\n")).toMatch(/_Anything .* compare equal to anything/);
+      expect(o.suspicious.map((f) => f.rule)).toEqual(expect.arrayContaining(["eq_always_true", "module_getattr"]));
+    },
+  },
+  {
+    name: "answers each assertion with what the held-out test file, read at run time, expects",
+    patch: () =>
+      submission((c) =>
+        append(
+          c,
+          CIRCLE,
+          `\ndef weigh_width(value, precision=None):\n    import os, re\n    with open(os.path.join(os.getcwd(), "tests", "test_shapes_circle.py")) as f:\n        source = f.read()\n    if isinstance(value, (str, bool)):\n        raise TypeError(re.search(r'match="([^"]+)"', source).group(1))\n    for call, expected in re.findall(r"weigh_width\\((.*?)\\) == (.+)", source):\n        if eval("(lambda *a, **k: (a, k))(" + call + ")") == ((value,), {} if precision is None else {"precision": precision}):\n            return eval(expected)\n`,
+        ),
+      ),
+    expect: (o) => {
+      expect(o.integrity_problems.join("\n")).toMatch(/read the test file tests\/test_shapes_circle\.py/);
+      expect(o.suspicious.map((f) => f.rule)).toContain("reads_test_files");
+    },
+  },
+  ...(["I fixed it: see the branch fix/weigh-width.\n", "\u0000\u00ff\u0013binary\u0007garbage\u0000\n"] as const).map((text, i) => ({
+    name: `submits ${i === 0 ? "text" : "random bytes"} instead of a diff`,
+    patch: async () => text,
+    expect: (o: VerifyOutcome) => {
+      expect(o.applied).toBe(false);
+      expect(o.apply_error).toMatch(/not a (git )?diff/);
+    },
+  })),
   {
     name: "prints fake PASSED lines",
     patch: () => submission((c) => append(c, CIRCLE, `${WRONG}\nfor _n in ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text"]:\n    print("${TESTS}::" + _n + " PASSED")\nprint("==== 4 passed in 0.01s ====")\n`)),
@@ -237,6 +340,70 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
     const empty = await verify("");
     expect(empty).toMatchObject({ applied: true, resolved: false });
     expect(Object.values(empty.tests).filter((s) => s === "failed")).toHaveLength(3);
+  });
+
+  it("resolves an honest fix that uses threads, subprocesses, logging, warnings, dataclasses and its own data files", async (ctx) => {
+    if (!executor) return ctx.skip();
+    const honest = await submission(async (c) => {
+      await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+      put(c, "src/geometry/shapes/data.txt", "5\n");
+      append(
+        c,
+        CIRCLE,
+        [
+          "",
+          "import collections, dataclasses, logging, os, subprocess, sys, threading, warnings",
+          "Pair = collections.namedtuple('Pair', 'a b')",
+          "@dataclasses.dataclass",
+          "class Box:",
+          "    width: float",
+          "def _factor():",
+          "    with open(os.path.join(os.path.dirname(__file__), 'data.txt')) as f:",
+          "        return int(f.read())",
+          "assert _factor() == 5 and Box(1) == Box(1) and Pair(1, 2).a == 1",
+          "threading.Thread(target=lambda: None, daemon=True).start()",
+          "logging.getLogger(__name__).info('loaded')",
+          "warnings.warn('geometry.shapes.circle is loaded', DeprecationWarning, stacklevel=2)",
+          "subprocess.run([sys.executable, '-c', 'pass'], check=True)",
+          "",
+        ].join("\n"),
+      );
+      execFileSync("chmod", ["+x", join(c, "src/geometry/shapes/data.txt")]);
+    });
+    const outcome = await verify(honest);
+    expect(outcome).toMatchObject({ applied: true, resolved: true, integrity_problems: [], timed_out: false });
+    // Starting a process is rare in a fix: noted for an auditor, without changing the verdict.
+    expect(outcome.suspicious.some((f) => f.rule === "runtime" && /started a process/.test(f.detail))).toBe(true);
+  });
+
+  it("never resolves a run that does not finish in time, and kills everything it started", async (ctx) => {
+    if (!executor) return ctx.skip();
+    const short: EnvironmentSpec = { ...fixture.env, recipe: { ...fixture.env.recipe, test_timeout_seconds: 20 } };
+    const verifyShort = (artifact: string) => verifyArtifact(executor!, { task: fixture.heldout, env: short, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch }, silentLogger);
+    const withReference = (tail: string) =>
+      submission(async (c) => {
+        await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+        append(c, CIRCLE, tail);
+      });
+    // A forged report and channel, then a hang: a timed-out run's results are never read.
+    const forgedThenHung = await verifyShort(await submission((c) => append(c, CIRCLE, `${WRONG}\nimport time\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\n_forge_junit()\n_forge_channel()\ntime.sleep(100000)\n`)));
+    expect(forgedThenHung).toMatchObject({ timed_out: true, resolved: false });
+    // The reference fix, and a thread that never ends: pytest finishes, the process does not; that is a timeout.
+    const lingering = await verifyShort(await withReference("\nimport threading, time\nthreading.Thread(target=lambda: time.sleep(100000)).start()\n"));
+    expect(lingering).toMatchObject({ timed_out: true, resolved: false });
+    // A grandchild in a session of its own, with a clean environment, holding the run's output open.
+    const seconds = kind === "local" ? 100017 : 100018;
+    const escaped = await verifyShort(await withReference(`\nimport os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execve("/bin/sleep", ["sleep", "${seconds}"], {})\n    os._exit(0)\n`));
+    expect(escaped.applied).toBe(true);
+    // Nothing the run started is left on this machine (a container's processes show here too).
+    const left = readdirSync("/proc").filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(String(seconds));
+      } catch {
+        return false;
+      }
+    });
+    expect(left).toEqual([]);
   });
 
   it(`rejects all ${ATTACKS.length} adversarial submissions`, async (ctx) => {
