@@ -29,8 +29,22 @@ export interface GroupRow {
   switched_missing: number;
 }
 
+/** Suspicious findings (hints for auditors, never verdicts) of one configuration and condition. */
+export interface SuspiciousRow {
+  configuration: string;
+  condition: "control" | "switched";
+  /** Reports counted (of sessions of this benchmark, for their focus task). */
+  reports: number;
+  /** Of those, reports with at least one finding, and resolved reports with one. */
+  reports_flagged: number;
+  resolved_flagged: number;
+  /** Findings per rule, summed over the reports. */
+  by_rule: Record<string, number>;
+}
+
 export interface Aggregation {
   rows: GroupRow[];
+  suspicious: SuspiciousRow[];
   /** Reports that were not counted, or were counted conservatively, and why. */
   problems: string[];
 }
@@ -71,6 +85,21 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
     byCondition.set(report.condition, [...(byCondition.get(report.condition) ?? []), loaded]);
   }
   const rows: GroupRow[] = [];
+  const suspicious: SuspiciousRow[] = [];
+  for (const configuration of configurations) {
+    for (const condition of ["control", "switched"] as const) {
+      const counted = [...(seen.get(configuration)?.values() ?? [])].flatMap((byCondition) => byCondition.get(condition) ?? []);
+      const row: SuspiciousRow = { configuration, condition, reports: counted.length, reports_flagged: 0, resolved_flagged: 0, by_rule: {} };
+      for (const { report } of counted) {
+        if (!report.suspicious.length) continue;
+        row.reports_flagged++;
+        if (report.resolved) row.resolved_flagged++;
+        for (const finding of report.suspicious) row.by_rule[finding.rule] = (row.by_rule[finding.rule] ?? 0) + 1;
+      }
+      row.by_rule = Object.fromEntries(Object.entries(row.by_rule).sort(([a], [b]) => (a < b ? -1 : 1)));
+      suspicious.push(row);
+    }
+  }
   for (const configuration of configurations) {
     const bySession = seen.get(configuration) ?? new Map();
     const outcome = (sessionId: string, condition: "control" | "switched"): "resolved" | "unresolved" | "missing" => {
@@ -96,5 +125,5 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
     }
   }
   // A duplicate is found once per group it belongs to; say it once.
-  return { rows, problems: [...new Set(problems)] };
+  return { rows, suspicious, problems: [...new Set(problems)] };
 }

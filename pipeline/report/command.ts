@@ -81,7 +81,7 @@ export async function writeResultsReport(resultsDir: string, sessionsDir: string
   const { reports, problems } = loadReports(resultsDir);
   if (!reports.length) throw new ReportInputError(`${resultsDir}: no verification reports found${problems.length ? ` (${problems.length} file(s) were not reports: ${problems[0]})` : ""}`);
   const aggregated = aggregateResults(sessions, reports);
-  const aggregation = { rows: aggregated.rows, problems: [...problems, ...aggregated.problems] };
+  const aggregation = { ...aggregated, problems: [...problems, ...aggregated.problems] };
   const files = [join(outDir, "table1.md"), join(outDir, "table1.csv"), join(outDir, "resolution.svg")];
   await writeFileAtomic(files[0]!, renderMarkdown(aggregation));
   await writeFileAtomic(files[1]!, renderCsv(aggregation));

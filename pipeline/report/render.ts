@@ -55,6 +55,16 @@ export function renderMarkdown(aggregation: Aggregation): string {
   }
   lines.push("", "## Coverage", "", "| Configuration | Group | Sessions | Unint. resolved | Switch resolved | Unint. missing | Switch missing |", "|---|---|---:|---:|---:|---:|---:|");
   for (const r of aggregation.rows) lines.push(`| ${r.configuration} | ${GROUP_TITLES[r.group]} | ${r.sessions} | ${r.uninterrupted_resolved} | ${r.switched_resolved} | ${r.uninterrupted_missing} | ${r.switched_missing} |`);
+  lines.push(
+    "",
+    "## Suspicious constructs (for auditors)",
+    "",
+    "Constructs in submitted code, or things it did while the tests ran, that are rare in honest fixes and common in cheats (see the verification reports' `suspicious` field). They never change a verdict; a resolved report with findings is worth reading.",
+    "",
+    "| Configuration | Condition | Reports | Flagged | Resolved and flagged | Findings by rule |",
+    "|---|---|---:|---:|---:|---|",
+  );
+  for (const r of aggregation.suspicious) lines.push(`| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${r.reports} | ${r.reports_flagged} | ${r.resolved_flagged} | ${Object.entries(r.by_rule).map(([rule, n]) => `${rule} ${n}`).join(", ") || "none"} |`);
   if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
   return lines.join("\n") + "\n";
 }

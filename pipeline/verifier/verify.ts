@@ -138,7 +138,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
  * The Python test files and conftests of a prepared checkout (by the profile's rules, and the
  * held-out test patch's files): the runner reads them before any code of the checkout runs.
  */
-async function testFilesOf(dir: string, rules: ClassificationRules, heldoutTestPaths: ReadonlySet<string>): Promise<string[]> {
+export async function testFilesOf(dir: string, rules: ClassificationRules, heldoutTestPaths: ReadonlySet<string>): Promise<string[]> {
   const found: string[] = [];
   const walk = async (relative: string): Promise<void> => {
     for (const entry of await readdir(relative ? `${dir}/${relative}` : dir, { withFileTypes: true })) {

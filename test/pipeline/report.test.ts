@@ -37,6 +37,8 @@ function report(n: number, condition: "control" | "switched", resolved: boolean)
     applied: true,
     tests: { "tests/test_x.py::test_x": resolved ? "passed" : "failed" },
     integrity_problems: [],
+    // Agent A's resolved control run of session 2 did something an auditor should look at.
+    ...(n === 2 && condition === "control" ? { suspicious: [{ rule: "atexit", path: "src/x.py", line: 3, detail: "runs code when the interpreter exits: import atexit" }, { rule: "runtime", path: null, line: null, detail: "src/x.py walked the heap (gc.get_objects)" }] } : {}),
     timed_out: false,
     resolved,
     infrastructure_retries: 0,
@@ -72,8 +74,14 @@ describe("the results report", () => {
     const { sessions, results } = writeFixture(tempDir());
     const loaded = loadReports(results);
     expect(loaded.problems).toEqual([]);
-    const { rows, problems } = aggregateResults(loadSessions(sessions), loaded.reports);
+    const { rows, problems, suspicious } = aggregateResults(loadSessions(sessions), loaded.reports);
     expect(problems).toEqual([]);
+    expect(suspicious).toEqual([
+      { configuration: "agent-a", condition: "control", reports: 8, reports_flagged: 1, resolved_flagged: 1, by_rule: { atexit: 1, runtime: 1 } },
+      { configuration: "agent-a", condition: "switched", reports: 7, reports_flagged: 0, resolved_flagged: 0, by_rule: {} },
+      { configuration: "agent-b", condition: "control", reports: 2, reports_flagged: 0, resolved_flagged: 0, by_rule: {} },
+      { configuration: "agent-b", condition: "switched", reports: 2, reports_flagged: 0, resolved_flagged: 0, by_rule: {} },
+    ]);
     const figures = rows.map((r) => [r.configuration, r.group, r.sessions, percent(r.uninterrupted_resolved, r.sessions), percent(r.switched_resolved, r.sessions), gapPoints(r), r.uninterrupted_missing, r.switched_missing]);
     expect(figures).toEqual([
       // A overall: control 5/8 = 62.5, switched 3/8 = 37.5, gap 25; one switched run missing (session 3).
@@ -86,14 +94,15 @@ describe("the results report", () => {
       ["agent-b", "near", 4, 25, 25, 0, 3, 3],
       ["agent-b", "far", 4, 25, 25, 0, 3, 3],
     ]);
-    const csv = renderCsv({ rows, problems });
+    const csv = renderCsv({ rows, suspicious, problems });
     expect(csv.split("\n")[0]).toBe("configuration,group,sessions,uninterrupted_resolved,switched_resolved,uninterrupted_pct,switched_pct,gap_pp,uninterrupted_missing,switched_missing");
     expect(csv).toContain("agent-a,overall,8,5,3,62.5,37.5,25.0,0,1\n");
     expect(csv).toContain("agent-b,far,4,1,1,25.0,25.0,0.0,3,3\n");
-    const md = renderMarkdown({ rows, problems });
+    const md = renderMarkdown({ rows, suspicious, problems });
+    expect(md).toContain("| agent-a | Unint. | 8 | 1 | 1 | atexit 1, runtime 1 |");
     expect(md).toContain("| agent-a | 62.5 | 37.5 | 25.0 | 75.0 | 50.0 | 25.0 | 50.0 | 25.0 | 25.0 |");
     expect(md).toContain("Overall 8 sessions, Near 4, Far 4");
-    const svg = renderSvg({ rows, problems });
+    const svg = renderSvg({ rows, suspicious, problems });
     expect(svg.startsWith("<svg")).toBe(true);
     expect(svg).toContain("agent-a, Near, switched: 50.0%");
     expect(svg).toContain("gap 25.0 pp");
