@@ -20,8 +20,9 @@ export const ENV_REPOSITORY = "switch-swe-env";
 export const REVISION_REPOSITORY = "switch-swe-rev";
 const LABEL = "org.switch-swe.environment";
 /**
- * Tests run as this user (Debian's `nobody`), with no capabilities: the environment, the runner
- * and its configuration belong to root and cannot be changed by the code under test.
+ * A guarded run's tests (a submission's) run as this user (Debian's `nobody`), with no
+ * capabilities: the environment, the runner and its configuration belong to root and cannot be
+ * changed by the code under test. A revision image's prepared checkout belongs to it.
  */
 export const RUN_USER = "65534:65534";
 
@@ -251,83 +252,38 @@ export class DockerExecutor implements Executor {
     if (revision && !request.baseCommit) throw new Error(`the recipe of ${request.env.repo} installs from the checkout: a run must name its base commit`);
     let container: Docker.Container | undefined;
     try {
-      // The run's checkout is mounted read-only and copied into a directory of the run user: over
-      // the prepared revision, or into /tmp/work.
-      const layout = {
-        python: "/env/bin/python",
-        resultsDir: "/results",
-        channelOnStdout: true,
-        ...(revision ? { prepared: { checkout: "/checkout", work: IN_IMAGE.work, baseFiles: IN_IMAGE.baseFiles, config: IN_IMAGE.config } } : { copyFrom: { from: "/checkout", to: "/tmp/work" } }),
-      };
+      // A guarded run (a submission) gets the checkout read-only and its own copy of it (over the
+      // prepared revision, or in /tmp/work), prepared as root and then run as RUN_USER with no
+      // capabilities. An unguarded run (qualification: the reference patches) runs as root in the
+      // checkout itself, mounted at /work, as it always has: runs of one checkout see each other's
+      // files, on both executors. The oracle then checks each task under the verifier's conditions.
+      const prepared = revision ? { prepared: { checkout: "/checkout", work: IN_IMAGE.work, baseFiles: IN_IMAGE.baseFiles, config: IN_IMAGE.config } } : {};
+      const layout = guarded
+        ? { python: "/env/bin/python", resultsDir: "/results", channelOnStdout: true, runAs: RUN_USER, ...(revision ? prepared : { copyFrom: { from: "/checkout", to: "/tmp/work" } }) }
+        : { python: "/env/bin/python", resultsDir: "/results", ...prepared };
       await prepareRunFiles(results, recipe, layout, guarded);
       await writeFile(join(results, "run.sh"), runScript(recipe, request.tests, layout, Boolean(guarded)));
-      // A guarded run's directory is read-only to it (it reports on its channel); an unguarded run writes its JUnit report there.
-      await chmod(results, guarded ? 0o755 : 0o777);
-      const token = channelToken();
-      let reader: ChannelReader | undefined;
-      let attached: { stream: NodeJS.ReadWriteStream; ended: Promise<void> } | undefined;
+      // The runner's directory is read-only to a guarded run (it reports on its channel).
+      if (guarded) await chmod(results, 0o755);
       const started = performance.now();
+      let channel: AttachedChannel | undefined;
       try {
-        container = await this.docker.createContainer({
-          Image: revision ? DockerExecutor.revisionTag(request.env, request.baseCommit!) : DockerExecutor.imageTag(request.env),
-          Cmd: ["sh", "/results/run.sh"],
-          WorkingDir: "/tmp",
-          User: RUN_USER,
-          // Nothing from the host's environment: GITHUB_TOKEN and friends never reach the tests.
-          Env: [RUN_PATH, "HOME=/tmp", "USER=nobody", "LOGNAME=nobody", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"],
-          NetworkDisabled: true,
-          ...(guarded ? { OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true } : {}),
-          HostConfig: {
-            NetworkMode: "none",
-            // Bind mounts take absolute host paths only.
-            Binds: [`${resolve(request.checkoutDir)}:/checkout:ro`, `${results}:/results${guarded ? ":ro" : ""}`],
-            CapDrop: ["ALL"],
-            SecurityOpt: ["no-new-privileges"],
-            Memory: this.limits.memoryBytes,
-            MemorySwap: this.limits.memoryBytes,
-            PidsLimit: this.limits.pids,
-            NanoCpus: Math.round(this.limits.cpus * 1e9),
-          },
-          Labels: { [LABEL]: request.env.key, ...this.labels },
-        });
-        if (guarded) {
-          // The channel is the container's standard output (run.sh moves fd 3 there); the token goes in on standard input.
-          const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream;
-          const current = container;
-          reader = new ChannelReader(token, () => void current.kill().catch(() => undefined));
-          const channelSink = new Writable({ write: (chunk: Buffer, _encoding, done) => (reader!.push(chunk), done()) });
-          const ignore = new Writable({ write: (_chunk, _encoding, done) => done() });
-          this.docker.modem.demuxStream(stream, channelSink, ignore);
-          attached = { stream, ended: new Promise((resolve) => (stream.once("end", resolve), stream.once("close", resolve))) };
-        }
+        container = await this.docker.createContainer(this.testContainer(request, results, revision));
+        if (guarded) channel = await this.attachChannel(container);
         await container.start();
-        attached?.stream.write(`${token}\n`);
+        channel?.sendToken();
       } catch (error) {
         throw engineFault(error, "starting a test container");
       }
-      let timedOut = false;
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), request.timeoutSeconds * 1000)));
-      let exitCode = -1;
-      try {
-        const outcome = await Promise.race([exited(container), deadline]);
-        if (outcome === "timeout") {
-          timedOut = true;
-          await container.kill().catch(() => undefined);
-        } else exitCode = outcome.StatusCode;
-      } catch (error) {
-        throw engineFault(error, "waiting for a test container");
-      } finally {
-        clearTimeout(timer);
-      }
+      const { timedOut, exitCode } = await waitOrKill(container, request.timeoutSeconds);
       // What the container wrote before it exited is still on its way: wait for the stream's end (a few seconds at most).
-      if (attached && !timedOut) await Promise.race([attached.ended, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+      if (channel && !timedOut) await Promise.race([channel.ended, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
       const state = (await container.inspect().catch((error) => { throw engineFault(error, "inspecting a test container"); })).State;
       if (state.OOMKilled) throw new InfrastructureFault(`the test container ran out of memory (${this.limits.memoryBytes} bytes)`);
       if (!timedOut && !guarded) assertNotKilled(exitCode);
       const logs = demultiplex(await container.logs({ stdout: true, stderr: true }).catch(() => Buffer.from("")));
       const wallSeconds = (performance.now() - started) / 1000;
-      if (guarded) return { timedOut, exitCode, wallSeconds, outputTail: logs.slice(-RUN_OUTPUT_LIMIT), ...(timedOut ? {} : { channel: reader!.channel }) };
+      if (channel) return { timedOut, exitCode, wallSeconds, outputTail: logs.slice(-RUN_OUTPUT_LIMIT), ...(timedOut ? {} : { channel: channel.reader.channel }) };
       // A timed-out run's files are never read: whatever they say was not finished.
       const junit = join(results, REPORT_NAME);
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
@@ -337,6 +293,70 @@ export class DockerExecutor implements Executor {
       // Files the container created are root's; the host user (root here) removes them.
       await rm(results, { recursive: true, force: true });
     }
+  }
+
+  /** The container of one test run (see `run`). */
+  private testContainer(request: TestRunRequest, results: string, revision: boolean): Docker.ContainerCreateOptions {
+    const guarded = Boolean(request.guarded);
+    return {
+      Image: revision ? DockerExecutor.revisionTag(request.env, request.baseCommit!) : DockerExecutor.imageTag(request.env),
+      Cmd: ["sh", "/results/run.sh"],
+      WorkingDir: "/work",
+      // Nothing from the host's environment: GITHUB_TOKEN and friends never reach the tests.
+      Env: [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", ...(guarded ? ["USER=nobody", "LOGNAME=nobody"] : [])],
+      NetworkDisabled: true,
+      ...(guarded ? { OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true } : {}),
+      HostConfig: {
+        NetworkMode: "none",
+        // Bind mounts take absolute host paths only.
+        Binds: [revision || guarded ? `${resolve(request.checkoutDir)}:/checkout:ro` : `${resolve(request.checkoutDir)}:/work`, `${results}:/results${guarded ? ":ro" : ""}`],
+        // What preparing a guarded run's checkout as root takes, and nothing once it runs as RUN_USER.
+        ...(guarded ? { CapDrop: ["ALL"], CapAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "SETPCAP"], SecurityOpt: ["no-new-privileges"] } : {}),
+        Memory: this.limits.memoryBytes,
+        MemorySwap: this.limits.memoryBytes,
+        PidsLimit: this.limits.pids,
+        NanoCpus: Math.round(this.limits.cpus * 1e9),
+      },
+      Labels: { [LABEL]: request.env.key, ...this.labels },
+    };
+  }
+
+  /**
+   * A guarded run's channel: the container's standard output (run.sh moves fd 3 there; the tests'
+   * own output goes to standard error), read as it arrives; the container is killed at the
+   * runner's finish record. The token goes in on standard input once the container has started.
+   */
+  private async attachChannel(container: Docker.Container): Promise<AttachedChannel> {
+    const token = channelToken();
+    const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream;
+    const reader = new ChannelReader(token, () => void container.kill().catch(() => undefined));
+    const channelSink = new Writable({ write: (chunk: Buffer, _encoding, done) => (reader.push(chunk), done()) });
+    const ignore = new Writable({ write: (_chunk, _encoding, done) => done() });
+    this.docker.modem.demuxStream(stream, channelSink, ignore);
+    const ended = new Promise<void>((resolve) => (stream.once("end", resolve), stream.once("close", resolve)));
+    return { reader, ended, sendToken: () => void stream.write(`${token}\n`) };
+  }
+}
+
+interface AttachedChannel {
+  reader: ChannelReader;
+  ended: Promise<void>;
+  sendToken: () => void;
+}
+
+/** Waits for a test container to exit, or kills it at its timeout. */
+async function waitOrKill(container: Docker.Container, timeoutSeconds: number): Promise<{ timedOut: boolean; exitCode: number }> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutSeconds * 1000)));
+  try {
+    const outcome = await Promise.race([exited(container), deadline]);
+    if (outcome !== "timeout") return { timedOut: false, exitCode: outcome.StatusCode };
+    await container.kill().catch(() => undefined);
+    return { timedOut: true, exitCode: -1 };
+  } catch (error) {
+    throw engineFault(error, "waiting for a test container");
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -45,10 +45,15 @@ export interface RunLayout {
   resultsDir: string;
   /** With a prepared revision: overlay the run's checkout onto the prepared one, and run there. */
   prepared?: { checkout: string; work: string; baseFiles: string; config: string };
-  /** Copy the run's checkout to a directory the test user owns, and run there. */
+  /** Copy the run's checkout to this directory, and run there. */
   copyFrom?: { from: string; to: string };
   /** The guarded runner's channel (fd 3) is made the process's standard output (containers). */
   channelOnStdout?: boolean;
+  /**
+   * Prepare the checkout as root, give it to this user ("uid:gid"), and run the tests as that
+   * user with no capabilities at all (setpriv, from util-linux, which every Debian base has).
+   */
+  runAs?: string;
 }
 
 export const REPORT_NAME = "report.xml";
@@ -102,5 +107,12 @@ export function runScript(recipe: EnvironmentRecipe, tests: string[], layout: Ru
     script += `cd ${quote(work)}\n`;
   }
   for (const [key, value] of Object.entries(env)) script += `export ${key}=${quote(value)}\n`;
-  return `${script}exec ${argv.map(quote).join(" ")}\n`;
+  let command = argv;
+  if (layout.runAs) {
+    const [uid, gid] = layout.runAs.split(":") as [string, string];
+    // Only what the run itself put there changes owner (a revision image's checkout is the user's already).
+    script += `find . ! -user ${uid} -exec chown -h ${layout.runAs} {} +\n`;
+    command = ["setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--", ...argv];
+  }
+  return `${script}exec ${command.map(quote).join(" ")}\n`;
 }

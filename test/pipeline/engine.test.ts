@@ -304,7 +304,7 @@ describe("a stage's code identity", () => {
     const graph = (name: string) => importGraph(BUILT_STAGES.find((s) => s.name === name)!.module).map((p) => p.replace(/^.*?\/(pipeline|stages)\//, "$1/"));
     // schedule writes the finalization text into every session; the oracle runs qualify's and split's code and the verifier's runner.
     expect(graph("schedule")).toContain("pipeline/domain/finalization.ts");
-    expect(graph("oracle")).toEqual(expect.arrayContaining(["pipeline/executors/retries.ts", "pipeline/domain/classify.ts", "pipeline/domain/junit.ts", "pipeline/domain/execution.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
+    expect(graph("oracle")).toEqual(expect.arrayContaining(["pipeline/executors/retries.ts", "pipeline/domain/classify.ts", "pipeline/executors/guarded.ts", "pipeline/verifier/suspicious.ts", "pipeline/domain/execution.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
   });
 });
 

@@ -99,6 +99,40 @@ describe.skipIf(!docker)("the Docker executor contains what a repository's tests
     }
   });
 
+  it("runs a submission's tests as nobody, with no capabilities, unable to change the environment or the runner", async () => {
+    const dir = tempDir("switch-swe-guarded-");
+    mkdirSync(join(dir, "tests"));
+    writeFileSync(
+      join(dir, "tests", "test_privileges.py"),
+      [
+        "import os",
+        "def test_runs_as_nobody():",
+        "    assert (os.getuid(), os.getgid(), os.getgroups()) == (65534, 65534, [])",
+        "def test_has_no_capabilities():",
+        "    status = open('/proc/self/status').read()",
+        "    assert 'CapEff:\\t0000000000000000' in status and 'CapBnd:\\t0000000000000000' in status, status",
+        "def test_cannot_change_the_environment_or_the_runner():",
+        "    for path in ('/env/bin/python', '/results/run.sh', '/results/switch_swe_runner.py', '/results/new-file'):",
+        "        try:",
+        "            open(path, 'a').close()",
+        "        except OSError:",
+        "            continue",
+        "        raise AssertionError(path + ' is writable')",
+        "def test_writes_in_its_own_checkout():",
+        "    open('written-by-the-tests.txt', 'w').write('ok')",
+        "",
+      ].join("\n"),
+    );
+    const result = await executor.run({ env, checkoutDir: dir, tests: [], timeoutSeconds: 120, guarded: { submittedPaths: [], protectedPaths: ["tests/test_privileges.py"] } });
+    const calls = Object.fromEntries((result.channel?.records ?? []).flatMap((r) => (r.kind === "test" && r.when === "call" ? [[r.nodeid.split("::")[1], r.outcome]] : [])));
+    expect({ finished: result.channel?.finished, calls }, result.outputTail).toEqual({
+      finished: true,
+      calls: { test_runs_as_nobody: "passed", test_has_no_capabilities: "passed", test_cannot_change_the_environment_or_the_runner: "passed", test_writes_in_its_own_checkout: "passed" },
+    });
+    // The run's copy was written, never the checkout it was given.
+    expect(existsSync(join(dir, "written-by-the-tests.txt"))).toBe(false);
+  });
+
   it("kills a hanging run at its timeout and leaves no container behind", async () => {
     const result = await executor.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 8 });
     // Only the deadline sets this, after it killed the container (the test sleeps for an hour).
