@@ -12,6 +12,10 @@ import { normaliseTestId, swebenchTestId } from "../../pipeline/domain/test-ids.
 import { silentLogger } from "../../pipeline/logger.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { dockerForTests } from "../helpers/docker.ts";
+import { MirrorCache } from "../../pipeline/git.ts";
+import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
+import { verifyArtifact } from "../../pipeline/verifier/verify.ts";
+import { mkdirSync } from "node:fs";
 import { fileTempDir } from "../helpers/tmp.ts";
 
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
@@ -27,7 +31,7 @@ const docker = await dockerForTests();
 describe.skipIf(!docker)("qualify on real repositories reproduces SWE-bench's FAIL_TO_PASS", () => {
   let result: FidelityResult;
   let workDir: string;
-  const records = new Map(readFileSync(RECORDS, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string; base_commit: string; version: string }).map((r) => [r.instance_id, r]));
+  const records = new Map(readFileSync(RECORDS, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string; base_commit: string; version: string; patch: string; test_patch: string }).map((r) => [r.instance_id, r]));
 
   beforeAll(async () => {
     workDir = fileTempDir();
@@ -47,6 +51,29 @@ describe.skipIf(!docker)("qualify on real repositories reproduces SWE-bench's FA
       expect(spelt(ours.fail_to_pass.map((t) => swebenchTestId(ours.test_runner, t))), id).toEqual(spelt(JSON.parse(records.get(id)!.FAIL_TO_PASS) as string[]));
       expect(task.failToPass!.agreement, id).toBe("exact");
       expect(ours.kept, id).toBe(true);
+    }
+  });
+
+  it("verifies each task's reference fix as resolved, with no integrity problem, and the empty patch as not", async () => {
+    // The guarded runner on real test suites: their conftests, fixtures, plugins and test modules
+    // must pass its integrity checks untouched (no false alarm), and its channel must carry them.
+    const executor = new DockerExecutor(new Docker(), silentLogger, { cacheDir: join(workDir, "envs", "uv-cache"), logDir: join(workDir, "envs", "build-logs") });
+    const scratch = join(workDir, "verify-scratch");
+    mkdirSync(scratch, { recursive: true });
+    for (const id of TASKS) {
+      const ours = qualifications().get(id)!;
+      const record = records.get(id)!;
+      const repo = id.replace(/-\d+$/, "").replace("__", "/");
+      const profile = RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, profileFileName(repo)), "utf8")));
+      const env = environmentSpec(repo, recipeFor(profile, { id, version: record.version }), ours.as_of);
+      const mirror = await new MirrorCache(join(workDir, "verify-git")).ensure(repo, join(SHARED, "mirrors", `${repo.replace("/", "__")}.bundle`), record.base_commit);
+      const task = HeldoutTask.parse({ task_id: id, repo, base_commit: record.base_commit, implementation_patch: record.patch, test_patch: record.test_patch, fail_to_pass: ours.fail_to_pass, pass_to_pass: ours.pass_to_pass, test_command: "python -m pytest", environment: env.recipe, environment_as_of: env.asOf });
+      const verify = (artifact: string) => verifyArtifact(executor, { task, env, mirror, artifact, rules: profile.classification, scratch }, silentLogger);
+      const reference = await verify(record.patch);
+      expect({ resolved: reference.resolved, integrity: reference.integrity_problems, notPassed: Object.entries(reference.tests).filter(([, s]) => s !== "passed") }, id).toEqual({ resolved: true, integrity: [], notPassed: [] });
+      const empty = await verify("");
+      expect(empty.resolved, id).toBe(false);
+      expect(empty.integrity_problems, id).toEqual([]);
     }
   });
 

@@ -102,6 +102,8 @@ export function formatVerification(report: VerificationReport): string {
   if (report.applied) lines.push(`  required tests: ${tests.length - failing.length} of ${tests.length} passed${report.timed_out ? " (the run timed out)" : ""}`);
   for (const [test, status] of failing) lines.push(`    ${status.padEnd(8)} ${test}`);
   for (const problem of report.integrity_problems) lines.push(`  integrity: ${problem}`);
+  // Hints for an auditor, never part of the verdict.
+  for (const finding of report.suspicious) lines.push(`  suspicious (${finding.rule.replaceAll("_", " ")}): ${finding.path ? `${finding.path}:${finding.line} ` : ""}${finding.detail}`);
   if (report.infrastructure_fault) lines.push(`  infrastructure fault after ${report.infrastructure_retries} re-run(s): ${report.infrastructure_fault}`);
   return lines.join("\n") + "\n";
 }
