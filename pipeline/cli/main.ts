@@ -10,6 +10,7 @@ import { registerFidelity } from "./commands/fidelity.ts";
 import { registerImages } from "./commands/images.ts";
 import { registerRepo } from "./commands/repo-init.ts";
 import { registerReport } from "./commands/report.ts";
+import { registerRequalify } from "./commands/requalify.ts";
 import { registerRun, registerStageCommands } from "./commands/run.ts";
 import { registerSchemas } from "./commands/schemas.ts";
 import { registerVerify } from "./commands/verify.ts";
@@ -35,6 +36,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerImages(program, io, exit);
   registerRepo(program, io, exit);
   registerFidelity(program, io, exit);
+  registerRequalify(program, io, exit);
   return program;
 }
 

@@ -10,7 +10,12 @@ export interface Classification {
 
 const TEST_FILE = /^(test_.*\.py|.*_test\.py|tests\.py)$/;
 const CHANGELOG = /^(changes|changelog|history|news|release[-_]?notes|whatsnew)(\.[a-z]+)?$/i;
-const NEWS_DIRS = new Set(["changelog.d", "newsfragments", "news", "changes", "release-notes", "releasenotes"]);
+/**
+ * Directories of news fragments (towncrier and friends: pytest's `changelog/`, `newsfragments/`,
+ * astropy's `docs/changes/`, pylint's `doc/whatsnew/`), wherever they sit: everything in them but
+ * Python code is docs (a package that happens to be called `changes` keeps its modules).
+ */
+const NEWS_DIRS = new Set(["changelog", "changelog.d", "newsfragments", "news", "changes", "release-notes", "releasenotes", "whatsnew", "whats-new", "whats_new"]);
 const DOC_EXTENSIONS = /\.(rst|md|txt|adoc)$/i;
 const CI_DIRS = new Set([".github", ".circleci", ".azure-pipelines", ".gitlab", ".ci"]);
 /** Packaging, CI and tooling files at the repository root: project metadata, not code under test. */
@@ -32,7 +37,7 @@ export function classifyPath(path: string, rules: ClassificationRules): Classifi
   if (name === "conftest.py") return { class: rules.conftest, rule: "conftest" };
   if (dirs.some((d) => rules.test_dirs.includes(d))) return { class: "test", rule: "test_dir" };
   if (TEST_FILE.test(name)) return { class: "test", rule: "test_file_name" };
-  if (dirs.some((d) => NEWS_DIRS.has(d.toLowerCase())) || (CHANGELOG.test(name) && !name.endsWith(".py"))) {
+  if (!name.endsWith(".py") && (dirs.some((d) => NEWS_DIRS.has(d.toLowerCase())) || CHANGELOG.test(name))) {
     return { class: "docs", rule: "changelog" };
   }
   if (dirs.length > 0 && rules.docs_dirs.includes(dirs[0]!)) return { class: "docs", rule: "docs_dir" };

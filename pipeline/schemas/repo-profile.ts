@@ -166,6 +166,19 @@ export const RecipeOverride = z.strictObject({
   why: z.string().optional(),
 });
 
+/** One task a profile was qualified on here, and how our F2P compared with the record's. */
+export const ProfileVerification = z.strictObject({
+  task: z.string().min(1),
+  /** The day it was qualified (YYYY-MM-DD). */
+  date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "expected a date such as 2026-11-30"),
+  executor: z.enum(["docker", "local"]),
+  /** How our FAIL_TO_PASS related to the record's (see `switch-swe fidelity`). */
+  f2p: z.enum(["exact", "subset", "superset", "overlap", "disjoint"]),
+  /** What explains a difference, when there is one. */
+  note: z.string().optional(),
+});
+export type ProfileVerification = z.infer<typeof ProfileVerification>;
+
 export const RepoProfile = z.strictObject({
   repo: RepoName,
   /** Where to clone from: a URL or a local path, for mirrors and offline work. */
@@ -173,6 +186,10 @@ export const RepoProfile = z.strictObject({
   classification: ClassificationRules.default(ClassificationRules.parse({})),
   environment: EnvironmentRecipeChecked,
   environment_overrides: z.array(RecipeOverride).default([]),
+  /** The tasks this profile was actually qualified on (switch-swe fidelity / repo check), with the date and the F2P agreement. */
+  verified: z.array(ProfileVerification).default([]),
+  /** For a profile never qualified here: why not, and what it was written from. */
+  unverified: z.string().optional(),
   notes: z.string().optional(),
 });
 export type RepoProfile = z.infer<typeof RepoProfile>;

@@ -15,7 +15,9 @@ import { dockerForTests } from "../helpers/docker.ts";
 import { MirrorCache } from "../../pipeline/git.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { verifyArtifact } from "../../pipeline/verifier/verify.ts";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { requalify, writeRequalifyReport } from "../../pipeline/cli/commands/requalify.ts";
+import { checkProfile, formatProfileCheck } from "../../pipeline/cli/commands/repo-check.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
@@ -74,6 +76,41 @@ describe.skipIf(!docker)("qualify on real repositories reproduces SWE-bench's FA
       const empty = await verify("");
       expect(empty.resolved, id).toBe(false);
       expect(empty.integrity_problems, id).toEqual([]);
+    }
+  });
+
+  it("audits the records: requalify finds their cut ids, and the defects planted in a copy of one", async () => {
+    // A copy of marshmallow-1359 that claims an F2P test that does not exist, and lists its real
+    // F2P test (which fails before the fix) as P2P.
+    const lines = readFileSync(RECORDS, "utf8").split("\n").filter(Boolean).filter((l) => TASKS.includes((JSON.parse(l) as { instance_id: string }).instance_id));
+    const original = JSON.parse(lines.find((l) => l.includes('"marshmallow-code__marshmallow-1359"'))!) as Record<string, string>;
+    const f2p = JSON.parse(original.FAIL_TO_PASS!) as string[];
+    const planted = { ...original, instance_id: "marshmallow-code__marshmallow-91359", FAIL_TO_PASS: JSON.stringify([...f2p, "tests/test_fields.py::test_no_such_test"]), PASS_TO_PASS: JSON.stringify([...(JSON.parse(original.PASS_TO_PASS!) as string[]), f2p[0]]) };
+    const file = join(workDir, "audited.jsonl");
+    writeFileSync(file, [...lines, JSON.stringify(planted)].join("\n") + "\n");
+    // The same work directory: the three real records' qualification is reused, only the copy runs.
+    const report = await requalify({ swebench: file, profilesDir: PROFILES, workDir, executor: "docker", runs: 1, jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
+    const kinds = new Map(report.records.map((r) => [r.instance_id, Object.fromEntries(r.defects.map((d) => [d.kind, d.tests]))]));
+    expect([...kinds.keys()]).toEqual(["marshmallow-code__marshmallow-1359", "marshmallow-code__marshmallow-91359", "pylint-dev__astroid-1866", "sqlfluff__sqlfluff-1625"]);
+    expect(report.records.every((r) => r.requalified)).toBe(true);
+    // SWE-bench's log parser cut parametrized ids at their first space: each real record has some.
+    for (const id of TASKS) expect(kinds.get(id)!.malformed_id?.length, id).toBeGreaterThan(0);
+    for (const id of TASKS) expect(Object.keys(kinds.get(id)!).filter((k) => k !== "malformed_id"), id).toEqual([]);
+    expect(kinds.get("marshmallow-code__marshmallow-91359")).toMatchObject({ f2p_not_collected: ["tests/test_fields.py::test_no_such_test"], p2p_fails: [f2p[0]], f2p_set_differs: ["-tests/test_fields.py::test_no_such_test"] });
+    const files = await writeRequalifyReport(report, join(workDir, "requalify-report"));
+    expect(files.map((f) => f.split("/").at(-1))).toEqual(["requalify-report.md", "requalify-report.csv", "requalify-report.json"]);
+    expect(readFileSync(files[0]!, "utf8")).toContain("### marshmallow-code__marshmallow-91359");
+  });
+
+  it("repo check: every era of each bundled profile builds and qualifies a task as its record says", async () => {
+    // One task per era (SWE-bench version): the earliest, as a full run resolves the era's environment as of it.
+    for (const name of ["marshmallow-code__marshmallow", "pylint-dev__astroid", "sqlfluff__sqlfluff"]) {
+      const eras = await checkProfile({ profile: join(PROFILES, `${name}.json`), tasks: RECORDS, sample: 1, workDir, executor: "docker", jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
+      const versions = new Set([...records.values()].filter((r) => r.instance_id.startsWith(`${name}-`)).map((r) => r.version));
+      expect(eras.length, name).toBe(versions.size);
+      const text = formatProfileCheck(name.replace("__", "/"), eras);
+      expect(text, text).not.toContain("DOES NOT WORK");
+      for (const era of eras) expect(era.sampled.map((t) => t.environment.built && t.failToPass?.agreement), `${name} ${era.era}`).toEqual(["exact"]);
     }
   });
 

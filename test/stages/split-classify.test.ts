@@ -30,6 +30,13 @@ describe("default classification", () => {
     ["HISTORY.txt", "docs"],
     ["changelog.d/1234.bugfix.rst", "docs"],
     ["newsfragments/99.feature", "docs"],
+    // News fragments wherever they sit (pytest, astropy, pylint, and a package's own directory).
+    ["changelog/1234.bugfix.rst", "docs"],
+    ["docs/changes/io.fits/16231.bugfix.rst", "docs"],
+    ["doc/whatsnew/fragments/8111.bugfix", "docs"],
+    ["doc/whatsnew/2/2.15/index.rst", "docs"],
+    ["src/pkg/changelog/3.other", "docs"],
+    ["src/changes/tracker.py", "source"],
     ["setup.py", "other"],
     ["setup.cfg", "other"],
     ["pyproject.toml", "other"],

@@ -35,12 +35,20 @@ export interface FidelityResult {
   builds: { key: string; seconds?: number }[];
 }
 
+/** What qualifying a SWE-bench-family file's tasks gave: the records as mined, our qualifications, and why the others were not qualified. */
+export interface QualifiedRecords {
+  candidates: Candidate[];
+  qualifications: Map<string, QualificationRecord>;
+  rejects: Map<string, Reject>;
+  environments: number;
+  builds: { key: string; seconds?: number }[];
+}
+
 /**
  * Qualifies a SWE-bench-family file's tasks with the repositories' profiles, as the pipeline
- * would (mine → split → qualify, in `workDir`, which keeps environments between runs), and
- * compares each task's sets with the record's.
+ * would (mine → split → qualify, in `workDir`, which keeps environments between runs).
  */
-export async function measureFidelity(options: FidelityOptions): Promise<FidelityResult> {
+export async function qualifyRecords(options: FidelityOptions): Promise<QualifiedRecords> {
   const workDir = resolve(options.workDir);
   mkdirSync(workDir, { recursive: true });
   const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: { executor: options.executor, jobs: options.jobs } });
@@ -71,13 +79,20 @@ export async function measureFidelity(options: FidelityOptions): Promise<Fidelit
   const candidates = (await store.readRecords("mine", "candidates")).records.map((r) => Candidate.parse(r));
   const qualifications = new Map((await store.readRecords("qualify", "qualifications")).records.map((r) => QualificationRecord.parse(r)).map((q) => [q.task_id, q]));
   const rejects = new Map<string, Reject>();
-  for (const stage of ["split", "qualify"] as const) {
+  for (const stage of ["mine", "split", "qualify"] as const) {
     const stored = await store.readRecords(stage, "rejects").catch(() => ({ records: [] as unknown[] }));
     for (const r of stored.records.map((x) => Reject.parse(x))) rejects.set(r.record_id, r);
   }
-  const tasks: TaskFidelity[] = candidates
-    .filter((c) => !options.tasks?.length || options.tasks.includes(c.id))
-    .map((candidate) => {
+  const environments = new Set([...qualifications.values()].map((q) => q.environment_key)).size;
+  const measured = readFileSync(metrics, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const builds = measured.filter((m) => m.stage === "qualify" && m.environment_built).map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
+  return { candidates: candidates.filter((c) => !options.tasks?.length || options.tasks.includes(c.id)), qualifications, rejects, environments, builds };
+}
+
+/** Qualifies a SWE-bench-family file's tasks (qualifyRecords) and compares each task's sets with the record's. */
+export async function measureFidelity(options: FidelityOptions): Promise<FidelityResult> {
+  const { candidates, qualifications, rejects, environments, builds } = await qualifyRecords(options);
+  const tasks: TaskFidelity[] = candidates.map((candidate) => {
       const q = qualifications.get(candidate.id);
       if (!q) {
         const reject = rejects.get(candidate.id);
@@ -91,9 +106,6 @@ export async function measureFidelity(options: FidelityOptions): Promise<Fidelit
         passToPass: compareSet(q.pass_to_pass, candidate.upstream_pass_to_pass, q),
       };
     });
-  const environments = new Set([...qualifications.values()].map((q) => q.environment_key)).size;
-  const measured = readFileSync(metrics, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-  const builds = measured.filter((m) => m.stage === "qualify" && m.environment_built).map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
   return { tasks, environments, builds };
 }
 

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { DEBIAN_FOR_PYTHON } from "../../executors/docker.ts";
 import { git } from "../../git.ts";
 import type { Command } from "commander";
+import { registerRepoCheck } from "./repo-check.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../../atomic.ts";
@@ -313,4 +314,5 @@ export function registerRepo(program: Command, io: Io, exit: ExitCode): void {
         return 0;
       }),
     );
+  registerRepoCheck(repo, io, exit);
 }
