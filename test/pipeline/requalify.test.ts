@@ -62,6 +62,13 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
     expect(audit.defects.find((d) => d.kind === "gold_patch_fails")!.detail).toBe("t.py::still_broken: before failed,failed; after failed,failed");
   });
 
+  it("takes a cut id as any of the tests it could stand for: only the cut is a defect when one of them bears the claim out", () => {
+    const q = qualification({ "t.py::m[x 1]": ["failed", "failed", "passed", "passed"], "t.py::m[x 2]": ["passed", "passed", "passed", "passed"], "t.py::k[a b]": ["passed", "passed", "passed", "passed"], "t.py::k[a c]": ["failed", "failed", "failed", "failed"] });
+    const audit = auditRecord({ id: "o__r-1", repo: "o/r", failToPass: ["t.py::m[x"], passToPass: ["t.py::k[a"] }, q);
+    expect(audit.defects.map((d) => [d.kind, d.tests])).toEqual([["malformed_id", ["t.py::k[a", "t.py::m[x"]]]);
+    expect(audit.defects[0]!.detail).toBe("t.py::k[a → t.py::k[a b] | t.py::k[a c]; t.py::m[x → t.py::m[x 1] | t.py::m[x 2]");
+  });
+
   it("reports a record that could not be re-run, with why, and renders the report in every format", () => {
     const missing = auditRecord({ id: "o__r-2", repo: "o/r", failToPass: ["t.py::x"], passToPass: [] }, undefined, { reason: "environment_failed", message: "step 'installing the project' failed: No matching distribution\nmore" });
     expect(missing).toEqual({ instance_id: "o__r-2", repo: "o/r", requalified: false, defects: [{ kind: "not_requalified", tests: [], detail: "environment_failed: step 'installing the project' failed: No matching distribution" }] });
