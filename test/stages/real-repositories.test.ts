@@ -36,6 +36,15 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   // Read only where the shared data is (the describe body runs even when it is skipped).
   const records = new Map((existsSync(RECORDS) ? readFileSync(RECORDS, "utf8") : "").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string; base_commit: string; version: string; patch: string; test_patch: string }).map((r) => [r.instance_id, r]));
 
+  /** A task's qualification, record, profile and environment, as the fidelity run planned it. */
+  const taskEnvironment = (id: string) => {
+    const ours = qualifications().get(id)!;
+    const record = records.get(id)!;
+    const repo = id.replace(/-\d+$/, "").replace("__", "/");
+    const profile = RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, profileFileName(repo)), "utf8")));
+    return { ours, record, repo, profile, env: environmentSpec(repo, recipeFor(profile, { id, version: record.version }), ours.as_of) };
+  };
+
   beforeAll(async () => {
     workDir = fileTempDir();
     result = await measureFidelity({ records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir, executor: "docker", runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
@@ -67,11 +76,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     const scratch = join(workDir, "verify-scratch");
     mkdirSync(scratch, { recursive: true });
     for (const id of TASKS) {
-      const ours = qualifications().get(id)!;
-      const record = records.get(id)!;
-      const repo = id.replace(/-\d+$/, "").replace("__", "/");
-      const profile = RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, profileFileName(repo)), "utf8")));
-      const env = environmentSpec(repo, recipeFor(profile, { id, version: record.version }), ours.as_of);
+      const { ours, record, repo, profile, env } = taskEnvironment(id);
       const mirror = await new MirrorCache(join(workDir, "verify-git")).ensure(repo, join(SHARED, "mirrors", `${repo.replace("/", "__")}.bundle`), record.base_commit);
       const task = HeldoutTask.parse({ task_id: id, repo, base_commit: record.base_commit, implementation_patch: record.patch, test_patch: record.test_patch, fail_to_pass: ours.fail_to_pass, pass_to_pass: ours.pass_to_pass, test_command: "python -m pytest", environment: env.recipe, environment_as_of: env.asOf });
       const verify = (artifact: string) => verifyArtifact(executor, { task, env, mirror, artifact, rules: profile.classification, scratch }, silentLogger);
@@ -121,11 +126,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   it("installs each repository once per base revision, into an image of its own on the environment's", async () => {
     const engine = new Docker();
     for (const id of TASKS) {
-      const ours = qualifications().get(id)!;
-      const record = records.get(id)!;
-      const repo = id.replace(/-\d+$/, "").replace("__", "/");
-      const profile = RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, profileFileName(repo)), "utf8")));
-      const env = environmentSpec(repo, recipeFor(profile, { id, version: record.version }), ours.as_of);
+      const { ours, record, repo, profile, env } = taskEnvironment(id);
       expect(env.key).toBe(ours.environment_key);
       const baseCommit = record.base_commit;
       const revision = await engine.getImage(DockerExecutor.revisionTag(env, baseCommit)).inspect();

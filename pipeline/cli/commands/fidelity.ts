@@ -161,18 +161,31 @@ export function formatFidelity(result: FidelityResult): string {
   return lines.join("\n") + "\n";
 }
 
-export function registerFidelity(program: Command, io: Io, exit: ExitCode): void {
-  program
-    .command("fidelity")
-    .description("qualify a SWE-bench-family file's tasks with the repositories' profiles and compare every F2P / P2P set with the record's")
-    .argument("<records>", "a SWE-bench-family file (JSON or JSONL)")
-    .option("--profiles <dir>", "repository profiles", "data/repos")
-    .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", ".switch-swe/fidelity")
+/**
+ * The options every command that qualifies a SWE-bench-family file's tasks takes (fidelity,
+ * requalify, repo check): where the work goes, the executor, how many at once, which tasks,
+ * and bundles to clone from.
+ */
+export function qualificationOptions(command: Command, workDir: string, options: { profiles?: boolean; tasks?: boolean } = {}): Command {
+  if (options.profiles !== false) command.option("--profiles <dir>", "repository profiles", "data/repos");
+  command
+    .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", workDir)
     .option("--executor <kind>", "docker, local, or auto", "auto")
-    .option("--runs <n>", "runs of each state", (v) => Number(v), 1)
     .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
-    .option("--task <id...>", "only these tasks of the file")
-    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
+    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url");
+  if (options.tasks !== false) command.option("--task <id...>", "only these tasks of the file");
+  return command;
+}
+
+export function registerFidelity(program: Command, io: Io, exit: ExitCode): void {
+  qualificationOptions(
+    program
+      .command("fidelity")
+      .description("qualify a SWE-bench-family file's tasks with the repositories' profiles and compare every F2P / P2P set with the record's")
+      .argument("<records>", "a SWE-bench-family file (JSON or JSONL)"),
+    ".switch-swe/fidelity",
+  )
+    .option("--runs <n>", "runs of each state", (v) => Number(v), 1)
     .option("--json <file>", "also write the comparison as JSON")
     .addHelpText("after", "\nExample:\n  switch-swe fidelity ../shared/data/swebench-lite-dev.jsonl --profiles data/repos --executor docker")
     .action(

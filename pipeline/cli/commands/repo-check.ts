@@ -7,7 +7,7 @@ import { createLogger, type Logger } from "../../logger.ts";
 import { RepoProfile } from "../../schemas/repo-profile.ts";
 import { describeFirstIssue, InputError } from "../../validation.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
-import { measureFidelity } from "./fidelity.ts";
+import { measureFidelity, qualificationOptions } from "./fidelity.ts";
 
 interface TaskLine {
   instance_id: string;
@@ -122,16 +122,16 @@ export function formatProfileCheck(repo: string, eras: EraCheck[]): string {
 }
 
 export function registerRepoCheck(repo: Command, io: Io, exit: ExitCode): void {
-  repo
-    .command("check")
-    .description("build a profile's environments and qualify a sample of its tasks in each era; print per era what works")
-    .argument("<profile>", "the profile file (data/repos/OWNER__NAME.json)")
-    .requiredOption("--tasks <file>", "SWE-bench-family records (JSON Lines) of the repository")
+  qualificationOptions(
+    repo
+      .command("check")
+      .description("build a profile's environments and qualify a sample of its tasks in each era; print per era what works")
+      .argument("<profile>", "the profile file (data/repos/OWNER__NAME.json)")
+      .requiredOption("--tasks <file>", "SWE-bench-family records (JSON Lines) of the repository"),
+    ".switch-swe/repo-check",
+    { profiles: false, tasks: false },
+  )
     .option("--sample <n>", "tasks checked per era", (v) => Number(v), 1)
-    .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", ".switch-swe/repo-check")
-    .option("--executor <kind>", "docker, local, or auto", "auto")
-    .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
-    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profile's clone_url")
     .addHelpText("after", "\nExample:\n  switch-swe repo check data/repos/pylint-dev__astroid.json --tasks ../shared/data/swebench-lite-dev.jsonl --sample 2 --executor docker")
     .action(
       exit.act(async (profile: string, opts) => {

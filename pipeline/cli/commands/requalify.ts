@@ -6,7 +6,7 @@ import { auditRecord, DEFECT_MEANINGS } from "../../domain/requalify.ts";
 import { createLogger, type Logger } from "../../logger.ts";
 import { DefectKind, RequalifyReport } from "../../schemas/requalify.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
-import { qualifyRecords } from "./fidelity.ts";
+import { qualificationOptions, qualifyRecords } from "./fidelity.ts";
 
 export interface RequalifyOptions {
   swebench: string;
@@ -76,18 +76,15 @@ export async function writeRequalifyReport(report: RequalifyReport, outDir: stri
 }
 
 export function registerRequalify(program: Command, io: Io, exit: ExitCode): void {
-  program
-    .command("requalify")
-    .description("audit a SWE-bench-family file: re-run each record's tests before and after its gold patch and report its defects (Markdown, CSV, JSON)")
-    .requiredOption("--swebench <file>", "the SWE-bench-family file (JSON or JSONL)")
-    .option("--profiles <dir>", "repository profiles", "data/repos")
+  qualificationOptions(
+    program
+      .command("requalify")
+      .description("audit a SWE-bench-family file: re-run each record's tests before and after its gold patch and report its defects (Markdown, CSV, JSON)")
+      .requiredOption("--swebench <file>", "the SWE-bench-family file (JSON or JSONL)"),
+    ".switch-swe/requalify",
+  )
     .option("--out <dir>", "where requalify-report.md, .csv and .json go", "requalify-report")
-    .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", ".switch-swe/requalify")
-    .option("--executor <kind>", "docker, local, or auto", "auto")
     .option("--runs <n>", "runs of each state (2 or more finds unstable tests)", (v) => Number(v), 3)
-    .option("--jobs <n>", "records worked on at once (0: one per core)", (v) => Number(v), 0)
-    .option("--task <id...>", "only these records of the file")
-    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
     .addHelpText("after", "\nExample:\n  switch-swe requalify --swebench ../shared/data/swebench-lite-dev.jsonl --executor docker --out audit/lite-dev")
     .action(
       exit.act(async (opts) => {
