@@ -27,17 +27,30 @@ export const DEFECT_MEANINGS: Record<DefectKind, string> = {
   f2p_not_collected: "an F2P test the record names is never reported: it does not exist at that revision, or cannot be collected",
   p2p_fails: "a P2P test does not pass in every run, before or after the gold patch",
   p2p_not_collected: "a P2P test the record names is never reported",
-  malformed_id: "an id cut short (SWE-bench's log parser cut parametrized ids at their first space) or otherwise not an id the runner reports; the test it stands for is named",
+  malformed_id: "an id cut short (SWE-bench's log parser cut parametrized ids at their first space) or embedding a path of the machine that ran it; the test(s) it stands for are named",
   f2p_set_differs: "the tests that fail before and pass after the gold patch here are not the record's F2P list",
 };
 
 /** Defects whose detail is each test's statuses, run by run. */
 const RUN_DETAIL = new Set<DefectKind>(["gold_patch_fails", "f2p_passes_before", "f2p_unstable", "p2p_fails"]);
 
-/** A record id's test among ours: exactly, or as the one test whose id it is a cut form of. */
-function resolveId(id: string, ours: Map<string, string>, cutForms: Map<string, string[]>): { ourId?: string; cut?: string[] } {
+/**
+ * An id with the absolute paths in its parameters reduced to their last part: SWE-bench's ids of
+ * parametrized tests over data files embed the paths of the machine that ran them
+ * (`[/n/fs/guest/…/.pydicom/data/x.dcm-data4]`), ours embed this machine's.
+ */
+function withoutMachinePaths(id: string): string {
+  const bracket = id.indexOf("[");
+  return bracket < 0 ? id : id.slice(0, bracket) + id.slice(bracket).replace(/(^|[\[\-,])\/(?:[^/\[\]]+\/)+/g, "$1");
+}
+
+/** The forms a record id may have lost information in: cut at a space, machine paths dropped. */
+const looseForm = (id: string) => withoutMachinePaths(normaliseTestId(id));
+
+/** A record id's test among ours: exactly, or as the tests whose id it is a cut or machine-specific form of. */
+function resolveId(id: string, ours: Map<string, string>, looseForms: Map<string, string[]>): { ourId?: string; cut?: string[] } {
   if (ours.has(id)) return { ourId: ours.get(id)! };
-  const matches = cutForms.get(normaliseTestId(id)) ?? [];
+  const matches = looseForms.get(looseForm(id)) ?? [];
   return matches.length ? { cut: matches } : {};
 }
 
@@ -55,7 +68,7 @@ export function auditRecord(record: RecordClaims, q: QualificationRecord | undef
   const spelt = (id: string) => swebenchTestId(q.test_runner, id);
   const ours = new Map(q.designated_tests.map((id) => [spelt(id), id]));
   const cutForms = new Map<string, string[]>();
-  for (const [theirs, id] of ours) cutForms.set(normaliseTestId(theirs), [...(cutForms.get(normaliseTestId(theirs)) ?? []), id]);
+  for (const [theirs, id] of ours) cutForms.set(looseForm(theirs), [...(cutForms.get(looseForm(theirs)) ?? []), id]);
   const found = new Map<DefectKind, Set<string>>();
   const add = (kind: DefectKind, test: string) => found.set(kind, (found.get(kind) ?? new Set()).add(test));
   const notes = new Map<string, string>();
@@ -94,9 +107,9 @@ export function auditRecord(record: RecordClaims, q: QualificationRecord | undef
     // As for F2P: a cut id holds if one of the tests it could be passes in every run.
     else if (!runs.some((all) => all.every((s) => s === "passed"))) add("p2p_fails", id);
   }
-  // Our F2P against theirs, as they spell ids (cut forms compared as cut forms).
-  const ourF2p = new Set(q.fail_to_pass.map((t) => normaliseTestId(spelt(t))));
-  const theirF2p = new Set(record.failToPass.map(normaliseTestId));
+  // Our F2P against theirs, as they spell ids (cut and machine-specific forms compared as such).
+  const ourF2p = new Set(q.fail_to_pass.map((t) => looseForm(spelt(t))));
+  const theirF2p = new Set(record.failToPass.map(looseForm));
   const missing = [...theirF2p].filter((t) => !ourF2p.has(t));
   const extra = [...ourF2p].filter((t) => !theirF2p.has(t));
   for (const t of missing) add("f2p_set_differs", `-${t}`);

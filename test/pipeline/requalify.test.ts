@@ -69,6 +69,12 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
     expect(audit.defects[0]!.detail).toBe("t.py::k[a → t.py::k[a b] | t.py::k[a c]; t.py::m[x → t.py::m[x 1] | t.py::m[x 2]");
   });
 
+  it("takes an id whose parameter embeds another machine's path as the test over the same file here", () => {
+    const q = qualification({ "t.py::read[/root/.cache/pkg/data/x.dcm-data4]": ["passed", "passed", "passed", "passed"] });
+    const audit = auditRecord({ id: "o__r-1", repo: "o/r", failToPass: [], passToPass: ["t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4]"] }, q);
+    expect(audit.defects).toEqual([{ kind: "malformed_id", tests: ["t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4]"], detail: "t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4] → t.py::read[/root/.cache/pkg/data/x.dcm-data4]" }]);
+  });
+
   it("reports a record that could not be re-run, with why, and renders the report in every format", () => {
     const missing = auditRecord({ id: "o__r-2", repo: "o/r", failToPass: ["t.py::x"], passToPass: [] }, undefined, { reason: "environment_failed", message: "step 'installing the project' failed: No matching distribution\nmore" });
     expect(missing).toEqual({ instance_id: "o__r-2", repo: "o/r", requalified: false, defects: [{ kind: "not_requalified", tests: [], detail: "environment_failed: step 'installing the project' failed: No matching distribution" }] });
