@@ -73,13 +73,17 @@ export function auditRecord(record: RecordClaims, q: QualificationRecord | undef
   const add = (kind: DefectKind, test: string) => found.set(kind, (found.get(kind) ?? new Set()).add(test));
   const notes = new Map<string, string>();
 
-  for (const id of record.failToPass) {
+  /** The tests a record id stands for here; a cut or machine-specific id is a defect of its own. */
+  const testsFor = (id: string): string[] => {
     const { ourId, cut } = resolveId(id, ours, cutForms);
     if (cut) {
       add("malformed_id", id);
       notes.set(id, cut.join(" | "));
     }
-    const tests = ourId ? [ourId] : (cut ?? []);
+    return ourId ? [ourId] : (cut ?? []);
+  };
+  for (const id of record.failToPass) {
+    const tests = testsFor(id);
     if (!tests.length) {
       add("f2p_not_collected", id);
       continue;
@@ -96,12 +100,7 @@ export function auditRecord(record: RecordClaims, q: QualificationRecord | undef
     else if (before.every((s) => s === "passed")) add("f2p_passes_before", id);
   }
   for (const id of record.passToPass) {
-    const { ourId, cut } = resolveId(id, ours, cutForms);
-    if (cut) {
-      add("malformed_id", id);
-      notes.set(id, cut.join(" | "));
-    }
-    const tests = ourId ? [ourId] : (cut ?? []);
+    const tests = testsFor(id);
     const runs = tests.map((t) => [...statusesOf(q, t, "before"), ...statusesOf(q, t, "after")]);
     if (!tests.length || runs.every((all) => all.every((s) => s === "absent"))) add("p2p_not_collected", id);
     // As for F2P: a cut id holds if one of the tests it could be passes in every run.

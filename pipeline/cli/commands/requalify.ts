@@ -3,22 +3,13 @@ import type { Command } from "commander";
 import { stringify } from "csv-stringify/sync";
 import { writeFileAtomic } from "../../atomic.ts";
 import { auditRecord, DEFECT_MEANINGS } from "../../domain/requalify.ts";
-import { createLogger, type Logger } from "../../logger.ts";
+import { createLogger } from "../../logger.ts";
 import { DefectKind, RequalifyReport } from "../../schemas/requalify.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
-import { qualificationOptions, qualifyRecords } from "./fidelity.ts";
+import { type FidelityOptions, qualificationOptions, qualifyRecords } from "./fidelity.ts";
 
-export interface RequalifyOptions {
-  swebench: string;
-  profilesDir: string;
-  workDir: string;
-  executor: "auto" | "docker" | "local";
-  runs: number;
-  jobs: number;
-  tasks?: string[];
-  mirrors?: string;
-  log: Logger;
-}
+/** What requalify takes: what fidelity does, with the file named `swebench`. */
+export type RequalifyOptions = Omit<FidelityOptions, "records"> & { swebench: string };
 
 /**
  * Audits a SWE-bench-family file: re-runs each record's tests before and after its gold patch
@@ -27,7 +18,8 @@ export interface RequalifyOptions {
  * as such; the rest of the file goes on.
  */
 export async function requalify(options: RequalifyOptions): Promise<RequalifyReport> {
-  const { candidates, qualifications, rejects } = await qualifyRecords({ records: options.swebench, profilesDir: options.profilesDir, workDir: options.workDir, executor: options.executor, runs: options.runs, jobs: options.jobs, tasks: options.tasks, mirrors: options.mirrors, log: options.log });
+  const { swebench, ...rest } = options;
+  const { candidates, qualifications, rejects } = await qualifyRecords({ ...rest, records: swebench });
   const audited = candidates.map((c) => auditRecord({ id: c.id, repo: c.repo, failToPass: c.upstream_fail_to_pass, passToPass: c.upstream_pass_to_pass }, qualifications.get(c.id), rejects.get(c.id)));
   // Records mine could not read are in the report too, with why.
   const seen = new Set(audited.map((a) => a.instance_id));
