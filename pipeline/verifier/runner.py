@@ -186,7 +186,7 @@ def _audit(event, args):
 def _judge(event, args):
     if event == "open":
         path = args[0]
-        if path == CHANNEL or (isinstance(path, str) and (path.endswith("/fd/%d" % CHANNEL) or path.endswith("/mem"))):
+        if path == CHANNEL or (isinstance(path, str) and path.startswith(("/proc/", "/dev/fd/")) and (path.endswith("/fd/%d" % CHANNEL) or path.endswith("/mem") or path == "/dev/fd/%d" % CHANNEL)):
             actor = _acting_file(sys._getframe(2))
             if actor is not None:
                 FINDINGS.add("problem", "%s opened %s, the results channel or the process's memory" % (actor, path))
