@@ -80,8 +80,6 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     if (error instanceof UnsafeSubmission) return { ...initial, apply_error: `refused: ${error.message}` };
     throw error;
   }
-  // Text with no file section in it is not an empty diff: it is not a diff at all.
-  if (input.artifact.trim() !== "" && plan.applied.length + plan.dropped.length === 0) return { ...initial, apply_error: "the artifact is not a git diff: it has no `diff --git` (or ---/+++) file section" };
   const base: VerifyOutcome = { ...initial, dropped_paths: plan.dropped, suspicious: staticFindings(plan.applied) };
 
   let checkout;
