@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import Bottleneck from "bottleneck";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { RequestError } from "@octokit/request-error";
@@ -41,6 +42,13 @@ export interface GithubClientOptions {
    */
   waitUnitMs?: number;
   maxRetries?: number;
+  /** Seconds to wait after a secondary rate limit that came without Retry-After (GitHub: at least 60). */
+  secondaryFallbackSeconds?: number;
+  /**
+   * Milliseconds between GraphQL requests. The throttling plugin sends GraphQL one at a time, a
+   * second apart, as GitHub asks of POST requests; a local API needs no such spacing.
+   */
+  graphqlSpacingMs?: number;
 }
 
 export interface RequestCounts {
@@ -52,7 +60,20 @@ export interface RequestCounts {
   notModified: number;
   /** Answered from the recording without any request (offline). */
   replayed: number;
+  /** GraphQL queries sent (GitHub's GraphQL API has no ETags, so none is conditional). */
+  graphql: number;
+  /** GraphQL answers reused from the recording because what they describe has not changed since. */
+  graphqlReused: number;
 }
+
+/** A GraphQL answer: its data, and the errors GitHub reported next to it (NOT_FOUND parts). */
+export interface GraphqlAnswer {
+  data: Record<string, unknown>;
+  errors: { type?: string; path?: (string | number)[]; message: string }[];
+}
+
+/** Asks a GraphQL query, or reuses the recorded answer while `freshness` is unchanged. */
+export type CachedGraphql = (query: string, variables: Record<string, unknown>, freshness: string) => Promise<GraphqlAnswer>;
 
 interface CachedResponse {
   key: string;
@@ -78,16 +99,18 @@ export function redact(text: string, token?: string): string {
  * from the cache, and `offline` answers from the cache alone. Cache files hold the request's
  * path and the response, never a header of the request, so the token is never written.
  */
-export function createGithubClient(options: GithubClientOptions): { octokit: GithubClient; counts: RequestCounts } {
-  const counts: RequestCounts = { conditional: 0, unconditional: 0, notModified: 0, replayed: 0 };
+export function createGithubClient(options: GithubClientOptions): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql } {
+  const counts: RequestCounts = { conditional: 0, unconditional: 0, notModified: 0, replayed: 0, graphql: 0, graphqlReused: 0 };
   const unit = options.waitUnitMs ?? 1000;
   const octokit = new ClientWithPlugins({
     baseUrl: options.baseUrl,
     auth: options.token,
     userAgent: "switch-swe",
     throttle: {
+      write: new Bottleneck.Group({ maxConcurrent: 1, minTime: options.graphqlSpacingMs ?? 1000 }),
       retryAfterBaseValue: 1000,
-      fallbackSecondaryRateRetryAfter: 60,
+      // GitHub: without Retry-After, wait at least a minute before retrying a secondary limit.
+      fallbackSecondaryRateRetryAfter: options.secondaryFallbackSeconds ?? 60,
       onRateLimit: (retryAfter: number, request: { method: string; url: string }, _client: unknown, retryCount: number) => {
         options.log.warn(`GitHub rate limit reached on ${request.method} ${request.url}; waiting ${retryAfter}s for the reset (retry ${retryCount + 1})`);
         return retryCount < 3;
@@ -122,9 +145,20 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     const file = fileOf(key);
     const cached = readCached(file);
     const base = options.baseUrl.replace(/\/$/, "");
-    const replay = (c: CachedResponse) => ({ status: 200, url: endpoint.url, headers: { ...(c.etag ? { etag: c.etag } : {}), ...(c.link ? { link: c.link.replaceAll("<{base}", `<${base}`) } : {}) }, data: c.data });
+    const replay = (c: CachedResponse) => {
+      if (c.status === 404 || c.status === 410) {
+        const response = { status: c.status, url: endpoint.url, headers: {}, data: c.data };
+        throw new RequestError(`${(c.data as { message?: string }).message ?? "Not Found"} (recorded answer to GET ${pathOf(endpoint.url)})`, c.status, { request: requestOptions as never, response: response as never });
+      }
+      return { status: 200, url: endpoint.url, headers: { ...(c.etag ? { etag: c.etag } : {}), ...(c.link ? { link: c.link.replaceAll("<{base}", `<${base}`) } : {}) }, data: c.data };
+    };
     if (options.offline) {
       if (!cached) throw new OfflineMiss(`offline: GET ${pathOf(endpoint.url)} is not in the recording ${options.cacheDir}; run once online to record it`);
+      counts.replayed++;
+      return replay(cached) as never;
+    }
+    // 410 Gone is permanent: a recorded one is the answer, online too, with no request.
+    if (cached?.status === 410) {
       counts.replayed++;
       return replay(cached) as never;
     }
@@ -146,16 +180,58 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       await writeFileAtomic(file, canonicalJson(entry));
       return response;
     } catch (error) {
-      if (cached && (error as { status?: number }).status === 304) {
+      const status = (error as { status?: number }).status;
+      if (cached && status === 304) {
         counts.notModified++;
         return replay(cached) as never;
+      }
+      // Missing and deleted things are answers too: recorded, so an offline run replays them.
+      const body = (error as { response?: { data?: unknown } }).response?.data;
+      if ((status === 404 || status === 410) && isJsonDocument(body)) {
+        await writeFileAtomic(file, canonicalJson({ key: `GET ${pathOf(endpoint.url)}`, status, data: body } satisfies CachedResponse));
       }
       if (error instanceof Error) error.message = redact(error.message, options.token);
       throw error;
     }
   });
-  return { octokit, counts };
+  const graphql: CachedGraphql = async (query, variables, freshness) => {
+    // POST has no ETag to revalidate with: the answer is keyed by the query, its variables and
+    // what it depends on (`freshness`, e.g. the pull request's updated_at), and reused while equal.
+    const key = sha256(`POST /graphql ${canonicalJson({ query, variables, freshness })}`);
+    const file = fileOf(key);
+    const cached = readCached(file);
+    if (cached) {
+      if (options.offline) counts.replayed++;
+      else counts.graphqlReused++;
+      return cached.data as GraphqlAnswer;
+    }
+    if (options.offline) throw new OfflineMiss(`offline: the GraphQL query for ${JSON.stringify(variables)} is not in the recording ${options.cacheDir}; run once online to record it`);
+    counts.graphql++;
+    let answer: GraphqlAnswer;
+    try {
+      answer = { data: (await octokit.graphql(query, variables)) as Record<string, unknown>, errors: [] };
+    } catch (error) {
+      const partial = error as { name?: string; data?: Record<string, unknown>; errors?: GraphqlAnswer["errors"] };
+      // GitHub answers a query naming something that is gone with the rest of the data and a
+      // NOT_FOUND error per missing part; any other error is a failure of the request.
+      if (partial.name === "GraphqlResponseError" && partial.data && partial.errors?.every((e) => e.type === "NOT_FOUND")) {
+        answer = { data: partial.data, errors: partial.errors.map((e) => ({ type: e.type, path: e.path, message: e.message })) };
+      } else {
+        if (error instanceof Error) error.message = redact(error.message, options.token);
+        throw error;
+      }
+    }
+    await writeFileAtomic(file, canonicalJson({ key: `POST /graphql ${JSON.stringify(variables)}`, status: 200, data: answer }));
+    return answer;
+  };
+  return { octokit, counts, graphql };
 }
+
+/**
+ * The most items GitHub returns from a pull request's commit list (pulls.listCommits) and file
+ * list (pulls.listFiles), over all pages. It says nothing when it stops there.
+ */
+export const GITHUB_LIST_CAPS = { commits: 250, files: 3000 } as const;
 
 /** Every GitHub API answer the miner reads is a JSON object or array. */
 function isJsonDocument(data: unknown): boolean {

@@ -220,10 +220,10 @@ function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: 
       await writeFileAtomic(path, text);
       return path;
     },
-    github: ({ baseUrl, offline, tokenFile, waitUnitMs }) => {
+    github: ({ baseUrl, offline, tokenFile, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs }) => {
       const token = readToken(process.env, tokenFile ? resolve(run.baseDir, tokenFile) : undefined);
       const cacheDir = join(run.workDir, "http-cache", new URL(baseUrl).hostname.replace(/[^\w.-]/g, "_"));
-      return { ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs }), token };
+      return { ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs }), token };
     },
     reject(reject) {
       // A record already counted by mapRecords (rejected after its work) is not counted twice.

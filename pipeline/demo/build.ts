@@ -27,6 +27,8 @@ export interface PullIntent {
   kind: PullRequestPlan["kind"];
   stages: number;
   issue: string | null;
+  /** How the pull request names its issue (the plan's link kind). */
+  link: PullRequestPlan["link"];
   merge: "merge" | "squash";
   fail_to_pass: string[];
   regressions: string[];
@@ -38,6 +40,8 @@ export interface PullIntent {
 }
 
 const TRACKER = "demo-org/tracker";
+/** Commits a `many_commits` pull request adds on top of its own: its list then exceeds GitHub's 250. */
+const MANY_COMMITS = 256;
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 const AUTHOR = { name: "Alice Developer", email: "alice@demo.invalid", login: "alice-dev" };
@@ -64,7 +68,7 @@ export async function buildDemoCorpus(planPath: string, outDir: string): Promise
   const plan = parsed.data;
   const recordsFile = join(outDir, "records.jsonl");
   const stampFile = join(outDir, "corpus.sha256");
-  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts"].map((f) => readFileSync(new URL(`./${f}`, import.meta.url))).join("\0");
+  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts", "github-shapes.ts"].map((f) => readFileSync(new URL(`./${f}`, import.meta.url))).join("\0");
   const stamp = sha256(planText + "\0" + generator);
   const repositories = plan.repositories.map((r) => r.repo);
   if (existsSync(recordsFile) && existsSync(stampFile) && readFileSync(stampFile, "utf8").trim() === stamp) {
@@ -364,7 +368,7 @@ class RepositoryBuilder {
     const isSource = (path: string) => !path.includes("test") && !path.startsWith("docs/") && !/^(README|CHANGES)/.test(path);
     const prAt = t0 + DAY;
     apply[0]!(1);
-    const firstMessage = `${title}${pr.link === "commit_keyword" ? `\n\nThis fixes #${this.gh.peekNumber()}.` : ""}`;
+    const firstMessage = `${title}${pr.link === "commit_keyword" && !pr.extras.includes("many_commits") ? `\n\nThis fixes #${this.gh.peekNumber()}.` : ""}`;
     const c1 = await this.commit(firstMessage, prAt - 2 * HOUR, hasTests ? isSource : undefined);
     const commits: { sha: string; message: string; at: number }[] = [{ sha: c1, message: firstMessage, at: prAt - 2 * HOUR }];
     if (hasTests) {
@@ -379,11 +383,24 @@ class RepositoryBuilder {
       const sha = await this.commit(`Address review: stage ${s}`, at);
       commits.push({ sha, message: `Address review: stage ${s}`, at });
     }
+    if (pr.extras.includes("many_commits")) {
+      // More commits than pulls.listCommits returns (250): checkpoints with no change, and, for a
+      // commit-keyword link, the closing keyword only in the last one, beyond GitHub's cap.
+      let parent = (await this.run(["rev-parse", "HEAD"])).trim();
+      const tree = (await this.run(["rev-parse", "HEAD^{tree}"])).trim();
+      const at = prAt - HOUR / 2;
+      for (let k = 1; k <= MANY_COMMITS; k++) {
+        const message = k < MANY_COMMITS ? `Checkpoint ${k}` : `Finish ${title.toLowerCase()}${pr.link === "commit_keyword" ? `\n\nThis fixes #${this.gh.peekNumber()}.` : ""}`;
+        parent = (await git(["commit-tree", tree, "-p", parent, "-m", message], { cwd: this.dir, env: this.env(at + k * 1000) })).trim();
+        commits.push({ sha: parent, message, at: at + k * 1000 });
+      }
+      await this.run(["reset", "--quiet", "--hard", parent]);
+    }
     const head = (await this.run(["rev-parse", "HEAD"])).trim();
     const approvedAt = prAt + stages * DAY;
     const mergedAt = approvedAt + HOUR;
     await this.run(["checkout", "--quiet", "main"]);
-    const number = this.gh.peekNumber() + (pr.link === "none" || pr.link === "cross_repo" ? 0 : 1);
+    const number = this.gh.peekNumber() + GithubRecorder.issuesBefore(pr);
     if (pr.merge === "squash") {
       await this.run(["merge", "--quiet", "--squash", branch]);
       await this.run(["commit", "--quiet", "--no-gpg-sign", "-m", `${title} (#${number})`], mergedAt);
@@ -394,7 +411,8 @@ class RepositoryBuilder {
     await this.run(["update-ref", `refs/pull/${number}/head`, head]);
     await this.run(["branch", "--quiet", "-D", branch]);
     const diff = await this.run(["diff", "--binary", "--full-index", "-M", base, head]);
-    return { prAt, commits, roundAt, head, approvedAt, mergedAt, mergeCommit, diff };
+    const trees = new Map((await this.run(["log", "--format=%H %T", `${base}..${head}`])).trim().split("\n").map((l) => l.split(" ") as [string, string]));
+    return { prAt, commits: commits.map((c) => ({ ...c, tree: trees.get(c.sha)! })), roundAt, head, approvedAt, mergedAt, mergeCommit, diff };
   }
 
   /** The tests the generator meant as fail-to-pass, flaky, order-dependent and unjustified. */
@@ -493,7 +511,7 @@ class RepositoryBuilder {
     }) + "\n";
     return {
       record,
-      intent: { repo: this.plan.repo, number: github.number, kind: pr.kind, stages: texts.length, issue: github.issue, merge: pr.merge, ...intent, fail_to_pass: [...new Set(intent.fail_to_pass)].sort(), extras: pr.extras } satisfies PullIntent,
+      intent: { repo: this.plan.repo, number: github.number, kind: pr.kind, stages: texts.length, issue: github.issue, link: pr.link, merge: pr.merge, ...intent, fail_to_pass: [...new Set(intent.fail_to_pass)].sort(), extras: pr.extras } satisfies PullIntent,
     };
   }
 }

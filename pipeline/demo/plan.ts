@@ -5,10 +5,10 @@ export const PullRequestPlan = z.strictObject({
   kind: z.enum(["feature", "regression", "flaky", "no_tests", "docs_only", "changelog_only", "rename", "delete"]),
   modules: z.array(z.string()).max(4),
   rounds: z.number().int().min(0).max(2),
-  link: z.enum(["keyword", "keyword_lower", "keyword_colon", "commit_keyword", "cross_repo", "url", "timeline", "none"]),
+  link: z.enum(["keyword", "keyword_lower", "keyword_colon", "commit_keyword", "cross_repo", "url", "timeline", "sidebar", "none"]),
   merge: z.enum(["merge", "squash"]).default("merge"),
   rename_to: z.string().optional(),
-  extras: z.array(z.enum(["conftest", "binary", "unjustified_test", "decoy_mention", "post_merge_comment", "order_dependent"])).default([]),
+  extras: z.array(z.enum(["conftest", "binary", "unjustified_test", "decoy_mention", "post_merge_comment", "order_dependent", "moved_issues", "many_commits"])).default([]),
 });
 export type PullRequestPlan = z.infer<typeof PullRequestPlan>;
 

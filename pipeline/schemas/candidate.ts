@@ -19,6 +19,16 @@ export const DiscussionItem = z.object({
 });
 export type DiscussionItem = z.infer<typeof DiscussionItem>;
 
+/**
+ * How a link between a pull request and an issue was found, most authoritative first:
+ * GitHub's own record of the issues the PR closes (GraphQL `closingIssuesReferences`, which
+ * includes links made in the "Development" sidebar), a closing keyword in the PR's description,
+ * one in a commit message, and the issue's timeline showing this PR or one of its commits closing it.
+ */
+export const LINK_SOURCES = ["closing_reference", "pr_body_keyword", "commit_keyword", "timeline"] as const;
+export const LinkSource = z.enum(LINK_SOURCES);
+export type LinkSource = z.infer<typeof LinkSource>;
+
 export const LinkedIssue = z.object({
   repo: RepoName,
   number: z.number().int().positive(),
@@ -27,8 +37,12 @@ export const LinkedIssue = z.object({
   body: z.string(),
   author: z.string(),
   created_at: IsoTimestamp,
-  /** How the link was found: the issue timeline, a closing keyword in the PR body, or in a commit message. */
-  linked_by: z.enum(["timeline", "pr_body_keyword", "commit_keyword"]),
+  /** The first source (in LINK_SOURCES order) that links the issue. */
+  linked_by: LinkSource,
+  /** Every source that links it, in LINK_SOURCES order. */
+  link_sources: z.array(LinkSource).default([]),
+  /** Where the pull request named the issue, when GitHub has since moved it (a 301): `owner/repo#N`. */
+  transferred_from: z.string().optional(),
   comments: z.array(DiscussionItem).default([]),
 });
 export type LinkedIssue = z.infer<typeof LinkedIssue>;
@@ -76,6 +90,11 @@ export const Candidate = z.object({
   upstream_pass_to_pass: z.array(z.string()).default([]),
   version: z.string().optional(),
   environment_setup_commit: CommitSha.optional(),
+  /**
+   * What mining noticed and an auditor should know: a linked issue that was deleted and skipped,
+   * one followed to where it was transferred, a list GitHub capped and git completed.
+   */
+  notes: z.array(z.string()).default([]),
   /** Fields of the source record this schema does not model, kept verbatim. */
   extra: z.record(z.string(), z.unknown()).default({}),
 });

@@ -23,6 +23,15 @@ export const MineConfig = z.strictObject({
       concurrency: z.number().int().positive().default(4),
       /** Milliseconds per second of retry backoff after a failure (rate-limit waits follow GitHub's reset times). */
       wait_unit_ms: z.number().int().positive().default(1000),
+      /** Seconds to wait after a secondary rate limit that came without Retry-After; GitHub asks for at least 60. */
+      secondary_wait_seconds: z.number().int().positive().default(60),
+      /**
+       * Ask GitHub's GraphQL API for each PR's closing references (the sidebar's links included).
+       * `auto`: when a token is given, as GraphQL refuses anonymous requests; `off`: REST only.
+       */
+      graphql: z.enum(["auto", "off"]).default("auto"),
+      /** Milliseconds between GraphQL queries: GitHub asks a second between POST requests. */
+      graphql_spacing_ms: z.number().int().nonnegative().default(1000),
     })
     .optional(),
 });
@@ -32,7 +41,7 @@ export const mineStage = defineStage({
   name: "mine",
   summary: "collect candidates from SWE-bench-family record files and from merged pull requests on GitHub",
   example: "switch-swe mine --config data/demo/pipeline.yaml   |   GITHUB_TOKEN=... switch-swe mine --config mine.yaml --offline",
-  version: "2",
+  version: "3",
   module: import.meta.url,
   configSchema: MineConfig,
   // Profiles give each repository's clone_url; without one, GitHub's clone URL is used.
@@ -66,12 +75,20 @@ export const mineStage = defineStage({
     const gh = ctx.config.github;
     if (gh) {
       const { profiles } = ctx.profiles;
-      const { octokit, counts, token } = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms });
+      const { octokit, counts, graphql, token } = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms, secondaryFallbackSeconds: gh.secondary_wait_seconds, graphqlSpacingMs: gh.graphql_spacing_ms });
+      const useGraphql = gh.graphql === "auto" && token !== undefined;
+      if (gh.graphql === "auto" && !useGraphql) {
+        ctx.log.warn("no GitHub token: GitHub's GraphQL API (closing references, sidebar links) needs one, so issues are linked by closing keywords and commit closings only, and REST allows 60 requests an hour");
+      }
       const cloneSource = (repo: string) => cloneSourceOf(repo, profiles.get(repo), ctx.resolvePath);
       const pulls: PullSummary[] = [];
       for (const target of gh.repos) {
         try {
-          pulls.push(...(await listMergedPulls(octokit, target)));
+          const listed = await listMergedPulls(octokit, target);
+          pulls.push(...listed.pulls);
+          for (const { number, status } of listed.missing) {
+            ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_found", message: `${target.repo}#${number}: ${status === 410 ? "the pull request was deleted (410 Gone)" : "no such pull request (404)"}`, field: "numbers" });
+          }
         } catch (error) {
           // A repository that does not exist is a result; an unreachable or failing API is not.
           const reason = isNotFound(error) ? "not_found" : transientCause(error) !== undefined ? "transient_failure" : "internal_error";
@@ -84,7 +101,7 @@ export const mineStage = defineStage({
         dependsOn: (p) => cloneSource(p.repo),
         work: async (pull) => {
           try {
-            return await minePull({ octokit, mirrors: ctx.mirrors, cloneSource }, pull);
+            return await minePull({ octokit, graphql: useGraphql ? graphql : undefined, mirrors: ctx.mirrors, cloneSource }, pull);
           } catch (error) {
             if (error instanceof RecordError) throw error;
             // Anything else (exhausted retries, a broken recording) must not leak the token, and
@@ -95,7 +112,7 @@ export const mineStage = defineStage({
         },
       });
       for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);
-      ctx.log.info(`GitHub requests: ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified), ${counts.replayed} replayed offline`);
+      ctx.log.info(`GitHub requests: REST ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified); GraphQL ${counts.graphql} sent, ${counts.graphqlReused} reused; ${counts.replayed} replayed offline`);
     }
     return { candidates };
   },

@@ -18,7 +18,7 @@ export interface CommentRecord {
   stage: number | null;
 }
 
-const LINK_ORDER = { pr_body_keyword: 0, commit_keyword: 1, timeline: 2 } as const;
+const LINK_ORDER = { closing_reference: 0, pr_body_keyword: 1, commit_keyword: 2, timeline: 3 } as const;
 
 function source(item: DiscussionItem) {
   return { kind: item.kind, record_id: String(item.id), url: item.url, author: item.author, created_at: item.created_at };

@@ -1,6 +1,7 @@
 import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseDocument } from "yaml";
 import { loadConfig } from "../../pipeline/config.ts";
 import { buildDemoCorpus, type CorpusResult } from "../../pipeline/demo/build.ts";
 import { FakeGithub } from "../../pipeline/demo/github-server.ts";
@@ -36,7 +37,15 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
   mkdirSync(join(dir, "audits"), { recursive: true });
   cpSync(join(root, "audits", "decisions.yaml"), join(dir, "audits", "decisions.yaml"));
   let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replaceAll("../../audits/", "../audits/").replaceAll("../../manifests/", "../manifests/").replace("http://127.0.0.1:47623", apiUrl);
-  if (options.mine) config = config.replace("        - repo: demo-org/ledger\n  split:", `        - repo: demo-org/ledger\n${Object.entries(options.mine).map(([k, v]) => `      ${k}: ${JSON.stringify(v)}`).join("\n")}\n  split:`);
+  if (options.mine) {
+    // Set (or, given null, remove) keys of the mine stage's github settings.
+    const doc = parseDocument(config);
+    for (const [key, value] of Object.entries(options.mine)) {
+      if (value === null) doc.deleteIn(["stages", "mine", "github", key]);
+      else doc.setIn(["stages", "mine", "github", key], value);
+    }
+    config = doc.toString();
+  }
   writeFileSync(configPath, config);
   for (const name of readdirSync(join(dir, "demo", "repos"))) {
     const profile = join(dir, "demo", "repos", name);

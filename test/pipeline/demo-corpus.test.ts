@@ -96,7 +96,10 @@ describe("the demo corpus", () => {
     const commitMessages = Object.values(github).flatMap((g) => Object.values(g.pull_commits).flat().map((c: any) => c.commit.message as string));
     expect(commitMessages.some((m) => /This fixes #\d+\./.test(m))).toBe(true);
     const reviews = Object.values(github).flatMap((g) => Object.values(g.reviews).flat() as any[]);
-    expect(new Set(reviews.map((r) => r.state))).toEqual(new Set(["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED"]));
+    expect(new Set(reviews.map((r) => r.state))).toEqual(new Set(["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"]));
+    // A pending review was never submitted: GitHub gives it no submitted_at.
+    expect(reviews.filter((r) => r.state === "PENDING").every((r) => !("submitted_at" in r))).toBe(true);
+    expect(reviews.filter((r) => r.state !== "PENDING").every((r) => r.submitted_at)).toBe(true);
     const reviewComments = Object.values(github).flatMap((g) => Object.values(g.review_comments).flat() as any[]);
     expect(reviewComments.every((c) => c.path && c.line >= 1)).toBe(true);
     expect(reviewComments.some((c) => c.body.includes("```suggestion"))).toBe(true);
@@ -108,7 +111,27 @@ describe("the demo corpus", () => {
     expect(comments.some((c) => c.merged_at && c.created_at > c.merged_at)).toBe(true);
     const timelines = Object.values(github).flatMap((g) => Object.values(g.timelines).flat() as any[]);
     expect(timelines.some((e) => e.event === "connected")).toBe(true);
+    // A commit message closed it: the closed event names the commit. A pull request closed it:
+    // GitHub leaves commit_id null, and only GraphQL's closer (and closing references) say which.
     expect(timelines.some((e) => e.event === "closed" && e.commit_id)).toBe(true);
+    expect(timelines.some((e) => e.event === "closed" && e.commit_id === null)).toBe(true);
+    const closers = Object.values(github).flatMap((g) => Object.values(g.closers).flat() as any[]);
+    expect(new Set(closers.map((c) => c.type))).toEqual(new Set(["PullRequest", "Commit"]));
+    // Linked in the sidebar only: in the closing references, named nowhere in the pull request.
+    const repoOf = (name: string) => Object.values(github).find((g) => g.repository.full_name === name)!;
+    const sidebar = intents.filter((i) => {
+      if (!i.issue) return false;
+      const g = repoOf(i.repo);
+      const named = new RegExp(`#${i.issue.split("#")[1]}\\b`);
+      return !named.test(String(g.pulls[i.number].body)) && !g.pull_commits[i.number].some((c: any) => named.test(c.commit.message));
+    });
+    expect(sidebar.length).toBeGreaterThanOrEqual(1);
+    for (const i of sidebar) expect(repoOf(i.repo).closing_references[i.number]).toContainEqual({ repo: i.issue!.split("#")[0], number: Number(i.issue!.split("#")[1]) });
+    // A deleted and a transferred issue; a pull request over GitHub's 250-commit list cap; a null body.
+    expect(Object.values(github).some((g) => g.deleted.length > 0)).toBe(true);
+    expect(Object.values(github).some((g) => Object.keys(g.transferred).length > 0)).toBe(true);
+    expect(Object.values(github).some((g) => Object.values(g.pull_commits).some((list: any) => list.length > 250))).toBe(true);
+    expect(Object.values(github).some((g) => Object.values(g.pulls).some((p: any) => p.body === null))).toBe(true);
   });
 
   it("has real tests: F2P fail before the fix and pass after, regressions break, the rest passes in both states", async () => {

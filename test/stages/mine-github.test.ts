@@ -43,35 +43,73 @@ describe("mining GitHub", () => {
     const reference = await prepareDemoCopy(fileTempDir(), { corpusDir, mine: { wait_unit_ms: 5 } });
     const summary = await runPipeline({ ...reference.options, stages: [mineStage] });
     await reference.server.stop();
-    expect(summary.stages[0]).toMatchObject({ status: "ran", out: 48, rejected: 0 });
+    expect(summary.stages[0]).toMatchObject({ status: "ran", out: intents.length, rejected: 0 });
     clean = readFileSync(join(reference.workDir, "artifacts", "mine", "candidates.jsonl"), "utf8");
   });
   afterEach(async () => {
     while (copies.length) await copies.pop()!.server.stop();
   });
 
-  it("mines every merged pull request with its linked issues, discussion and exact reference change", async () => {
-    const mined = clean.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  /** The sources that must link each pull request's issue, by how the generator linked it. */
+  const expectedSources = (intent: PullIntent, graphql: boolean): string[] => {
+    if (!intent.issue) return [];
+    if (intent.extras.includes("moved_issues")) return graphql ? ["closing_reference", "pr_body_keyword"] : ["pr_body_keyword"];
+    if (intent.link === "commit_keyword") return ["commit_keyword"];
+    // Linked in the sidebar: only GraphQL knows; mentioned too, its closer names the PR.
+    if (intent.link === "sidebar") return graphql ? ["closing_reference"] : [];
+    if (intent.link === "timeline") return graphql ? ["closing_reference", "timeline"] : [];
+    return graphql ? ["closing_reference", "pr_body_keyword"] : ["pr_body_keyword"];
+  };
+
+  function checkMined(text: string, graphql: boolean): any[] {
+    const mined = text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(mined).toHaveLength(intents.length);
     const github = Object.fromEntries(readdirSync(join(corpusDir, "github")).map((f) => { const g = JSON.parse(readFileSync(join(corpusDir, "github", f), "utf8")); return [g.repository.full_name, g]; }));
     for (const candidate of mined) {
       const intent = intents.find((i) => `${i.repo.replace("/", "__")}-${i.number}` === candidate.id)!;
-      expect(candidate.issues.map((i: any) => `${i.repo}#${i.number}`).join(",") || null, candidate.id).toBe(intent.issue);
+      const sources = expectedSources(intent, graphql);
+      expect(candidate.issues.map((i: any) => `${i.repo}#${i.number}`).join(",") || null, candidate.id).toBe(sources.length ? intent.issue : null);
+      for (const issue of candidate.issues) expect({ id: candidate.id, sources: issue.link_sources, first: issue.linked_by }).toEqual({ id: candidate.id, sources, first: sources[0] });
       const g = github[candidate.repo];
       const n = candidate.pull_number;
-      expect(candidate.pull_request.discussion).toHaveLength(g.reviews[n].length + g.review_comments[n].length + g.issue_comments[n].length);
+      const submitted = g.reviews[n].filter((r: any) => r.state !== "PENDING");
+      expect(candidate.pull_request.discussion).toHaveLength(submitted.length + g.review_comments[n].length + g.issue_comments[n].length);
       expect(candidate.base_commit).toBe(g.pulls[n].base.sha);
       expect(candidate.pull_request.changed_files).toEqual(g.pull_files[n].map((f: any) => f.filename).sort());
+      expect(candidate.pull_request.commits.map((c: any) => c.sha)).toEqual(g.pull_commits[n].map((c: any) => c.sha));
     }
-    const byLink = new Map<string, number>();
-    for (const m of mined) for (const i of m.issues) byLink.set(i.linked_by, (byLink.get(i.linked_by) ?? 0) + 1);
-    expect([...byLink.keys()].sort()).toEqual(["commit_keyword", "pr_body_keyword", "timeline"]);
     // the decoy issue is mentioned, and even "fixx"ed, by several pull requests, but closed by none
     expect(mined.some((m) => /Related to #1\b/.test(m.pull_request.body))).toBe(true);
     expect(mined.every((m) => m.issues.every((i: any) => !(i.repo === m.repo && i.number === 1)))).toBe(true);
+    // A deleted issue is a link skipped and said; a transferred one is followed to its new home.
+    const moved = mined.find((m) => intents.find((i) => `${i.repo.replace("/", "__")}-${i.number}` === m.id)!.extras.includes("moved_issues"))!;
+    const records = github[moved.repo];
+    const [old, home] = Object.entries(records.transferred as Record<string, { repo: string; number: number }>)[0]!;
+    expect(moved.issues).toEqual([expect.objectContaining({ repo: home.repo, number: home.number, transferred_from: `${moved.repo}#${old}` })]);
+    expect(moved.notes).toEqual(expect.arrayContaining([`linked issue ${moved.repo}#${records.deleted[0]} (pr_body_keyword) was deleted (410 Gone); the link is skipped`, expect.stringMatching(new RegExp(`^linked issue ${moved.repo}#${old} was transferred to ${home.repo}#${home.number} \\(301\\)`))]));
+    // Over GitHub's 250-commit cap: all commits come from git, the keyword in the last one links.
+    const long = mined.find((m) => m.pull_request.commits.length > 250)!;
+    expect(long.notes).toEqual([expect.stringMatching(/^pulls\.listCommits stops at 250 commits; all 257 were read from git/)]);
+    expect(long.issues.map((i: any) => i.linked_by)).toEqual(["commit_keyword"]);
+    return mined;
+  }
+
+  it("mines every merged pull request with its linked issues, each with its sources, discussion and exact reference change", () => {
+    checkMined(clean, true);
+  });
+
+  it("without a token, links by keywords and commit closings over REST alone, and loses no pull request", async () => {
+    const c = await copy({ graphql: "off" });
+    const summary = await mineOnly(c);
+    expect(summary.stages[0]).toMatchObject({ out: intents.length, rejected: 0 });
+    checkMined(candidates(c), false);
+    expect(c.server.log.some((e) => e.path === "/graphql")).toBe(false);
+    // The mentioned issues' timelines were asked, and the closed events the PRs caused name no commit.
+    expect(c.server.log.some((e) => /\/issues\/\d+\/timeline/.test(e.path))).toBe(true);
   });
 
   it("finishes with the same output under 5xx bursts, resets, truncated and slow bodies, and both rate limits", async () => {
-    const c = await copy();
+    const c = await copy({ secondary_wait_seconds: 1 });
     c.server.inject(
       { kind: "server_error", count: 3, status: 503, path: /\/pulls\/\d+\/commits$/ },
       { kind: "reset", count: 2, path: /\/pulls\/\d+\/reviews$/ },
@@ -79,24 +117,32 @@ describe("mining GitHub", () => {
       { kind: "slow", count: 2, delayMs: 50, path: /\/pulls\/\d+\/files$/ },
       { kind: "secondary_rate_limit", count: 1, retryAfterSeconds: 1, path: /\/pulls\/\d+\/comments$/ },
       { kind: "server_error", count: 2, status: 502, path: /\/pulls$/ },
+      // GitHub may answer a secondary limit with 429, and without Retry-After (then wait a minute; here a second).
+      { kind: "too_many_requests", count: 1, path: /\/issues\/\d+$/ },
+      { kind: "secondary_rate_limit", count: 1, path: /^\/graphql$/ },
+      { kind: "server_error", count: 1, status: 502, path: /^\/graphql$/ },
     );
     setTimeout(() => c.server.exhaustRateLimit(), 300);
     const summary = await mineOnly(c);
-    expect(summary.stages[0]).toMatchObject({ out: 48, rejected: 0 });
+    expect(summary.stages[0]).toMatchObject({ out: intents.length, rejected: 0 });
     expect(candidates(c)).toBe(clean);
     const faults = new Set(c.server.log.filter((e) => e.fault).map((e) => e.fault));
-    expect(faults).toEqual(new Set(["server_error", "reset", "truncate", "slow", "secondary_rate_limit"]));
+    expect(faults).toEqual(new Set(["server_error", "reset", "truncate", "slow", "secondary_rate_limit", "too_many_requests"]));
     expect(c.server.log.some((e) => e.status === 403 && !e.fault)).toBe(true);
   });
 
-  it("records a deleted issue as a not_found reject and mines the rest", async () => {
-    const c = await copy();
-    const first = intents.find((i) => i.issue?.startsWith("demo-org/geometry#"))!;
+  it("skips a linked issue GitHub no longer has (404 or 410) with a note, and rejects a listed pull request that is gone", async () => {
+    const c = await copy({ repos: [{ repo: "demo-org/geometry" }, { repo: "demo-org/ledger", numbers: [3, 9999] }] });
+    const first = intents.find((i) => i.issue?.startsWith("demo-org/geometry#") && i.link === "keyword")!;
     const issueNumber = Number(first.issue!.split("#")[1]);
     c.server.inject({ kind: "not_found", count: 1000, path: new RegExp(`^/repos/demo-org/geometry/issues/${issueNumber}$`) });
-    const summary = await mineOnly(c);
-    expect(summary.stages[0]).toMatchObject({ out: 47, rejected: 1 });
-    expect(rejects(c)).toEqual([expect.objectContaining({ record_id: `demo-org__geometry-${first.number}`, reason: "not_found", field: "issues", message: expect.stringContaining(`linked issue demo-org/geometry#${issueNumber} was not found`) })]);
+    await mineOnly(c);
+    const mined = candidates(c).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const hit = mined.find((m) => m.id === `demo-org__geometry-${first.number}`)!;
+    expect(hit.issues).toEqual([]);
+    expect(hit.notes).toEqual([`linked issue demo-org/geometry#${issueNumber} (closing_reference, pr_body_keyword) does not exist (404); the link is skipped`]);
+    expect(mined.filter((m) => m.repo === "demo-org/geometry")).toHaveLength(intents.filter((i) => i.repo === "demo-org/geometry").length);
+    expect(rejects(c)).toEqual([expect.objectContaining({ record_id: "demo-org__ledger-9999", reason: "not_found", field: "numbers", message: "demo-org/ledger#9999: no such pull request (404)" })]);
   });
 
   it("resumes after a SIGKILL without refetching finished pull requests, to byte-identical output", async () => {
@@ -123,12 +169,12 @@ describe("mining GitHub", () => {
     c.server.clearFaults();
     const before = c.server.log.length;
     const summary = await mineOnly(c);
-    expect(summary.stages[0]).toMatchObject({ out: 48, reused: finished });
+    expect(summary.stages[0]).toMatchObject({ out: intents.length, reused: finished });
     expect(candidates(c)).toBe(clean);
     // The re-run asks about no pull request that the killed run had finished.
     const rerun = c.server.log.slice(before);
     const prsAsked = new Set(rerun.flatMap((e) => /^\/repos\/([^/]+\/[^/]+)\/pulls\/(\d+)\//.exec(e.path)?.slice(1, 3).join("#") ?? []));
-    expect(prsAsked.size).toBeLessThanOrEqual(48 - finished);
+    expect(prsAsked.size).toBeLessThanOrEqual(intents.length - finished);
     expect(rerun.filter((e) => e.path.includes("/pulls?")).every((e) => e.conditional && e.status === 304)).toBe(true);
   });
 
@@ -137,7 +183,7 @@ describe("mining GitHub", () => {
     await mineOnly(c);
     const sent = c.server.log.length;
     const offline = await mineOnly(c, { stageConfigs: { ...c.options.stageConfigs, mine: { ...(c.options.stageConfigs.mine as object), github: { ...(c.options.stageConfigs.mine as any).github, offline: true } } } });
-    expect(offline.stages[0]).toMatchObject({ status: "ran", out: 48 });
+    expect(offline.stages[0]).toMatchObject({ status: "ran", out: intents.length });
     expect(c.server.log.length).toBe(sent);
     expect(candidates(c)).toBe(clean);
 
@@ -152,7 +198,8 @@ describe("mining GitHub", () => {
     const saved = process.env.GITHUB_TOKEN;
     process.env.GITHUB_TOKEN = secret;
     try {
-      const c = await copy();
+      // The demo's config names a token file; without one, the token comes from GITHUB_TOKEN.
+      const c = await copy({ token_file: null });
       c.server.inject({ kind: "not_found", count: 1000, path: /^\/repos\/demo-org\/ledger\/pulls$/ });
       await mineOnly(c);
       expect(c.server.log.every((e) => e.authorized)).toBe(true);
