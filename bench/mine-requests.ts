@@ -1,7 +1,7 @@
-// GitHub API requests per mined pull request over the demo corpus, cold and on re-runs.
-// Targets (issue #5): at most 8 requests per PR cold for a PR with under 100 comments, and zero
-// non-conditional requests on a re-run. Mining runs with concurrency 1 so each request can be
-// attributed to the pull request being mined.
+// GitHub API requests (REST and GraphQL together) per mined pull request over the demo corpus,
+// cold and on re-runs. Targets (issues #5, #20): at most 8 requests per PR cold for a PR whose
+// lists fit one page, and zero non-conditional requests on a re-run. Mining runs with concurrency
+// 1 so each request can be attributed to the pull request being mined.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,17 +18,24 @@ try {
   const cold = await runPipeline(options);
   const prs = cold.stages[0]!.out;
   const coldLog = log.slice();
-  // Attribute each request to the PR whose own endpoints were asked for most recently.
-  const perPr = new Map<string, number>();
+  // Attribute each request to the PR whose own endpoints were asked for most recently; a GraphQL
+  // query names its PR in its variables.
+  const perPr = new Map<string, { rest: number; graphql: number; entries: typeof coldLog }>();
   let current = "(listing)";
   for (const entry of coldLog) {
     const own = /^\/repos\/([^/]+\/[^/]+)\/pulls\/(\d+)\//.exec(entry.path);
     if (own) current = `${own[1]}#${own[2]}`;
-    perPr.set(current, (perPr.get(current) ?? 0) + 1);
+    const counts = perPr.get(current) ?? { rest: 0, graphql: 0, entries: [] };
+    counts.entries.push(entry);
+    if (entry.graphql) counts.graphql++;
+    else counts.rest++;
+    perPr.set(current, counts);
   }
-  const listing = perPr.get("(listing)") ?? 0;
+  const listing = perPr.get("(listing)")?.rest ?? 0;
   perPr.delete("(listing)");
-  const counts = [...perPr.values()].sort((a, b) => a - b);
+  const totals = [...perPr.entries()].map(([pr, c]) => ({ pr, total: c.rest + c.graphql, ...c })).sort((a, b) => a.total - b.total);
+  const graphqlTotal = totals.reduce((n, t) => n + t.graphql, 0);
+  const over = totals.filter((t) => t.total > 8);
 
   const before = log.length;
   const rerun = await runPipeline(options);
@@ -38,10 +45,15 @@ try {
   const forced = log.slice(beforeForced);
   await demo.server.stop();
 
+  const median = totals[Math.floor(totals.length / 2)]!.total;
   console.log(`pull requests mined: ${prs} (3 repositories)`);
-  console.log(`cold: ${coldLog.length} requests = ${(coldLog.length / prs).toFixed(2)} per PR (listing ${listing}); per PR min ${counts[0]}, median ${counts[Math.floor(counts.length / 2)]}, max ${counts.at(-1)} (target max <= 8)`);
+  console.log(`cold: ${coldLog.length} requests = ${(coldLog.length / prs).toFixed(2)} per PR (REST ${coldLog.length - graphqlTotal}, of which listing ${listing}; GraphQL ${graphqlTotal}); per PR min ${totals[0]!.total}, median ${median}, max ${totals.at(-1)!.total} (target <= 8 where every list fits one page and every link is live)`);
+  for (const t of over) {
+    const why = { "pages after the first": t.entries.filter((e) => /[?&]page=[2-9]/.test(e.path)).length, "301 (then the redirect)": t.entries.filter((e) => e.status === 301).length, "410": t.entries.filter((e) => e.status === 410).length };
+    console.log(`  over 8: ${t.pr} with ${t.total} (REST ${t.rest}, GraphQL ${t.graphql}); ${Object.entries(why).filter(([, n]) => n).map(([k, n]) => `${k}: ${n}`).join(", ")}`);
+  }
   console.log(`re-run, unchanged: ${plain.length} requests (stage ${rerun.stages[0]!.status.replaceAll("_", " ")})`);
-  console.log(`re-run, --force: ${forced.length} requests, ${forced.filter((e) => !e.conditional).length} non-conditional (target 0), ${forced.filter((e) => e.status === 304).length} answered 304`);
+  console.log(`re-run, --force: ${forced.length} requests (${forced.filter((e) => e.graphql).length} GraphQL), ${forced.filter((e) => !e.conditional && !e.graphql).length} non-conditional REST (target 0), ${forced.filter((e) => e.status === 304).length} answered 304`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
