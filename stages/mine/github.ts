@@ -247,8 +247,17 @@ async function fetchIssues(octokit: GithubClient, links: Link[], notes: string[]
       }
       continue;
     }
+    let issueComments: Raw[];
+    try {
+      issueComments = (await octokit.paginate(octokit.rest.issues.listComments, { ...split(at.repo), issue_number: at.number, per_page: 100 })) as Raw[];
+    } catch (error) {
+      // Deleted between the two requests: as gone as if the first had said so.
+      const status = isGone(error);
+      if (!status) throw error;
+      notes.push(`linked issue ${at.repo}#${at.number} (${sources.join(", ")}) ${status === 410 ? "was deleted (410 Gone)" : "does not exist (404)"} while its comments were read; the link is skipped`);
+      continue;
+    }
     if (moved) notes.push(`linked issue ${ref.repo}#${ref.number} was transferred to ${at.repo}#${at.number} (301); followed`);
-    const issueComments = await octokit.paginate(octokit.rest.issues.listComments, { ...split(at.repo), issue_number: at.number, per_page: 100 });
     const ordered = LINK_SOURCES.filter((s) => sources.includes(s));
     issues.push({
       repo: at.repo,

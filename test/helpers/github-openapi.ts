@@ -90,7 +90,7 @@ export class GithubOpenApi {
     const key = JSON.stringify(schema);
     let validate = this.compiled.get(key);
     if (!validate) {
-      validate = this.ajv.compile(rebase(toJsonSchema(schema)));
+      validate = this.ajv.compile(rebase(toJsonSchema(schema)) as object);
       this.compiled.set(key, validate);
     }
     return { against, errors: validate(body) ? [] : (validate.errors ?? []).slice(0, 5).map((e) => `${e.instancePath || "/"} ${e.message}`) };
