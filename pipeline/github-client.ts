@@ -93,16 +93,10 @@ export function redact(text: string, token?: string): string {
   return token ? text.split(token).join("[REDACTED]") : text;
 }
 
-/**
- * An Octokit with the throttling and retry plugins (no hand-written retry loops) and an on-disk
- * conditional-request cache: every GET is sent with the ETag of its last answer, a 304 is served
- * from the cache, and `offline` answers from the cache alone. Cache files hold the request's
- * path and the response, never a header of the request, so the token is never written.
- */
-export function createGithubClient(options: GithubClientOptions): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql } {
-  const counts: RequestCounts = { conditional: 0, unconditional: 0, notModified: 0, replayed: 0, graphql: 0, graphqlReused: 0 };
+/** The client with its plugins: throttling (rate limits, GraphQL spacing), retries, a quiet log. */
+function newClient(options: GithubClientOptions): GithubClient {
   const unit = options.waitUnitMs ?? 1000;
-  const octokit = new ClientWithPlugins({
+  return new ClientWithPlugins({
     baseUrl: options.baseUrl,
     auth: options.token,
     userAgent: "switch-swe",
@@ -130,6 +124,17 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       error: (m: string) => (/ - 304 with id /.test(m) ? undefined : options.log.debug(redact(m, options.token))),
     },
   } as ConstructorParameters<typeof ClientWithPlugins>[0]);
+}
+
+/**
+ * An Octokit with the throttling and retry plugins (no hand-written retry loops) and an on-disk
+ * conditional-request cache: every GET is sent with the ETag of its last answer, a 304 is served
+ * from the cache, and `offline` answers from the cache alone. Cache files hold the request's
+ * path and the response, never a header of the request, so the token is never written.
+ */
+export function createGithubClient(options: GithubClientOptions): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql } {
+  const counts: RequestCounts = { conditional: 0, unconditional: 0, notModified: 0, replayed: 0, graphql: 0, graphqlReused: 0 };
+  const octokit = newClient(options);
 
   const pathOf = (url: string) => {
     const parsed = new URL(url, "http://base.invalid");
@@ -194,9 +199,17 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       throw error;
     }
   });
-  const graphql: CachedGraphql = async (query, variables, freshness) => {
-    // POST has no ETag to revalidate with: the answer is keyed by the query, its variables and
-    // what it depends on (`freshness`, e.g. the pull request's updated_at), and reused while equal.
+  const graphql = cachedGraphql(octokit, options, counts, fileOf);
+  return { octokit, counts, graphql };
+}
+
+/**
+ * GraphQL through the same client (token, throttling, retries), recorded beside the REST answers.
+ * POST has no ETag to revalidate with: an answer is keyed by the query, its variables and what it
+ * depends on (`freshness`, e.g. the pull request's updated_at), and reused while they are equal.
+ */
+function cachedGraphql(octokit: GithubClient, options: GithubClientOptions, counts: RequestCounts, fileOf: (key: string) => string): CachedGraphql {
+  return async (query, variables, freshness) => {
     const key = sha256(`POST /graphql ${canonicalJson({ query, variables, freshness })}`);
     const file = fileOf(key);
     const cached = readCached(file);
@@ -224,7 +237,6 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     await writeFileAtomic(file, canonicalJson({ key: `POST /graphql ${JSON.stringify(variables)}`, status: 200, data: answer }));
     return answer;
   };
-  return { octokit, counts, graphql };
 }
 
 /**

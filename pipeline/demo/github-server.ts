@@ -152,6 +152,15 @@ export class FakeGithub {
     };
   }
 
+  /** `GET /rate_limit`: what is left of each resource (asking costs nothing, as on GitHub). */
+  private rateLimitStatus(): unknown {
+    this.rollWindow();
+    const reset = Math.ceil((this.windowStart + this.windowMs) / 1000);
+    const core = { limit: this.limit, remaining: Math.max(0, this.limit - this.used), reset, used: this.used };
+    const graphql = { limit: this.limit, remaining: Math.max(0, this.limit - this.graphqlUsed), reset, used: this.graphqlUsed };
+    return { resources: { core, graphql, search: { limit: 30, remaining: 30, reset, used: 0 } }, rate: core };
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const path = url.pathname;
@@ -167,13 +176,7 @@ export class FakeGithub {
     };
     const requestBody = req.method === "POST" ? await readBody(req) : "";
 
-    if (path === "/rate_limit") {
-      this.rollWindow();
-      const reset = Math.ceil((this.windowStart + this.windowMs) / 1000);
-      const core = { limit: this.limit, remaining: Math.max(0, this.limit - this.used), reset, used: this.used };
-      const graphql = { limit: this.limit, remaining: Math.max(0, this.limit - this.graphqlUsed), reset, used: this.graphqlUsed };
-      return send(200, { resources: { core, graphql, search: { limit: 30, remaining: 30, reset, used: 0 } }, rate: core }, this.rateHeaders());
-    }
+    if (path === "/rate_limit") return send(200, this.rateLimitStatus(), this.rateHeaders());
 
     const fault = this.takeFault(path);
     if (fault) entry.fault = fault.kind;
@@ -224,6 +227,11 @@ export class FakeGithub {
     entry.status = 200;
     const head = { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), ...headers };
     if (this.capture) entry.response = { headers: head, body: text };
+    await this.writeBody(req, res, head, text, fault);
+  }
+
+  /** A 200's body, whole, or broken the way the injected fault says. */
+  private async writeBody(req: IncomingMessage, res: ServerResponse, head: Record<string, string>, text: string, fault: Fault | undefined): Promise<void> {
     if (fault?.kind === "truncate") {
       res.writeHead(200, head);
       res.write(text.slice(0, Math.floor(text.length / 2)));

@@ -40,10 +40,27 @@ export function simpleUser(login: string, id: number, type: "User" | "Bot" | "Or
   };
 }
 
+/** The API and web addresses GitHub derives from a repository's name. */
+function repositoryUrls(fullName: string): Json {
+  const url = `${API}/repos/${fullName}`;
+  const templated = { archive_url: "{archive_format}{/ref}", assignees_url: "assignees{/user}", blobs_url: "git/blobs{/sha}", branches_url: "branches{/branch}", collaborators_url: "collaborators{/collaborator}", comments_url: "comments{/number}", commits_url: "commits{/sha}", compare_url: "compare/{base}...{head}", contents_url: "contents/{+path}", git_commits_url: "git/commits{/sha}", git_refs_url: "git/refs{/sha}", git_tags_url: "git/tags{/sha}", issue_comment_url: "issues/comments{/number}", issue_events_url: "issues/events{/number}", issues_url: "issues{/number}", keys_url: "keys{/key_id}", labels_url: "labels{/name}", milestones_url: "milestones{/number}", notifications_url: "notifications{?since,all,participating}", pulls_url: "pulls{/number}", releases_url: "releases{/id}", statuses_url: "statuses/{sha}", trees_url: "git/trees{/sha}" };
+  const plain = ["contributors", "deployments", "downloads", "events", "forks", "hooks", "languages", "merges", "stargazers", "subscribers", "subscription", "tags", "teams"];
+  return {
+    url,
+    ...Object.fromEntries(Object.entries(templated).map(([key, tail]) => [key, `${url}/${tail}`])),
+    ...Object.fromEntries(plain.map((name) => [`${name}_url`, `${url}/${name}`])),
+    html_url: `${WEB}/${fullName}`,
+    git_url: `git://github.com/${fullName}.git`,
+    ssh_url: `git@github.com:${fullName}.git`,
+    clone_url: `${WEB}/${fullName}.git`,
+    svn_url: `${WEB}/${fullName}`,
+    mirror_url: null,
+  };
+}
+
 /** A repository as GitHub embeds it (pull requests' head and base) and serves it (`repos.get`). */
 export function repositoryObject(options: { id: number; fullName: string; owner: Json; createdAt: string; pushedAt: string; defaultBranch: string }): Json {
   const { id, fullName } = options;
-  const url = `${API}/repos/${fullName}`;
   return {
     id,
     node_id: nodeId("R", id),
@@ -51,51 +68,9 @@ export function repositoryObject(options: { id: number; fullName: string; owner:
     full_name: fullName,
     private: false,
     owner: options.owner,
-    html_url: `${WEB}/${fullName}`,
     description: null,
     fork: false,
-    url,
-    archive_url: `${url}/{archive_format}{/ref}`,
-    assignees_url: `${url}/assignees{/user}`,
-    blobs_url: `${url}/git/blobs{/sha}`,
-    branches_url: `${url}/branches{/branch}`,
-    collaborators_url: `${url}/collaborators{/collaborator}`,
-    comments_url: `${url}/comments{/number}`,
-    commits_url: `${url}/commits{/sha}`,
-    compare_url: `${url}/compare/{base}...{head}`,
-    contents_url: `${url}/contents/{+path}`,
-    contributors_url: `${url}/contributors`,
-    deployments_url: `${url}/deployments`,
-    downloads_url: `${url}/downloads`,
-    events_url: `${url}/events`,
-    forks_url: `${url}/forks`,
-    git_commits_url: `${url}/git/commits{/sha}`,
-    git_refs_url: `${url}/git/refs{/sha}`,
-    git_tags_url: `${url}/git/tags{/sha}`,
-    git_url: `git://github.com/${fullName}.git`,
-    issue_comment_url: `${url}/issues/comments{/number}`,
-    issue_events_url: `${url}/issues/events{/number}`,
-    issues_url: `${url}/issues{/number}`,
-    keys_url: `${url}/keys{/key_id}`,
-    labels_url: `${url}/labels{/name}`,
-    languages_url: `${url}/languages`,
-    merges_url: `${url}/merges`,
-    milestones_url: `${url}/milestones{/number}`,
-    notifications_url: `${url}/notifications{?since,all,participating}`,
-    pulls_url: `${url}/pulls{/number}`,
-    releases_url: `${url}/releases{/id}`,
-    ssh_url: `git@github.com:${fullName}.git`,
-    stargazers_url: `${url}/stargazers`,
-    statuses_url: `${url}/statuses/{sha}`,
-    subscribers_url: `${url}/subscribers`,
-    subscription_url: `${url}/subscription`,
-    tags_url: `${url}/tags`,
-    teams_url: `${url}/teams`,
-    trees_url: `${url}/git/trees{/sha}`,
-    clone_url: `${WEB}/${fullName}.git`,
-    mirror_url: null,
-    hooks_url: `${url}/hooks`,
-    svn_url: `${WEB}/${fullName}`,
+    ...repositoryUrls(fullName),
     homepage: null,
     language: "Python",
     forks_count: 0,

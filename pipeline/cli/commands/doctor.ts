@@ -93,7 +93,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<D
     ok: hasToken,
     required: false,
     // Only whether it is set: the token itself is never printed.
-    detail: hasToken ? "set (value not shown)" : "not set; mining GitHub is limited to 60 unauthenticated requests an hour",
+    detail: hasToken ? "set (value not shown)" : "not set; mining GitHub is limited to 60 unauthenticated requests an hour, and without GraphQL (sidebar links are not found)",
     fix: "export GITHUB_TOKEN=... (a fine-grained token with read access to public repositories), or pass --token-file",
   });
   return { ok: checks.every((c) => c.ok || !c.required), checks };
