@@ -58,7 +58,8 @@ const GRAPHQL_AUTH_DOCS = "https://docs.github.com/graphql/guides/forming-calls-
  * against GitHub's OpenAPI description by the contract test), pagination with `Link` URLs in
  * GitHub's `/repositories/{id}/...` form, the list caps, ETag / If-None-Match → 304, X-RateLimit-*
  * headers, a primary rate limit (403 with a reset time), 410 for deleted issues and 301 for
- * transferred ones, and injectable faults (5xx bursts, connection resets, slow bodies, truncated
+ * transferred ones (the issue only: its comments and timeline answer 404 at the old address, as
+ * on GitHub), and injectable faults (5xx bursts, connection resets, slow bodies, truncated
  * JSON, secondary rate limits as 403 or 429, with or without Retry-After). GraphQL: `POST /graphql`
  * executed against GitHub's published schema, for authenticated requests only, as on GitHub.
  * For the demo and for tests; it binds to loopback only.
@@ -310,9 +311,11 @@ export class FakeGithub {
       const number = Number(m[1]);
       if (records.deleted.includes(number)) return { status: 410, body: basicError("This issue was deleted", `${DOCS}/issues/issues#get-an-issue`, 410) };
       const moved = records.transferred[number];
+      // GitHub redirects a transferred issue itself, not its comments or timeline: those are 404.
+      if (moved && m[2]) return undefined;
       if (moved) {
         const target = this.repos.get(moved.repo.toLowerCase());
-        const location = `${this.url}/repositories/${target?.repository.id}/issues/${moved.number}${m[2] ?? ""}${query.size ? `?${query.toString()}` : ""}`;
+        const location = `${this.url}/repositories/${target?.repository.id}/issues/${moved.number}${query.size ? `?${query.toString()}` : ""}`;
         return { status: 301, body: { message: "Moved Permanently", url: location, documentation_url: `${DOCS}/issues/issues#get-an-issue` }, location };
       }
       if (!records.issues[number]) return undefined;

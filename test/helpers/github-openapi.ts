@@ -73,7 +73,9 @@ export class GithubOpenApi {
    * list that status (a rate limit can answer any request), GitHub's shared response for it.
    */
   check(operation: Operation, status: number, body: unknown): ResponseCheck {
-    const shared: Record<number, string> = { 301: "moved_permanently", 304: "not_modified", 403: "forbidden", 404: "not_found", 410: "gone", 500: "internal_error", 503: "service_unavailable" };
+    // Statuses any request can meet (a conditional hit, a rate limit, a missing parent, a server
+    // error). A 301 or a 410 is a property of the resource: it must be the operation's own.
+    const shared: Record<number, string> = { 304: "not_modified", 403: "forbidden", 404: "not_found", 500: "internal_error", 503: "service_unavailable" };
     let response = this.spec.paths[operation.template]!.get!.responses[String(status)];
     let against = `${operation.operationId} ${status}`;
     if (!response) {

@@ -75,10 +75,15 @@ describe("the local GitHub API", () => {
     // fetch follows the redirect, as GitHub's clients do: the answer is the issue at its new home.
     const followed = await octokit.rest.issues.get({ owner: "demo-org", repo: "textkit", issue_number: Number(old) });
     expect(followed.data).toMatchObject({ number: moved.number, repository_url: `https://api.github.com/repos/${moved.repo}` });
-    const raw = await fetch(`${server.url}/repos/demo-org/textkit/issues/${old}/comments`, { redirect: "manual", headers: { authorization: "token t" } });
+    const raw = await fetch(`${server.url}/repos/demo-org/textkit/issues/${old}`, { redirect: "manual", headers: { authorization: "token t" } });
     expect(raw.status).toBe(301);
-    expect(raw.headers.get("location")).toBe(`${server.url}/repositories/${tracker.repository.id}/issues/${moved.number}/comments`);
+    expect(raw.headers.get("location")).toBe(`${server.url}/repositories/${tracker.repository.id}/issues/${moved.number}`);
     expect(await raw.json()).toMatchObject({ message: "Moved Permanently", url: raw.headers.get("location") });
+    // GitHub redirects the issue, not its sub-resources: at the old address they are not found.
+    for (const tail of ["comments", "timeline"]) {
+      const sub = await octokit.request(`GET /repos/demo-org/textkit/issues/${old}/${tail}`).catch((e) => e);
+      expect(sub.status, tail).toBe(404);
+    }
   });
 
   it("stops the commit list at GitHub's 250, over all pages, without saying so", async () => {
