@@ -157,7 +157,7 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
   const links = new Links({ repo: pull.repo, number: pull.number });
   const keyword: [IssueRef, LinkSource][] = [
     ...closingReferences(pr.body ?? "", pull.repo).map((ref) => [ref, "pr_body_keyword"] as [IssueRef, LinkSource]),
-    ...commits.flatMap((c) => closingReferences(c.message, pull.repo).map((ref) => [ref, "commit_keyword"] as [IssueRef, LinkSource])),
+    ...commits.flatMap((c) => closingReferences(c.message, pull.repo, "commit_message").map((ref) => [ref, "commit_keyword"] as [IssueRef, LinkSource])),
   ];
   const keyworded = new Set(keyword.map(([ref]) => refKey(ref)));
   const mentioned = mentions(pr.body ?? "", pull.repo).filter((ref) => !keyworded.has(refKey(ref)) && refKey(ref) !== refKey({ repo: pull.repo, number: pull.number }));

@@ -30,8 +30,10 @@ function unique(refs: IssueRef[]): IssueRef[] {
  * resolve/resolves/resolved in any case, an optional colon, then `#N`, `owner/repo#N` or an issue
  * URL. Only the reference right after the keyword counts: "fixes #1, #2" closes #1 alone.
  */
-export function closingReferences(text: string, repo: string): IssueRef[] {
-  return unique([...stripCode(text).matchAll(CLOSING)].map((m) => refOf(m, repo)));
+export function closingReferences(text: string, repo: string, kind: "markdown" | "commit_message" = "markdown"): IssueRef[] {
+  // A description is Markdown, where code does not link; a commit message is plain text, where
+  // GitHub reads a keyword in backticks or a code fence like any other.
+  return unique([...(kind === "markdown" ? stripCode(text) : text).matchAll(CLOSING)].map((m) => refOf(m, repo)));
 }
 
 /** Every issue reference in a text, closing or not. */

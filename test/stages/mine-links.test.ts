@@ -25,6 +25,13 @@ describe("closing keywords", () => {
     }
   });
 
+  it("reads a commit message as plain text: a keyword in backticks or a fence still closes", () => {
+    // GitHub does not render commit messages, so their code spans are no protection.
+    expect(nums(closingReferences("This does not `close #3393` yet", R, "commit_message"))).toEqual(["o/r#3393"]);
+    expect(nums(closingReferences("```\nfixes #5\n```", R, "commit_message"))).toEqual(["o/r#5"]);
+    expect(closingReferences("This does not `close #3393` yet", R)).toEqual([]);
+  });
+
   it("finds every mention, for the timeline check", () => {
     expect(nums(mentions("Follow-up to #4 and other/x#2; see https://github.com/o/r/issues/8", R))).toEqual(["o/r#4", "other/x#2", "o/r#8"]);
     expect(mentions("color #fff is not an issue; neither is a#1", R)).toEqual([]);
