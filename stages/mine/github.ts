@@ -109,9 +109,6 @@ class Links {
     if (!known) this.list.push({ ref, sources: [source] });
     else if (!known.sources.includes(source)) known.sources.push(source);
   }
-  has(ref: IssueRef): boolean {
-    return this.list.some((l) => refKey(l.ref) === refKey(ref));
-  }
 }
 
 const CLOSERS = `__typename
@@ -169,7 +166,9 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
     asked.forEach((ref, i) => Object.assign(variables, { [`m${i}o`]: split(ref.repo).owner, [`m${i}n`]: split(ref.repo).repo, [`m${i}i`]: ref.number }));
     const query = linkQuery(asked.length);
     const closingRefs: IssueRef[] = [];
-    let answer = await graphql(query, variables, String(pr.updated_at));
+    // The first answer has the mentions; later pages of closing references do not ask for them.
+    const first = await graphql(query, variables, String(pr.updated_at));
+    let answer = first;
     for (;;) {
       const refs = (answer.data.repository as Raw | null)?.pullRequest?.closingIssuesReferences;
       if (!refs) throw new Error(`GitHub's GraphQL API returned no closing references for ${pull.repo}#${pull.number}: ${answer.errors.map((e) => e.message).join("; ") || "no data"}`);
@@ -180,7 +179,7 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
     for (const ref of closingRefs) links.add(ref, "closing_reference");
     for (const [ref, source] of keyword) links.add(ref, source);
     asked.forEach((ref, i) => {
-      const issue = (answer.data[`m${i}`] as Raw | null)?.issueOrPullRequest;
+      const issue = (first.data[`m${i}`] as Raw | null)?.issueOrPullRequest;
       // Gone, moved or a pull request: a mention of it links nothing.
       if (!issue || issue.__typename !== "Issue") return;
       const closedByThis = (issue.timelineItems?.nodes ?? []).some((n: Raw) => {

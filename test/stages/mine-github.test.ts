@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus, type PullIntent } from "../../pipeline/demo/build.ts";
+import { FakeGithub } from "../../pipeline/demo/github-server.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
 import { mineStage } from "../../stages/mine/index.ts";
 import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
@@ -129,6 +130,35 @@ describe("mining GitHub", () => {
     const faults = new Set(c.server.log.filter((e) => e.fault).map((e) => e.fault));
     expect(faults).toEqual(new Set(["server_error", "reset", "truncate", "slow", "secondary_rate_limit", "too_many_requests"]));
     expect(c.server.log.some((e) => e.status === 403 && !e.fault)).toBe(true);
+  });
+
+  it("reads every page of a PR's closing references and keeps the closers of its mentions", async () => {
+    // A PR whose closing references run past one page (50): its own issue many times over, and
+    // one more issue only on the second page.
+    const intent = intents.find((i) => i.link === "timeline" && i.repo === "demo-org/geometry")!;
+    const own = Number(intent.issue!.split("#")[1]);
+    const recordsDir = join(tempDir(), "github");
+    cpSync(join(corpusDir, "github"), recordsDir, { recursive: true });
+    const file = join(recordsDir, "demo-org__geometry.json");
+    const records = JSON.parse(readFileSync(file, "utf8"));
+    const other = intents.find((i) => i.repo === "demo-org/geometry" && i.link === "keyword")!;
+    const otherIssue = Number(other.issue!.split("#")[1]);
+    records.closing_references[intent.number] = [...Array.from({ length: 55 }, () => ({ repo: "demo-org/geometry", number: own })), { repo: "demo-org/geometry", number: otherIssue }];
+    writeFileSync(file, JSON.stringify(records));
+    const server = new FakeGithub({ recordsDir });
+    const url = await server.start();
+    try {
+      const c = await copy({ api_url: url, repos: [{ repo: "demo-org/geometry", numbers: [intent.number] }] });
+      await mineOnly(c);
+      const [mined] = candidates(c).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      expect(mined.issues.map((i: any) => [i.number, i.link_sources])).toEqual([
+        [own, ["closing_reference", "timeline"]],
+        [otherIssue, ["closing_reference"]],
+      ]);
+      expect(server.log.filter((e) => e.graphql).length).toBe(2);
+    } finally {
+      await server.stop();
+    }
   });
 
   it("skips a linked issue GitHub no longer has (404 or 410) with a note, and rejects a listed pull request that is gone", async () => {
