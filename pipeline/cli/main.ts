@@ -14,6 +14,7 @@ import { registerRequalify } from "./commands/requalify.ts";
 import { registerRun, registerStageCommands } from "./commands/run.ts";
 import { registerSchemas } from "./commands/schemas.ts";
 import { registerVerify } from "./commands/verify.ts";
+import { registerSession } from "./commands/session.ts";
 import { ExitCode, type Io, processIo, RunFailed } from "./io.ts";
 
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -29,6 +30,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerRun(program, io, exit);
   registerStageCommands(program, io, exit);
   registerVerify(program, io, exit);
+  registerSession(program, io, exit);
   registerReport(program, io, exit);
   registerDemo(program, io, exit);
   registerDoctor(program, io, exit);

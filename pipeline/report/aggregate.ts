@@ -42,9 +42,33 @@ export interface SuspiciousRow {
   by_rule: Record<string, number>;
 }
 
+/**
+ * What agents did during sessions run by `switch-swe session run` (reports carrying `behaviour`),
+ * per configuration, condition and group: the recovery costs and cross-task errors the study
+ * discusses beside resolution.
+ */
+export interface BehaviourRow {
+  configuration: string;
+  condition: "control" | "switched";
+  group: Group;
+  /** Reports with a behaviour record. */
+  runs: number;
+  /** Runs with at least one write to a checkout other than the active one, and all such files. */
+  runs_with_cross_task_writes: number;
+  cross_task_write_files: number;
+  /** Focus returns measured, those with a focus change, and the median seconds to it (null: none). */
+  focus_returns: number;
+  focus_returns_with_change: number;
+  median_focus_recovery_seconds: number | null;
+  work_lost_files: number;
+  continuations_used: number;
+  timed_out_requests: number;
+}
+
 export interface Aggregation {
   rows: GroupRow[];
   suspicious: SuspiciousRow[];
+  behaviour: BehaviourRow[];
   /** Reports that were not counted, or were counted conservatively, and why. */
   problems: string[];
 }
@@ -125,5 +149,42 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
     }
   }
   // A duplicate is found once per group it belongs to; say it once.
-  return { rows, suspicious, problems: [...new Set(problems)] };
+  return { rows, suspicious, behaviour: behaviourRows(sessions, configurations, seen), problems: [...new Set(problems)] };
+}
+
+const median = (values: number[]): number | null => {
+  if (!values.length) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+function behaviourRows(sessions: readonly ScoredSession[], configurations: string[], seen: Map<string, Map<string, Map<string, LoadedReport[]>>>): BehaviourRow[] {
+  const rows: BehaviourRow[] = [];
+  for (const configuration of configurations) {
+    for (const condition of ["control", "switched"] as const) {
+      for (const group of GROUPS) {
+        const members = sessions.filter((s) => group === "overall" || s.locality === group);
+        const records = members.flatMap((s) => seen.get(configuration)?.get(s.session_id)?.get(condition) ?? []).flatMap((l) => (l.report.behaviour ? [l.report.behaviour] : []));
+        if (!records.length) continue;
+        const recoveries = records.flatMap((b) => b.focus_recovery_seconds);
+        const measured = recoveries.filter((v): v is number => v !== null);
+        rows.push({
+          configuration,
+          condition,
+          group,
+          runs: records.length,
+          runs_with_cross_task_writes: records.filter((b) => b.cross_task_write_requests > 0).length,
+          cross_task_write_files: records.reduce((n, b) => n + b.cross_task_write_files, 0),
+          focus_returns: recoveries.length,
+          focus_returns_with_change: measured.length,
+          median_focus_recovery_seconds: median(measured),
+          work_lost_files: records.reduce((n, b) => n + b.work_lost_files, 0),
+          continuations_used: records.reduce((n, b) => n + b.continuations_used, 0),
+          timed_out_requests: records.reduce((n, b) => n + b.timed_out_requests, 0),
+        });
+      }
+    }
+  }
+  return rows;
 }

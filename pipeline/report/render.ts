@@ -65,6 +65,20 @@ export function renderMarkdown(aggregation: Aggregation): string {
     "|---|---|---:|---:|---:|---|",
   );
   for (const r of aggregation.suspicious) lines.push(`| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${r.reports} | ${r.reports_flagged} | ${r.resolved_flagged} | ${Object.entries(r.by_rule).map(([rule, n]) => `${rule} ${n}`).join(", ") || "none"} |`);
+  if (aggregation.behaviour.length) {
+    lines.push(
+      "",
+      "## What the agents did (sessions run by `switch-swe session run`)",
+      "",
+      "From each run's trajectory. Cross-task writes: runs that changed a checkout other than the active one, and the files changed there. Focus recovery: per return to the focus task after another task, seconds to the first change in the focus checkout (median over the returns with a change). Work lost: focus files changed during the session that ended back at their base content.",
+      "",
+      "| Configuration | Condition | Group | Runs | Runs with cross-task writes | Cross-task files | Focus returns (with a change) | Median recovery (s) | Work lost (files) | Continuations | Timed-out requests |",
+      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    );
+    for (const r of aggregation.behaviour) {
+      lines.push(`| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${GROUP_TITLES[r.group]} | ${r.runs} | ${r.runs_with_cross_task_writes} | ${r.cross_task_write_files} | ${r.focus_returns} (${r.focus_returns_with_change}) | ${r.median_focus_recovery_seconds === null ? "–" : r.median_focus_recovery_seconds.toFixed(1)} | ${r.work_lost_files} | ${r.continuations_used} | ${r.timed_out_requests} |`);
+    }
+  }
   if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
   return lines.join("\n") + "\n";
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SessionBehaviour } from "./agent.ts";
 import { TaskId, TestStatus } from "./common.ts";
 
 /** A path of the submission the verifier did not take, and why. */
@@ -46,5 +47,7 @@ export const VerificationReport = z.object({
   resolved: z.boolean(),
   infrastructure_retries: z.number().int().min(0).max(2),
   infrastructure_fault: z.string().optional(),
+  /** Written by `switch-swe session run`: what the agent did during the session (absent for `verify`). */
+  behaviour: SessionBehaviour.optional(),
 });
 export type VerificationReport = z.infer<typeof VerificationReport>;

@@ -12,7 +12,17 @@ import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";
 import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { basename } from "node:path";
+import { SessionIndex } from "../../pipeline/schemas/session.ts";
+import { createLogger } from "../../pipeline/logger.ts";
+import { CONTINUATION_MESSAGE } from "../../pipeline/session/run.ts";
+import { loadAgent, runAllSessions, runSessionCommand } from "../../pipeline/cli/commands/session.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const bin = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
 
 /** The demo as the README runs it, in a temporary directory. */
 async function runDemo() {
@@ -176,5 +186,109 @@ describe("the demo", () => {
     const pct = (100 / n).toFixed(1);
     // One of n sessions resolved in each condition; the other runs are missing and count as unresolved.
     expect(readFileSync(join(dir, "tables", "table1.csv"), "utf8")).toContain(`demo-agent,overall,${n},1,1,${pct},${pct},0.0,${n - 2},${n - 1}\n`);
+  });
+  it("runs scripted agents through a near and a far session in both conditions, and report shows what each did", async () => {
+    const demo = a;
+    const dir = tempDir();
+    const index = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!));
+    const picked = (["near", "far"] as const).map((locality) => index.sessions.find((s) => s.locality === locality)!.session_id);
+    const results = join(dir, "results");
+    const runs = join(dir, "runs");
+    const log = createLogger({ level: "warn", write: () => {} });
+    for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
+      const agent = loadAgent(join(root, "data", "agents", `${name}.yaml`));
+      const { ran } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, executor: "local", log, only: picked });
+      expect(ran).toHaveLength(4);
+    }
+    const report = (agent: string, session: string, condition: string) => VerificationReport.parse(JSON.parse(readFileSync(join(results, agent, `${session}.${condition}.json`), "utf8")));
+    for (const session of picked) {
+      expect([report("replay-reference", session, "control").resolved, report("replay-reference", session, "switched").resolved]).toEqual([true, true]);
+      expect([report("noop", session, "control").resolved, report("noop", session, "switched").resolved]).toEqual([false, false]);
+      expect([report("wrong-checkout", session, "control").resolved, report("wrong-checkout", session, "switched").resolved]).toEqual([true, false]);
+      // The wrong checkout is written in the switched run only, and the trajectory says where.
+      expect(report("wrong-checkout", session, "control").behaviour).toMatchObject({ cross_task_write_requests: 0 });
+      const switched = report("wrong-checkout", session, "switched");
+      expect(switched.behaviour!.cross_task_write_requests).toBe(1);
+      const trajectory = readFileSync(join(results, "wrong-checkout", switched.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      const written = trajectory.find((t) => Object.keys(t.changes).some((p) => p !== t.checkout))!;
+      expect(written.focus).toBe(true);
+      expect(report("noop", session, "switched").behaviour).toMatchObject({ cross_task_write_requests: 0, continuations_used: 0, work_lost_files: 0 });
+    }
+    const sessionsDir = join(demo.emitted, "sessions");
+    expect((await runCli(["report", "--results", results, "--sessions", sessionsDir, "--out", join(dir, "tables")])).code).toBe(0);
+    const n = index.sessions.length;
+    const csv = readFileSync(join(dir, "tables", "table1.csv"), "utf8");
+    // Over the fixed denominator (every session of the benchmark): 2 of n resolved, or none.
+    const two = (200 / n).toFixed(1);
+    expect(csv).toContain(`replay-reference,overall,${n},2,2,${two},${two},0.0,${n - 2},${n - 2}\n`);
+    expect(csv).toContain(`noop,overall,${n},0,0,0.0,0.0,0.0,${n - 2},${n - 2}\n`);
+    expect(csv).toContain(`wrong-checkout,overall,${n},2,0,${two},0.0,${two},${n - 2},${n - 2}\n`);
+    for (const group of ["near", "far"]) {
+      expect(csv).toContain(`replay-reference,${group},`);
+    }
+    const md = readFileSync(join(dir, "tables", "table1.md"), "utf8");
+    expect(md).toContain("| wrong-checkout | Switch | Overall | 2 | 2 | ");
+    expect(md).toContain("| wrong-checkout | Unint. | Overall | 2 | 0 | 0 | ");
+
+    // The checkouts are role-neutral and hold no future: one commit each, no task id anywhere.
+    const workspace = join(runs, "noop", `${picked[0]}.switched`, "workspace");
+    for (const checkout of readdirSync(workspace)) {
+      expect((await git(["rev-list", "--count", "HEAD"], { cwd: join(workspace, checkout) })).trim()).toBe("1");
+      expect((await git(["grep", "-l", "-e", "demo-org__", "-e", "heldout"], { cwd: join(workspace, checkout) }).catch(() => "")).trim()).toBe("");
+    }
+  });
+
+  it("resumes run-all after a kill, running only the sessions not yet scored", async () => {
+    const demo = a;
+    const dir = tempDir();
+    const out = join(dir, "noop");
+    const argv = ["session", "run-all", "-c", demo.configPath, "--manifest", demo.emitted, "--agent", join(root, "data", "agents", "noop.yaml"), "--out", out, "--work", join(dir, "runs"), "--executor", "local", "-q"];
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, ...argv], { stdio: "ignore" });
+      const poll = setInterval(() => {
+        if (existsSync(out) && readdirSync(out).filter((f) => f.endsWith(".json")).length >= 2) {
+          clearInterval(poll);
+          child.kill("SIGKILL");
+        }
+      }, 50);
+      child.on("exit", (_code, signal) => {
+        clearInterval(poll);
+        signal === "SIGKILL" ? resolve() : reject(new Error("run-all finished before it could be killed"));
+      });
+    });
+    const done = readdirSync(out).filter((f) => f.endsWith(".json")).length;
+    const total = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!)).sessions.length * 2;
+    expect(done).toBeLessThan(total);
+    const { ran, skipped } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, executor: "local", log: createLogger({ level: "warn", write: () => {} }) });
+    expect({ ran: ran.length, skipped }).toEqual({ ran: total - done, skipped: done });
+    expect(readdirSync(out).filter((f) => f.endsWith(".json"))).toHaveLength(total);
+  });
+
+  it("gives each request its budget, then the continuation message at most timeout_continuations times", async () => {
+    const demo = a;
+    const dir = tempDir();
+    const index = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!));
+    const spec = SessionSpec.parse(JSON.parse(demo.published[`sessions/${index.sessions[0]!.file}`]!));
+    // A one-second budget and two continuations; the agent sleeps past every budget, and notes what it was sent.
+    const short = { ...spec, budget: { per_request_seconds: 1, timeout_continuations: 2 }, conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 2) } };
+    const sessionFile = join(dir, "short.json");
+    writeFileSync(sessionFile, JSON.stringify(short));
+    const agentFile = join(dir, "sleeper.yaml");
+    writeFileSync(agentFile, `name: sleeper\ncommand: [sh, -c, 'printf "%s\\n" "$1" >> sent.txt; sleep 30', sh, "{text}"]\n`);
+    const report = await runSessionCommand({ config: demo.configPath, session: sessionFile, condition: "control", agent: loadAgent(agentFile), out: join(dir, "results"), work: join(dir, "runs"), executor: "local", log: createLogger({ level: "warn", write: () => {} }) });
+    const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(trajectory).toHaveLength(2);
+    for (const request of trajectory) {
+      expect(request).toMatchObject({ timed_out: true, continuations: 2, exits: [null, null, null], budget_seconds: 1 });
+      // Three attempts, each killed at its one-second budget: never less than three seconds.
+      expect(request.seconds).toBeGreaterThanOrEqual(3);
+    }
+    expect(report.behaviour).toMatchObject({ continuations_used: 4, timed_out_requests: 2 });
+    // What the agent was sent: each request's text, then the fixed continuation message twice.
+    const focus = short.checkouts.find((c) => c.task_id === short.focus)!;
+    const sent = readFileSync(join(dir, "runs", `${short.session_id}.control`, "workspace", basename(focus.path), "sent.txt"), "utf8").trim().split("\n");
+    const texts = short.conditions.control.map((r) => r.message.text.split("\n")[0]);
+    expect(sent.filter((l) => l === CONTINUATION_MESSAGE)).toHaveLength(4);
+    expect(sent[0]).toBe(texts[0]);
   });
 });

@@ -1,0 +1,37 @@
+// The session runner's own cost: every demo session, in both conditions, with each scripted agent
+// (whose own time is ~0), so what remains is the runner (provisioning five checkouts, snapshots
+// of all five after every request, bookkeeping) and the verification of the focus artifact.
+// Goal (issue #19): the runner adds under 5 s per request on top of the agent's own time.
+// Usage: npm run bench:session [-- --executor docker|local]   (default: local)
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadAgent, runAllSessions } from "../pipeline/cli/commands/session.ts";
+import { runPipeline } from "../pipeline/engine.ts";
+import { createLogger } from "../pipeline/logger.ts";
+import { SessionIndex } from "../pipeline/schemas/session.ts";
+import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
+
+const executorArg = process.argv.indexOf("--executor");
+const executor = (executorArg >= 0 ? process.argv[executorArg + 1] : "local") as "docker" | "local";
+const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-session-"));
+try {
+  const demo = await prepareDemoCopy(dir);
+  const built = await runPipeline(withExecution(demo.options, { executor })).finally(() => demo.server.stop());
+  if (!built.ok) throw new Error("the demo pipeline did not finish");
+  const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
+  const sessions = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions.length;
+  const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
+  console.log(`${sessions} demo sessions × 2 conditions × 3 scripted agents, verification with the ${executor} executor, 1 job`);
+  for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
+    const started = Date.now();
+    const { ran, failed } = await runAllSessions({ config: demo.configPath, manifest, conditions: ["control", "switched"], agent: loadAgent(join("data", "agents", `${name}.yaml`)), out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, executor, log });
+    const wall = (Date.now() - started) / 1000;
+    const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
+    const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);
+    const resolved = (condition: string) => ran.filter((r) => r.condition === condition && r.resolved).length;
+    console.log(`${name}: ${ran.length} runs (${failed.length} failed), resolved control ${resolved("control")}/${sessions}, switched ${resolved("switched")}/${sessions}; wall ${wall.toFixed(1)} s = ${(wall / ran.length).toFixed(2)} s a run; runner ${runner.toFixed(1)} s over ${requests} requests = ${(runner / requests).toFixed(3)} s a request (goal < 5 s); verification and the rest ${((wall - runner) / ran.length).toFixed(2)} s a run`);
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

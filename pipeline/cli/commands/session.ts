@@ -1,0 +1,178 @@
+import { existsSync, readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
+import { type Command, Option } from "commander";
+import { parse } from "yaml";
+import { emitStage } from "../../../stages/emit/index.ts";
+import { BUILT_STAGES } from "../../../stages/index.ts";
+import { writeFileAtomic } from "../../atomic.ts";
+import { loadConfig } from "../../config.ts";
+import { cloneSourceOf, loadProfilesDir } from "../../domain/profiles.ts";
+import { parseStageConfig } from "../../engine.ts";
+import { MirrorCache } from "../../git.ts";
+import { createLogger, type Logger } from "../../logger.ts";
+import { AgentSpec } from "../../schemas/agent.ts";
+import { HeldoutTask } from "../../schemas/heldout.ts";
+import { SessionIndex, SessionSpec } from "../../schemas/session.ts";
+import { VerificationReport } from "../../schemas/verification.ts";
+import { runSession } from "../../session/run.ts";
+import { describeFirstIssue, readJsonFile } from "../../validation.ts";
+import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
+import { formatVerification, verifySubmission, VerifyInputError } from "./verify.ts";
+
+export type Condition = "control" | "switched";
+
+/** An AGENT.yaml, validated; a bad one is refused naming the file and field. */
+export function loadAgent(file: string): AgentSpec {
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new VerifyInputError(`${file}: not a YAML agent description: ${(error as Error).message}`);
+  }
+  const parsed = AgentSpec.safeParse(raw);
+  if (!parsed.success) throw new VerifyInputError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
+  return parsed.data;
+}
+
+export interface SessionRunCommand {
+  config: string;
+  session: string;
+  condition: Condition;
+  agent: AgentSpec;
+  /** Where the verification report goes: `<out>/<session>.<condition>.json`, where `report` reads it. */
+  out: string;
+  /** Where the run's workspace, agent logs and trajectory go (outside `out`: `report` reads every JSON there). */
+  work?: string;
+  executor?: "auto" | "docker" | "local";
+  log: Logger;
+}
+
+/** One mirror cache per directory in this process, so sessions run at once never clone a repository twice. */
+const mirrorCaches = new Map<string, MirrorCache>();
+function mirrorCacheAt(root: string): MirrorCache {
+  let cache = mirrorCaches.get(root);
+  if (!cache) mirrorCaches.set(root, (cache = new MirrorCache(root)));
+  return cache;
+}
+
+/** The report file of one session and condition under a results directory. */
+export const reportFileOf = (out: string, sessionId: string, condition: Condition) => join(out, `${sessionId}.${condition}.json`);
+
+/**
+ * `switch-swe session run`: one condition of one session, from provisioning to the verification
+ * report, which carries what the agent did (`behaviour`) beside the verdict.
+ */
+export async function runSessionCommand(options: SessionRunCommand): Promise<VerificationReport> {
+  const loaded = loadConfig(options.config, BUILT_STAGES);
+  const emit = parseStageConfig(emitStage, (loaded.config.stages as Record<string, unknown>).emit);
+  const heldoutDir = resolve(loaded.baseDir, emit.heldout_dir);
+  const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
+  const { profiles, errors, dir: profilesDir } = loadProfilesDir(loaded.config.profiles_dir, loaded.baseDir);
+  const profile = profiles.get(spec.repo);
+  if (!profile) throw new VerifyInputError(`${profilesDir}: ${errors.get(spec.repo) ?? `no profile for ${spec.repo}`}`);
+  const mirrors = mirrorCacheAt(join(loaded.workDir, "git"));
+  const source = cloneSourceOf(spec.repo, profile, (p) => resolve(loaded.baseDir, p));
+  let mirror = "";
+  for (const checkout of spec.checkouts) mirror = await mirrors.ensure(spec.repo, source, checkout.base_commit);
+
+  // Only the scripted test agents may read held-out assets; a command agent is never given them.
+  const heldout = options.agent.scripted
+    ? (taskId: string) => {
+        const file = join(heldoutDir, `${taskId}.json`);
+        return existsSync(file) ? readJsonFile(file, HeldoutTask, "a held-out task") : undefined;
+      }
+    : undefined;
+  const runDir = resolve(options.work ?? join(loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
+  await rm(runDir, { recursive: true, force: true });
+  const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror, heldout, log: options.log });
+  const { report } = await verifySubmission({ config: options.config, session: options.session, checkout: run.focusCheckout, condition: options.condition, executor: options.executor, log: options.log });
+  const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
+  const withBehaviour = VerificationReport.parse({ ...report, behaviour: { ...run.behaviour, trajectory: relative(dirname(resolve(reportFile)), run.trajectoryFile) } });
+  await writeFileAtomic(reportFile, JSON.stringify(withBehaviour, null, 2) + "\n");
+  return withBehaviour;
+}
+
+/**
+ * `switch-swe session run-all`: every session of an emitted benchmark in the conditions asked,
+ * `jobs` at a time. Resumable: a session and condition whose report exists is not run again, and
+ * a killed run left no report (it is written whole, at the end), so it runs again from scratch.
+ */
+export async function runAllSessions(options: { config: string; manifest: string; conditions: Condition[]; agent: AgentSpec; out: string; work?: string; jobs: number; executor?: "auto" | "docker" | "local"; log: Logger; only?: string[] }): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
+  const sessionsDir = join(options.manifest, "sessions");
+  const index = readJsonFile(join(sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
+  const work = index.sessions
+    .filter((s) => !options.only || options.only.includes(s.session_id))
+    .flatMap((s) => options.conditions.map((condition) => ({ file: join(sessionsDir, s.file), sessionId: s.session_id, condition })));
+  const todo = work.filter((w) => !existsSync(reportFileOf(options.out, w.sessionId, w.condition)));
+  const ran: VerificationReport[] = [];
+  const failed: { session: string; condition: Condition; error: string }[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < todo.length) {
+      const item = todo[next++]!;
+      options.log.info(`session ${item.sessionId} (${item.condition}) with ${options.agent.name}`);
+      try {
+        ran.push(await runSessionCommand({ config: options.config, session: item.file, condition: item.condition, agent: options.agent, out: options.out, work: options.work, executor: options.executor, log: options.log }));
+      } catch (error) {
+        // One session that cannot run does not stop the others; it has no report, so the next run-all tries it again.
+        const message = (error as Error).message.split("\n")[0]!;
+        options.log.error(`session ${item.sessionId} (${item.condition}) with ${options.agent.name} failed: ${message}`);
+        failed.push({ session: item.sessionId, condition: item.condition, error: message });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.jobs) }, worker));
+  return { ran, skipped: work.length - todo.length, failed };
+}
+
+export function registerSession(program: Command, io: Io, exit: ExitCode): void {
+  const session = program.command("session").description("run a coding agent through the benchmark's sessions and score it");
+  const logger = (quiet: boolean) => createLogger({ level: quiet ? "warn" : "info", write: (line) => io.err(line + "\n") });
+  session
+    .command("run")
+    .description("drive an agent through one condition of one session: provision the five checkouts, deliver each request, verify the focus artifact")
+    .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
+    .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
+    .addOption(new Option("--condition <condition>", "control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
+    .requiredOption("--agent <file>", "the agent description (AGENT.yaml; see data/agents/)")
+    .requiredOption("--out <dir>", "the agent's results directory: the verification report is written there as <session>.<condition>.json")
+    .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
+    .addOption(new Option("--executor <kind>", "executor of the verification (default: the config's)").choices(["auto", "docker", "local"]))
+    .option("-q, --quiet", "only warnings and errors")
+    .addHelpText("after", "\nExample:\n  switch-swe session run -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --condition switched --agent data/agents/replay-reference.yaml --out results/replay-reference")
+    .action(
+      exit.act(async (opts) => {
+        for (const [flag, kind] of [["--config", "file"], ["--session", "file"], ["--agent", "file"]] as const) requirePath(flag, opts[flag.slice(2)], kind);
+        const report = await runSessionCommand({ config: opts.config, session: opts.session, condition: opts.condition, agent: loadAgent(opts.agent), out: opts.out, work: opts.work, executor: opts.executor, log: logger(Boolean(opts.quiet)) });
+        io.out(formatVerification(report));
+        return report.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
+      }),
+    );
+  session
+    .command("run-all")
+    .description("run an agent through every session of an emitted benchmark; sessions already scored are not run again")
+    .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
+    .requiredOption("--manifest <dir>", "the emitted benchmark (its sessions/ directory and index)")
+    .requiredOption("--agent <file>", "the agent description (AGENT.yaml)")
+    .addOption(new Option("--conditions <which>", "control, switched, or both").choices(["control", "switched", "both"]).default("both"))
+    .option("--out <dir>", "the agent's results directory (default: results/<agent name>)")
+    .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
+    .option("--jobs <n>", "sessions run at once", "1")
+    .addOption(new Option("--executor <kind>", "executor of the verification (default: the config's)").choices(["auto", "docker", "local"]))
+    .option("-q, --quiet", "only warnings and errors")
+    .addHelpText("after", "\nExample:\n  switch-swe session run-all -c data/demo/pipeline.yaml --manifest manifests/demo --agent data/agents/noop.yaml --conditions both --jobs 2")
+    .action(
+      exit.act(async (opts) => {
+        for (const [flag, kind] of [["--config", "file"], ["--manifest", "directory"], ["--agent", "file"]] as const) requirePath(flag, opts[flag.slice(2)], kind);
+        const jobs = Number(opts.jobs);
+        if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs: expected a positive whole number, got '${opts.jobs}'`);
+        const agent = loadAgent(opts.agent);
+        const conditions: Condition[] = opts.conditions === "both" ? ["control", "switched"] : [opts.conditions];
+        const out = opts.out ?? join("results", agent.name);
+        const { ran, skipped, failed } = await runAllSessions({ config: opts.config, manifest: opts.manifest, conditions, agent, out, work: opts.work, jobs, executor: opts.executor, log: logger(Boolean(opts.quiet)) });
+        io.out(`${agent.name}: ran ${ran.length} session run(s), ${ran.filter((r) => r.resolved).length} resolved; ${skipped} already scored; ${failed.length} failed to run (run again to retry them); reports in ${out}\n`);
+        return failed.length ? 1 : ran.some((r) => r.infrastructure_fault) ? 3 : 0;
+      }),
+    );
+}

@@ -1,0 +1,82 @@
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { lstat, mkdir, readdir, readFile, readlink, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { git } from "../git.ts";
+import type { CheckoutChanges } from "../schemas/agent.ts";
+
+/** Directories a snapshot does not read: version control, caches and environments. */
+const SKIPPED_DIRS = new Set([".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".venv", "venv", "node_modules", ".cache"]);
+
+/**
+ * A checkout of `commit` at `dir` with no history: the tree exported from our mirror and committed
+ * once ("base"), so the agent has a git repository to work in but no commit of the future (the
+ * reference fix, its tests) is reachable from it, and nothing in it names a task or a role.
+ */
+export async function provisionCheckout(mirror: string, commit: string, dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const archive = await gitArchive(mirror, commit);
+  await extractTar(archive, dir);
+  const env = { GIT_AUTHOR_NAME: "switch-swe", GIT_AUTHOR_EMAIL: "switch-swe@localhost", GIT_COMMITTER_NAME: "switch-swe", GIT_COMMITTER_EMAIL: "switch-swe@localhost", GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z" };
+  await git(["init", "--quiet", "--initial-branch=main"], { cwd: dir });
+  await git(["add", "--all", "--force"], { cwd: dir });
+  await git(["commit", "--quiet", "--no-gpg-sign", "--allow-empty", "-m", "base"], { cwd: dir, env });
+}
+
+async function gitArchive(mirror: string, commit: string): Promise<Buffer> {
+  const { spawn } = await import("node:child_process");
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", [`--git-dir=${mirror}`, "archive", "--format=tar", commit], { stdio: ["ignore", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    let err = "";
+    child.stdout.on("data", (c: Buffer) => out.push(c));
+    child.stderr.on("data", (c: Buffer) => (err += c));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`git archive ${commit} failed: ${err.trim()}`))));
+  });
+}
+
+async function extractTar(archive: Buffer, dir: string): Promise<void> {
+  const { spawn } = await import("node:child_process");
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn("tar", ["-x", "-f", "-", "-C", dir], { stdio: ["pipe", "ignore", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (c: Buffer) => (err += c));
+    child.on("error", reject);
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`tar failed: ${err.trim()}`))));
+    child.stdin.end(archive);
+  });
+}
+
+/** Path → content hash (a symlink by its target) of every file of a checkout but caches and .git. */
+export type Snapshot = Map<string, string>;
+
+export async function snapshot(dir: string): Promise<Snapshot> {
+  const files: Snapshot = new Map();
+  const walk = async (rel: string): Promise<void> => {
+    const abs = rel ? join(dir, rel) : dir;
+    for (const name of (await readdir(abs)).sort()) {
+      const childRel = rel ? `${rel}/${name}` : name;
+      const path = join(dir, childRel);
+      const stat = await lstat(path);
+      if (stat.isDirectory()) {
+        if (!SKIPPED_DIRS.has(name) && !name.endsWith(".egg-info")) await walk(childRel);
+      } else if (stat.isSymbolicLink()) {
+        files.set(childRel, `link:${await readlink(path)}`);
+      } else if (stat.isFile() && !/\.py[co]$/.test(name)) {
+        files.set(childRel, createHash("sha1").update(await readFile(path)).digest("hex"));
+      }
+    }
+  };
+  if (existsSync(dir)) await walk("");
+  return files;
+}
+
+/** What changed from one snapshot to the next; undefined when nothing did. */
+export function changesBetween(before: Snapshot, after: Snapshot): CheckoutChanges | undefined {
+  const added = [...after.keys()].filter((p) => !before.has(p)).sort();
+  const deleted = [...before.keys()].filter((p) => !after.has(p)).sort();
+  const modified = [...after.keys()].filter((p) => before.has(p) && before.get(p) !== after.get(p)).sort();
+  return added.length || deleted.length || modified.length ? { added, modified, deleted } : undefined;
+}

@@ -1,0 +1,52 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadAgent } from "../../pipeline/cli/commands/session.ts";
+import { git } from "../../pipeline/git.ts";
+import { AgentSpec } from "../../pipeline/schemas/agent.ts";
+import { agentArgv } from "../../pipeline/session/run.ts";
+import { changesBetween, provisionCheckout, snapshot } from "../../pipeline/session/workspace.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+describe("the session runner's parts", () => {
+  it("refuses an agent description that is neither scripted nor a command, naming the file and field", () => {
+    const dir = tempDir();
+    const file = join(dir, "bad.yaml");
+    writeFileSync(file, "name: my-agent\nenv: [API_KEY]\n");
+    expect(() => loadAgent(file)).toThrow(`${file}: field command`);
+    writeFileSync(file, "name: has space\nscripted: noop\n");
+    expect(() => loadAgent(file)).toThrow(/name/);
+  });
+
+  it("fills placeholders into argv elements, with no shell, and continues with continue_command", () => {
+    const agent = AgentSpec.parse({ name: "x", command: ["tool", "--prompt", "{text}", "--cwd={checkout}"], continue_command: ["tool", "--resume", "{conversation}", "{text}"] });
+    const request = { repository: "o/r", checkout: "/w/w01", text: "do $(rm -rf /) `now`; please", continued: false };
+    expect(agentArgv(agent, request, "/s", "c-1")).toEqual(["tool", "--prompt", "do $(rm -rf /) `now`; please", "--cwd=/w/w01"]);
+    expect(agentArgv(agent, { ...request, continued: true }, "/s", "c-1")).toEqual(["tool", "--resume", "c-1", "do $(rm -rf /) `now`; please"]);
+  });
+
+  it("provisions a checkout of a commit with no history, and sees what a request changed", async () => {
+    const dir = tempDir();
+    const repo = join(dir, "repo");
+    mkdirSync(repo);
+    const env = { GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@x.invalid", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@x.invalid" };
+    await git(["init", "--quiet", "--initial-branch=main"], { cwd: repo });
+    writeFileSync(join(repo, "a.py"), "x = 1\n");
+    await git(["add", "-A"], { cwd: repo });
+    await git(["commit", "--quiet", "-m", "one"], { cwd: repo, env });
+    const first = (await git(["rev-parse", "HEAD"], { cwd: repo })).trim();
+    writeFileSync(join(repo, "a.py"), "x = 2  # the future\n");
+    await git(["commit", "--quiet", "-am", "two"], { cwd: repo, env });
+    const checkout = join(dir, "w00");
+    await provisionCheckout(join(repo, ".git"), first, checkout);
+    expect((await git(["rev-list", "--count", "--all"], { cwd: checkout })).trim()).toBe("1");
+    expect((await git(["log", "--all", "--format=%B"], { cwd: checkout })).trim()).toBe("base");
+    const before = await snapshot(checkout);
+    writeFileSync(join(checkout, "a.py"), "x = 3\n");
+    writeFileSync(join(checkout, "b.py"), "y = 1\n");
+    mkdirSync(join(checkout, "__pycache__"));
+    writeFileSync(join(checkout, "__pycache__", "a.pyc"), "junk");
+    expect(changesBetween(before, await snapshot(checkout))).toEqual({ added: ["b.py"], modified: ["a.py"], deleted: [] });
+    expect(changesBetween(before, before)).toBeUndefined();
+  });
+});
