@@ -8,7 +8,7 @@ import type { Logger } from "../logger.ts";
 import type { AgentSpec, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ScheduledRequest, SessionSpec } from "../schemas/session.ts";
-import { changesBetween, provisionCheckout, snapshot, type Snapshot } from "./workspace.ts";
+import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "./workspace.ts";
 
 /** Sent, in the same conversation, when a request ran out of its budget: the same for every agent. */
 export const CONTINUATION_MESSAGE = "Your time for the last request ran out before you finished. Continue that request from where you stopped.";
@@ -175,7 +175,8 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
   const budget = spec.budget.per_request_seconds;
 
   const snapshots = new Map<string, Snapshot>();
-  for (const checkout of spec.checkouts) snapshots.set(checkout.path, await snapshot(hostPath(checkout.path)));
+  const hashes: HashCache = new Map();
+  for (const checkout of spec.checkouts) snapshots.set(checkout.path, await snapshot(hostPath(checkout.path), hashes));
   const base = new Map(snapshots);
   const everChanged = new Set<string>();
   const lines: TrajectoryRequest[] = [];
@@ -207,7 +208,7 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
     }
     const firstChange = watcher ? await watcher.stop() : undefined;
     const ended = Date.now();
-    const changes = await recordChanges(spec.checkouts.map((c) => c.path), hostPath, snapshots);
+    const changes = await recordChanges(spec.checkouts.map((c) => c.path), hostPath, snapshots, hashes);
     for (const p of pick(changes, focusPath)) everChanged.add(p);
     // A change seen only at the end of the request still counts as the first, at its end.
     const focusFirst = focusReturn ? (firstChange ?? (changes[focusPath] ? (ended - started) / 1000 : null)) : undefined;
@@ -254,10 +255,10 @@ function summarise(agent: string, lines: TrajectoryRequest[], workLostFiles: num
 }
 
 /** Snapshots every checkout after a request, updates `snapshots`, and says what changed where. */
-async function recordChanges(paths: string[], hostPath: (path: string) => string, snapshots: Map<string, Snapshot>): Promise<TrajectoryRequest["changes"]> {
+async function recordChanges(paths: string[], hostPath: (path: string) => string, snapshots: Map<string, Snapshot>, hashes: HashCache): Promise<TrajectoryRequest["changes"]> {
   const changes: TrajectoryRequest["changes"] = {};
   for (const path of paths) {
-    const after = await snapshot(hostPath(path));
+    const after = await snapshot(hostPath(path), hashes);
     const changed = changesBetween(snapshots.get(path)!, after);
     if (changed) changes[path] = changed;
     snapshots.set(path, after);

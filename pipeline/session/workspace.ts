@@ -52,7 +52,14 @@ async function extractTar(archive: Buffer, dir: string): Promise<void> {
 /** Path → content hash (a symlink by its target) of every file of a checkout but caches and .git. */
 export type Snapshot = Map<string, string>;
 
-export async function snapshot(dir: string): Promise<Snapshot> {
+/**
+ * Hashes already computed, by absolute path: reused while a file's size, mtime and ctime are all
+ * unchanged (ctime moves on every write and cannot be set back), so a snapshot after a request
+ * reads only what the request touched. One per session run.
+ */
+export type HashCache = Map<string, { size: number; mtimeMs: number; ctimeMs: number; hash: string }>;
+
+export async function snapshot(dir: string, cache?: HashCache): Promise<Snapshot> {
   const files: Snapshot = new Map();
   const walk = async (rel: string): Promise<void> => {
     const abs = rel ? join(dir, rel) : dir;
@@ -65,7 +72,14 @@ export async function snapshot(dir: string): Promise<Snapshot> {
       } else if (stat.isSymbolicLink()) {
         files.set(childRel, `link:${await readlink(path)}`);
       } else if (stat.isFile() && !/\.py[co]$/.test(name)) {
-        files.set(childRel, createHash("sha1").update(await readFile(path)).digest("hex"));
+        const known = cache?.get(path);
+        if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs && known.ctimeMs === stat.ctimeMs) {
+          files.set(childRel, known.hash);
+          continue;
+        }
+        const hash = createHash("sha1").update(await readFile(path)).digest("hex");
+        cache?.set(path, { size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, hash });
+        files.set(childRel, hash);
       }
     }
   };

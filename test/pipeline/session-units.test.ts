@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadAgent } from "../../pipeline/cli/commands/session.ts";
@@ -48,5 +48,12 @@ describe("the session runner's parts", () => {
     writeFileSync(join(checkout, "__pycache__", "a.pyc"), "junk");
     expect(changesBetween(before, await snapshot(checkout))).toEqual({ added: ["b.py"], modified: ["a.py"], deleted: [] });
     expect(changesBetween(before, before)).toBeUndefined();
+    // With a hash cache, a rewrite of the same size (and its mtime set back) is still seen: ctime moved.
+    const cache = new Map();
+    const cached = await snapshot(checkout, cache);
+    const { mtime } = statSync(join(checkout, "b.py"));
+    writeFileSync(join(checkout, "b.py"), "y = 2\n");
+    utimesSync(join(checkout, "b.py"), mtime, mtime);
+    expect(changesBetween(cached, await snapshot(checkout, cache))).toEqual({ added: [], modified: ["b.py"], deleted: [] });
   });
 });
