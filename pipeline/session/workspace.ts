@@ -16,37 +16,29 @@ const SKIPPED_DIRS = new Set([".git", "__pycache__", ".pytest_cache", ".mypy_cac
 export async function provisionCheckout(mirror: string, commit: string, dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
-  const archive = await gitArchive(mirror, commit);
-  await extractTar(archive, dir);
+  await exportTree(mirror, commit, dir);
   const env = { GIT_AUTHOR_NAME: "switch-swe", GIT_AUTHOR_EMAIL: "switch-swe@localhost", GIT_COMMITTER_NAME: "switch-swe", GIT_COMMITTER_EMAIL: "switch-swe@localhost", GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z" };
   await git(["init", "--quiet", "--initial-branch=main"], { cwd: dir });
   await git(["add", "--all", "--force"], { cwd: dir });
   await git(["commit", "--quiet", "--no-gpg-sign", "--allow-empty", "-m", "base"], { cwd: dir, env });
 }
 
-async function gitArchive(mirror: string, commit: string): Promise<Buffer> {
-  const { spawn } = await import("node:child_process");
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", [`--git-dir=${mirror}`, "archive", "--format=tar", commit], { stdio: ["ignore", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => out.push(c));
-    child.stderr.on("data", (c: Buffer) => (err += c));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(out)) : reject(new Error(`git archive ${commit} failed: ${err.trim()}`))));
-  });
-}
-
-async function extractTar(archive: Buffer, dir: string): Promise<void> {
-  const { spawn } = await import("node:child_process");
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn("tar", ["-x", "-f", "-", "-C", dir], { stdio: ["pipe", "ignore", "pipe"] });
-    let err = "";
-    child.stderr.on("data", (c: Buffer) => (err += c));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`tar failed: ${err.trim()}`))));
-    child.stdin.end(archive);
-  });
+/**
+ * Writes a commit's tree into `dir` as a checkout would (through a throwaway index), not through
+ * `git archive`, which drops `export-ignore` files and expands `export-subst`: the agent's files
+ * must be exactly the base revision's, or the collected artifact would show them as changes.
+ */
+async function exportTree(mirror: string, commit: string, dir: string): Promise<void> {
+  const index = join(dir, ".git-export-index");
+  const env = { GIT_INDEX_FILE: index };
+  try {
+    await git([`--git-dir=${mirror}`, `--work-tree=${dir}`, "read-tree", commit], { env });
+    await git([`--git-dir=${mirror}`, `--work-tree=${dir}`, "checkout-index", "--all", "--force"], { env });
+  } catch (error) {
+    throw new Error(`cannot write ${commit} into ${dir}: ${(error as Error).message}`);
+  } finally {
+    await rm(index, { force: true });
+  }
 }
 
 /** Path → content hash (a symlink by its target) of every file of a checkout but caches and .git. */

@@ -1,4 +1,4 @@
-import { mkdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadAgent } from "../../pipeline/cli/commands/session.ts";
@@ -32,6 +32,10 @@ describe("the session runner's parts", () => {
     const env = { GIT_AUTHOR_NAME: "a", GIT_AUTHOR_EMAIL: "a@x.invalid", GIT_COMMITTER_NAME: "a", GIT_COMMITTER_EMAIL: "a@x.invalid" };
     await git(["init", "--quiet", "--initial-branch=main"], { cwd: repo });
     writeFileSync(join(repo, "a.py"), "x = 1\n");
+    // What `git archive` would drop or rewrite must reach the checkout as committed.
+    writeFileSync(join(repo, ".gitattributes"), "ci.cfg export-ignore\nversion.py export-subst\n");
+    writeFileSync(join(repo, "ci.cfg"), "[ci]\n");
+    writeFileSync(join(repo, "version.py"), "v = '$Format:%H$'\n");
     await git(["add", "-A"], { cwd: repo });
     await git(["commit", "--quiet", "-m", "one"], { cwd: repo, env });
     const first = (await git(["rev-parse", "HEAD"], { cwd: repo })).trim();
@@ -41,6 +45,9 @@ describe("the session runner's parts", () => {
     await provisionCheckout(join(repo, ".git"), first, checkout);
     expect((await git(["rev-list", "--count", "--all"], { cwd: checkout })).trim()).toBe("1");
     expect((await git(["log", "--all", "--format=%B"], { cwd: checkout })).trim()).toBe("base");
+    expect(readFileSync(join(checkout, "ci.cfg"), "utf8")).toBe("[ci]\n");
+    expect(readFileSync(join(checkout, "version.py"), "utf8")).toBe("v = '$Format:%H$'\n");
+    expect((await git(["rev-parse", "HEAD^{tree}"], { cwd: checkout })).trim()).toBe((await git(["rev-parse", `${first}^{tree}`], { cwd: repo })).trim());
     const before = await snapshot(checkout);
     writeFileSync(join(checkout, "a.py"), "x = 3\n");
     writeFileSync(join(checkout, "b.py"), "y = 1\n");
