@@ -133,13 +133,13 @@ function agentEnvironment(agent: AgentSpec): NodeJS.ProcessEnv {
 }
 
 /** Polls the focus checkout while a focus return runs; resolves to the seconds to its first change. */
-function watchFirstChange(dir: string, before: Snapshot, startedAt: number, pollSeconds: number): { stop: () => Promise<number | null> } {
+function watchFirstChange(dir: string, before: Snapshot, startedAt: number, pollSeconds: number, hashes: HashCache): { stop: () => Promise<number | null> } {
   let found: number | null = null;
   let stopped = false;
   const loop = (async () => {
     while (!stopped && found === null) {
       await new Promise((r) => setTimeout(r, pollSeconds * 1000));
-      if (changesBetween(before, await snapshot(dir))) found = (Date.now() - startedAt) / 1000;
+      if (changesBetween(before, await snapshot(dir, hashes))) found = (Date.now() - startedAt) / 1000;
     }
   })();
   return {
@@ -185,7 +185,7 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
     const isFocus = scheduled.task_id === spec.focus;
     const focusReturn = isFocus && index > 0 && schedule[index - 1]!.task_id !== spec.focus;
     const started = Date.now();
-    const watcher = focusReturn ? watchFirstChange(hostPath(focusPath), snapshots.get(focusPath)!, started, options.pollSeconds ?? 0.5) : undefined;
+    const watcher = focusReturn ? watchFirstChange(hostPath(focusPath), snapshots.get(focusPath)!, started, options.pollSeconds ?? 0.5, hashes) : undefined;
     const exits: (number | null)[] = [];
     let continuations = 0;
     let timedOut = false;
