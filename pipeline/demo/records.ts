@@ -1,6 +1,6 @@
 import { parseGitDiff } from "../domain/diff.ts";
 import type { DemoFunction } from "./families.ts";
-import { commitObject, fullRepositoryObject, issueObject, nodeId, PULL_ONLY_FIELDS, pullLinks, repositoryObject, simpleUser, stateEvent, API, WEB, type Json } from "./github-shapes.ts";
+import { commitObject, fullRepositoryObject, issueObject, nodeId, pullLinks, repositoryObject, simpleUser, stateEvent, API, WEB, type Json } from "./github-shapes.ts";
 import type { PullRequestPlan } from "./plan.ts";
 
 /** An issue reference: repository and number. */

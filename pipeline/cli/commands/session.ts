@@ -16,11 +16,16 @@ import { HeldoutTask } from "../../schemas/heldout.ts";
 import { SessionIndex, SessionSpec } from "../../schemas/session.ts";
 import { VerificationReport } from "../../schemas/verification.ts";
 import { runSession } from "../../session/run.ts";
-import { describeFirstIssue, readJsonFile } from "../../validation.ts";
+import { describeFirstIssue, InputError, readJsonFile } from "../../validation.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
-import { formatVerification, verifySubmission, VerifyInputError } from "./verify.ts";
+import { formatVerification, verifySubmission } from "./verify.ts";
 
 export type Condition = "control" | "switched";
+
+/** Bad input to `session run`: names the file and field, and nothing was run. */
+export class SessionInputError extends InputError {
+  override name = "SessionInputError";
+}
 
 /** An AGENT.yaml, validated; a bad one is refused naming the file and field. */
 export function loadAgent(file: string): AgentSpec {
@@ -28,10 +33,10 @@ export function loadAgent(file: string): AgentSpec {
   try {
     raw = parse(readFileSync(file, "utf8"));
   } catch (error) {
-    throw new VerifyInputError(`${file}: not a YAML agent description: ${(error as Error).message}`);
+    throw new SessionInputError(`${file}: not a YAML agent description: ${(error as Error).message}`);
   }
   const parsed = AgentSpec.safeParse(raw);
-  if (!parsed.success) throw new VerifyInputError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
+  if (!parsed.success) throw new SessionInputError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
   return parsed.data;
 }
 
@@ -70,7 +75,7 @@ export async function runSessionCommand(options: SessionRunCommand): Promise<Ver
   const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
   const { profiles, errors, dir: profilesDir } = loadProfilesDir(loaded.config.profiles_dir, loaded.baseDir);
   const profile = profiles.get(spec.repo);
-  if (!profile) throw new VerifyInputError(`${profilesDir}: ${errors.get(spec.repo) ?? `no profile for ${spec.repo}`}`);
+  if (!profile) throw new SessionInputError(`${profilesDir}: ${errors.get(spec.repo) ?? `no profile for ${spec.repo}`}`);
   const mirrors = mirrorCacheAt(join(loaded.workDir, "git"));
   const source = cloneSourceOf(spec.repo, profile, (p) => resolve(loaded.baseDir, p));
   let mirror = "";
