@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /** Placeholders a command template may use; each is one argv element's text, never a shell. */
-export const AGENT_PLACEHOLDERS = ["{text}", "{checkout}", "{repository}", "{session_dir}", "{conversation}"] as const;
+export const AGENT_PLACEHOLDERS = ["{text}", "{checkout}", "{workspace}", "{repository}", "{session_dir}", "{conversation}"] as const;
 
 /**
  * An agent, as data (AGENT.yaml): how the session runner hands it one request. A command agent is
@@ -19,12 +19,29 @@ export const AgentSpec = z
     scripted: z.enum(["replay-reference", "noop", "wrong-checkout"]).optional(),
     command: z.array(z.string().min(1)).min(1).optional(),
     continue_command: z.array(z.string().min(1)).min(1).optional(),
-    /** Where the command runs: on the host, in the checkout's directory (the only place built so far). */
-    runs: z.enum(["host"]).default("host"),
+    /**
+     * Where the command runs, in the active checkout's directory: `host`, on this machine with the
+     * checkouts under the run's directory; or `environment`, inside one container of the focus
+     * task's environment image kept for the whole session, with the five checkouts mounted at the
+     * session's own paths (/workspace/w00, ...). Placeholders name paths as the agent sees them.
+     */
+    runs: z.enum(["host", "environment"]).default("host"),
+    /**
+     * `runs: environment` only: commands run once, as root and with the network, in the new
+     * container before the first request (installing the agent, say); their time is the runner's.
+     */
+    setup: z.array(z.array(z.string().min(1)).min(1)).default([]),
+    /** Seconds each setup command may take. */
+    setup_timeout_seconds: z.number().int().positive().default(900),
+    /** `runs: environment` only: whether the container has a network (an agent reaching its model's API needs one). */
+    network: z.boolean().default(true),
     /** Names of environment variables passed through from the user's environment (API keys, say). */
     env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]),
   })
-  .refine((a) => Boolean(a.scripted) !== Boolean(a.command), { message: "give exactly one of scripted and command", path: ["command"] });
+  .refine((a) => Boolean(a.scripted) !== Boolean(a.command), { message: "give exactly one of scripted and command", path: ["command"] })
+  .refine((a) => [...(a.command ?? []), ...(a.continue_command ?? [])].every((part) => (part.match(/\{[a-z_]+\}/g) ?? []).every((p) => (AGENT_PLACEHOLDERS as readonly string[]).includes(p))), { message: `a command may use only the placeholders ${AGENT_PLACEHOLDERS.join(", ")}`, path: ["command"] })
+  .refine((a) => !a.scripted || a.runs === "host", { message: "a scripted agent is built into switch-swe and runs on the host", path: ["runs"] })
+  .refine((a) => a.runs === "environment" || a.setup.length === 0, { message: "setup commands are run in the environment: set runs: environment", path: ["setup"] });
 export type AgentSpec = z.infer<typeof AgentSpec>;
 
 /** What changed in one checkout during one request, relative to its state before the request. */

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import type Docker from "dockerode";
 import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
@@ -8,6 +9,7 @@ import type { Logger } from "../logger.ts";
 import type { AgentSpec, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ScheduledRequest, SessionSpec } from "../schemas/session.ts";
+import { AgentEnvironment, type Attempt } from "./environment.ts";
 import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "./workspace.ts";
 
 /** Sent, in the same conversation, when a request ran out of its budget: the same for every agent. */
@@ -29,6 +31,8 @@ export interface SessionRunOptions {
   log: Logger;
   /** Seconds between looks at the focus checkout while a focus return runs. */
   pollSeconds?: number;
+  /** For an agent that `runs: environment`: the engine, the focus task's image, labels for its container. */
+  environment?: { docker: Docker; image: string; labels: Record<string, string> };
 }
 
 export interface SessionRunResult {
@@ -41,16 +45,19 @@ export interface SessionRunResult {
 /** One request as an agent sees it: the repository, the active checkout, the text; nothing else. */
 export interface AgentRequest {
   repository: string;
-  /** The checkout's path on the host. */
+  /** The active checkout's path where the agent runs (on the host, or the session's path in the environment). */
   checkout: string;
   text: string;
   /** Whether it continues the same conversation (every request after the first, and continuations). */
   continued: boolean;
 }
 
-interface Attempt {
-  exit: number | null;
-  timedOut: boolean;
+/** Paths a command template may name, as the agent sees them. */
+export interface AgentPaths {
+  /** The directory holding the five checkouts. */
+  workspace: string;
+  /** The agent's own directory for the session (its home in the environment). */
+  sessionDir: string;
 }
 
 /** Runs a scripted test agent's step for one request; only these read the held-out assets. */
@@ -89,10 +96,10 @@ function scriptedAgent(kind: NonNullable<AgentSpec["scripted"]>, schedule: Sched
 }
 
 /** A command agent's argv for a request, its placeholders filled in. */
-export function agentArgv(agent: AgentSpec, request: AgentRequest, sessionDir: string, conversation: string): string[] {
+export function agentArgv(agent: AgentSpec, request: AgentRequest, paths: AgentPaths, conversation: string): string[] {
   const template = request.continued && agent.continue_command ? agent.continue_command : agent.command!;
-  const values: Record<string, string> = { "{text}": request.text, "{checkout}": request.checkout, "{repository}": request.repository, "{session_dir}": sessionDir, "{conversation}": conversation };
-  return template.map((part) => part.replace(/\{(text|checkout|repository|session_dir|conversation)\}/g, (m) => values[m]!));
+  const values: Record<string, string> = { "{text}": request.text, "{checkout}": request.checkout, "{workspace}": paths.workspace, "{repository}": request.repository, "{session_dir}": paths.sessionDir, "{conversation}": conversation };
+  return template.map((part) => part.replace(/\{(text|checkout|workspace|repository|session_dir|conversation)\}/g, (m) => values[m]!));
 }
 
 /** Runs one attempt of a command agent, killed (its whole process group) at the budget. */
@@ -125,11 +132,74 @@ async function runCommand(argv: string[], cwd: string, env: NodeJS.ProcessEnv, b
   return attempt;
 }
 
-/** The environment a command agent gets: enough to run, plus the variables its spec names. */
-function agentEnvironment(agent: AgentSpec): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const key of ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM", ...agent.env]) if (process.env[key] !== undefined) env[key] = process.env[key];
+/** The variables a command agent gets from the user's environment: the ones its spec names (and, on the host, enough to run). */
+function agentVariables(agent: AgentSpec, host: boolean): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of [...(host ? ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM"] : []), ...agent.env]) if (process.env[key] !== undefined) env[key] = process.env[key]!;
   return env;
+}
+
+/** Where a command agent runs, and how one attempt is run there. */
+interface AgentPlace {
+  paths: AgentPaths;
+  /** The path the agent is given for a checkout of the session. */
+  checkout: (sessionPath: string) => string;
+  attempt: (argv: string[], checkout: string, budgetSeconds: number, logFile: string) => Promise<Attempt>;
+  close: () => Promise<void>;
+}
+
+/** The session paths' common parent (/workspace for /workspace/w00 ...), or / when they have none. */
+function commonParent(paths: string[]): string {
+  const parents = new Set(paths.map((p) => p.replace(/\/[^/]+\/?$/, "") || "/"));
+  return parents.size === 1 ? [...parents][0]! : "/";
+}
+
+/**
+ * The agent's place: on the host, the checkouts under the run's directory; in the environment,
+ * one container of the focus task's image with each checkout mounted at its session path, the
+ * agent's own directory at /agent (its home), and the spec's setup commands run first.
+ */
+async function agentPlace(options: SessionRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
+  const { agent, spec, runDir } = options;
+  if (agent.runs === "host") {
+    return {
+      paths: { workspace: join(runDir, "workspace"), sessionDir: runDir },
+      checkout: hostPath,
+      attempt: (argv, checkout, budget, logFile) => runCommand(argv, checkout, agentVariables(agent, true), budget, logFile),
+      close: async () => undefined,
+    };
+  }
+  if (!options.environment) throw new Error(`the agent ${agent.name} runs in the environment, which needs a Docker engine and the focus task's image`);
+  const agentDir = join(runDir, "agent");
+  await mkdir(agentDir, { recursive: true });
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  const environment = await AgentEnvironment.start({
+    docker: options.environment.docker,
+    image: options.environment.image,
+    mounts: [...spec.checkouts.map((c) => ({ host: hostPath(c.path), container: c.path })), { host: agentDir, container: "/agent" }],
+    home: "/agent",
+    user: `${uid}:${gid}`,
+    network: agent.network,
+    labels: options.environment.labels,
+  });
+  const variables = agentVariables(agent, false);
+  try {
+    for (const [i, command] of agent.setup.entries()) {
+      const logFile = join(logs, `setup-${i}.log`);
+      const result = await environment.exec(command, { cwd: "/", env: variables, budgetSeconds: agent.setup_timeout_seconds, logFile, asRoot: true });
+      if (result.exit !== 0) throw new Error(`the agent ${agent.name}'s setup command ${JSON.stringify(command)} ${result.timedOut ? `took more than ${agent.setup_timeout_seconds}s` : `exited with ${result.exit}`} (its output: ${logFile})`);
+    }
+  } catch (error) {
+    await environment.stop();
+    throw error;
+  }
+  return {
+    paths: { workspace: commonParent(spec.checkouts.map((c) => c.path)), sessionDir: "/agent" },
+    checkout: (path) => path,
+    attempt: (argv, checkout, budget, logFile) => environment.exec(argv, { cwd: checkout, env: variables, budgetSeconds: budget, logFile }),
+    close: () => environment.stop(),
+  };
 }
 
 /** Polls the focus checkout while a focus return runs; resolves to the seconds to its first change. */
@@ -159,10 +229,8 @@ function watchFirstChange(dir: string, before: Snapshot, startedAt: number, poll
  * budget used, continuations, exits, and the files changed in every checkout during it.
  */
 export async function runSession(options: SessionRunOptions): Promise<SessionRunResult> {
-  const { spec, condition, agent, runDir, log } = options;
+  const { spec, condition, agent, runDir } = options;
   const runStarted = Date.now();
-  let agentMs = 0;
-  const schedule = spec.conditions[condition];
   const workspace = join(runDir, "workspace");
   const logs = join(runDir, "logs");
   await mkdir(logs, { recursive: true });
@@ -170,35 +238,59 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
   const hostPath = (path: string) => join(workspace, basename(path));
   for (const checkout of spec.checkouts) await provisionCheckout(options.mirror, checkout.base_commit, hostPath(checkout.path));
   const focusPath = spec.checkouts.find((c) => c.task_id === spec.focus)!.path;
-  const conversation = createHash("sha256").update(`${spec.session_id}/${condition}/${agent.name}`).digest("hex").slice(0, 32).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5");
-  const scripted = agent.scripted ? scriptedAgent(agent.scripted, schedule, spec.focus, hostPath, options.heldout) : undefined;
-  const budget = spec.budget.per_request_seconds;
-
-  const snapshots = new Map<string, Snapshot>();
   const hashes: HashCache = new Map();
+  const snapshots = new Map<string, Snapshot>();
   for (const checkout of spec.checkouts) snapshots.set(checkout.path, await snapshot(hostPath(checkout.path), hashes));
   const base = new Map(snapshots);
+  const place = agent.scripted ? undefined : await agentPlace(options, hostPath, logs);
+  let requests: { lines: TrajectoryRequest[]; everChanged: Set<string>; agentMs: number };
+  try {
+    requests = await deliverRequests(options, { hostPath, focusPath, logs, hashes, snapshots, place });
+  } finally {
+    await place?.close();
+  }
+  const trajectoryFile = join(runDir, "trajectory.jsonl");
+  await writeFileAtomic(trajectoryFile, requests.lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+  const lost = [...requests.everChanged].filter((p) => snapshots.get(focusPath)!.get(p) === base.get(focusPath)!.get(p)).length;
+  const behaviour = summarise(agent.name, requests.lines, lost, Math.max(0, (Date.now() - runStarted - requests.agentMs) / 1000), trajectoryFile);
+  return { focusCheckout: hostPath(focusPath), trajectoryFile, behaviour };
+}
+
+interface Delivery {
+  hostPath: (path: string) => string;
+  focusPath: string;
+  logs: string;
+  hashes: HashCache;
+  /** Each checkout's state after the last request; updated as requests end. */
+  snapshots: Map<string, Snapshot>;
+  /** Where a command agent runs (none for a scripted agent). */
+  place?: AgentPlace;
+}
+
+/** Delivers every request of the condition in order, and records what each did. */
+async function deliverRequests(options: SessionRunOptions, d: Delivery): Promise<{ lines: TrajectoryRequest[]; everChanged: Set<string>; agentMs: number }> {
+  const { spec, condition, agent, log } = options;
+  const schedule = spec.conditions[condition];
+  const conversation = createHash("sha256").update(`${spec.session_id}/${condition}/${agent.name}`).digest("hex").slice(0, 32).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5");
+  const scripted = agent.scripted ? scriptedAgent(agent.scripted, schedule, spec.focus, d.hostPath, options.heldout) : undefined;
+  const budget = spec.budget.per_request_seconds;
   const everChanged = new Set<string>();
   const lines: TrajectoryRequest[] = [];
+  let agentMs = 0;
   for (const [index, scheduled] of schedule.entries()) {
     const active = scheduled.message.checkout;
     const isFocus = scheduled.task_id === spec.focus;
     const focusReturn = isFocus && index > 0 && schedule[index - 1]!.task_id !== spec.focus;
     const started = Date.now();
-    const watcher = focusReturn ? watchFirstChange(hostPath(focusPath), snapshots.get(focusPath)!, started, options.pollSeconds ?? 0.5, hashes) : undefined;
+    const watcher = focusReturn ? watchFirstChange(d.hostPath(d.focusPath), d.snapshots.get(d.focusPath)!, started, options.pollSeconds ?? 0.5, d.hashes) : undefined;
     const exits: (number | null)[] = [];
     let continuations = 0;
     let timedOut = false;
     for (let attempt = 0; ; attempt++) {
-      const request: AgentRequest = { repository: scheduled.message.repository, checkout: hostPath(active), text: attempt === 0 ? scheduled.message.text : CONTINUATION_MESSAGE, continued: index > 0 || attempt > 0 };
-      let result: Attempt;
+      const request: AgentRequest = { repository: scheduled.message.repository, checkout: d.place ? d.place.checkout(active) : d.hostPath(active), text: attempt === 0 ? scheduled.message.text : CONTINUATION_MESSAGE, continued: index > 0 || attempt > 0 };
       const attemptStarted = Date.now();
-      if (scripted) {
-        await scripted(index, request);
-        result = { exit: 0, timedOut: false };
-      } else {
-        result = await runCommand(agentArgv(agent, request, runDir, conversation), request.checkout, agentEnvironment(agent), budget, join(logs, `request-${String(index).padStart(2, "0")}-attempt-${attempt}.log`));
-      }
+      const logFile = join(d.logs, `request-${String(index).padStart(2, "0")}-attempt-${attempt}.log`);
+      const result: Attempt = scripted ? await scripted(index, request).then(() => ({ exit: 0, timedOut: false })) : await d.place!.attempt(agentArgv(agent, request, d.place!.paths, conversation), request.checkout, budget, logFile);
       agentMs += Date.now() - attemptStarted;
       exits.push(result.exit);
       timedOut = result.timedOut;
@@ -208,10 +300,10 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
     }
     const firstChange = watcher ? await watcher.stop() : undefined;
     const ended = Date.now();
-    const changes = await recordChanges(spec.checkouts.map((c) => c.path), hostPath, snapshots, hashes);
-    for (const p of pick(changes, focusPath)) everChanged.add(p);
+    const changes = await recordChanges(spec.checkouts.map((c) => c.path), d.hostPath, d.snapshots, d.hashes);
+    for (const p of pick(changes, d.focusPath)) everChanged.add(p);
     // A change seen only at the end of the request still counts as the first, at its end.
-    const focusFirst = focusReturn ? (firstChange ?? (changes[focusPath] ? (ended - started) / 1000 : null)) : undefined;
+    const focusFirst = focusReturn ? (firstChange ?? (changes[d.focusPath] ? (ended - started) / 1000 : null)) : undefined;
     lines.push({
       request: index,
       task_id: scheduled.task_id,
@@ -230,11 +322,7 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
       ...(focusFirst !== undefined ? { focus_first_change_seconds: focusFirst } : {}),
     });
   }
-  const trajectoryFile = join(runDir, "trajectory.jsonl");
-  await writeFileAtomic(trajectoryFile, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
-  const lost = [...everChanged].filter((p) => snapshots.get(focusPath)!.get(p) === base.get(focusPath)!.get(p)).length;
-  const behaviour = summarise(agent.name, lines, lost, Math.max(0, (Date.now() - runStarted - agentMs) / 1000), trajectoryFile);
-  return { focusCheckout: hostPath(focusPath), trajectoryFile, behaviour };
+  return { lines, everChanged, agentMs };
 }
 
 /** The behaviour the study discusses, from a run's trajectory. */

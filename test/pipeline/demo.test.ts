@@ -20,6 +20,9 @@ import { createLogger } from "../../pipeline/logger.ts";
 import { CONTINUATION_MESSAGE } from "../../pipeline/session/run.ts";
 import { loadAgent, runAllSessions, runSessionCommand } from "../../pipeline/cli/commands/session.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
+import { dockerForTests } from "../helpers/docker.ts";
+import { WORK_LABEL } from "../../pipeline/executors/index.ts";
+import Docker from "dockerode";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const bin = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
@@ -195,9 +198,11 @@ describe("the demo", () => {
     const results = join(dir, "results");
     const runs = join(dir, "runs");
     const log = createLogger({ level: "warn", write: () => {} });
+    // Verified as a user verifies: in the focus task's container (CI always has the engine).
+    const executor = (await dockerForTests()) ? "docker" : "local";
     for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
       const agent = loadAgent(join(root, "data", "agents", `${name}.yaml`));
-      const { ran } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, executor: "local", log, only: picked });
+      const { ran } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, executor, log, only: picked });
       expect(ran).toHaveLength(4);
     }
     const report = (agent: string, session: string, condition: string) => VerificationReport.parse(JSON.parse(readFileSync(join(results, agent, `${session}.${condition}.json`), "utf8")));
@@ -293,5 +298,69 @@ describe("the demo", () => {
     const texts = short.conditions.control.map((r) => r.message.text.split("\n")[0]);
     expect(sent.filter((l) => l === CONTINUATION_MESSAGE)).toHaveLength(4);
     expect(sent[0]).toBe(texts[0]);
+  });
+
+  it("runs a command agent inside the focus task's environment: the checkouts at the session's paths, nothing naming a role, the budget killing everything it started", async (context) => {
+    if (!(await dockerForTests())) return context.skip();
+    const demo = a;
+    const dir = tempDir();
+    const index = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!));
+    const spec = SessionSpec.parse(JSON.parse(demo.published[`sessions/${index.sessions[0]!.file}`]!));
+    const log = createLogger({ level: "warn", write: () => {} });
+    const docker = new Docker();
+    // The first four switched requests visit more than one checkout.
+    const probeSession = join(dir, "probe.json");
+    writeFileSync(probeSession, JSON.stringify({ ...spec, conditions: { ...spec.conditions, switched: spec.conditions.switched.slice(0, 4) } }));
+    expect(new Set(spec.conditions.switched.slice(0, 4).map((r) => r.message.checkout)).size).toBeGreaterThan(1);
+    process.env.SWITCH_SWE_PROBE_KEY = "key-from-the-user";
+    const probe = join(dir, "probe.yaml");
+    writeFileSync(probe, [
+      "name: probe",
+      "runs: environment",
+      "network: false",
+      "env: [SWITCH_SWE_PROBE_KEY]",
+      `setup: [[sh, -c, "echo ready > /opt/agent-installed"]]`,
+      // Writes, in the active checkout, where it ran and what it could see.
+      `command: [sh, -c, 'n=$(ls probe-*.json 2>/dev/null | wc -l); printf "{\\"cwd\\": \\"%s\\", \\"uid\\": %s, \\"home\\": \\"%s\\", \\"workspace\\": \\"%s\\", \\"installed\\": \\"%s\\", \\"key\\": \\"%s\\", \\"args\\": \\"%s %s\\"}" "$(pwd)" "$(id -u)" "$HOME" "$(ls /workspace | tr "\\n" " ")" "$(cat /opt/agent-installed)" "$SWITCH_SWE_PROBE_KEY" "$1" "$2" > probe-$n.json; env > env-$n.txt; ls -a / > root-$n.txt; hostname >> root-$n.txt', sh, "{checkout}", "{workspace}"]`,
+    ].join("\n") + "\n");
+    const report = await runSessionCommand({ config: demo.configPath, session: probeSession, condition: "switched", agent: loadAgent(probe), out: join(dir, "results"), work: join(dir, "runs"), executor: "local", log });
+    const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const workspace = join(dir, "runs", `${spec.session_id}.switched`, "workspace");
+    const seen = new Map<string, number>();
+    for (const request of trajectory) {
+      const n = seen.get(request.checkout) ?? 0;
+      seen.set(request.checkout, n + 1);
+      // Each request ran in its own checkout, at the session's path, and the host saw what it wrote there and only there.
+      expect(Object.keys(request.changes)).toEqual([request.checkout]);
+      expect(request.exits).toEqual([0]);
+      const written = JSON.parse(readFileSync(join(workspace, basename(request.checkout), `probe-${n}.json`), "utf8"));
+      expect(written).toEqual({ cwd: request.checkout, uid: process.getuid!(), home: "/agent", workspace: spec.checkouts.map((c) => basename(c.path)).sort().join(" ") + " ", installed: "ready", key: "key-from-the-user", args: `${request.checkout} /workspace` });
+      // Nothing the agent can see names a task, a role or the held-out assets.
+      const visible = readFileSync(join(workspace, basename(request.checkout), `env-${n}.txt`), "utf8") + readFileSync(join(workspace, basename(request.checkout), `root-${n}.txt`), "utf8");
+      expect(visible).not.toMatch(/demo-org__|focus|interrupt|heldout|held-out/i);
+    }
+    // The container is gone with the session.
+    const labelled = await docker.listContainers({ all: true, filters: { label: [WORK_LABEL] } });
+    expect(labelled.filter((c) => c.Mounts.some((m) => m.Source.startsWith(dir)))).toEqual([]);
+
+    // A sleeping agent in the environment: every attempt is killed at the budget with all it started.
+    const shortSession = join(dir, "short.json");
+    writeFileSync(shortSession, JSON.stringify({ ...spec, budget: { per_request_seconds: 1, timeout_continuations: 1 }, conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 1) } }));
+    const sleeper = join(dir, "sleeper.yaml");
+    writeFileSync(sleeper, [
+      "name: sleeper",
+      "runs: environment",
+      "network: false",
+      `command: [sh, -c, 'sleep 1001 & sleep 1002']`,
+      // The continuation first lists every process left in the container.
+      `continue_command: [sh, -c, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done > procs.txt; sleep 1003']`,
+    ].join("\n") + "\n");
+    const slept = await runSessionCommand({ config: demo.configPath, session: shortSession, condition: "control", agent: loadAgent(sleeper), out: join(dir, "results"), work: join(dir, "runs"), executor: "local", log });
+    const [only] = readFileSync(join(dir, "results", slept.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(only).toMatchObject({ timed_out: true, continuations: 1, exits: [null, null] });
+    const focus = spec.checkouts.find((c) => c.task_id === spec.focus)!;
+    const procs = readFileSync(join(dir, "runs", `${spec.session_id}.control`, "workspace", basename(focus.path), "procs.txt"), "utf8");
+    expect(procs).toContain("sleep 1003");
+    expect(procs).not.toMatch(/sleep 100[12]/);
   });
 });

@@ -16,13 +16,25 @@ describe("the session runner's parts", () => {
     expect(() => loadAgent(file)).toThrow(`${file}: field command`);
     writeFileSync(file, "name: has space\nscripted: noop\n");
     expect(() => loadAgent(file)).toThrow(/name/);
+    // A placeholder the runner does not fill would reach the agent as literal text.
+    writeFileSync(file, "name: typo\ncommand: [tool, '{txt}']\n");
+    expect(() => loadAgent(file)).toThrow(`${file}: field command: a command may use only the placeholders {text}, {checkout}, {workspace}`);
+    writeFileSync(file, "name: s\nscripted: noop\nruns: environment\n");
+    expect(() => loadAgent(file)).toThrow(`${file}: field runs`);
+    writeFileSync(file, "name: s\ncommand: [tool]\nsetup: [[pip, install, tool]]\n");
+    expect(() => loadAgent(file)).toThrow(`${file}: field setup`);
+    writeFileSync(file, "name: s\ncommand: [tool]\nruns: container\n");
+    expect(() => loadAgent(file)).toThrow(`${file}: field runs`);
   });
 
   it("fills placeholders into argv elements, with no shell, and continues with continue_command", () => {
     const agent = AgentSpec.parse({ name: "x", command: ["tool", "--prompt", "{text}", "--cwd={checkout}"], continue_command: ["tool", "--resume", "{conversation}", "{text}"] });
     const request = { repository: "o/r", checkout: "/w/w01", text: "do $(rm -rf /) `now`; please", continued: false };
-    expect(agentArgv(agent, request, "/s", "c-1")).toEqual(["tool", "--prompt", "do $(rm -rf /) `now`; please", "--cwd=/w/w01"]);
-    expect(agentArgv(agent, { ...request, continued: true }, "/s", "c-1")).toEqual(["tool", "--resume", "c-1", "do $(rm -rf /) `now`; please"]);
+    const paths = { workspace: "/w", sessionDir: "/s" };
+    expect(agentArgv(agent, request, paths, "c-1")).toEqual(["tool", "--prompt", "do $(rm -rf /) `now`; please", "--cwd=/w/w01"]);
+    expect(agentArgv(agent, { ...request, continued: true }, paths, "c-1")).toEqual(["tool", "--resume", "c-1", "do $(rm -rf /) `now`; please"]);
+    const everywhere = AgentSpec.parse({ name: "y", command: ["t", "--all={workspace}", "--state={session_dir}/x", "{repository}"] });
+    expect(agentArgv(everywhere, request, paths, "c-1")).toEqual(["t", "--all=/w", "--state=/s/x", "o/r"]);
   });
 
   it("provisions a checkout of a commit with no history, and sees what a request changed", async () => {

@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import Docker from "dockerode";
 import { rm } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { type Command, Option } from "commander";
@@ -9,6 +10,11 @@ import { writeFileAtomic } from "../../atomic.ts";
 import { loadConfig } from "../../config.ts";
 import { cloneSourceOf, loadProfilesDir } from "../../domain/profiles.ts";
 import { parseStageConfig } from "../../engine.ts";
+import { freshCheckout } from "../../domain/checkout.ts";
+import { executorFor } from "../../domain/execution.ts";
+import { dockerAvailable } from "../../executors/docker.ts";
+import { environmentSpec } from "../../executors/environment.ts";
+import { DockerExecutor, WORK_LABEL } from "../../executors/index.ts";
 import { MirrorCache } from "../../git.ts";
 import { createLogger, type Logger } from "../../logger.ts";
 import { AgentSpec } from "../../schemas/agent.ts";
@@ -81,6 +87,7 @@ export async function runSessionCommand(options: SessionRunCommand): Promise<Ver
   let mirror = "";
   for (const checkout of spec.checkouts) mirror = await mirrors.ensure(spec.repo, source, checkout.base_commit);
 
+  const environment = options.agent.runs === "environment" ? await agentImage(loaded, spec, heldoutDir, mirror, options.log) : undefined;
   // Only the scripted test agents may read held-out assets; a command agent is never given them.
   const heldout = options.agent.scripted
     ? (taskId: string) => {
@@ -90,12 +97,31 @@ export async function runSessionCommand(options: SessionRunCommand): Promise<Ver
     : undefined;
   const runDir = resolve(options.work ?? join(loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
   await rm(runDir, { recursive: true, force: true });
-  const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror, heldout, log: options.log });
+  const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror, heldout, log: options.log, environment });
   const { report } = await verifySubmission({ config: options.config, session: options.session, checkout: run.focusCheckout, condition: options.condition, executor: options.executor, log: options.log });
   const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
   const withBehaviour = VerificationReport.parse({ ...report, behaviour: { ...run.behaviour, trajectory: relative(dirname(resolve(reportFile)), run.trajectoryFile) } });
   await writeFileAtomic(reportFile, JSON.stringify(withBehaviour, null, 2) + "\n");
   return withBehaviour;
+}
+
+/**
+ * The focus task's environment image, built unless it exists, for an agent that runs in the
+ * environment: the image the verifier runs the focus task's tests in, so the agent's tests see
+ * what the verifier's will. Only the recipe is read from the held-out asset, on the host.
+ */
+async function agentImage(loaded: ReturnType<typeof loadConfig>, spec: SessionSpec, heldoutDir: string, mirror: string, log: Logger): Promise<{ docker: Docker; image: string; labels: Record<string, string> }> {
+  const docker = new Docker();
+  if (!(await dockerAvailable(docker))) throw new Error("the agent runs in the environment (runs: environment), but no Docker engine answers: start dockerd, or run the agent on the host");
+  const file = join(heldoutDir, `${spec.focus}.json`);
+  if (!existsSync(file)) throw new SessionInputError(`${file}: no held-out asset of ${spec.focus}, whose environment the agent runs in (is emit.heldout_dir in the config the benchmark's?)`);
+  const focus = readJsonFile(file, HeldoutTask, "a held-out task");
+  const env = environmentSpec(focus.repo, focus.environment, focus.environment_as_of);
+  const executor = await executorFor({ ...loaded.config.execution, executor: "docker" }, loaded.workDir, log);
+  const scratch = join(loaded.workDir, "verify-scratch");
+  mkdirSync(scratch, { recursive: true });
+  await executor.ensureEnvironment(env, { commit: focus.base_commit, checkout: () => freshCheckout(mirror, focus.base_commit, [], scratch) });
+  return { docker, image: DockerExecutor.imageTag(env), labels: { [WORK_LABEL]: loaded.workDir } };
 }
 
 /**
