@@ -75,9 +75,14 @@ export function loadProfiles(files: ExternalFile[]): ProfileSet {
  * to the profile file), or GitHub's clone URL when the profile names none.
  * `resolvePath` resolves the profile's own path (relative to the config) to an absolute one.
  */
+/** Whether a clone source is a URL (https://, ssh://, file://, or scp-like user@host:path) rather than a local path. */
+export function isRemoteCloneUrl(url: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[\w.-]+@[\w.-]+:/.test(url);
+}
+
 export function cloneSourceOf(repo: string, loaded: LoadedProfile | undefined, resolvePath: (path: string) => string): string {
   const url = loaded?.profile.clone_url;
   if (!loaded || !url) return `https://github.com/${repo}.git`;
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[\w.-]+@[\w.-]+:/.test(url)) return url;
+  if (isRemoteCloneUrl(url)) return url;
   return resolve(dirname(resolvePath(loaded.file)), url);
 }

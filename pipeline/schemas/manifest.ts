@@ -7,6 +7,8 @@ import { Request } from "./task.ts";
 export const ManifestEntry = z.object({
   task_id: TaskId,
   repo: RepoName,
+  /** Where to clone the repository: a URL, or a local path relative to the manifest's directory (from the profile). */
+  clone_url: z.string().min(1).optional(),
   source: z.object({ kind: z.enum(["swebench", "github"]), ids: z.array(z.string()), urls: z.array(z.string()) }),
   base_commit: CommitSha,
   requests: z.array(Request),

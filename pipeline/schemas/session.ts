@@ -26,6 +26,12 @@ export const SessionSpec = z.object({
   session_id: z.string(),
   benchmark: z.string(),
   repo: RepoName,
+  /**
+   * Where to clone the repository (every checkout's base commit is in it): a URL, or a local path
+   * (a bundle or a clone) relative to this file's directory. Written by emit, from the profile,
+   * so a runner on another machine needs nothing else to provision the checkouts.
+   */
+  clone_url: z.string().min(1).optional(),
   focus: TaskId,
   interruptions: z.array(TaskId),
   locality: LocalityClass,

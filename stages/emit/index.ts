@@ -1,5 +1,6 @@
 import { stringify } from "csv-stringify/sync";
-import { isAbsolute, relative } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
+import { cloneSourceOf, type ProfileSet } from "../../pipeline/domain/profiles.ts";
 import { z } from "zod";
 import { canonicalJson } from "../../pipeline/canonical.ts";
 import { renderSchemaFiles } from "../../pipeline/domain/schema-export.ts";
@@ -37,13 +38,14 @@ function taskUses(specs: SessionSpec[]) {
 }
 
 /** One manifest line: a task the benchmark uses, with its sources, tests, links and validation (SPEC §2.10). */
-function manifestEntry(id: string, task: Task, candidate: Candidate | undefined, audit: AuditRecord | undefined, checks: ValidationReport["checks"], roles: Set<"focus" | "interruption">): ManifestEntry {
+function manifestEntry(id: string, task: Task, candidate: Candidate | undefined, audit: AuditRecord | undefined, checks: ValidationReport["checks"], roles: Set<"focus" | "interruption">, cloneUrl: string): ManifestEntry {
   const source = candidate?.source.kind === "github"
     ? { kind: "github" as const, ids: [id, ...candidate.issues.map((i) => `${i.repo}#${i.number}`)], urls: [candidate.source.api_url, ...candidate.issues.map((i) => i.url)] }
     : { kind: "swebench" as const, ids: [id], urls: [] };
   return ManifestEntry.parse({
     task_id: id,
     repo: task.snapshot.repo,
+    clone_url: cloneUrl,
     source,
     base_commit: task.snapshot.base_commit,
     requests: task.requests,
@@ -58,6 +60,16 @@ function manifestEntry(id: string, task: Task, candidate: Candidate | undefined,
 }
 
 const json = (value: unknown) => canonicalJson(value, 2) + "\n";
+
+/**
+ * Where a file in `fromDir` says to clone a repository: its profile's clone URL as it is, or a
+ * local clone or bundle as a path relative to that directory (never absolute: the same inputs give
+ * the same bytes on any machine, and the benchmark can travel with its data).
+ */
+export function cloneUrlFor(repo: string, profiles: ProfileSet, resolvePath: (p: string) => string, fromDir: string): string {
+  const source = cloneSourceOf(repo, profiles.profiles.get(repo), resolvePath);
+  return isAbsolute(source) ? relative(fromDir, source) || "." : source;
+}
 
 /** The CSV tables of the released benchmark. */
 function tables(specs: SessionSpec[], manifest: ManifestEntry[], pairs: LocalityPair[]): [string, string][] {
@@ -93,9 +105,10 @@ export const emitStage = defineStage({
   name: "emit",
   summary: "write the manifest, session specifications, CSV tables, profile and JSON Schemas; held-out assets apart",
   example: "switch-swe emit --config data/demo/pipeline.yaml",
-  version: "1",
+  version: "2",
   module: import.meta.url,
   configSchema: EmitConfig,
+  settings: ["profiles"],
   inputs: {
     specs: input("validate", "sessions", SessionSpec),
     reportList: input("validate", "reports", ValidationReport),
@@ -113,15 +126,17 @@ export const emitStage = defineStage({
     const heldout = new Map(heldoutList.map((h) => [h.task_id, h]));
     const candidates = new Map(candidateList.map((c) => [c.id, c]));
     const { roles, sessionsOf, used } = taskUses(specs);
+    // The released benchmark is one directory, replaced whole: nothing of an earlier run survives.
+    const out = ctx.config.out_dir;
+    const cloneUrl = (repo: string, dir: string) => cloneUrlFor(repo, ctx.profiles, ctx.resolvePath, dir);
     const manifest = await ctx.mapRecords(used, {
       id: (id) => id,
       cache: false,
-      work: (id) => manifestEntry(id, tasks.get(id)!, candidates.get(id), audits.get(id), (sessionsOf.get(id) ?? []).flatMap((sid) => reports.get(sid)?.checks ?? []), roles.get(id)!),
+      work: (id) => manifestEntry(id, tasks.get(id)!, candidates.get(id), audits.get(id), (sessionsOf.get(id) ?? []).flatMap((sid) => reports.get(sid)?.checks ?? []), roles.get(id)!, cloneUrl(tasks.get(id)!.snapshot.repo, ctx.resolvePath(out))),
     });
-    // The released benchmark is one directory, replaced whole: nothing of an earlier run survives.
-    const out = ctx.config.out_dir;
     const profile = benchmarkProfile(specs);
-    const files = benchmarkFiles(ctx.benchmark, specs, manifest, pairs, profile);
+    const sessionsDir = join(ctx.resolvePath(out), "sessions");
+    const files = benchmarkFiles(ctx.benchmark, specs.map((s) => ({ ...s, clone_url: cloneUrl(s.repo, sessionsDir) })), manifest, pairs, profile);
     // Held-out assets: only the verifier reads these. Every one passed the oracle. Inside out_dir
     // they are part of its one swap; elsewhere they are a directory of their own.
     const heldoutFiles = new Map(used.map((id) => [`${id}.json`, json(heldout.get(id)!)]));

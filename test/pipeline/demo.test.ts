@@ -1,5 +1,5 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -18,7 +18,7 @@ import { basename } from "node:path";
 import { SessionIndex } from "../../pipeline/schemas/session.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { CONTINUATION_MESSAGE } from "../../pipeline/session/run.ts";
-import { loadAgent, runAllSessions, runSessionCommand } from "../../pipeline/cli/commands/session.ts";
+import { loadAgent, runAllSessions, runSessionCommand, sessionCloneSource } from "../../pipeline/cli/commands/session.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
@@ -129,6 +129,20 @@ describe("the demo", () => {
       if (!file.startsWith("heldout/")) expect(text.includes("diff --git"), file).toBe(false);
     }
     expect(Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).length).toBe(used.size);
+    // Every session and manifest line says where to clone its repository (relative to its own file,
+    // never an absolute path of this machine), and that clone holds every base commit it names.
+    for (const [file, text] of Object.entries(demo.published).filter(([f]) => f.startsWith("sessions/session-"))) {
+      const spec = SessionSpec.parse(JSON.parse(text));
+      expect(spec.clone_url, file).toMatch(/^\.\.\//);
+      const source = sessionCloneSource(spec, join(demo.emitted, file))!;
+      expect(source).toBe(join(demo.corpus.dir, "repos", spec.repo.replace("/", "__")));
+      for (const checkout of spec.checkouts) expect((await git(["cat-file", "-t", checkout.base_commit], { cwd: source })).trim()).toBe("commit");
+    }
+    for (const entry of manifest) expect(resolve(demo.emitted, entry.clone_url)).toBe(join(demo.corpus.dir, "repos", entry.repo.replace("/", "__")));
+    // A session moved where its relative path leads nowhere falls back to the config's profile; a URL is taken as it is.
+    const moved = SessionSpec.parse(JSON.parse(Object.entries(demo.published).find(([f]) => f.startsWith("sessions/session-"))![1]));
+    expect(sessionCloneSource(moved, join(tempDir(), "s.json"))).toBeUndefined();
+    expect(sessionCloneSource({ ...moved, clone_url: "https://example.org/o/r.git" }, "/x/s.json")).toBe("https://example.org/o/r.git");
   });
 
   it("proves every emitted task with the oracle, rejects the planted unsolvable one and says why, and verify and report score submissions against the emitted benchmark", async () => {

@@ -8,7 +8,7 @@ import { emitStage } from "../../../stages/emit/index.ts";
 import { BUILT_STAGES } from "../../../stages/index.ts";
 import { writeFileAtomic } from "../../atomic.ts";
 import { loadConfig } from "../../config.ts";
-import { cloneSourceOf, loadProfilesDir } from "../../domain/profiles.ts";
+import { cloneSourceOf, isRemoteCloneUrl, loadProfilesDir } from "../../domain/profiles.ts";
 import { parseStageConfig } from "../../engine.ts";
 import { freshCheckout } from "../../domain/checkout.ts";
 import { executorFor } from "../../domain/execution.ts";
@@ -67,6 +67,18 @@ function mirrorCacheAt(root: string): MirrorCache {
   return cache;
 }
 
+/**
+ * The clone source the session names (emit writes it from the profile): a URL, or a local path
+ * relative to the session file, used when it exists here; otherwise the config's profile decides.
+ */
+export function sessionCloneSource(spec: SessionSpec, sessionFile: string): string | undefined {
+  const url = spec.clone_url;
+  if (!url) return undefined;
+  if (isRemoteCloneUrl(url)) return url;
+  const path = resolve(dirname(resolve(sessionFile)), url);
+  return existsSync(path) ? path : undefined;
+}
+
 /** The report file of one session and condition under a results directory. */
 export const reportFileOf = (out: string, sessionId: string, condition: Condition) => join(out, `${sessionId}.${condition}.json`);
 
@@ -83,7 +95,7 @@ export async function runSessionCommand(options: SessionRunCommand): Promise<Ver
   const profile = profiles.get(spec.repo);
   if (!profile) throw new SessionInputError(`${profilesDir}: ${errors.get(spec.repo) ?? `no profile for ${spec.repo}`}`);
   const mirrors = mirrorCacheAt(join(loaded.workDir, "git"));
-  const source = cloneSourceOf(spec.repo, profile, (p) => resolve(loaded.baseDir, p));
+  const source = sessionCloneSource(spec, options.session) ?? cloneSourceOf(spec.repo, profile, (p) => resolve(loaded.baseDir, p));
   let mirror = "";
   for (const checkout of spec.checkouts) mirror = await mirrors.ensure(spec.repo, source, checkout.base_commit);
 
