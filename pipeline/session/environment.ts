@@ -13,7 +13,7 @@ export interface AgentEnvironmentOptions {
   /** The focus task's environment image. */
   image: string;
   /** Host directory → path in the container (the five checkouts, the agent's own directory). */
-  mounts: { host: string; container: string }[];
+  mounts: { host: string; container: string; readOnly?: boolean }[];
   /** The agent's home in the container (a mounted directory, so its state outlives any one request). */
   home: string;
   /** Who the agent runs as: the host's user, so what it writes in the checkouts stays that user's. */
@@ -46,7 +46,7 @@ export class AgentEnvironment {
       Cmd: ["sleep", "infinity"],
       Env: ["LANG=C.UTF-8", `HOME=${options.home}`],
       Labels: options.labels,
-      HostConfig: { Binds: options.mounts.map((m) => `${m.host}:${m.container}`), NetworkMode: options.network ? "bridge" : "none", Init: true },
+      HostConfig: { Binds: options.mounts.map((m) => `${m.host}:${m.container}${m.readOnly ? ":ro" : ""}`), NetworkMode: options.network ? "bridge" : "none", Init: true },
     });
     try {
       await container.start();

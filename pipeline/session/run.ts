@@ -9,6 +9,7 @@ import type { Logger } from "../logger.ts";
 import type { AgentSpec, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ScheduledRequest, SessionSpec } from "../schemas/session.ts";
+import { buildNetworkSettings } from "../executors/types.ts";
 import { AgentEnvironment, type Attempt } from "./environment.ts";
 import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "./workspace.ts";
 
@@ -174,16 +175,20 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
   await mkdir(agentDir, { recursive: true });
   const uid = process.getuid?.() ?? 0;
   const gid = process.getgid?.() ?? 0;
+  // With the network, the container reaches it as image builds do: the host's proxy settings and
+  // the CA bundle it trusts (behind a TLS-intercepting proxy nothing connects without it).
+  const network = agent.network ? buildNetworkSettings() : { vars: {} };
+  const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: "/run/host-ca.crt", PIP_CERT: "/run/host-ca.crt", REQUESTS_CA_BUNDLE: "/run/host-ca.crt", NODE_EXTRA_CA_CERTS: "/run/host-ca.crt" } : {};
   const environment = await AgentEnvironment.start({
     docker: options.environment.docker,
     image: options.environment.image,
-    mounts: [...spec.checkouts.map((c) => ({ host: hostPath(c.path), container: c.path })), { host: agentDir, container: "/agent" }],
+    mounts: [...spec.checkouts.map((c) => ({ host: hostPath(c.path), container: c.path })), { host: agentDir, container: "/agent" }, ...(network.caBundle ? [{ host: network.caBundle, container: "/run/host-ca.crt", readOnly: true }] : [])],
     home: "/agent",
     user: `${uid}:${gid}`,
     network: agent.network,
     labels: options.environment.labels,
   });
-  const variables = agentVariables(agent, false);
+  const variables = { ...network.vars, ...ca, ...agentVariables(agent, false) };
   try {
     for (const [i, command] of agent.setup.entries()) {
       const logFile = join(logs, `setup-${i}.log`);
