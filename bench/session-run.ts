@@ -2,8 +2,11 @@
 // (whose own time is ~0), so what remains is the runner (provisioning five checkouts, snapshots
 // of all five after every request, bookkeeping) and the verification of the focus artifact.
 // Goal (issue #19): the runner adds under 5 s per request on top of the agent's own time.
+// With the Docker executor it also runs a command agent that does nothing (`true`) inside the
+// focus task's environment (runs: environment): its requests' time is then the cost of one
+// `docker exec`, and the runner's time includes starting and removing the container.
 // Usage: npm run bench:session [-- --executor docker|local]   (default: local)
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadAgent, runAllSessions } from "../pipeline/cli/commands/session.ts";
@@ -23,14 +26,24 @@ try {
   const sessions = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions.length;
   const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
   console.log(`${sessions} demo sessions × 2 conditions × 3 scripted agents, verification with the ${executor} executor, 1 job`);
-  for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
+  const agents = ["replay-reference", "noop", "wrong-checkout"].map((name) => join("data", "agents", `${name}.yaml`));
+  if (executor === "docker") {
+    const file = join(dir, "idle-in-environment.yaml");
+    writeFileSync(file, "name: idle-in-environment\nruns: environment\nnetwork: false\ncommand: [\"true\"]\n");
+    agents.push(file);
+  }
+  for (const file of agents) {
+    const agent = loadAgent(file);
+    const name = agent.name;
     const started = Date.now();
-    const { ran, failed } = await runAllSessions({ config: demo.configPath, manifest, conditions: ["control", "switched"], agent: loadAgent(join("data", "agents", `${name}.yaml`)), out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, executor, log });
+    const { ran, failed } = await runAllSessions({ config: demo.configPath, manifest, conditions: ["control", "switched"], agent, out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, executor, log });
     const wall = (Date.now() - started) / 1000;
     const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
     const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);
+    // The agent's own time, as the trajectories record it (for `true` in the environment: docker exec's cost).
+    const agentSeconds = ran.reduce((n, r) => n + readFileSync(join(dir, "results", name, r.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).reduce((m, l) => m + (JSON.parse(l) as { seconds: number }).seconds, 0), 0);
     const resolved = (condition: string) => ran.filter((r) => r.condition === condition && r.resolved).length;
-    console.log(`${name}: ${ran.length} runs (${failed.length} failed), resolved control ${resolved("control")}/${sessions}, switched ${resolved("switched")}/${sessions}; wall ${wall.toFixed(1)} s = ${(wall / ran.length).toFixed(2)} s a run; runner ${runner.toFixed(1)} s over ${requests} requests = ${(runner / requests).toFixed(3)} s a request (goal < 5 s); verification and the rest ${((wall - runner) / ran.length).toFixed(2)} s a run`);
+    console.log(`${name}: ${ran.length} runs (${failed.length} failed), resolved control ${resolved("control")}/${sessions}, switched ${resolved("switched")}/${sessions}; wall ${wall.toFixed(1)} s = ${(wall / ran.length).toFixed(2)} s a run; runner ${runner.toFixed(1)} s over ${requests} requests = ${(runner / requests).toFixed(3)} s a request (goal < 5 s); agent ${(agentSeconds / requests).toFixed(3)} s a request; verification and the rest ${((wall - runner - agentSeconds) / ran.length).toFixed(2)} s a run`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });
