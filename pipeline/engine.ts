@@ -97,6 +97,7 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
     if (error instanceof RunLockError) throw new PipelineError(error.message);
     throw error;
   }
+  let executor: ReturnType<typeof lazyExecutor> | undefined;
   try {
     const leftovers = await removeLeftovers(options.workDir, options.log);
     if (leftovers.length) options.log.info(`removed what an interrupted run left behind: ${leftovers.join(", ")}`);
@@ -106,6 +107,7 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
     }
     if (removed) options.log.info(`removed ${removed} temporary file(s) left by an interrupted run`);
     const settings = options.settings ?? PipelineSettings.parse({});
+    executor = lazyExecutor(settings, options.workDir, options.log);
     const run: RunResources = {
       workDir: options.workDir,
       baseDir: options.baseDir,
@@ -115,10 +117,11 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
       log: options.log,
       progress: options.progress,
       mirrors: new MirrorCache(join(options.workDir, "git")),
-      executor: lazyExecutor(settings, options.workDir, options.log),
+      executor,
     };
     return await runStages(store, run, options, runOptions);
   } finally {
+    await executor?.close();
     release();
   }
 }

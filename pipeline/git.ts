@@ -70,6 +70,11 @@ async function mirrorGit(baseDir: string, operation: string, run: (client: Retur
  * Bare mirrors of the repositories under one directory, cloned once and shared by every task
  * and stage. The source can be a URL or a local path (mirrors, firewalls, offline work).
  */
+/** Whether a clone source is a URL (https://, ssh://, file://, or scp-like user@host:path) rather than a local path. */
+export function isRemoteCloneUrl(url: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[\w.-]+@[\w.-]+:/.test(url);
+}
+
 export class MirrorCache {
   /** One clone or fetch per repository at a time; concurrent records of a repository wait for it. */
   private readonly pending = new Map<string, Promise<string>>();

@@ -3,7 +3,23 @@ import { DEFAULT_CHECKOUTS, DEFAULT_INTERRUPTIONS } from "./domain/session-shape
 
 /** How test runs are executed, for every stage that runs tests (qualify, the oracle) and for `verify`. */
 export const ExecutionSettings = z.strictObject({
-  executor: z.enum(["auto", "docker", "local"]).default("auto"),
+  /**
+   * `queue`: test runs go to workers on other hosts through a BullMQ queue in Redis (`switch-swe
+   * worker`); the workers run them with `queue_executor`.
+   */
+  executor: z.enum(["auto", "docker", "local", "queue"]).default("auto"),
+  /** With `executor: queue`, the executor the workers run tests with: what the records then say ran them. */
+  queue_executor: z.enum(["docker", "local"]).default("docker"),
+  /** With `executor: queue`: where the queue is. Changes where runs happen, not what they produce: not in any cache key. */
+  queue: z
+    .strictObject({
+      redis: z.string().default("redis://127.0.0.1:6379"),
+      /** Prefix of the queue's keys in Redis, so several benchmarks can share one Redis. */
+      name: z.string().regex(/^[A-Za-z0-9_-]+$/).default("switch-swe"),
+      /** How long a job may wait for a worker that can run it before it fails as an infrastructure fault. */
+      wait_for_worker_seconds: z.number().int().positive().default(60),
+    })
+    .default({ redis: "redis://127.0.0.1:6379", name: "switch-swe", wait_for_worker_seconds: 60 }),
   /** Tasks worked on at once; 0 means one per core. Changes how fast, not what: not in any cache key. */
   jobs: z.number().int().min(0).default(0),
   /** Pauses before the first and second retry after an infrastructure fault; not in any cache key. */
@@ -14,7 +30,7 @@ export const ExecutionSettings = z.strictObject({
 export type ExecutionSettings = z.infer<typeof ExecutionSettings>;
 
 /** Keys of the execution settings that change how fast a stage runs, never what it produces. */
-export const VOLATILE_EXECUTION_KEYS = ["jobs", "infrastructure_backoff_seconds"] as const;
+export const VOLATILE_EXECUTION_KEYS = ["jobs", "infrastructure_backoff_seconds", "queue"] as const;
 
 /** The shape of every session: how many interruptions, and the checkouts' paths. */
 export const SessionSettings = z.strictObject({

@@ -314,7 +314,13 @@ export async function runStage(store: ArtifactStore, run: RunResources, stage: A
 }
 
 /** The executor of a run, made on first use and shared by every stage that runs tests. */
-export function lazyExecutor(settings: PipelineSettings, workDir: string, log: Logger): () => Promise<Executor> {
+export function lazyExecutor(settings: PipelineSettings, workDir: string, log: Logger): (() => Promise<Executor>) & { close: () => Promise<void> } {
   let made: Promise<Executor> | undefined;
-  return () => (made ??= executorFor(settings.execution, workDir, log));
+  const get = () => (made ??= executorFor(settings.execution, workDir, log));
+  // The queue executor holds connections open: released at the end of the run.
+  const close = async () => {
+    const executor = await made?.catch(() => undefined);
+    await executor?.close?.();
+  };
+  return Object.assign(get, { close });
 }

@@ -4,7 +4,7 @@ import type { MirrorCache } from "./git.ts";
 import type { CachedGraphql, GithubClient, RequestCounts } from "./github-client.ts";
 import type { ExternalFile } from "./decode.ts";
 import type { ProfileSet } from "./domain/profiles.ts";
-import type { Executor } from "./executors/types.ts";
+import type { CheckoutOrigin, Executor } from "./executors/types.ts";
 import type { Logger } from "./logger.ts";
 import type { ExecutionSettings, SessionSettings, SettingName } from "./settings.ts";
 
@@ -102,7 +102,7 @@ export interface StageContext<C> {
    * A fresh checkout of `commit` from a mirror, with `patches` applied in order (PatchDoesNotApply
    * names the one that does not), in the scratch directory; `dispose` removes it.
    */
-  checkout(mirror: string, commit: string, patches: { name: string; text: string }[]): Promise<{ dir: string; dispose: () => Promise<void> }>;
+  checkout(mirror: string, commit: string, patches: { name: string; text: string }[]): Promise<{ dir: string; dispose: () => Promise<void>; origin: CheckoutOrigin }>;
   /**
    * A GitHub client (Octokit with throttling and retry) whose responses are cached, and recorded
    * for offline replay, under the work directory. The token comes from GITHUB_TOKEN or a file.

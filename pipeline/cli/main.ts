@@ -15,6 +15,7 @@ import { registerRun, registerStageCommands } from "./commands/run.ts";
 import { registerSchemas } from "./commands/schemas.ts";
 import { registerVerify } from "./commands/verify.ts";
 import { registerSession } from "./commands/session.ts";
+import { registerWorker } from "./commands/worker.ts";
 import { ExitCode, type Io, processIo, RunFailed } from "./io.ts";
 
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -31,6 +32,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerStageCommands(program, io, exit);
   registerVerify(program, io, exit);
   registerSession(program, io, exit);
+  registerWorker(program, io, exit);
   registerReport(program, io, exit);
   registerDemo(program, io, exit);
   registerDoctor(program, io, exit);

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { git, GitError } from "../git.ts";
+import type { CheckoutOrigin } from "../executors/types.ts";
 
 export class PatchDoesNotApply extends Error {
   override name = "PatchDoesNotApply";
@@ -10,7 +11,7 @@ export class PatchDoesNotApply extends Error {
  * A fresh checkout of `commit` from a bare mirror (sharing its objects, so it is cheap), with the
  * patches applied in order. The caller removes it with `dispose`.
  */
-export async function freshCheckout(mirror: string, commit: string, patches: { name: string; text: string }[], parent: string): Promise<{ dir: string; dispose: () => Promise<void> }> {
+export async function freshCheckout(mirror: string, commit: string, patches: { name: string; text: string }[], parent: string): Promise<{ dir: string; dispose: () => Promise<void>; origin: CheckoutOrigin }> {
   const root = await mkdtemp(join(parent, "checkout-"));
   const dir = join(root, "repo");
   const dispose = () => rm(root, { recursive: true, force: true });
@@ -25,7 +26,7 @@ export async function freshCheckout(mirror: string, commit: string, patches: { n
         throw new PatchDoesNotApply(`the ${patch.name} patch does not apply to ${commit}: ${error instanceof GitError ? error.stderr.trim().split("\n").slice(0, 2).join(" | ") : (error as Error).message}`);
       }
     }
-    return { dir, dispose };
+    return { dir, dispose, origin: { mirror, commit, patches } };
   } catch (error) {
     await dispose();
     throw error;

@@ -1,5 +1,7 @@
 import { join } from "node:path";
-import type { ExecutionSettings } from "../settings.ts";
+import { ExecutionSettings } from "../settings.ts";
+import { QueueExecutor } from "../executors/queue.ts";
+import type { Executor } from "../executors/types.ts";
 import { planEnvironments, recipeFor } from "../executors/environment.ts";
 import { createExecutor } from "../executors/index.ts";
 import type { Logger } from "../logger.ts";
@@ -16,8 +18,12 @@ export function environmentsForTasks(splits: SplitChange[], candidates: Map<stri
 }
 
 /** The executor the execution settings ask for; environments live under `<work>/envs`, shared by every stage. */
-export function executorFor(config: Pick<ExecutionSettings, "executor" | "limits">, workDir: string, log: Logger) {
+export function executorFor(config: Pick<ExecutionSettings, "executor" | "limits"> & Partial<Pick<ExecutionSettings, "queue" | "queue_executor">>, workDir: string, log: Logger): Promise<Executor> {
   const { limits } = config;
+  if (config.executor === "queue") {
+    const queue = config.queue ?? ExecutionSettings.parse({}).queue;
+    return QueueExecutor.connect({ redis: queue.redis, prefix: queue.name, workerExecutor: config.queue_executor ?? "docker", waitForWorkerSeconds: queue.wait_for_worker_seconds, log });
+  }
   return createExecutor(config.executor, { envRoot: join(workDir, "envs"), workDir, log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
 }
 

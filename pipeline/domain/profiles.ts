@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { sha256 } from "../canonical.ts";
+import { isRemoteCloneUrl } from "../git.ts";
 import { RepoProfile } from "../schemas/repo-profile.ts";
 import { describeFirstIssue } from "../validation.ts";
 import { describeInvalid } from "../decode.ts";
@@ -75,11 +76,6 @@ export function loadProfiles(files: ExternalFile[]): ProfileSet {
  * to the profile file), or GitHub's clone URL when the profile names none.
  * `resolvePath` resolves the profile's own path (relative to the config) to an absolute one.
  */
-/** Whether a clone source is a URL (https://, ssh://, file://, or scp-like user@host:path) rather than a local path. */
-export function isRemoteCloneUrl(url: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[\w.-]+@[\w.-]+:/.test(url);
-}
-
 export function cloneSourceOf(repo: string, loaded: LoadedProfile | undefined, resolvePath: (path: string) => string): string {
   const url = loaded?.profile.clone_url;
   if (!loaded || !url) return `https://github.com/${repo}.git`;

@@ -15,10 +15,22 @@ export interface EnvironmentSpec {
   key: string;
 }
 
+/**
+ * How a prepared checkout was made: a mirror (whose clone source its git config records), a
+ * commit and the patches applied in order. What another machine needs to make the same checkout.
+ */
+export interface CheckoutOrigin {
+  mirror: string;
+  commit: string;
+  patches: { name: string; text: string }[];
+}
+
 export interface TestRunRequest {
   env: EnvironmentSpec;
   /** A prepared checkout on the host (patches applied). */
   checkoutDir: string;
+  /** How `checkoutDir` was made (freshCheckout's origin): required by the queue executor, whose workers make their own. */
+  source?: CheckoutOrigin;
   /** Tests to run: files or test ids (pytest node ids, Django unittest ids); empty for the whole suite. */
   tests: string[];
   timeoutSeconds: number;
@@ -38,7 +50,7 @@ export interface TestRunRequest {
 /** A base revision, and how to get a clean checkout of it (for the revision layer of an environment). */
 export interface BaseRevision {
   commit: string;
-  checkout: () => Promise<{ dir: string; dispose: () => Promise<void> }>;
+  checkout: () => Promise<{ dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>;
 }
 
 /** How much of a run's output is kept (its end): what a failed run's saved log holds. */
@@ -83,6 +95,8 @@ export interface Executor {
    */
   ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }>;
   run(request: TestRunRequest): Promise<TestRunResult>;
+  /** Releases what the executor holds open (the queue executor's connections); the engine calls it at the end of a run. */
+  close?(): Promise<void>;
 }
 
 const BUILD_PASSTHROUGH = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX"];

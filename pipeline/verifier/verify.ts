@@ -108,7 +108,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
       outcome = await withInfrastructureRetries(
         `${task.task_id}: verifier run`,
         log,
-        () => executor.run({ env: input.env, checkoutDir: checkout.dir, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths, protectedPaths } }),
+        () => executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths, protectedPaths } }),
         input.infrastructureBackoffMs,
       );
     } catch (error) {

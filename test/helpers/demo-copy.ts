@@ -57,7 +57,7 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
 }
 
 /** The same engine options with another executor (and, if given, jobs) in their execution settings. */
-export function withExecution(options: EngineOptions, execution: { executor?: "auto" | "docker" | "local"; jobs?: number }): EngineOptions {
+export function withExecution(options: EngineOptions, execution: Partial<PipelineSettings["execution"]>): EngineOptions {
   const settings = options.settings ?? PipelineSettings.parse({});
   return { ...options, settings: { ...settings, execution: { ...settings.execution, ...execution } } };
 }

@@ -52,7 +52,7 @@ function readSplitFile(file: string): SplitChange {
  * as-of date of the earliest pull request sharing the recipe); without, from the split file, a
  * profile, and --version / --as-of as given.
  */
-async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange; loaded: LoadedProfile; env: EnvironmentSpec; resolvePath: (p: string) => string; executorKind: "auto" | "docker" | "local" }> {
+async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange; loaded: LoadedProfile; env: EnvironmentSpec; resolvePath: (p: string) => string; executorKind: "auto" | "docker" | "local" | "queue" }> {
   if (options.config) {
     const { config, splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(options.config);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
@@ -78,7 +78,9 @@ async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange
 export async function qualifyByHand(options: ByHandOptions) {
   const workDir = resolve(options.workDir);
   const { split, loaded, env, resolvePath, executorKind } = await resolveTask(options);
-  const executor = await createExecutor(executorKind, { envRoot: join(workDir, "envs"), log: options.log });
+  // By hand, one task runs here: a config naming the queue executor is read as asking for Docker's sandbox.
+  if (executorKind === "queue") options.log.warn("qualify --task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
+  const executor = await createExecutor(executorKind === "queue" ? "docker" : executorKind, { envRoot: join(workDir, "envs"), log: options.log });
   const mirror = await new MirrorCache(join(workDir, "git")).ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
   const scratch = join(workDir, "scratch");
   mkdirSync(scratch, { recursive: true });

@@ -13,6 +13,8 @@ import { type ExitCode, type Io, requirePath, requireWritableDir, UsageError } f
 /** What a command line changes for one run: the execution settings, and stage config keys set by flags. */
 export interface RunOverrides {
   executor?: string;
+  /** With `--executor queue`: the Redis URL of the queue. */
+  redis?: string;
   jobs?: number;
   /** Stage config keys (dotted) with their values, from the flags the stages declare. */
   stageKeys?: { stage: StageName; key: string; value: unknown }[];
@@ -34,7 +36,9 @@ export async function runWithConfig(io: Io, configPath: string, runOptions: RunO
   log.info(`config ${configPath}: benchmark '${loaded.config.name}', seed ${loaded.config.seed}, work directory ${loaded.workDir}`);
   let stageConfigs: Record<string, unknown> = { ...loaded.config.stages };
   for (const { stage, key, value } of overrides.stageKeys ?? []) stageConfigs = { ...stageConfigs, [stage]: setKey(stageConfigs[stage], key, value) };
-  const execution = { ...loaded.config.execution, ...(overrides.executor ? { executor: overrides.executor as "auto" | "docker" | "local" } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}) };
+  const configured = loaded.config.execution;
+  const execution = { ...configured, ...(overrides.executor ? { executor: overrides.executor as typeof configured.executor } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}), ...(overrides.redis ? { queue: { ...configured.queue, redis: overrides.redis } } : {}) };
+  if (overrides.redis && execution.executor !== "queue") throw new UsageError("--redis is the queue's address: it goes with --executor queue (or execution.executor: queue in the config)");
   const summary = await runPipeline(
     {
       workDir: loaded.workDir,
@@ -55,7 +59,8 @@ export async function runWithConfig(io: Io, configPath: string, runOptions: RunO
 }
 
 const stageOption = (flag: string, description: string) => new Option(flag, description).choices([...STAGE_ORDER]);
-const executorOption = (description: string) => new Option("--executor <kind>", description).choices(["auto", "docker", "local"]);
+const executorOption = (description: string) => new Option("--executor <kind>", description).choices(["auto", "docker", "local", "queue"]);
+const redisOption = () => new Option("--redis <url>", "with --executor queue: the Redis of the queue (default: the config's execution.queue.redis)");
 
 /** The flags every stage declares, as command-line options: they set a key of that stage's config. */
 function stageFlags(stages: AnyStage[]) {
@@ -70,7 +75,7 @@ function flagOption(flag: { flag: string; parse?: (value: string) => unknown }, 
 
 function overridesFrom(opts: Record<string, unknown>, stages: AnyStage[]): RunOverrides {
   const stageKeys = stageFlags(stages).filter((f) => opts[f.attribute] !== undefined).map((f) => ({ stage: f.stage, key: f.key, value: opts[f.attribute] }));
-  return { executor: opts.executor as string | undefined, jobs: opts.jobs as number | undefined, stageKeys };
+  return { executor: opts.executor as string | undefined, redis: opts.redis as string | undefined, jobs: opts.jobs as number | undefined, stageKeys };
 }
 
 export function registerRun(program: Command, io: Io, exit: ExitCode): void {
@@ -83,7 +88,8 @@ export function registerRun(program: Command, io: Io, exit: ExitCode): void {
     .addOption(stageOption("--from <stage>", "redo this stage and every later one"))
     .addOption(stageOption("--only <stage>", "run this stage alone from the artifacts already built"))
     .option("-q, --quiet", "print only warnings, errors and the summary")
-    .addOption(executorOption("the execution settings' executor for this run: docker, local or auto"))
+    .addOption(executorOption("the execution settings' executor for this run: docker, local, auto, or queue (workers on other hosts)"))
+    .addOption(redisOption())
     .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
   for (const flag of stageFlags(BUILT_STAGES)) run.addOption(flagOption(flag, `${flag.stage}: ${flag.description}`));
   run
@@ -102,7 +108,7 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
       .option("-q, --quiet", "print only warnings, errors and the summary")
       .addHelpText("after", `\nExample:\n  ${stage.example.split("   |   ").join("\n  ")}`);
     for (const flag of stage.flags ?? []) command.addOption(flagOption(flag, flag.description));
-    if (stage.settings?.includes("execution")) command.addOption(executorOption("docker, local, or auto (Docker when an engine answers)")).option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
+    if (stage.settings?.includes("execution")) command.addOption(executorOption("docker, local, auto (Docker when an engine answers), or queue (workers on other hosts)")).addOption(redisOption()).option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
     if (stage.name === "split") splitByHand.addOptions(command);
     if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);
     command.action(

@@ -87,7 +87,7 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
 
   const executor = await executorFor({ ...execution, ...(options.executor ? { executor: options.executor } : {}) }, loaded.workDir, options.log);
   const env = environmentSpec(heldout.repo, heldout.environment, heldout.environment_as_of);
-  const outcome = await verifyArtifact(executor, { task: heldout, env, mirror, artifact, rules: profile.profile.classification, scratch, infrastructureBackoffMs: execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, options.log);
+  const outcome = await verifyArtifact(executor, { task: heldout, env, mirror, artifact, rules: profile.profile.classification, scratch, infrastructureBackoffMs: execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, options.log).finally(() => executor.close?.());
   const report = VerificationReport.parse({ session_id: spec.session_id, task_id: spec.focus, condition: options.condition, ...outcome });
   return { report, artifact, excluded };
 }

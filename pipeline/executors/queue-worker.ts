@@ -1,0 +1,191 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, statfsSync } from "node:fs";
+import { hostname } from "node:os";
+import { join, resolve } from "node:path";
+import { type Job, Worker } from "bullmq";
+import Docker from "dockerode";
+import { Redis } from "ioredis";
+import { writeFileAtomic } from "../atomic.ts";
+import { freshCheckout } from "../domain/checkout.ts";
+import { MirrorCache } from "../git.ts";
+import type { Logger } from "../logger.ts";
+import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable } from "./docker.ts";
+import { createExecutor } from "./index.ts";
+import { connectRedis, redactUrl } from "./queue.ts";
+import { HEARTBEAT_SECONDS, type JobResult, QUEUE_PROTOCOL, queueNameFor, RunJob, workerKey, type WorkerInfo, WORKER_TTL_SECONDS } from "./queue-protocol.ts";
+import type { BaseRevision, Executor, TestRunResult } from "./types.ts";
+import { applyWrittenFiles, checkoutState, writtenSince } from "./written-files.ts";
+
+export interface QueueWorkerOptions {
+  redis: string;
+  prefix: string;
+  executor: "docker" | "local";
+  /** Jobs run at once, over all the queues this worker listens on. */
+  concurrency: number;
+  /** This worker's own directory: mirrors, environments, scratch checkouts, run logs. */
+  workDir: string;
+  /** A local worker runs the repositories' tests unsandboxed: only when its operator says so. */
+  allowLocal: boolean;
+  log: Logger;
+  /** A name for the registry (default host-pid). */
+  id?: string;
+  /** How long a job's lock lasts without renewal: after it, a silent worker's job is given to another. */
+  lockSeconds?: number;
+}
+
+/** Python versions this machine's interpreters give (for a local worker). */
+function hostPythons(): string[] {
+  const found = new Set<string>();
+  for (const candidate of ["python3", ...["3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"].map((v) => `python${v}`)]) {
+    const result = spawnSync(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { encoding: "utf8" });
+    if (result.status === 0) found.add(result.stdout.trim());
+  }
+  return [...found].sort();
+}
+
+/** Python versions whose base image this engine has (for a Docker worker). */
+async function imagePythons(docker: Docker): Promise<string[]> {
+  const found: string[] = [];
+  for (const [python, suite] of Object.entries(DEBIAN_FOR_PYTHON)) {
+    if (await docker.getImage(`${BASE_REPOSITORY}:${suite}`).inspect().then(() => true, () => false)) found.push(python);
+  }
+  return found.sort();
+}
+
+/**
+ * Results travel, log text does not: a run with results to read sends no output; a run without
+ * (its caller saves and quotes the output) keeps its whole output on the worker and sends where,
+ * with its last lines.
+ */
+async function resultForQueue(result: TestRunResult, worker: string, logFile: string): Promise<TestRunResult> {
+  const readable = result.channel ? result.channel.finished : Boolean(result.junitXml) && result.exitCode !== 3 && result.exitCode !== 4;
+  if (readable) return { ...result, outputTail: "" };
+  const kept = await writeFileAtomic(logFile, result.outputTail).then(() => true, () => false);
+  return { ...result, outputTail: `(whole output on worker ${worker}${kept ? `: ${logFile}` : ""})\n${result.outputTail.trimEnd().split("\n").slice(-20).join("\n")}` };
+}
+
+/**
+ * A worker (`switch-swe worker`): takes jobs of the queues of what it can run (its executor and
+ * the Python versions it has), builds or reuses environments locally (the environment key makes
+ * two workers build identical images), makes each job's checkout from its own mirror, runs it with
+ * the existing executor, and returns the structured result. It announces itself in Redis every
+ * few seconds; a worker killed mid-job stops renewing the job's lock, and BullMQ gives the job to
+ * another worker.
+ */
+export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ id: string; info: () => WorkerInfo; stop: () => Promise<void> }> {
+  if (options.executor === "local" && !options.allowLocal) throw new Error("a worker with the local executor runs the repositories' tests unsandboxed on this machine: start it with --allow-local if that is what you want, or use --executor docker");
+  let pythons: string[];
+  if (options.executor === "docker") {
+    const docker = new Docker();
+    if (!(await dockerAvailable(docker))) throw new Error("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
+    pythons = await imagePythons(docker);
+    if (!pythons.length) throw new Error(`this Docker engine has no base image (${BASE_REPOSITORY}:<suite>): build one with 'switch-swe images base --suite bookworm'`);
+  } else {
+    pythons = hostPythons();
+    if (!pythons.length) throw new Error("no Python interpreter found on this machine (python3, python3.X)");
+  }
+  const redis = await connectRedis(options.redis, true);
+  const workDir = resolve(options.workDir);
+  const scratch = join(workDir, "scratch");
+  const logs = join(workDir, "run-logs");
+  mkdirSync(scratch, { recursive: true });
+  mkdirSync(logs, { recursive: true });
+  const id = options.id ?? `${hostname()}-${process.pid}`;
+  const executor = await createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log, workDir });
+  const mirrors = new MirrorCache(join(workDir, "git"));
+  const counters = { done: 0, failed: 0, active: 0 };
+  const startedAt = new Date().toISOString();
+  const info = (): WorkerInfo => ({ id, host: hostname(), pid: process.pid, executor: options.executor, pythons, concurrency: options.concurrency, free_disk_bytes: freeDisk(workDir), started_at: startedAt, jobs_done: counters.done, jobs_failed: counters.failed, active: counters.active });
+  const announce = () => redis.set(workerKey(options.prefix, id), JSON.stringify(info()), "EX", WORKER_TTL_SECONDS).catch((error) => options.log.warn(`worker ${id}: cannot announce itself to Redis: ${(error as Error).message}`));
+  await announce();
+  const heartbeat = setInterval(announce, HEARTBEAT_SECONDS * 1000);
+
+  // One limit over every queue this worker listens on.
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  const slot = async () => {
+    while (running >= options.concurrency) await new Promise<void>((r) => waiting.push(r));
+    running++;
+  };
+  const release = () => {
+    running--;
+    waiting.shift()?.();
+  };
+  const process_ = async (job: Job): Promise<JobResult> => {
+    await slot();
+    counters.active++;
+    try {
+      const result = await runJob(job, { id, executor, mirrors, scratch, logs, log: options.log });
+      if (result.ok) counters.done++;
+      else counters.failed++;
+      return result;
+    } finally {
+      counters.active--;
+      release();
+    }
+  };
+  const lockDuration = (options.lockSeconds ?? 30) * 1000;
+  const connections: Redis[] = [];
+  const workers = pythons.map(
+    (python) =>
+      new Worker(queueNameFor(options.executor, python), process_, {
+        connection: connections[connections.push(new Redis(options.redis, { maxRetriesPerRequest: null })) - 1]!,
+        prefix: options.prefix,
+        concurrency: options.concurrency,
+        lockDuration,
+        stalledInterval: Math.max(1000, Math.floor(lockDuration / 2)),
+        maxStalledCount: 3,
+      }),
+  );
+  for (const worker of workers) worker.on("error", (error) => options.log.warn(`worker ${id}: ${error.message}`));
+  options.log.info(`worker ${id}: ${options.executor} executor, Python ${pythons.join(", ")}, ${options.concurrency} at a time, on ${redactUrl(options.redis)} (prefix ${options.prefix})`);
+  return {
+    id,
+    info,
+    stop: async () => {
+      clearInterval(heartbeat);
+      await Promise.all(workers.map((w) => w.close()));
+      for (const connection of connections) connection.disconnect();
+      await redis.del(workerKey(options.prefix, id)).catch(() => undefined);
+      redis.disconnect();
+      await executor.close?.();
+    },
+  };
+}
+
+function freeDisk(dir: string): number {
+  try {
+    const stats = statfsSync(dir);
+    return stats.bavail * stats.bsize;
+  } catch {
+    return 0;
+  }
+}
+
+/** One job: the same checkout the coordinator made, from this worker's own mirror, then the executor's build or run. */
+async function runJob(job: Job, context: { id: string; executor: Executor; mirrors: MirrorCache; scratch: string; logs: string; log: Logger }): Promise<JobResult> {
+  const parsed = RunJob.safeParse(job.data);
+  if (!parsed.success) return { worker: context.id, ok: false, error: { name: "ProtocolError", message: `job ${job.id} is not a job of this version of switch-swe (protocol ${QUEUE_PROTOCOL}): ${parsed.error.issues[0]?.message}` } };
+  const data = parsed.data;
+  try {
+    const mirror = data.source ? await context.mirrors.ensure(data.source.repo, data.source.clone_url, data.source.commit) : undefined;
+    const baseCommit = data.base_commit ?? data.source?.commit;
+    const base: BaseRevision | undefined = mirror && baseCommit ? { commit: baseCommit, checkout: () => freshCheckout(mirror, baseCommit, [], context.scratch) } : undefined;
+    const { built } = await context.executor.ensureEnvironment(data.env, base);
+    if (data.type === "ensure") return { worker: context.id, ok: true, built };
+    if (!mirror || !data.source) throw new Error(`job ${job.id}: a run without its checkout's source`);
+    const checkout = await freshCheckout(mirror, data.source.commit, data.source.patches, context.scratch);
+    try {
+      await applyWrittenFiles(checkout.dir, data.overlay);
+      const before = await checkoutState(checkout.dir);
+      const result = await context.executor.run({ env: data.env, checkoutDir: checkout.dir, tests: data.tests, timeoutSeconds: data.timeout_seconds ?? data.env.recipe.test_timeout_seconds, ...(data.base_commit ? { baseCommit: data.base_commit } : {}), ...(data.guarded ? { guarded: data.guarded } : {}) });
+      const written = await writtenSince(checkout.dir, before);
+      return { worker: context.id, ok: true, built, result: await resultForQueue(result, context.id, join(context.logs, `${job.id}.log`)), written };
+    } finally {
+      await checkout.dispose();
+    }
+  } catch (error) {
+    context.log.warn(`worker ${context.id}: job ${job.id}: ${(error as Error).message.split("\n")[0]}`);
+    return { worker: context.id, ok: false, error: { name: (error as Error).name, message: (error as Error).message } };
+  }
+}

@@ -1,0 +1,273 @@
+import { existsSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { Job, Queue, QueueEvents } from "bullmq";
+import { Redis } from "ioredis";
+import type { z } from "zod";
+import { hashValue } from "../canonical.ts";
+import { git, isRemoteCloneUrl } from "../git.ts";
+import type { Logger } from "../logger.ts";
+import { needsRevisionLayer } from "./recipe-scripts.ts";
+import { assertNoCredentials, JobResult, type JobSource, QUEUE_PROTOCOL, queueNameFor, RunJob, WORKER_PATTERN, WorkerInfo, type WrittenFile } from "./queue-protocol.ts";
+import { applyWrittenFiles } from "./written-files.ts";
+import { BuildFailed, type BaseRevision, type CheckoutOrigin, type EnvironmentSpec, type Executor, InfrastructureFault, RunTimedOut, type TestRunRequest, type TestRunResult } from "./types.ts";
+
+export interface QueueExecutorOptions {
+  redis: string;
+  /** Key prefix in Redis. */
+  prefix: string;
+  /** The executor the workers run tests with. */
+  workerExecutor: "docker" | "local";
+  /** How long a job may wait without a live worker that can run it. */
+  waitForWorkerSeconds: number;
+  log: Logger;
+  /** Seconds between progress lines while jobs are out (0: none). */
+  progressSeconds?: number;
+}
+
+/** How long connecting to Redis may take before the run gives up with a message. */
+const CONNECT_TIMEOUT_MS = 5000;
+
+/** Opens a Redis connection, or says in one line why it cannot (within CONNECT_TIMEOUT_MS). */
+export async function connectRedis(url: string, forWorker = false): Promise<Redis> {
+  const redis = new Redis(url, { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS, maxRetriesPerRequest: forWorker ? null : 1, retryStrategy: () => null, enableOfflineQueue: false });
+  redis.on("error", () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(`cannot reach Redis at ${redactUrl(url)} (waited at most ${CONNECT_TIMEOUT_MS / 1000} s): ${(error as Error).message}`);
+  }
+  // From here on a dropped connection is retried (a Redis restart must not end a long run).
+  redis.options.retryStrategy = (times) => Math.min(times * 200, 2000);
+  return redis;
+}
+
+export const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, "//***@");
+
+/** The workers that announced themselves and have not gone silent. */
+export async function liveWorkers(redis: Redis, prefix: string): Promise<WorkerInfo[]> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "MATCH", WORKER_PATTERN(prefix), "COUNT", 100);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== "0");
+  const values = keys.length ? await redis.mget(...keys.sort()) : [];
+  return values.flatMap((v) => {
+    const parsed = v ? WorkerInfo.safeParse(JSON.parse(v)) : undefined;
+    return parsed?.success ? [parsed.data] : [];
+  });
+}
+
+/**
+ * Test runs on a fleet of workers (`switch-swe worker`) through BullMQ queues in Redis, one per
+ * (executor, Python version). The coordinating run keeps its cache, lock and artifacts; each job
+ * carries the environment, where to clone the repository, the commit and the patches, the tests
+ * and the limits. Its id is a hash of that content and of how many identical jobs this run sent
+ * before, so a restarted coordinator finds the results of jobs already done instead of running
+ * them again. A job fails as an infrastructure fault (retried by the caller, as the local
+ * executors' faults are) when no live worker can take it within `waitForWorkerSeconds`.
+ */
+export class QueueExecutor implements Executor {
+  readonly built: string[] = [];
+  readonly buildSeconds = new Map<string, number>();
+  private readonly queues = new Map<string, { queue: Queue; events: QueueEvents }>();
+  /** Connections handed to BullMQ, which leaves a connection it was given open: closed by `close`. */
+  private readonly connections: Redis[] = [];
+  private readonly sent = new Map<string, number>();
+  private readonly originUrls = new Map<string, Promise<string>>();
+  private readonly perWorker = new Map<string, number>();
+  /** Per checkout directory, the files its runs wrote so far (sent with its next run). */
+  private readonly written = new Map<string, Map<string, WrittenFile>>();
+  private outstanding = 0;
+  private progressTimer?: NodeJS.Timeout;
+
+  private constructor(private readonly redis: Redis, private readonly options: QueueExecutorOptions) {}
+
+  get kind(): "docker" | "local" {
+    return this.options.workerExecutor;
+  }
+
+  static async connect(options: QueueExecutorOptions): Promise<QueueExecutor> {
+    return new QueueExecutor(await connectRedis(options.redis), options);
+  }
+
+  private async queueFor(python: string): Promise<{ queue: Queue; events: QueueEvents }> {
+    const name = queueNameFor(this.options.workerExecutor, python);
+    let entry = this.queues.get(name);
+    if (!entry) {
+      // BullMQ wants connections that retry forever; QueueEvents blocks on its own.
+      const connection = () => {
+        const redis = new Redis(this.options.redis, { maxRetriesPerRequest: null });
+        redis.on("error", () => undefined);
+        this.connections.push(redis);
+        return redis;
+      };
+      entry = { queue: new Queue(name, { connection: connection(), prefix: this.options.prefix }), events: new QueueEvents(name, { connection: connection(), prefix: this.options.prefix }) };
+      this.queues.set(name, entry);
+      await entry.events.waitUntilReady();
+    }
+    return entry;
+  }
+
+  async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
+    let source: JobSource | undefined;
+    if (needsRevisionLayer(env.recipe) && base) {
+      const checkout = await base.checkout();
+      await checkout.dispose();
+      if (!checkout.origin) throw new Error("the queue executor needs to know how a base revision's checkout is made (its origin)");
+      source = await this.jobSource(env.repo, checkout.origin);
+    }
+    const result = await this.submit({ protocol: QUEUE_PROTOCOL, type: "ensure", env, source, base_commit: base?.commit, tests: [], overlay: [] });
+    if (result.built) this.built.push(env.key);
+    return { built: Boolean(result.built) };
+  }
+
+  async run(request: TestRunRequest): Promise<TestRunResult> {
+    if (!request.source) throw new Error("the queue executor needs to know how the run's checkout was made (TestRunRequest.source)");
+    const source = await this.jobSource(request.env.repo, request.source);
+    const dir = resolve(request.checkoutDir);
+    for (const gone of [...this.written.keys()].filter((d) => !existsSync(d))) this.written.delete(gone);
+    const overlay = [...(this.written.get(dir)?.values() ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1));
+    const result = await this.submit({ protocol: QUEUE_PROTOCOL, type: "run", env: request.env, source, base_commit: request.baseCommit, tests: request.tests, timeout_seconds: request.timeoutSeconds, overlay, ...(request.guarded ? { guarded: request.guarded } : {}) });
+    if (!result.result) throw new InfrastructureFault("a worker answered a run without its result");
+    // What the run wrote in its checkout is written here too, and goes with the checkout's next run.
+    if (result.written?.length) {
+      await applyWrittenFiles(dir, result.written);
+      const files = this.written.get(dir) ?? new Map<string, WrittenFile>();
+      for (const file of result.written) files.set(file.path, file);
+      this.written.set(dir, files);
+    }
+    const { junitXml, channel, ...rest } = result.result;
+    return { ...rest, ...(junitXml !== undefined ? { junitXml } : {}), ...(channel ? { channel } : {}) };
+  }
+
+  /** Where the workers clone from: the clone source recorded in the mirror the checkout came from. */
+  private async jobSource(repo: string, origin: CheckoutOrigin): Promise<JobSource> {
+    let url = this.originUrls.get(origin.mirror);
+    if (!url) {
+      url = git([`--git-dir=${origin.mirror}`, "config", "--get", "remote.origin.url"]).then((u) => u.trim());
+      this.originUrls.set(origin.mirror, url);
+    }
+    let clone = await url;
+    // A local path is given absolute: a worker on this machine (or with the same path mounted) can reach it.
+    if (!isRemoteCloneUrl(clone) && !isAbsolute(clone)) clone = resolve(origin.mirror, clone);
+    assertNoCredentials(clone);
+    return { repo, clone_url: clone, commit: origin.commit, patches: origin.patches };
+  }
+
+  /** Sends one job and waits for its result; a result carrying an error is thrown as that error's class. */
+  private async submit(job: z.input<typeof RunJob>): Promise<Extract<JobResult, { ok: true }>> {
+    const content = hashValue(job);
+    const ordinal = this.sent.get(content) ?? 0;
+    this.sent.set(content, ordinal + 1);
+    const jobId = `${content.slice(0, 40)}-${ordinal}`;
+    const { queue, events } = await this.queueFor(job.env.recipe.python);
+    await this.awaitWorker(job.env.recipe.python);
+    this.outstanding++;
+    this.startProgress();
+    try {
+      // A job of this id already in the queue (a restarted coordinator's) is not added again: its result is taken.
+      const added = (await Job.fromId(queue, jobId)) ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
+      const value = await this.finished(queue, added, events, job.env.recipe.python);
+      const parsed = JobResult.safeParse(value);
+      if (!parsed.success) throw new InfrastructureFault(`job ${jobId}: a worker's answer is not a result of this version of switch-swe`);
+      const result = parsed.data;
+      this.perWorker.set(result.worker, (this.perWorker.get(result.worker) ?? 0) + 1);
+      if (result.ok) return result;
+      const { name, message } = result.error;
+      if (name === "BuildFailed") throw new BuildFailed(message);
+      if (name === "RunTimedOut") throw new RunTimedOut(message);
+      if (name === "InfrastructureFault") throw new InfrastructureFault(message);
+      throw new InfrastructureFault(`on worker ${result.worker}: ${message}`);
+    } finally {
+      this.outstanding--;
+    }
+  }
+
+  /** The job's return value once done; a job that fails, or waits with no live worker able to take it, is an infrastructure fault. */
+  private async finished(queue: Queue, job: Job, events: QueueEvents, python: string): Promise<unknown> {
+    const state = await job.getState();
+    if (state === "completed") return (await Job.fromId(queue, job.id!))?.returnvalue;
+    if (state === "failed") {
+      // A failed job (its worker crashed, say) is removed so that sending it again runs it again.
+      const reason = (await Job.fromId(queue, job.id!))?.failedReason;
+      await job.remove().catch(() => undefined);
+      throw new InfrastructureFault(`job ${job.id} failed on a worker: ${reason ?? "no reason given"}`);
+    }
+    let watchdog: NodeJS.Timeout | undefined;
+    const orphaned = new Promise<never>((_, reject) => {
+      let silentSince = Date.now();
+      const check = async () => {
+        const capable = (await liveWorkers(this.redis, this.options.prefix).catch(() => [])).filter((w) => this.canRun(w, python));
+        if (capable.length) silentSince = Date.now();
+        else if (Date.now() - silentSince > this.options.waitForWorkerSeconds * 1000) {
+          reject(new InfrastructureFault(`no live worker could run job ${job.id} (${this.options.workerExecutor} executor, Python ${python}) for ${this.options.waitForWorkerSeconds} s`));
+          return;
+        }
+        watchdog = setTimeout(check, 2000);
+      };
+      watchdog = setTimeout(check, 2000);
+    });
+    try {
+      return await Promise.race([job.waitUntilFinished(events), orphaned]);
+    } catch (error) {
+      if (error instanceof InfrastructureFault) throw error;
+      await job.remove().catch(() => undefined);
+      throw new InfrastructureFault(`job ${job.id} failed on a worker: ${(error as Error).message}`);
+    } finally {
+      clearTimeout(watchdog);
+    }
+  }
+
+  private canRun(worker: WorkerInfo, python: string): boolean {
+    return worker.executor === this.options.workerExecutor && worker.pythons.includes(python);
+  }
+
+  /** Waits (at most waitForWorkerSeconds) for a live worker that can run this Python; says who is connected otherwise. */
+  private async awaitWorker(python: string): Promise<void> {
+    const deadline = Date.now() + this.options.waitForWorkerSeconds * 1000;
+    for (;;) {
+      const workers = await liveWorkers(this.redis, this.options.prefix);
+      if (workers.some((w) => this.canRun(w, python))) return;
+      if (Date.now() > deadline) {
+        const who = workers.length ? workers.map((w) => `${w.id} (${w.executor}: Python ${w.pythons.join(", ") || "none"})`).join("; ") : "none";
+        throw new InfrastructureFault(`no connected worker runs Python ${python} with the ${this.options.workerExecutor} executor (waited ${this.options.waitForWorkerSeconds} s; connected: ${who})`);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+
+  private startProgress(): void {
+    const every = this.options.progressSeconds ?? 15;
+    if (!every || this.progressTimer) return;
+    this.progressTimer = setInterval(() => {
+      if (!this.outstanding) return;
+      void this.progressLine().then((line) => this.options.log.info(line), () => undefined);
+    }, every * 1000);
+    this.progressTimer.unref();
+  }
+
+  /** Jobs waiting / active / done / failed over this run's queues, and what each worker did for it. */
+  async progressLine(): Promise<string> {
+    const totals = { waiting: 0, active: 0, completed: 0, failed: 0 };
+    for (const { queue } of this.queues.values()) {
+      const counts = await queue.getJobCounts("waiting", "active", "completed", "failed");
+      for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += counts[key] ?? 0;
+    }
+    const workers = [...this.perWorker.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([w, n]) => `${w} ${n}`).join(", ");
+    return `queue: ${totals.waiting} waiting, ${totals.active} active, ${totals.completed} done, ${totals.failed} failed; this run's jobs by worker: ${workers || "none yet"}`;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.progressTimer);
+    for (const { queue, events } of this.queues.values()) {
+      await events.close().catch(() => undefined);
+      await queue.close().catch(() => undefined);
+    }
+    for (const connection of this.connections) connection.disconnect();
+    this.redis.disconnect();
+  }
+}

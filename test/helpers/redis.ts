@@ -1,0 +1,52 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+
+/** A free loopback port (the OS picks one; it is released before the caller binds it). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A private redis-server on loopback for one test file, with no persistence. On a developer
+ * machine without redis-server the queue tests skip; in CI (CI=true) a missing one is an error,
+ * so they can never be skipped there by accident (.ci/run installs it).
+ */
+export async function startRedis(): Promise<{ url: string; port: number; stop: () => Promise<void> } | undefined> {
+  if (spawnSync("redis-server", ["--version"]).status !== 0) {
+    if (process.env.CI) throw new Error("CI=true but redis-server is not installed: .ci/run must install it");
+    return undefined;
+  }
+  const port = await freePort();
+  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+  const output: Buffer[] = [];
+  child.stdout!.on("data", (c: Buffer) => output.push(c));
+  await new Promise<void>((resolve, reject) => {
+    const started = Date.now();
+    const poll = setInterval(() => {
+      if (Buffer.concat(output).toString().includes("Ready to accept connections")) {
+        clearInterval(poll);
+        resolve();
+      } else if (child.exitCode !== null || Date.now() - started > 30_000) {
+        clearInterval(poll);
+        reject(new Error(`redis-server did not start: ${Buffer.concat(output).toString().slice(-500)}`));
+      }
+    }, 50);
+  });
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once("exit", () => resolve());
+        child.kill("SIGKILL");
+      }),
+  };
+}

@@ -1,0 +1,242 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Queue } from "bullmq";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
+import { freshCheckout } from "../../pipeline/domain/checkout.ts";
+import { loadProfiles } from "../../pipeline/domain/profiles.ts";
+import { parseJunitReport } from "../../pipeline/domain/junit.ts";
+import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
+import { LocalExecutor } from "../../pipeline/executors/local.ts";
+import { connectRedis, liveWorkers, QueueExecutor } from "../../pipeline/executors/queue.ts";
+import { queueNameFor, type WorkerInfo } from "../../pipeline/executors/queue-protocol.ts";
+import { InfrastructureFault, type EnvironmentSpec, type TestRunRequest } from "../../pipeline/executors/types.ts";
+import { runPipeline } from "../../pipeline/engine.ts";
+import { MirrorCache } from "../../pipeline/git.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
+import { demoOutputsDigest } from "../helpers/demo-digest.ts";
+import { freePort, startRedis } from "../helpers/redis.ts";
+import { fileTempDir, tempDir } from "../helpers/tmp.ts";
+import { runCli } from "../helpers/cli-in-process.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const bin = join(root, "bin", "switch-swe.mjs");
+const REPO = "demo-org/geometry";
+
+/** A test file that sleeps, so a job is still running when its worker is killed. */
+const slowTest = (name: string, seconds: number) => `diff --git a/tests/${name}.py b/tests/${name}.py
+new file mode 100644
+--- /dev/null
++++ b/tests/${name}.py
+@@ -0,0 +1,4 @@
++import time
++
++def test_waits():
++    time.sleep(${seconds})
+`;
+
+interface Fleet {
+  redis: string;
+  prefix: string;
+  workers: Map<string, ChildProcess>;
+}
+
+/** Starts a worker process (a "host" of its own: its own work directory, mirrors and environments). */
+function startWorker(fleet: Fleet, name: string, workDir: string, lockSeconds = 2): ChildProcess {
+  const child = spawn(process.execPath, [bin, "worker", "--redis", fleet.redis, "--prefix", fleet.prefix, "--executor", "local", "--allow-local", "--work-dir", workDir, "--name", name, "--lock-seconds", String(lockSeconds)], { stdio: "ignore" });
+  fleet.workers.set(name, child);
+  return child;
+}
+
+async function stopWorker(fleet: Fleet, name: string, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
+  const child = fleet.workers.get(name);
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill(signal);
+  });
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, seconds = 120): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${seconds} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function workerInfo(redisUrl: string, prefix: string): Promise<WorkerInfo[]> {
+  const redis = await connectRedis(redisUrl);
+  try {
+    return await liveWorkers(redis, prefix);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
+  let server: Awaited<ReturnType<typeof startRedis>>;
+  let request: (patches: { name: string; text: string }[], tests: string[]) => Promise<TestRunRequest>;
+  let env: EnvironmentSpec;
+  const fleets: Fleet[] = [];
+  const fleet = (prefix: string): Fleet => {
+    const made = { redis: server!.url, prefix, workers: new Map<string, ChildProcess>() };
+    fleets.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    server = await startRedis();
+    if (!server) return;
+    const dir = fileTempDir();
+    const corpus = await buildDemoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
+    const records = readFileSync(corpus.recordsFile, "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((r) => r.repo === REPO);
+    const profileFile = join(root, "data", "demo", "repos", "demo-org__geometry.json");
+    const profile = loadProfiles([{ path: profileFile, text: readFileSync(profileFile, "utf8") }]).profiles.get(REPO)!.profile;
+    const first = records[0]!;
+    env = planEnvironments(records.map((r) => ({ id: r.instance_id, repo: REPO, recipe: recipeFor(profile, { id: r.instance_id }), createdAt: r.created_at }))).get(first.instance_id)!;
+    const mirror = await new MirrorCache(join(dir, "git")).ensure(REPO, join(corpus.dir, "repos", "demo-org__geometry"), first.base_commit);
+    request = async (patches, tests) => {
+      const checkout = await freshCheckout(mirror, first.base_commit, patches, dir);
+      return { env, checkoutDir: checkout.dir, source: checkout.origin, tests, timeoutSeconds: 300, baseCommit: first.base_commit };
+    };
+  }, 600_000);
+
+  afterAll(async () => {
+    for (const f of fleets) for (const name of f.workers.keys()) await stopWorker(f, name, "SIGKILL");
+    await server?.stop();
+  });
+
+  it("runs the demo's qualify and oracle on two worker processes and produces the local executor's artifacts byte for byte", async (context) => {
+    if (!server) return context.skip();
+    const f = fleet("demo");
+    const dir = tempDir();
+    startWorker(f, "host-a", join(dir, "host-a"), 30);
+    startWorker(f, "host-b", join(dir, "host-b"), 30);
+    const demo = await prepareDemoCopy(join(dir));
+    const summary = await runPipeline(withExecution(demo.options, { executor: "queue", queue_executor: "local", jobs: 2, queue: { redis: f.redis, name: f.prefix, wait_for_worker_seconds: 60 } })).finally(() => demo.server.stop());
+    expect(summary.ok).toBe(true);
+    // The fixture is the digest of a run with the local executor on this machine.
+    const fixture = JSON.parse(readFileSync(join(root, "test", "fixtures", "demo-outputs.json"), "utf8"));
+    expect(fixture.executor).toBe("local");
+    const digest = demoOutputsDigest({ artifacts: join(demo.workDir, "artifacts"), manifests: join(demo.workDir, "..", "..", "manifests", "demo"), audits: join(demo.workDir, "..", "..", "audits", "demo") });
+    expect(digest).toEqual({ files: fixture.files, digest: fixture.digest });
+    // Both hosts took work, each from its own mirror and environments.
+    const workers = await workerInfo(f.redis, f.prefix);
+    expect(workers.map((w) => w.id).sort()).toEqual(["host-a", "host-b"]);
+    for (const w of workers) expect(w.jobs_done).toBeGreaterThan(0);
+    for (const host of ["host-a", "host-b"]) expect(existsSync(join(dir, host, "git", "demo-org__geometry.git"))).toBe(true);
+    const listed = await runCli(["workers", "--redis", f.redis, "--prefix", f.prefix]);
+    expect(listed.stdout).toMatch(/^host-a {2}local {2}Python 3\.\d+ {2}0\/1 busy {2}\d+ done/m);
+    for (const name of ["host-a", "host-b"]) await stopWorker(f, name);
+    expect((await workerInfo(f.redis, f.prefix)).length).toBe(0);
+  }, 1_800_000);
+
+  it("gives a killed worker's job to another worker, which finishes it once, with the same result", async (context) => {
+    if (!server) return context.skip();
+    const f = fleet("kill");
+    const dir = tempDir();
+    // The same run on this machine's local executor, for the result to compare with.
+    const slow = await request([{ name: "slow test", text: slowTest("test_slow", 6) }], ["tests/test_slow.py"]);
+    const reference = await new LocalExecutor(join(dir, "reference-envs"), silentLogger).run(slow);
+    expect(parseJunitReport(reference.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_slow.py::test_waits", "passed"]]);
+
+    startWorker(f, "doomed", join(dir, "doomed"));
+    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: new Redis(f.redis, { maxRetriesPerRequest: null }), prefix: f.prefix });
+    try {
+      const pending = executor.run(slow);
+      // Killed while the job is in its hands (building its environment or running the tests).
+      await until("the job to be active", async () => (await queue.getActiveCount()) > 0);
+      await new Promise((r) => setTimeout(r, 1500));
+      await stopWorker(f, "doomed", "SIGKILL");
+      startWorker(f, "rescuer", join(dir, "rescuer"));
+      const result = await pending;
+      const outcomes = (xml: string) => parseJunitReport(xml, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status]);
+      expect(outcomes(result.junitXml!)).toEqual(outcomes(reference.junitXml!));
+      expect(result.exitCode).toBe(reference.exitCode);
+      // Done once, by the second worker; the killed one never answered.
+      const [job] = await queue.getJobs(["completed"]);
+      expect(await queue.getJobCounts("completed", "failed", "active", "waiting")).toEqual({ completed: 1, failed: 0, active: 0, waiting: 0 });
+      expect(job!.returnvalue.worker).toBe("rescuer");
+      const rescuer = (await workerInfo(f.redis, f.prefix)).find((w) => w.id === "rescuer")!;
+      expect(rescuer.jobs_done).toBe(1);
+    } finally {
+      await executor.close();
+      await queue.close();
+      await stopWorker(f, "rescuer");
+    }
+  }, 600_000);
+
+  it("reuses the jobs a killed coordinator finished when it is started again", async (context) => {
+    if (!server) return context.skip();
+    const f = fleet("restart");
+    const dir = tempDir();
+    startWorker(f, "steady", join(dir, "steady"), 30);
+    const runs = [];
+    for (let i = 0; i < 4; i++) runs.push(await request([{ name: "slow test", text: slowTest(`test_step_${i}`, 2) }], [`tests/test_step_${i}.py`]));
+    writeFileSync(join(dir, "runs.json"), JSON.stringify({ redis: f.redis, prefix: f.prefix, runs }));
+    const coordinator = () => spawn(process.execPath, ["--import", "tsx", join(root, "test", "helpers", "queue-coordinator.ts"), join(dir, "runs.json"), join(dir, "done.jsonl")], { cwd: root, stdio: "ignore" });
+    const lines = () => (existsSync(join(dir, "done.jsonl")) ? readFileSync(join(dir, "done.jsonl"), "utf8").trim().split("\n").filter(Boolean) : []);
+    const first = coordinator();
+    await until("two runs to finish", async () => lines().length >= 2, 300);
+    first.kill("SIGKILL");
+    await new Promise((r) => first.once("exit", r));
+    const before = lines().length;
+    expect(before).toBeLessThan(4);
+    const second = coordinator();
+    const code = await new Promise<number | null>((r) => second.once("exit", r));
+    expect(code).toBe(0);
+    expect(lines().slice(before).map((l) => JSON.parse(l).index)).toEqual([0, 1, 2, 3]);
+    // Four runs were asked for twice, and each ran once: the restart took the finished ones' results.
+    const steady = (await workerInfo(f.redis, f.prefix)).find((w) => w.id === "steady")!;
+    expect(steady.jobs_done).toBe(4);
+    await stopWorker(f, "steady");
+  }, 600_000);
+
+  it("says in one line, within a bounded wait, when Redis is down, no Docker engine answers, or no worker can run a recipe", async (context) => {
+    if (!server) return context.skip();
+    const dead = `redis://127.0.0.1:${await freePort()}`;
+    await expect(QueueExecutor.connect({ redis: dead, prefix: "x", workerExecutor: "local", waitForWorkerSeconds: 5, log: silentLogger })).rejects.toThrow(`cannot reach Redis at ${dead} (waited at most 5 s)`);
+    const down = await runCli(["workers", "--redis", dead]);
+    expect(down.code).not.toBe(0);
+    expect(down.stderr.trim().split("\n")).toHaveLength(1);
+    expect(down.stderr).toContain(`cannot reach Redis at ${dead}`);
+
+    // A worker asked for Docker where no engine answers, and a local worker not allowed to run tests unsandboxed.
+    const noEngine = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [bin, "worker", "--redis", server!.url, "--executor", "docker", "--work-dir", tempDir()], { env: { ...process.env, DOCKER_HOST: "unix:///nonexistent/docker.sock" }, stdio: ["ignore", "ignore", "pipe"] });
+      let stderr = "";
+      child.stderr!.on("data", (c) => (stderr += c));
+      child.once("exit", (code) => resolve({ code, stderr }));
+    });
+    expect(noEngine.code).not.toBe(0);
+    expect(noEngine.stderr.trim().split("\n")).toHaveLength(1);
+    expect(noEngine.stderr).toContain("no Docker engine answers on this machine");
+    const unsandboxed = await runCli(["worker", "--redis", server.url, "--executor", "local", "--work-dir", tempDir()]);
+    expect(unsandboxed.code).not.toBe(0);
+    expect(unsandboxed.stderr).toContain("start it with --allow-local");
+
+    // A recipe no connected worker supports fails as an infrastructure fault after the stated wait.
+    const f = fleet("unsupported");
+    startWorker(f, "py-here", tempDir(), 30);
+    await until("the worker to announce itself", async () => (await workerInfo(f.redis, f.prefix)).length > 0);
+    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 2, log: silentLogger, progressSeconds: 0 });
+    try {
+      const run = await request([], ["tests"]);
+      const old = { ...run, env: { ...run.env, recipe: { ...run.env.recipe, python: "3.6" } } };
+      const error = await executor.run(old).then(() => undefined, (e: Error) => e);
+      expect(error).toBeInstanceOf(InfrastructureFault);
+      expect(error!.message).toMatch(/^no connected worker runs Python 3\.6 with the local executor \(waited 2 s; connected: py-here \(local: Python [\d., ]+\)\)$/);
+    } finally {
+      await executor.close();
+      await stopWorker(f, "py-here");
+    }
+  }, 600_000);
+});
