@@ -70,8 +70,8 @@ export const RunResultSchema = z.strictObject({
 
 /** A job's return value: the structured result, or the error the worker's executor threw (by class name). */
 export const JobResult = z.union([
-  z.strictObject({ worker: z.string(), ok: z.literal(true), built: z.boolean().optional(), result: RunResultSchema.optional(), written: z.array(WrittenFile).optional() }),
-  z.strictObject({ worker: z.string(), ok: z.literal(false), error: z.strictObject({ name: z.string(), message: z.string() }) }),
+  z.strictObject({ worker: z.string(), ok: z.literal(true), built: z.boolean().optional(), result: RunResultSchema.optional(), written: z.array(WrittenFile).optional(), seconds: z.number().optional() }),
+  z.strictObject({ worker: z.string(), ok: z.literal(false), error: z.strictObject({ name: z.string(), message: z.string() }), seconds: z.number().optional() }),
 ]);
 export type JobResult = z.infer<typeof JobResult>;
 

@@ -52,6 +52,37 @@ async function imagePythons(docker: Docker): Promise<string[]> {
   return found.sort();
 }
 
+/** The Python versions this worker can run, or why it cannot work at all (one line). */
+async function workerPythons(options: QueueWorkerOptions): Promise<string[]> {
+  if (options.executor === "local" && !options.allowLocal) throw new Error("a worker with the local executor runs the repositories' tests unsandboxed on this machine: start it with --allow-local if that is what you want, or use --executor docker");
+  if (options.executor === "local") {
+    const pythons = hostPythons();
+    if (!pythons.length) throw new Error("no Python interpreter found on this machine (python3, python3.X)");
+    return pythons;
+  }
+  const docker = new Docker();
+  if (!(await dockerAvailable(docker))) throw new Error("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
+  const pythons = await imagePythons(docker);
+  if (!pythons.length) throw new Error(`this Docker engine has no base image (${BASE_REPOSITORY}:<suite>): build one with 'switch-swe images base --suite bookworm'`);
+  return pythons;
+}
+
+/** At most `limit` calls of `work` at once, over every queue a worker listens on. */
+function limited<A, R>(limit: number, work: (arg: A) => Promise<R>): (arg: A) => Promise<R> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (arg) => {
+    while (running >= limit) await new Promise<void>((r) => waiting.push(r));
+    running++;
+    try {
+      return await work(arg);
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+
 /**
  * Results travel, log text does not: a run with results to read sends no output; a run without
  * (its caller saves and quotes the output) keeps its whole output on the worker and sends where,
@@ -73,17 +104,7 @@ async function resultForQueue(result: TestRunResult, worker: string, logFile: st
  * another worker.
  */
 export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ id: string; info: () => WorkerInfo; stop: () => Promise<void> }> {
-  if (options.executor === "local" && !options.allowLocal) throw new Error("a worker with the local executor runs the repositories' tests unsandboxed on this machine: start it with --allow-local if that is what you want, or use --executor docker");
-  let pythons: string[];
-  if (options.executor === "docker") {
-    const docker = new Docker();
-    if (!(await dockerAvailable(docker))) throw new Error("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
-    pythons = await imagePythons(docker);
-    if (!pythons.length) throw new Error(`this Docker engine has no base image (${BASE_REPOSITORY}:<suite>): build one with 'switch-swe images base --suite bookworm'`);
-  } else {
-    pythons = hostPythons();
-    if (!pythons.length) throw new Error("no Python interpreter found on this machine (python3, python3.X)");
-  }
+  const pythons = await workerPythons(options);
   const redis = await connectRedis(options.redis, true);
   const workDir = resolve(options.workDir);
   const scratch = join(workDir, "scratch");
@@ -100,36 +121,33 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   await announce();
   const heartbeat = setInterval(announce, HEARTBEAT_SECONDS * 1000);
 
-  // One limit over every queue this worker listens on.
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  const slot = async () => {
-    while (running >= options.concurrency) await new Promise<void>((r) => waiting.push(r));
-    running++;
-  };
-  const release = () => {
-    running--;
-    waiting.shift()?.();
-  };
-  const process_ = async (job: Job): Promise<JobResult> => {
-    await slot();
+  const process_ = limited(options.concurrency, async (job: Job): Promise<JobResult> => {
     counters.active++;
+    const started = performance.now();
     try {
       const result = await runJob(job, { id, executor, mirrors, scratch, logs, log: options.log });
       if (result.ok) counters.done++;
       else counters.failed++;
-      return result;
+      return { ...result, seconds: (performance.now() - started) / 1000 };
     } finally {
       counters.active--;
-      release();
+      // Announced at once, so `switch-swe workers` and the coordinator see what this worker is doing now.
+      void announce();
     }
-  };
+  });
   const lockDuration = (options.lockSeconds ?? 30) * 1000;
   const connections: Redis[] = [];
+  const connectionFor = () => {
+    const connection = new Redis(options.redis, { maxRetriesPerRequest: null });
+    // A dropped connection is retried; BullMQ reports what it cannot recover from on the worker's "error".
+    connection.on("error", () => undefined);
+    connections.push(connection);
+    return connection;
+  };
   const workers = pythons.map(
     (python) =>
       new Worker(queueNameFor(options.executor, python), process_, {
-        connection: connections[connections.push(new Redis(options.redis, { maxRetriesPerRequest: null })) - 1]!,
+        connection: connectionFor(),
         prefix: options.prefix,
         concurrency: options.concurrency,
         lockDuration,

@@ -82,6 +82,14 @@ export class QueueExecutor implements Executor {
   /** Per checkout directory, the files its runs wrote so far (sent with its next run). */
   private readonly written = new Map<string, Map<string, WrittenFile>>();
   private outstanding = 0;
+  /**
+   * Jobs this run took results from. They stay in Redis until the run ends (a coordinator killed
+   * before then finds them when restarted), and are removed when it closes: a later run, forced
+   * or not, never takes a result meant for an earlier one (the stages' record cache reuses work).
+   */
+  private readonly answered: { queue: Queue; id: string }[] = [];
+  /** Jobs answered, the time from sending each to its result, and the time workers spent on them (for bench:queue). */
+  readonly timing = { jobs: 0, roundTripSeconds: 0, workerSeconds: 0 };
   private progressTimer?: NodeJS.Timeout;
 
   private constructor(private readonly redis: Redis, private readonly options: QueueExecutorOptions) {}
@@ -169,12 +177,17 @@ export class QueueExecutor implements Executor {
     this.outstanding++;
     this.startProgress();
     try {
-      // A job of this id already in the queue (a restarted coordinator's) is not added again: its result is taken.
+      // A job of this id already in the queue (sent by this coordinator before it was killed) is not added again: its result is taken.
       const added = (await Job.fromId(queue, jobId)) ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
+      const sent = performance.now();
       const value = await this.finished(queue, added, events, job.env.recipe.python);
       const parsed = JobResult.safeParse(value);
       if (!parsed.success) throw new InfrastructureFault(`job ${jobId}: a worker's answer is not a result of this version of switch-swe`);
       const result = parsed.data;
+      this.answered.push({ queue, id: jobId });
+      this.timing.jobs++;
+      this.timing.roundTripSeconds += (performance.now() - sent) / 1000;
+      this.timing.workerSeconds += result.seconds ?? 0;
       this.perWorker.set(result.worker, (this.perWorker.get(result.worker) ?? 0) + 1);
       if (result.ok) return result;
       const { name, message } = result.error;
@@ -263,6 +276,9 @@ export class QueueExecutor implements Executor {
 
   async close(): Promise<void> {
     clearInterval(this.progressTimer);
+    const t = this.timing;
+    if (t.jobs) this.options.log.info(`queue: ${t.jobs} job(s); ${t.roundTripSeconds.toFixed(1)} s from sending to result, ${t.workerSeconds.toFixed(1)} s of it on the workers: ${(((t.roundTripSeconds - t.workerSeconds) / t.jobs) * 1000).toFixed(1)} ms of queue overhead a job`);
+    for (const { queue, id } of this.answered.splice(0)) await queue.remove(id).catch(() => undefined);
     for (const { queue, events } of this.queues.values()) {
       await events.close().catch(() => undefined);
       await queue.close().catch(() => undefined);

@@ -13,7 +13,8 @@ import { planEnvironments, recipeFor } from "../../pipeline/executors/environmen
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
 import { connectRedis, liveWorkers, QueueExecutor } from "../../pipeline/executors/queue.ts";
 import { queueNameFor, type WorkerInfo } from "../../pipeline/executors/queue-protocol.ts";
-import { InfrastructureFault, type EnvironmentSpec, type TestRunRequest } from "../../pipeline/executors/types.ts";
+import { type BaseRevision, InfrastructureFault, type EnvironmentSpec, type TestRunRequest } from "../../pipeline/executors/types.ts";
+import { HEARTBEAT_SECONDS } from "../../pipeline/executors/queue-protocol.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
 import { MirrorCache } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
@@ -71,6 +72,13 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
   }
 }
 
+/** A connection for BullMQ in a test, its errors (the server stopped at the end) not reported as unhandled. */
+function quietRedis(url: string): Redis {
+  const redis = new Redis(url, { maxRetriesPerRequest: null });
+  redis.on("error", () => undefined);
+  return redis;
+}
+
 async function workerInfo(redisUrl: string, prefix: string): Promise<WorkerInfo[]> {
   const redis = await connectRedis(redisUrl);
   try {
@@ -83,6 +91,7 @@ async function workerInfo(redisUrl: string, prefix: string): Promise<WorkerInfo[
 describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
   let request: (patches: { name: string; text: string }[], tests: string[]) => Promise<TestRunRequest>;
+  let base: BaseRevision;
   let env: EnvironmentSpec;
   const fleets: Fleet[] = [];
   const fleet = (prefix: string): Fleet => {
@@ -102,6 +111,7 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const first = records[0]!;
     env = planEnvironments(records.map((r) => ({ id: r.instance_id, repo: REPO, recipe: recipeFor(profile, { id: r.instance_id }), createdAt: r.created_at }))).get(first.instance_id)!;
     const mirror = await new MirrorCache(join(dir, "git")).ensure(REPO, join(corpus.dir, "repos", "demo-org__geometry"), first.base_commit);
+    base = { commit: first.base_commit, checkout: () => freshCheckout(mirror, first.base_commit, [], dir) };
     request = async (patches, tests) => {
       const checkout = await freshCheckout(mirror, first.base_commit, patches, dir);
       return { env, checkoutDir: checkout.dir, source: checkout.origin, tests, timeoutSeconds: 300, baseCommit: first.base_commit };
@@ -133,7 +143,7 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     for (const w of workers) expect(w.jobs_done).toBeGreaterThan(0);
     for (const host of ["host-a", "host-b"]) expect(existsSync(join(dir, host, "git", "demo-org__geometry.git"))).toBe(true);
     const listed = await runCli(["workers", "--redis", f.redis, "--prefix", f.prefix]);
-    expect(listed.stdout).toMatch(/^host-a {2}local {2}Python 3\.\d+ {2}0\/1 busy {2}\d+ done/m);
+    expect(listed.stdout).toMatch(/^host-a {2}local {2}Python 3\.\d+ {2}[01]\/1 busy {2}\d+ done/m);
     for (const name of ["host-a", "host-b"]) await stopWorker(f, name);
     expect((await workerInfo(f.redis, f.prefix)).length).toBe(0);
   }, 1_800_000);
@@ -144,12 +154,14 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const dir = tempDir();
     // The same run on this machine's local executor, for the result to compare with.
     const slow = await request([{ name: "slow test", text: slowTest("test_slow", 6) }], ["tests/test_slow.py"]);
-    const reference = await new LocalExecutor(join(dir, "reference-envs"), silentLogger).run(slow);
+    const local = new LocalExecutor(join(dir, "reference-envs"), silentLogger);
+    await local.ensureEnvironment(env, base);
+    const reference = await local.run(slow);
     expect(parseJunitReport(reference.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_slow.py::test_waits", "passed"]]);
 
     startWorker(f, "doomed", join(dir, "doomed"));
     const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
-    const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: new Redis(f.redis, { maxRetriesPerRequest: null }), prefix: f.prefix });
+    const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: quietRedis(f.redis), prefix: f.prefix });
     try {
       const pending = executor.run(slow);
       // Killed while the job is in its hands (building its environment or running the tests).
@@ -163,8 +175,9 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
       expect(result.exitCode).toBe(reference.exitCode);
       // Done once, by the second worker; the killed one never answered.
       const [job] = await queue.getJobs(["completed"]);
-      expect(await queue.getJobCounts("completed", "failed", "active", "waiting")).toEqual({ completed: 1, failed: 0, active: 0, waiting: 0 });
+      expect(await queue.getJobCounts("completed", "failed", "active", "waiting")).toMatchObject({ completed: 1, failed: 0, active: 0, waiting: 0 });
       expect(job!.returnvalue.worker).toBe("rescuer");
+      await new Promise((r) => setTimeout(r, (HEARTBEAT_SECONDS + 1) * 1000));
       const rescuer = (await workerInfo(f.redis, f.prefix)).find((w) => w.id === "rescuer")!;
       expect(rescuer.jobs_done).toBe(1);
     } finally {
@@ -195,6 +208,11 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     expect(code).toBe(0);
     expect(lines().slice(before).map((l) => JSON.parse(l).index)).toEqual([0, 1, 2, 3]);
     // Four runs were asked for twice, and each ran once: the restart took the finished ones' results.
+    const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: quietRedis(f.redis), prefix: f.prefix });
+    // Once the coordinator recorded them and closed, the finished jobs are gone from Redis: no later run takes them.
+    expect(await queue.getJobCounts("completed", "failed", "active", "waiting")).toMatchObject({ completed: 0, failed: 0, active: 0, waiting: 0 });
+    await queue.close();
+    await new Promise((r) => setTimeout(r, (HEARTBEAT_SECONDS + 1) * 1000));
     const steady = (await workerInfo(f.redis, f.prefix)).find((w) => w.id === "steady")!;
     expect(steady.jobs_done).toBe(4);
     await stopWorker(f, "steady");
