@@ -2,7 +2,7 @@ import { parseJunitReport } from "../../pipeline/domain/junit.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import type { ChangedFile } from "../../pipeline/schemas/split.ts";
-import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor, type TestRunResult } from "../../pipeline/executors/types.ts";
+import { BuildFailed, RunTimedOut, type CheckoutOrigin, type EnvironmentSpec, type Executor, type TestRunResult } from "../../pipeline/executors/types.ts";
 import type { TestRunner } from "../../pipeline/schemas/repo-profile.ts";
 import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
 import { RecordError } from "../../pipeline/stage.ts";
@@ -43,7 +43,7 @@ export interface QualifyTaskInput {
   testArgs: string[];
   runs: number;
   /** A fresh checkout of the base commit with these patches applied (the engine's, or the CLI's). */
-  checkout: (patches: { name: string; text: string }[]) => Promise<{ dir: string; dispose: () => Promise<void> }>;
+  checkout: (patches: { name: string; text: string }[]) => Promise<{ dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>;
   infrastructureBackoffMs?: readonly number[];
   /** Saves a failed run's whole output; returns where, for the reject's message. */
   saveLog?: (name: string, text: string) => Promise<string>;
@@ -87,7 +87,7 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
     try {
       for (let run = 0; run < input.runs; run++) {
         const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, async () => {
-          const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: input.baseCommit });
+          const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: input.baseCommit });
           // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
           // is run again, and never read as outcomes.
           if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
