@@ -19,11 +19,12 @@ export function environmentsForTasks(splits: SplitChange[], candidates: Map<stri
 
 /** The executor the execution settings ask for; environments live under `<work>/envs`, shared by every stage. */
 export function executorFor(config: Pick<ExecutionSettings, "executor" | "limits"> & Partial<Pick<ExecutionSettings, "queue" | "queue_executor">>, workDir: string, log: Logger): Promise<Executor> {
-  const { limits } = config;
+  const { limits: l } = config;
+  const limits = { memoryBytes: l.memory_mb * 2 ** 20, pids: l.pids, cpus: l.cpus };
   if (config.executor === "queue") {
     const queue = config.queue ?? ExecutionSettings.parse({}).queue;
-    return QueueExecutor.connect({ redis: queue.redis, prefix: queue.name, workerExecutor: config.queue_executor ?? "docker", waitForWorkerSeconds: queue.wait_for_worker_seconds, log });
+    return QueueExecutor.connect({ redis: queue.redis, prefix: queue.name, workerExecutor: config.queue_executor ?? "docker", waitForWorkerSeconds: queue.wait_for_worker_seconds, limits, log });
   }
-  return createExecutor(config.executor, { envRoot: join(workDir, "envs"), workDir, log, limits: { memoryBytes: limits.memory_mb * 2 ** 20, pids: limits.pids, cpus: limits.cpus } });
+  return createExecutor(config.executor, { envRoot: join(workDir, "envs"), workDir, log, limits });
 }
 

@@ -48,6 +48,8 @@ export const RunJob = z.strictObject({
   tests: z.array(z.string()).default([]),
   timeout_seconds: z.number().positive().optional(),
   guarded: z.strictObject({ submittedPaths: z.array(z.string()), protectedPaths: z.array(z.string()) }).optional(),
+  /** The coordinator's limits of a Docker test container (memory, processes, CPUs): the worker runs the job under them. */
+  limits: z.strictObject({ memoryBytes: z.number().int().positive(), pids: z.number().int().positive(), cpus: z.number().positive() }).optional(),
   /** Files earlier runs of the same checkout wrote, laid over the fresh checkout before the run. */
   overlay: z.array(WrittenFile).default([]),
 });

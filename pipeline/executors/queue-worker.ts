@@ -9,7 +9,7 @@ import { writeFileAtomic } from "../atomic.ts";
 import { freshCheckout } from "../domain/checkout.ts";
 import { MirrorCache } from "../git.ts";
 import type { Logger } from "../logger.ts";
-import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable } from "./docker.ts";
+import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable, type DockerLimits } from "./docker.ts";
 import { createExecutor } from "./index.ts";
 import { connectRedis, redactUrl } from "./queue.ts";
 import { HEARTBEAT_SECONDS, type JobResult, QUEUE_PROTOCOL, queueNameFor, RunJob, workerKey, type WorkerInfo, WORKER_TTL_SECONDS } from "./queue-protocol.ts";
@@ -112,7 +112,13 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   mkdirSync(scratch, { recursive: true });
   mkdirSync(logs, { recursive: true });
   const id = options.id ?? `${hostname()}-${process.pid}`;
-  const executor = await createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log, workDir });
+  // One executor per set of limits the coordinators ask for (they share the environments).
+  const executors = new Map<string, Promise<Executor>>();
+  const executorFor = (limits: DockerLimits | undefined) => {
+    const key = JSON.stringify(limits ?? null);
+    if (!executors.has(key)) executors.set(key, createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log, workDir, ...(limits ? { limits } : {}) }));
+    return executors.get(key)!;
+  };
   const mirrors = new MirrorCache(join(workDir, "git"));
   const counters = { done: 0, failed: 0, active: 0 };
   const startedAt = new Date().toISOString();
@@ -125,7 +131,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
     counters.active++;
     const started = performance.now();
     try {
-      const result = await runJob(job, { id, executor, mirrors, scratch, logs, log: options.log });
+      const result = await runJob(job, { id, executor: await executorFor((job.data as { limits?: DockerLimits }).limits), mirrors, scratch, logs, log: options.log });
       if (result.ok) counters.done++;
       else counters.failed++;
       return { ...result, seconds: (performance.now() - started) / 1000 };
@@ -166,7 +172,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
       for (const connection of connections) connection.disconnect();
       await redis.del(workerKey(options.prefix, id)).catch(() => undefined);
       redis.disconnect();
-      await executor.close?.();
+      for (const executor of executors.values()) await (await executor).close?.();
     },
   };
 }

@@ -6,6 +6,7 @@ import type { z } from "zod";
 import { hashValue } from "../canonical.ts";
 import { git, isRemoteCloneUrl } from "../git.ts";
 import type { Logger } from "../logger.ts";
+import type { DockerLimits } from "./docker.ts";
 import { needsRevisionLayer } from "./recipe-scripts.ts";
 import { assertNoCredentials, JobResult, type JobSource, QUEUE_PROTOCOL, queueNameFor, RunJob, WORKER_PATTERN, WorkerInfo, type WrittenFile } from "./queue-protocol.ts";
 import { applyWrittenFiles } from "./written-files.ts";
@@ -19,6 +20,8 @@ export interface QueueExecutorOptions {
   workerExecutor: "docker" | "local";
   /** How long a job may wait without a live worker that can run it. */
   waitForWorkerSeconds: number;
+  /** Limits of each Docker test container, sent with every run (the config's execution.limits). */
+  limits?: DockerLimits;
   log: Logger;
   /** Seconds between progress lines while jobs are out (0: none). */
   progressSeconds?: number;
@@ -139,7 +142,7 @@ export class QueueExecutor implements Executor {
     const dir = resolve(request.checkoutDir);
     for (const gone of [...this.written.keys()].filter((d) => !existsSync(d))) this.written.delete(gone);
     const overlay = [...(this.written.get(dir)?.values() ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1));
-    const result = await this.submit({ protocol: QUEUE_PROTOCOL, type: "run", env: request.env, source, base_commit: request.baseCommit, tests: request.tests, timeout_seconds: request.timeoutSeconds, overlay, ...(request.guarded ? { guarded: request.guarded } : {}) });
+    const result = await this.submit({ protocol: QUEUE_PROTOCOL, type: "run", env: request.env, source, base_commit: request.baseCommit, tests: request.tests, timeout_seconds: request.timeoutSeconds, overlay, ...(this.options.limits ? { limits: this.options.limits } : {}), ...(request.guarded ? { guarded: request.guarded } : {}) });
     if (!result.result) throw new InfrastructureFault("a worker answered a run without its result");
     // What the run wrote in its checkout is written here too, and goes with the checkout's next run.
     if (result.written?.length) {

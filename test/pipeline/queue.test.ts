@@ -160,7 +160,8 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     expect(parseJunitReport(reference.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_slow.py::test_waits", "passed"]]);
 
     startWorker(f, "doomed", join(dir, "doomed"));
-    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    const limits = { memoryBytes: 1024 ** 3, pids: 256, cpus: 1 };
+    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, limits, log: silentLogger, progressSeconds: 0 });
     const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: quietRedis(f.redis), prefix: f.prefix });
     try {
       const pending = executor.run(slow);
@@ -177,6 +178,9 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
       const [job] = await queue.getJobs(["completed"]);
       expect(await queue.getJobCounts("completed", "failed", "active", "waiting")).toMatchObject({ completed: 1, failed: 0, active: 0, waiting: 0 });
       expect(job!.returnvalue.worker).toBe("rescuer");
+      // The job said everything the worker needed, the coordinator's limits too; no secret.
+      expect(job!.data).toMatchObject({ type: "run", tests: ["tests/test_slow.py"], limits, source: { repo: REPO, commit: slow.source!.commit } });
+      expect(job!.data.source.clone_url).toMatch(/^\//);
       await new Promise((r) => setTimeout(r, (HEARTBEAT_SECONDS + 1) * 1000));
       const rescuer = (await workerInfo(f.redis, f.prefix)).find((w) => w.id === "rescuer")!;
       expect(rescuer.jobs_done).toBe(1);
