@@ -176,12 +176,14 @@ export class QueueExecutor implements Executor {
     this.sent.set(content, ordinal + 1);
     const jobId = `${content.slice(0, 40)}-${ordinal}`;
     const { queue, events } = await this.queueFor(job.env.recipe.python);
-    await this.awaitWorker(job.env.recipe.python);
     this.outstanding++;
     this.startProgress();
     try {
       // A job of this id already in the queue (sent by this coordinator before it was killed) is not added again: its result is taken.
-      const added = (await Job.fromId(queue, jobId)) ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
+      const existing = await Job.fromId(queue, jobId);
+      // A result already there needs no worker; anything else does.
+      if (!existing || !(await existing.isCompleted())) await this.awaitWorker(job.env.recipe.python);
+      const added = existing ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
       const sent = performance.now();
       const value = await this.finished(queue, added, events, job.env.recipe.python);
       const parsed = JobResult.safeParse(value);
