@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { git, GitError } from "../git.ts";
-import type { CheckoutOrigin } from "../executors/types.ts";
+import type { BaseRevision, CheckoutOrigin } from "../executors/types.ts";
 
 export class PatchDoesNotApply extends Error {
   override name = "PatchDoesNotApply";
@@ -31,4 +31,9 @@ export async function freshCheckout(mirror: string, commit: string, patches: { n
     await dispose();
     throw error;
   }
+}
+
+/** A base revision of a mirror, checked out on demand under `parent` (for an environment's revision layer). */
+export function baseRevision(mirror: string, commit: string, parent: string): BaseRevision {
+  return { commit, origin: { mirror, commit, patches: [] }, checkout: () => freshCheckout(mirror, commit, [], parent) };
 }

@@ -6,7 +6,7 @@ import { type Job, Worker } from "bullmq";
 import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { writeFileAtomic } from "../atomic.ts";
-import { freshCheckout } from "../domain/checkout.ts";
+import { baseRevision, freshCheckout } from "../domain/checkout.ts";
 import { MirrorCache } from "../git.ts";
 import type { Logger } from "../logger.ts";
 import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable, type DockerLimits } from "./docker.ts";
@@ -194,7 +194,7 @@ async function runJob(job: Job, context: { id: string; executor: Executor; mirro
   try {
     const mirror = data.source ? await context.mirrors.ensure(data.source.repo, data.source.clone_url, data.source.commit) : undefined;
     const baseCommit = data.base_commit ?? data.source?.commit;
-    const base: BaseRevision | undefined = mirror && baseCommit ? { commit: baseCommit, checkout: () => freshCheckout(mirror, baseCommit, [], context.scratch) } : undefined;
+    const base: BaseRevision | undefined = mirror && baseCommit ? baseRevision(mirror, baseCommit, context.scratch) : undefined;
     const { built } = await context.executor.ensureEnvironment(data.env, base);
     if (data.type === "ensure") return { worker: context.id, ok: true, built };
     if (!mirror || !data.source) throw new Error(`job ${job.id}: a run without its checkout's source`);

@@ -126,10 +126,15 @@ export class QueueExecutor implements Executor {
   async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
     let source: JobSource | undefined;
     if (needsRevisionLayer(env.recipe) && base) {
-      const checkout = await base.checkout();
-      await checkout.dispose();
-      if (!checkout.origin) throw new Error("the queue executor needs to know how a base revision's checkout is made (its origin)");
-      source = await this.jobSource(env.repo, checkout.origin);
+      // Where the caller did not say how its checkout is made, one is made here to learn it.
+      let origin = base.origin;
+      if (!origin) {
+        const checkout = await base.checkout();
+        await checkout.dispose();
+        origin = checkout.origin;
+      }
+      if (!origin) throw new Error("the queue executor needs to know how a base revision's checkout is made (its origin)");
+      source = await this.jobSource(env.repo, origin);
     }
     const result = await this.submit({ protocol: QUEUE_PROTOCOL, type: "ensure", env, source, base_commit: base?.commit, tests: [], overlay: [] });
     if (result.built) this.built.push(env.key);

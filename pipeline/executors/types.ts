@@ -50,6 +50,8 @@ export interface TestRunRequest {
 /** A base revision, and how to get a clean checkout of it (for the revision layer of an environment). */
 export interface BaseRevision {
   commit: string;
+  /** How `checkout` makes it (the mirror and the commit, no patches): what the queue's workers need to make the same one. */
+  origin?: CheckoutOrigin;
   checkout: () => Promise<{ dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>;
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { freshCheckout, PatchDoesNotApply } from "../domain/checkout.ts";
+import { baseRevision, freshCheckout, PatchDoesNotApply } from "../domain/checkout.ts";
 import { withInfrastructureRetries } from "../executors/retries.ts";
 import { DiffParseError } from "../domain/diff.ts";
 import { BuildFailed, type EnvironmentSpec, type Executor } from "../executors/types.ts";
@@ -104,7 +104,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
   try {
     let outcome;
     try {
-      await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env, { commit: task.base_commit, checkout: () => freshCheckout(input.mirror, task.base_commit, [], input.scratch) }), input.infrastructureBackoffMs);
+      await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env, baseRevision(input.mirror, task.base_commit, input.scratch)), input.infrastructureBackoffMs);
       outcome = await withInfrastructureRetries(
         `${task.task_id}: verifier run`,
         log,

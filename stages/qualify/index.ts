@@ -48,7 +48,7 @@ export const qualifyStage = defineStage({
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
         const checkout = (patches: { name: string; text: string }[]) => ctx.checkout(mirror, split.base_commit, patches);
-        const task = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, checkout, infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000), saveLog: ctx.saveLog };
+        const task = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, checkout, mirror, infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000), saveLog: ctx.saveLog };
         const result = await qualifyTask(executor, task, ctx.log);
         for (const r of result.runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
         return qualificationRecord(task, executor.kind, result);

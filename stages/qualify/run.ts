@@ -44,6 +44,8 @@ export interface QualifyTaskInput {
   runs: number;
   /** A fresh checkout of the base commit with these patches applied (the engine's, or the CLI's). */
   checkout: (patches: { name: string; text: string }[]) => Promise<{ dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>;
+  /** The bare mirror `checkout` clones from: tells the queue's workers how to make the base revision's checkout. */
+  mirror?: string;
   infrastructureBackoffMs?: readonly number[];
   /** Saves a failed run's whole output; returns where, for the reject's message. */
   saveLog?: (name: string, text: string) => Promise<string>;
@@ -68,7 +70,7 @@ export interface StateRun {
  */
 export async function qualifyTask(executor: Executor, input: QualifyTaskInput, log: Logger) {
   try {
-    const base = { commit: input.baseCommit, checkout: () => input.checkout([]) };
+    const base = { commit: input.baseCommit, checkout: () => input.checkout([]), ...(input.mirror ? { origin: { mirror: input.mirror, commit: input.baseCommit, patches: [] } } : {}) };
     await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env, base), input.infrastructureBackoffMs);
   } catch (error) {
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });

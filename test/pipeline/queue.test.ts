@@ -6,7 +6,7 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
-import { freshCheckout } from "../../pipeline/domain/checkout.ts";
+import { baseRevision, freshCheckout } from "../../pipeline/domain/checkout.ts";
 import { loadProfiles } from "../../pipeline/domain/profiles.ts";
 import { parseJunitReport } from "../../pipeline/domain/junit.ts";
 import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
@@ -111,7 +111,7 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const first = records[0]!;
     env = planEnvironments(records.map((r) => ({ id: r.instance_id, repo: REPO, recipe: recipeFor(profile, { id: r.instance_id }), createdAt: r.created_at }))).get(first.instance_id)!;
     const mirror = await new MirrorCache(join(dir, "git")).ensure(REPO, join(corpus.dir, "repos", "demo-org__geometry"), first.base_commit);
-    base = { commit: first.base_commit, checkout: () => freshCheckout(mirror, first.base_commit, [], dir) };
+    base = baseRevision(mirror, first.base_commit, dir);
     request = async (patches, tests) => {
       const checkout = await freshCheckout(mirror, first.base_commit, patches, dir);
       return { env, checkoutDir: checkout.dir, source: checkout.origin, tests, timeoutSeconds: 300, baseCommit: first.base_commit };

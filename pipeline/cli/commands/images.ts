@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import Docker from "dockerode";
 import { environmentsForTasks } from "../../domain/execution.ts";
 import { cloneSourceOf } from "../../domain/profiles.ts";
-import { freshCheckout } from "../../domain/checkout.ts";
+import { baseRevision } from "../../domain/checkout.ts";
 import { MirrorCache } from "../../git.ts";
 import { needsRevisionLayer } from "../../executors/recipe-scripts.ts";
 import { buildBaseImage, DockerExecutor } from "../../executors/docker.ts";
@@ -35,7 +35,7 @@ async function buildImages(io: Io, configPath: string): Promise<number> {
     if (done.has(key)) continue;
     done.add(key);
     const mirror = revision ? await mirrors.ensure(split.repo, cloneSourceOf(split.repo, loadedProfile, (p) => resolve(loaded.baseDir, p)), split.base_commit) : "";
-    const { built } = await executor.ensureEnvironment(env, { commit: split.base_commit, checkout: () => freshCheckout(mirror, split.base_commit, [], scratch) });
+    const { built } = await executor.ensureEnvironment(env, baseRevision(mirror, split.base_commit, scratch));
     const tag = revision ? DockerExecutor.revisionTag(env, split.base_commit) : DockerExecutor.imageTag(env);
     io.out(`${built ? "built" : "present"} ${tag}  ${env.repo}${revision ? ` at ${split.base_commit.slice(0, 12)}` : ""}  as of ${env.asOf ?? "today"}\n`);
   }

@@ -92,7 +92,7 @@ export async function qualifyByHand(options: ByHandOptions) {
     await writeFileAtomic(path, text);
     return path;
   };
-  const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, checkout, saveLog };
+  const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, checkout, mirror, saveLog };
   return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
 }
 

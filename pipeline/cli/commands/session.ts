@@ -10,7 +10,7 @@ import { writeFileAtomic } from "../../atomic.ts";
 import { loadConfig } from "../../config.ts";
 import { cloneSourceOf, loadProfilesDir } from "../../domain/profiles.ts";
 import { parseStageConfig } from "../../engine.ts";
-import { freshCheckout } from "../../domain/checkout.ts";
+import { baseRevision } from "../../domain/checkout.ts";
 import { executorFor } from "../../domain/execution.ts";
 import { dockerAvailable } from "../../executors/docker.ts";
 import { environmentSpec } from "../../executors/environment.ts";
@@ -132,7 +132,7 @@ async function agentImage(loaded: ReturnType<typeof loadConfig>, spec: SessionSp
   const executor = await executorFor({ ...loaded.config.execution, executor: "docker" }, loaded.workDir, log);
   const scratch = join(loaded.workDir, "verify-scratch");
   mkdirSync(scratch, { recursive: true });
-  await executor.ensureEnvironment(env, { commit: focus.base_commit, checkout: () => freshCheckout(mirror, focus.base_commit, [], scratch) });
+  await executor.ensureEnvironment(env, baseRevision(mirror, focus.base_commit, scratch));
   return { docker, image: DockerExecutor.imageTag(env), labels: { [WORK_LABEL]: loaded.workDir } };
 }
 
