@@ -224,6 +224,11 @@ export class QueueExecutor implements Executor {
     const orphaned = new Promise<never>((_, reject) => {
       let silentSince = Date.now();
       const check = async () => {
+        // A Redis restarted without persistence (or flushed) forgets the job: nothing would ever finish it.
+        if ((await Job.fromId(queue, job.id!).catch(() => job)) === undefined) {
+          reject(new InfrastructureFault(`job ${job.id} vanished from Redis while it waited or ran (was Redis restarted without persistence, or flushed?)`));
+          return;
+        }
         const capable = (await liveWorkers(this.redis, this.options.prefix).catch(() => [])).filter((w) => this.canRun(w, python));
         if (capable.length) silentSince = Date.now();
         else if (Date.now() - silentSince > this.options.waitForWorkerSeconds * 1000) {

@@ -222,6 +222,33 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     await stopWorker(f, "steady");
   }, 600_000);
 
+  it("does not wait forever for a job that vanished from Redis, and sends it again", async (context) => {
+    if (!server) return context.skip();
+    const f = fleet("vanish");
+    startWorker(f, "survivor", join(tempDir(), "survivor"), 30);
+    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: quietRedis(f.redis), prefix: f.prefix });
+    const admin = quietRedis(f.redis);
+    try {
+      const slow = await request([{ name: "slow test", text: slowTest("test_lost", 8) }], ["tests/test_lost.py"]);
+      const pending = executor.run(slow).then(() => undefined, (e: Error) => e);
+      await until("the job to be active", async () => (await queue.getActiveCount()) > 0, 300);
+      // Redis restarted without persistence: every key is gone, the job with them.
+      await admin.flushall();
+      const error = await pending;
+      expect(error).toBeInstanceOf(InfrastructureFault);
+      expect(error!.message).toMatch(/^job \S+ vanished from Redis while it waited or ran/);
+      // The same run sent again (as the caller's infrastructure retry does) finishes on the same worker.
+      const again = await executor.run(slow);
+      expect(parseJunitReport(again.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_lost.py::test_waits", "passed"]]);
+    } finally {
+      await executor.close();
+      await queue.close();
+      admin.disconnect();
+      await stopWorker(f, "survivor");
+    }
+  }, 600_000);
+
   it("says in one line, within a bounded wait, when Redis is down, no Docker engine answers, or no worker can run a recipe", async (context) => {
     if (!server) return context.skip();
     const dead = `redis://127.0.0.1:${await freePort()}`;
