@@ -131,7 +131,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
     counters.active++;
     const started = performance.now();
     try {
-      const result = await runJob(job, { id, executor: await executorFor((job.data as { limits?: DockerLimits }).limits), mirrors, scratch, logs, log: options.log });
+      const result = await runJob(job, { id, executorFor, mirrors, scratch, logs, log: options.log });
       if (result.ok) counters.done++;
       else counters.failed++;
       return { ...result, seconds: (performance.now() - started) / 1000 };
@@ -187,22 +187,24 @@ function freeDisk(dir: string): number {
 }
 
 /** One job: the same checkout the coordinator made, from this worker's own mirror, then the executor's build or run. */
-async function runJob(job: Job, context: { id: string; executor: Executor; mirrors: MirrorCache; scratch: string; logs: string; log: Logger }): Promise<JobResult> {
+async function runJob(job: Job, context: { id: string; executorFor: (limits: DockerLimits | undefined) => Promise<Executor>; mirrors: MirrorCache; scratch: string; logs: string; log: Logger }): Promise<JobResult> {
   const parsed = RunJob.safeParse(job.data);
   if (!parsed.success) return { worker: context.id, ok: false, error: { name: "ProtocolError", message: `job ${job.id} is not a job of this version of switch-swe (protocol ${QUEUE_PROTOCOL}): ${parsed.error.issues[0]?.message}` } };
   const data = parsed.data;
   try {
+    // Chosen once the job is known to be well formed: its limits say which executor runs it.
+    const executor = await context.executorFor(data.limits);
     const mirror = data.source ? await context.mirrors.ensure(data.source.repo, data.source.clone_url, data.source.commit) : undefined;
     const baseCommit = data.base_commit ?? data.source?.commit;
     const base: BaseRevision | undefined = mirror && baseCommit ? baseRevision(mirror, baseCommit, context.scratch) : undefined;
-    const { built } = await context.executor.ensureEnvironment(data.env, base);
+    const { built } = await executor.ensureEnvironment(data.env, base);
     if (data.type === "ensure") return { worker: context.id, ok: true, built };
     if (!mirror || !data.source) throw new Error(`job ${job.id}: a run without its checkout's source`);
     const checkout = await freshCheckout(mirror, data.source.commit, data.source.patches, context.scratch);
     try {
       await applyWrittenFiles(checkout.dir, data.overlay);
       const before = await checkoutState(checkout.dir);
-      const result = await context.executor.run({ env: data.env, checkoutDir: checkout.dir, tests: data.tests, timeoutSeconds: data.timeout_seconds ?? data.env.recipe.test_timeout_seconds, ...(data.base_commit ? { baseCommit: data.base_commit } : {}), ...(data.guarded ? { guarded: data.guarded } : {}) });
+      const result = await executor.run({ env: data.env, checkoutDir: checkout.dir, tests: data.tests, timeoutSeconds: data.timeout_seconds ?? data.env.recipe.test_timeout_seconds, ...(data.base_commit ? { baseCommit: data.base_commit } : {}), ...(data.guarded ? { guarded: data.guarded } : {}) });
       const written = await writtenSince(checkout.dir, before);
       return { worker: context.id, ok: true, built, result: await resultForQueue(result, context.id, join(context.logs, `${job.id}.log`)), written };
     } finally {

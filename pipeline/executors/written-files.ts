@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { lstat, mkdir, readFile, readlink, rm, symlink, writeFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { changesBetween, snapshot, type Snapshot } from "../session/workspace.ts";
@@ -35,8 +34,9 @@ export async function writtenSince(dir: string, before: Snapshot): Promise<Writt
   let bytes = 0;
   for (const path of [...changes.added, ...changes.modified].sort()) {
     const full = join(dir, path);
-    if (!existsSync(full) && !(await lstat(full).catch(() => undefined))) continue;
-    const stat = await lstat(full);
+    // Removed since the snapshot was taken (by a process the run left behind): nothing to carry.
+    const stat = await lstat(full).catch(() => undefined);
+    if (!stat) continue;
     if (stat.isSymbolicLink()) {
       files.push({ path, content_base64: "", link: await readlink(full) });
       continue;
