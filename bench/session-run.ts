@@ -36,7 +36,7 @@ try {
     const agent = loadAgent(file);
     const name = agent.name;
     const started = Date.now();
-    const { ran, failed } = await runAllSessions({ config: demo.configPath, manifest, conditions: ["control", "switched"], agent, out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, executor, log });
+    const { ran, failed } = await runAllSessions({ config: demo.configPath, manifest, conditions: ["control", "switched"], agent, out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, overrides: { executor }, log });
     const wall = (Date.now() - started) / 1000;
     const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
     const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);

@@ -216,7 +216,7 @@ describe("the demo", () => {
     const executor = (await dockerForTests()) ? "docker" : "local";
     for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
       const agent = loadAgent(join(root, "data", "agents", `${name}.yaml`));
-      const { ran } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, executor, log, only: picked });
+      const { ran } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, overrides: { executor }, log, only: picked });
       expect(ran).toHaveLength(4);
     }
     const report = (agent: string, session: string, condition: string) => VerificationReport.parse(JSON.parse(readFileSync(join(results, agent, `${session}.${condition}.json`), "utf8")));
@@ -281,7 +281,7 @@ describe("the demo", () => {
     const done = readdirSync(out).filter((f) => f.endsWith(".json")).length;
     const total = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!)).sessions.length * 2;
     expect(done).toBeLessThan(total);
-    const { ran, skipped } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, executor: "local", log: createLogger({ level: "warn", write: () => {} }) });
+    const { ran, skipped } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) });
     expect({ ran: ran.length, skipped }).toEqual({ ran: total - done, skipped: done });
     expect(readdirSync(out).filter((f) => f.endsWith(".json"))).toHaveLength(total);
   });
@@ -297,7 +297,7 @@ describe("the demo", () => {
     writeFileSync(sessionFile, JSON.stringify(short));
     const agentFile = join(dir, "sleeper.yaml");
     writeFileSync(agentFile, `name: sleeper\ncommand: [sh, -c, 'printf "%s\\n" "$1" >> sent.txt; sleep 30', sh, "{text}"]\n`);
-    const report = await runSessionCommand({ config: demo.configPath, session: sessionFile, condition: "control", agent: loadAgent(agentFile), out: join(dir, "results"), work: join(dir, "runs"), executor: "local", log: createLogger({ level: "warn", write: () => {} }) });
+    const report = await runSessionCommand({ config: demo.configPath, session: sessionFile, condition: "control", agent: loadAgent(agentFile), out: join(dir, "results"), work: join(dir, "runs"), overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) });
     const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     expect(trajectory).toHaveLength(2);
     for (const request of trajectory) {
@@ -337,7 +337,7 @@ describe("the demo", () => {
       // Writes, in the active checkout, where it ran and what it could see.
       `command: [sh, -c, 'n=$(ls probe-*.json 2>/dev/null | wc -l); printf "{\\"cwd\\": \\"%s\\", \\"uid\\": %s, \\"home\\": \\"%s\\", \\"workspace\\": \\"%s\\", \\"installed\\": \\"%s\\", \\"key\\": \\"%s\\", \\"args\\": \\"%s %s\\"}" "$(pwd)" "$(id -u)" "$HOME" "$(ls /workspace | tr "\\n" " ")" "$(cat /opt/agent-installed)" "$SWITCH_SWE_PROBE_KEY" "$1" "$2" > probe-$n.json; env > env-$n.txt; ls -a / > root-$n.txt; hostname >> root-$n.txt', sh, "{checkout}", "{workspace}"]`,
     ].join("\n") + "\n");
-    const report = await runSessionCommand({ config: demo.configPath, session: probeSession, condition: "switched", agent: loadAgent(probe), out: join(dir, "results"), work: join(dir, "runs"), executor: "local", log });
+    const report = await runSessionCommand({ config: demo.configPath, session: probeSession, condition: "switched", agent: loadAgent(probe), out: join(dir, "results"), work: join(dir, "runs"), overrides: { executor: "local" }, log });
     const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const workspace = join(dir, "runs", `${spec.session_id}.switched`, "workspace");
     const seen = new Map<string, number>();
@@ -369,7 +369,7 @@ describe("the demo", () => {
       // The continuation first lists every process left in the container.
       `continue_command: [sh, -c, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done > procs.txt; sleep 1003']`,
     ].join("\n") + "\n");
-    const slept = await runSessionCommand({ config: demo.configPath, session: shortSession, condition: "control", agent: loadAgent(sleeper), out: join(dir, "results"), work: join(dir, "runs"), executor: "local", log });
+    const slept = await runSessionCommand({ config: demo.configPath, session: shortSession, condition: "control", agent: loadAgent(sleeper), out: join(dir, "results"), work: join(dir, "runs"), overrides: { executor: "local" }, log });
     const [only] = readFileSync(join(dir, "results", slept.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     expect(only).toMatchObject({ timed_out: true, continuations: 1, exits: [null, null] });
     const focus = spec.checkouts.find((c) => c.task_id === spec.focus)!;

@@ -9,13 +9,10 @@ import type { AnyStage } from "../../stage.ts";
 import { splitByHand } from "./split-diff.ts";
 import { qualifyTaskCommand } from "./qualify-task.ts";
 import { type ExitCode, type Io, requirePath, requireWritableDir, UsageError } from "../io.ts";
+import { type ExecutionOverrides, type ExecutorChoice, executorOption, redisOption, withExecutionOverrides } from "../execution-options.ts";
 
 /** What a command line changes for one run: the execution settings, and stage config keys set by flags. */
-export interface RunOverrides {
-  executor?: string;
-  /** With `--executor queue`: the Redis URL of the queue. */
-  redis?: string;
-  jobs?: number;
+export interface RunOverrides extends ExecutionOverrides {
   /** Stage config keys (dotted) with their values, from the flags the stages declare. */
   stageKeys?: { stage: StageName; key: string; value: unknown }[];
 }
@@ -36,9 +33,7 @@ export async function runWithConfig(io: Io, configPath: string, runOptions: RunO
   log.info(`config ${configPath}: benchmark '${loaded.config.name}', seed ${loaded.config.seed}, work directory ${loaded.workDir}`);
   let stageConfigs: Record<string, unknown> = { ...loaded.config.stages };
   for (const { stage, key, value } of overrides.stageKeys ?? []) stageConfigs = { ...stageConfigs, [stage]: setKey(stageConfigs[stage], key, value) };
-  const configured = loaded.config.execution;
-  const execution = { ...configured, ...(overrides.executor ? { executor: overrides.executor as typeof configured.executor } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}), ...(overrides.redis ? { queue: { ...configured.queue, redis: overrides.redis } } : {}) };
-  if (overrides.redis && execution.executor !== "queue") throw new UsageError("--redis is the queue's address: it goes with --executor queue (or execution.executor: queue in the config)");
+  const execution = withExecutionOverrides(loaded.config.execution, overrides);
   const summary = await runPipeline(
     {
       workDir: loaded.workDir,
@@ -59,8 +54,6 @@ export async function runWithConfig(io: Io, configPath: string, runOptions: RunO
 }
 
 const stageOption = (flag: string, description: string) => new Option(flag, description).choices([...STAGE_ORDER]);
-const executorOption = (description: string) => new Option("--executor <kind>", description).choices(["auto", "docker", "local", "queue"]);
-const redisOption = () => new Option("--redis <url>", "with --executor queue: the Redis of the queue (default: the config's execution.queue.redis)");
 
 /** The flags every stage declares, as command-line options: they set a key of that stage's config. */
 function stageFlags(stages: AnyStage[]) {
@@ -75,7 +68,7 @@ function flagOption(flag: { flag: string; parse?: (value: string) => unknown }, 
 
 function overridesFrom(opts: Record<string, unknown>, stages: AnyStage[]): RunOverrides {
   const stageKeys = stageFlags(stages).filter((f) => opts[f.attribute] !== undefined).map((f) => ({ stage: f.stage, key: f.key, value: opts[f.attribute] }));
-  return { executor: opts.executor as string | undefined, redis: opts.redis as string | undefined, jobs: opts.jobs as number | undefined, stageKeys };
+  return { executor: opts.executor as ExecutorChoice | undefined, redis: opts.redis as string | undefined, jobs: opts.jobs as number | undefined, stageKeys };
 }
 
 export function registerRun(program: Command, io: Io, exit: ExitCode): void {

@@ -25,6 +25,7 @@ import { runSession } from "../../session/run.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../../validation.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 import { formatVerification, verifySubmission } from "./verify.ts";
+import { type ExecutionOverrides, executorOption, redisOption } from "../execution-options.ts";
 
 export type Condition = "control" | "switched";
 
@@ -55,7 +56,8 @@ export interface SessionRunCommand {
   out: string;
   /** Where the run's workspace, agent logs and trajectory go (outside `out`: `report` reads every JSON there). */
   work?: string;
-  executor?: "auto" | "docker" | "local";
+  /** The verification's --executor and --redis over the config's execution settings. */
+  overrides?: ExecutionOverrides;
   log: Logger;
 }
 
@@ -110,7 +112,7 @@ export async function runSessionCommand(options: SessionRunCommand): Promise<Ver
   const runDir = resolve(options.work ?? join(loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
   await rm(runDir, { recursive: true, force: true });
   const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror, heldout, log: options.log, environment });
-  const { report } = await verifySubmission({ config: options.config, session: options.session, checkout: run.focusCheckout, condition: options.condition, executor: options.executor, log: options.log });
+  const { report } = await verifySubmission({ config: options.config, session: options.session, checkout: run.focusCheckout, condition: options.condition, overrides: options.overrides, log: options.log });
   const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
   const withBehaviour = VerificationReport.parse({ ...report, behaviour: { ...run.behaviour, trajectory: relative(dirname(resolve(reportFile)), run.trajectoryFile) } });
   await writeFileAtomic(reportFile, JSON.stringify(withBehaviour, null, 2) + "\n");
@@ -141,7 +143,7 @@ async function agentImage(loaded: ReturnType<typeof loadConfig>, spec: SessionSp
  * `jobs` at a time. Resumable: a session and condition whose report exists is not run again, and
  * a killed run left no report (it is written whole, at the end), so it runs again from scratch.
  */
-export async function runAllSessions(options: { config: string; manifest: string; conditions: Condition[]; agent: AgentSpec; out: string; work?: string; jobs: number; executor?: "auto" | "docker" | "local"; log: Logger; only?: string[] }): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
+export async function runAllSessions(options: { config: string; manifest: string; conditions: Condition[]; agent: AgentSpec; out: string; work?: string; jobs: number; overrides?: ExecutionOverrides; log: Logger; only?: string[] }): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
   const sessionsDir = join(options.manifest, "sessions");
   const index = readJsonFile(join(sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
   const work = index.sessions
@@ -156,7 +158,7 @@ export async function runAllSessions(options: { config: string; manifest: string
       const item = todo[next++]!;
       options.log.info(`session ${item.sessionId} (${item.condition}) with ${options.agent.name}`);
       try {
-        ran.push(await runSessionCommand({ config: options.config, session: item.file, condition: item.condition, agent: options.agent, out: options.out, work: options.work, executor: options.executor, log: options.log }));
+        ran.push(await runSessionCommand({ config: options.config, session: item.file, condition: item.condition, agent: options.agent, out: options.out, work: options.work, overrides: options.overrides, log: options.log }));
       } catch (error) {
         // One session that cannot run does not stop the others; it has no report, so the next run-all tries it again.
         const message = (error as Error).message.split("\n")[0]!;
@@ -172,27 +174,24 @@ export async function runAllSessions(options: { config: string; manifest: string
 export function registerSession(program: Command, io: Io, exit: ExitCode): void {
   const session = program.command("session").description("run a coding agent through the benchmark's sessions and score it");
   const logger = (quiet: boolean) => createLogger({ level: quiet ? "warn" : "info", write: (line) => io.err(line + "\n") });
-  session
+  withRunnerOptions(session
     .command("run")
     .description("drive an agent through one condition of one session: provision the five checkouts, deliver each request, verify the focus artifact")
     .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
     .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
     .addOption(new Option("--condition <condition>", "control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
     .requiredOption("--agent <file>", "the agent description (AGENT.yaml; see data/agents/)")
-    .requiredOption("--out <dir>", "the agent's results directory: the verification report is written there as <session>.<condition>.json")
-    .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
-    .addOption(new Option("--executor <kind>", "executor of the verification (default: the config's)").choices(["auto", "docker", "local"]))
-    .option("-q, --quiet", "only warnings and errors")
+    .requiredOption("--out <dir>", "the agent's results directory: the verification report is written there as <session>.<condition>.json"))
     .addHelpText("after", "\nExample:\n  switch-swe session run -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --condition switched --agent data/agents/replay-reference.yaml --out results/replay-reference")
     .action(
       exit.act(async (opts) => {
         for (const [flag, kind] of [["--config", "file"], ["--session", "file"], ["--agent", "file"]] as const) requirePath(flag, opts[flag.slice(2)], kind);
-        const report = await runSessionCommand({ config: opts.config, session: opts.session, condition: opts.condition, agent: loadAgent(opts.agent), out: opts.out, work: opts.work, executor: opts.executor, log: logger(Boolean(opts.quiet)) });
+        const report = await runSessionCommand({ config: opts.config, session: opts.session, condition: opts.condition, agent: loadAgent(opts.agent), out: opts.out, work: opts.work, overrides: { executor: opts.executor, redis: opts.redis }, log: logger(Boolean(opts.quiet)) });
         io.out(formatVerification(report));
         return report.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
       }),
     );
-  session
+  withRunnerOptions(session
     .command("run-all")
     .description("run an agent through every session of an emitted benchmark; sessions already scored are not run again")
     .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
@@ -200,10 +199,7 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
     .requiredOption("--agent <file>", "the agent description (AGENT.yaml)")
     .addOption(new Option("--conditions <which>", "control, switched, or both").choices(["control", "switched", "both"]).default("both"))
     .option("--out <dir>", "the agent's results directory (default: results/<agent name>)")
-    .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
-    .option("--jobs <n>", "sessions run at once", "1")
-    .addOption(new Option("--executor <kind>", "executor of the verification (default: the config's)").choices(["auto", "docker", "local"]))
-    .option("-q, --quiet", "only warnings and errors")
+    .option("--jobs <n>", "sessions run at once", "1"))
     .addHelpText("after", "\nExample:\n  switch-swe session run-all -c data/demo/pipeline.yaml --manifest manifests/demo --agent data/agents/noop.yaml --conditions both --jobs 2")
     .action(
       exit.act(async (opts) => {
@@ -213,9 +209,18 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
         const agent = loadAgent(opts.agent);
         const conditions: Condition[] = opts.conditions === "both" ? ["control", "switched"] : [opts.conditions];
         const out = opts.out ?? join("results", agent.name);
-        const { ran, skipped, failed } = await runAllSessions({ config: opts.config, manifest: opts.manifest, conditions, agent, out, work: opts.work, jobs, executor: opts.executor, log: logger(Boolean(opts.quiet)) });
+        const { ran, skipped, failed } = await runAllSessions({ config: opts.config, manifest: opts.manifest, conditions, agent, out, work: opts.work, jobs, overrides: { executor: opts.executor, redis: opts.redis }, log: logger(Boolean(opts.quiet)) });
         io.out(`${agent.name}: ran ${ran.length} session run(s), ${ran.filter((r) => r.resolved).length} resolved; ${skipped} already scored; ${failed.length} failed to run (run again to retry them); reports in ${out}\n`);
         return failed.length ? 1 : ran.some((r) => r.infrastructure_fault) ? 3 : 0;
       }),
     );
+}
+
+/** The options both session commands take: where runs go, and how the focus artifact is verified. */
+function withRunnerOptions(command: Command): Command {
+  return command
+    .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
+    .addOption(executorOption("executor of the verification: docker, local, auto, or queue (default: the config's execution.executor)"))
+    .addOption(redisOption())
+    .option("-q, --quiet", "only warnings and errors");
 }

@@ -3,6 +3,7 @@ import { type Command, Option } from "commander";
 import { writeFileAtomic } from "../../atomic.ts";
 import { createLogger } from "../../logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
+import { type ExecutionOverrides, executorOption, redisOption, withExecutionOverrides } from "../execution-options.ts";
 import { join, resolve } from "node:path";
 import { emitStage } from "../../../stages/emit/index.ts";
 import { executorFor } from "../../domain/execution.ts";
@@ -33,7 +34,8 @@ export interface VerifyCommandOptions {
   condition: "control" | "switched";
   /** Overrides the config's emit.heldout_dir. */
   heldoutDir?: string;
-  executor?: "auto" | "docker" | "local";
+  /** The command line's --executor and --redis over the config's execution settings. */
+  overrides?: ExecutionOverrides;
   log: Logger;
 }
 
@@ -47,7 +49,7 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
   if (Boolean(options.artifact) === Boolean(options.checkout)) throw new VerifyInputError("give exactly one of --artifact PATCH and --checkout DIR");
   const loaded = loadConfig(options.config, BUILT_STAGES);
   const stages = loaded.config.stages as Record<string, unknown>;
-  const execution = loaded.config.execution;
+  const execution = withExecutionOverrides(loaded.config.execution, options.overrides ?? {});
   const emit = parseStageConfig(emitStage, stages.emit);
   const heldoutDir = options.heldoutDir ? resolve(options.heldoutDir) : resolve(loaded.baseDir, emit.heldout_dir);
 
@@ -85,7 +87,7 @@ export async function verifySubmission(options: VerifyCommandOptions): Promise<{
     }
   }
 
-  const executor = await executorFor({ ...execution, ...(options.executor ? { executor: options.executor } : {}) }, loaded.workDir, options.log);
+  const executor = await executorFor(execution, loaded.workDir, options.log);
   const env = environmentSpec(heldout.repo, heldout.environment, heldout.environment_as_of);
   const outcome = await verifyArtifact(executor, { task: heldout, env, mirror, artifact, rules: profile.profile.classification, scratch, infrastructureBackoffMs: execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, options.log).finally(() => executor.close?.());
   const report = VerificationReport.parse({ session_id: spec.session_id, task_id: spec.focus, condition: options.condition, ...outcome });
@@ -119,7 +121,8 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
     // Required: a report filed under the wrong condition would silently skew Table 1.
     .addOption(new Option("--condition <condition>", "which run of the session the artifact comes from: control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
     .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
-    .addOption(new Option("--executor <kind>", "docker, local, or auto (default: the config's execution.executor)").choices(["auto", "docker", "local"]))
+    .addOption(executorOption("docker, local, auto, or queue (workers on other hosts) (default: the config's execution.executor)"))
+    .addOption(redisOption())
     .option("--out <file>", "also write the verification report (JSON) to this file")
     .option("--save-artifact <file>", "also write the artifact that was scored (as collected) to this file")
     .option("--json", "print the verification report as JSON")
@@ -131,7 +134,7 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
         requirePath("--artifact", opts.artifact, "file");
         requirePath("--checkout", opts.checkout, "directory");
         requirePath("--heldout", opts.heldout, "directory");
-        const result = await verifySubmission({ config: opts.config, session: opts.session, artifact: opts.artifact, checkout: opts.checkout, condition: opts.condition, heldoutDir: opts.heldout, executor: opts.executor, log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }) });
+        const result = await verifySubmission({ config: opts.config, session: opts.session, artifact: opts.artifact, checkout: opts.checkout, condition: opts.condition, heldoutDir: opts.heldout, overrides: { executor: opts.executor, redis: opts.redis }, log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }) });
         const { report } = result;
         if (opts.out) await writeFileAtomic(opts.out, JSON.stringify(report, null, 2) + "\n");
         if (opts.saveArtifact) await writeFileAtomic(opts.saveArtifact, result.artifact);
