@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
+import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
@@ -10,6 +11,7 @@ import { baseRevision, freshCheckout } from "../../pipeline/domain/checkout.ts";
 import { loadProfiles } from "../../pipeline/domain/profiles.ts";
 import { parseJunitReport } from "../../pipeline/domain/junit.ts";
 import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
+import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
 import { connectRedis, liveWorkers, QueueExecutor } from "../../pipeline/executors/queue.ts";
 import { queueNameFor, type WorkerInfo } from "../../pipeline/executors/queue-protocol.ts";
@@ -20,6 +22,7 @@ import { MirrorCache } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
+import { dockerForTests } from "../helpers/docker.ts";
 import { freePort, startRedis } from "../helpers/redis.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
@@ -47,8 +50,9 @@ interface Fleet {
 }
 
 /** Starts a worker process (a "host" of its own: its own work directory, mirrors and environments). */
-function startWorker(fleet: Fleet, name: string, workDir: string, lockSeconds = 2): ChildProcess {
-  const child = spawn(process.execPath, [bin, "worker", "--redis", fleet.redis, "--prefix", fleet.prefix, "--executor", "local", "--allow-local", "--work-dir", workDir, "--name", name, "--lock-seconds", String(lockSeconds)], { stdio: "ignore" });
+function startWorker(fleet: Fleet, name: string, workDir: string, lockSeconds = 2, executor: "local" | "docker" = "local"): ChildProcess {
+  const sandbox = executor === "local" ? ["--allow-local"] : [];
+  const child = spawn(process.execPath, [bin, "worker", "--redis", fleet.redis, "--prefix", fleet.prefix, "--executor", executor, ...sandbox, "--work-dir", workDir, "--name", name, "--lock-seconds", String(lockSeconds)], { stdio: "ignore" });
   fleet.workers.set(name, child);
   return child;
 }
@@ -264,6 +268,38 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
       await stopWorker(f, "survivor");
     }
   }, 600_000);
+
+  it("runs jobs on a worker with the Docker executor, in the image of the environment's key", async (context) => {
+    if (!server || !(await dockerForTests())) return context.skip();
+    const f = fleet("docker");
+    startWorker(f, "boxed", join(tempDir(), "boxed"), 30, "docker");
+    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "docker", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    try {
+      await executor.ensureEnvironment(env, base);
+      const failing = `diff --git a/tests/test_boxed.py b/tests/test_boxed.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_boxed.py
+@@ -0,0 +1,5 @@
++def test_holds():
++    assert 1 + 1 == 2
++
++def test_breaks():
++    assert 1 + 1 == 3
+`;
+      const result = await executor.run(await request([{ name: "two tests", text: failing }], ["tests/test_boxed.py"]));
+      const outcomes = parseJunitReport(result.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status]);
+      expect(outcomes.sort()).toEqual([["tests/test_boxed.py::test_breaks", "failed"], ["tests/test_boxed.py::test_holds", "passed"]]);
+      // The worker's engine (this machine's) holds the environment under its key's tag.
+      expect((await new Docker().getImage(DockerExecutor.imageTag(env)).inspect()).RepoTags).toContain(DockerExecutor.imageTag(env));
+      const [boxed] = await workerInfo(f.redis, f.prefix);
+      expect(boxed).toMatchObject({ id: "boxed", executor: "docker" });
+      expect(boxed!.pythons).toContain(env.recipe.python);
+    } finally {
+      await executor.close();
+      await stopWorker(f, "boxed");
+    }
+  }, 1_200_000);
 
   it("says in one line, within a bounded wait, when Redis is down, no Docker engine answers, or no worker can run a recipe", async (context) => {
     if (!server) return context.skip();
