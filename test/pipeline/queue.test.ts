@@ -10,7 +10,7 @@ import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
 import { baseRevision, freshCheckout } from "../../pipeline/domain/checkout.ts";
 import { loadProfiles } from "../../pipeline/domain/profiles.ts";
 import { parseJunitReport } from "../../pipeline/domain/junit.ts";
-import { planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
+import { environmentSpec, planEnvironments, recipeFor } from "../../pipeline/executors/environment.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
 import { connectRedis, liveWorkers, QueueExecutor } from "../../pipeline/executors/queue.ts";
@@ -295,6 +295,14 @@ new file mode 100644
       const [boxed] = await workerInfo(f.redis, f.prefix);
       expect(boxed).toMatchObject({ id: "boxed", executor: "docker" });
       expect(boxed!.pythons).toContain(env.recipe.python);
+
+      // A recipe that installs from the checkout: the worker builds the base revision's layer from its
+      // own mirror, told how by the base revision's origin; the coordinator makes no checkout for it.
+      const installing = environmentSpec(env.repo, { ...env.recipe, install: ["test -f pyproject.toml && touch .installed-from-checkout"] }, env.asOf);
+      const noCheckoutHere = { ...base, checkout: () => Promise.reject(new Error("the coordinator made a checkout to learn the base revision's origin")) };
+      await executor.ensureEnvironment(installing, noCheckoutHere);
+      const installed = await executor.run({ ...(await request([{ name: "two tests", text: failing }], ["tests/test_boxed.py"])), env: installing });
+      expect(parseJunitReport(installed.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => r.status).sort()).toEqual(["failed", "passed"]);
     } finally {
       await executor.close();
       await stopWorker(f, "boxed");
