@@ -19,10 +19,13 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { requalify, writeRequalifyReport } from "../../pipeline/cli/commands/requalify.ts";
 import { checkProfile, formatProfileCheck } from "../../pipeline/cli/commands/repo-check.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
+import { startRedis } from "../helpers/redis.ts";
+import { spawn } from "node:child_process";
 
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
 const RECORDS = join(SHARED, "swebench-lite-dev.jsonl");
 const PROFILES = fileURLToPath(new URL("../../data/repos/", import.meta.url));
+const BIN = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
 /** One record of each bundled repository (../shared/data/mirrors), each from another era. */
 const TASKS = ["marshmallow-code__marshmallow-1359", "pylint-dev__astroid-1866", "sqlfluff__sqlfluff-1625"];
 
@@ -138,5 +141,35 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     // builds this run made (none when an earlier run on this machine left the images) kept their logs
     for (const build of result.builds) expect(build.seconds).toBeGreaterThan(0);
     if (result.builds.length) expect(existsSync(join(workDir, "envs", "build-logs"))).toBe(true);
+  });
+
+  it("qualifies the same tasks through the queue on a Docker worker, which builds each base revision's layer from its own mirror", async (context) => {
+    const redis = await startRedis();
+    if (!redis) return context.skip();
+    // The worker must build the revision layers itself: the ones the fidelity run left are removed.
+    const engine = new Docker();
+    for (const id of TASKS) {
+      const { record, env } = taskEnvironment(id);
+      await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).remove();
+    }
+    const workerDir = fileTempDir();
+    const worker = spawn(process.execPath, [BIN, "worker", "--redis", redis.url, "--executor", "docker", "--work-dir", workerDir, "--name", "far-host"], { stdio: "ignore" });
+    try {
+      const queued = fileTempDir();
+      const through = await measureFidelity({ records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir: queued, executor: "queue", redis: redis.url, runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
+      expect(through.tasks.map((t) => [t.task, t.failToPass?.agreement])).toEqual(TASKS.map((id) => [id, "exact"]));
+      const viaQueue = readFileSync(join(queued, "artifacts", "qualify", "qualifications.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => QualificationRecord.parse(JSON.parse(l)));
+      for (const q of viaQueue) expect(q, q.task_id).toEqual(qualifications().get(q.task_id));
+      // The worker cloned each repository into its own mirror cache, and the layers are back.
+      for (const id of TASKS) {
+        const { record, repo, env } = taskEnvironment(id);
+        expect(existsSync(join(workerDir, "git", `${repo.replace("/", "__")}.git`)), repo).toBe(true);
+        expect((await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).inspect()).Config.Labels["org.switch-swe.base-commit"]).toBe(record.base_commit);
+      }
+    } finally {
+      worker.kill("SIGTERM");
+      await new Promise((r) => (worker.exitCode !== null ? r(undefined) : worker.once("exit", r)));
+      await redis.stop();
+    }
   });
 });

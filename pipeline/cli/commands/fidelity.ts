@@ -10,15 +10,18 @@ import { silentProgress } from "../../progress.ts";
 import { Candidate } from "../../schemas/candidate.ts";
 import { Reject } from "../../schemas/common.ts";
 import { QualificationRecord } from "../../schemas/qualification.ts";
-import { PipelineSettings } from "../../settings.ts";
+import { ExecutionSettings, PipelineSettings } from "../../settings.ts";
 import { ArtifactStore } from "../../store.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
+import { type ExecutorChoice, executorOption, redisOption, withExecutionOverrides } from "../execution-options.ts";
 
 export interface FidelityOptions {
   records: string;
   profilesDir: string;
   workDir: string;
-  executor: "auto" | "docker" | "local";
+  executor: ExecutorChoice;
+  /** With `executor: queue`: the Redis of the queue (its workers run the Docker executor). */
+  redis?: string;
   runs: number;
   jobs: number;
   /** Only these task ids of the file (all when empty). */
@@ -51,7 +54,7 @@ export interface QualifiedRecords {
 export async function qualifyRecords(options: FidelityOptions): Promise<QualifiedRecords> {
   const workDir = resolve(options.workDir);
   mkdirSync(workDir, { recursive: true });
-  const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: { executor: options.executor, jobs: options.jobs } });
+  const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: withExecutionOverrides(ExecutionSettings.parse({ jobs: options.jobs }), { executor: options.executor, redis: options.redis }) });
   // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.
   let records = resolve(options.records);
   if (options.tasks?.length) {
@@ -170,7 +173,8 @@ export function qualificationOptions(command: Command, workDir: string, options:
   if (options.profiles !== false) command.option("--profiles <dir>", "repository profiles", "data/repos");
   command
     .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", workDir)
-    .option("--executor <kind>", "docker, local, or auto", "auto")
+    .addOption(executorOption("docker, local, auto, or queue (workers on other hosts, running the Docker executor)").default("auto"))
+    .addOption(redisOption())
     .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
     .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url");
   if (options.tasks !== false) command.option("--task <id...>", "only these tasks of the file");
@@ -193,7 +197,7 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
         requirePath("<records>", records, "file");
         requirePath("--profiles", opts.profiles, "directory");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, log });
+        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, log });
         io.out(formatFidelity(result));
         if (opts.json) await writeFileAtomic(opts.json, JSON.stringify(result, null, 2) + "\n");
         return result.tasks.every((t) => t.environment.built && explained(t)) ? 0 : 1;

@@ -8,6 +8,7 @@ import { RepoProfile } from "../../schemas/repo-profile.ts";
 import { describeFirstIssue, InputError } from "../../validation.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { measureFidelity, qualificationOptions } from "./fidelity.ts";
+import type { ExecutorChoice } from "../execution-options.ts";
 
 interface TaskLine {
   instance_id: string;
@@ -29,7 +30,9 @@ export interface RepoCheckOptions {
   tasks: string;
   sample: number;
   workDir: string;
-  executor: "auto" | "docker" | "local";
+  executor: ExecutorChoice;
+  /** With `executor: queue`: the Redis of the queue. */
+  redis?: string;
   jobs: number;
   mirrors?: string;
   log: Logger;
@@ -95,7 +98,7 @@ export async function checkProfile(options: RepoCheckOptions): Promise<EraCheck[
   mkdirSync(profiles, { recursive: true });
   writeFileSync(join(profiles, basename(options.profile)), readFileSync(options.profile, "utf8"));
   const sampled = [...eras.values()].flatMap((e) => e.sampled.map((t) => t.instance_id));
-  const result = await measureFidelity({ records: options.tasks, profilesDir: profiles, workDir, executor: options.executor, runs: 1, jobs: options.jobs, tasks: sampled, ...(options.mirrors ? { mirrors: options.mirrors } : {}), log: options.log });
+  const result = await measureFidelity({ records: options.tasks, profilesDir: profiles, workDir, executor: options.executor, redis: options.redis, runs: 1, jobs: options.jobs, tasks: sampled, ...(options.mirrors ? { mirrors: options.mirrors } : {}), log: options.log });
   const byTask = new Map(result.tasks.map((t) => [t.task, t]));
   return [...eras].map(([era, entry]) => ({
     era,
@@ -139,7 +142,7 @@ export function registerRepoCheck(repo: Command, io: Io, exit: ExitCode): void {
         requirePath("--tasks", opts.tasks, "file");
         if (!Number.isInteger(opts.sample) || opts.sample < 1) throw new InputError(`--sample: expected a whole number of tasks per era, 1 or more (got ${opts.sample})`);
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const eras = await checkProfile({ profile, tasks: opts.tasks, sample: opts.sample, workDir: opts.workDir, executor: opts.executor, jobs: opts.jobs, mirrors: opts.mirrors, log });
+        const eras = await checkProfile({ profile, tasks: opts.tasks, sample: opts.sample, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, jobs: opts.jobs, mirrors: opts.mirrors, log });
         io.out(formatProfileCheck(readProfile(profile).repo, eras));
         return eras.every((e) => e.sampled.every(works)) ? 0 : 1;
       }),

@@ -28,7 +28,8 @@ export async function requalify(options: RequalifyOptions): Promise<RequalifyRep
   }
   audited.sort((a, b) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0));
   const byKind = Object.fromEntries(DefectKind.options.map((kind) => [kind, audited.filter((a) => a.defects.some((d) => d.kind === kind)).length]));
-  return RequalifyReport.parse({ source: options.swebench, runs_per_state: options.runs, executor: options.executor, records: audited, by_kind: byKind });
+  // The report names what ran the tests: through the queue, its workers' Docker executor.
+  return RequalifyReport.parse({ source: options.swebench, runs_per_state: options.runs, executor: options.executor === "queue" ? "docker" : options.executor, records: audited, by_kind: byKind });
 }
 
 /** The defects report as Markdown: what each kind means and how many records have it, then record by record. */
@@ -84,7 +85,7 @@ export function registerRequalify(program: Command, io: Io, exit: ExitCode): voi
         requirePath("--profiles", opts.profiles, "directory");
         if (!Number.isInteger(opts.runs) || opts.runs < 1) throw new Error(`--runs: expected a whole number of runs, 1 or more (got ${opts.runs})`);
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const report = await requalify({ swebench: opts.swebench, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, log });
+        const report = await requalify({ swebench: opts.swebench, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, log });
         const files = await writeRequalifyReport(report, resolve(opts.out));
         io.out(`${report.records.length} records; with defects: ${report.records.filter((r) => r.defects.length).length}; ${Object.entries(report.by_kind).filter(([, n]) => n).map(([k, n]) => `${k} ${n}`).join(", ") || "no defects"}\n`);
         io.out(`wrote ${files.join(", ")}\n`);
