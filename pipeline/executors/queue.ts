@@ -185,7 +185,7 @@ export class QueueExecutor implements Executor {
     this.startProgress();
     try {
       // A job of this id already in the queue (sent by this coordinator before it was killed) is not added again: its result is taken.
-      const existing = await Job.fromId(queue, jobId);
+      const existing = await this.reusable(queue, jobId);
       // A result already there needs no worker; anything else does.
       if (!existing || !(await existing.isCompleted())) await this.awaitWorker(job.env.recipe.python);
       const added = existing ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
@@ -208,6 +208,21 @@ export class QueueExecutor implements Executor {
     } finally {
       this.outstanding--;
     }
+  }
+
+  /**
+   * The job of this id a killed coordinator sent, if it is still running or was answered well. A
+   * fault it was answered with (or a job that failed) is removed, so the run is sent again: a
+   * fault is never replayed as a result.
+   */
+  private async reusable(queue: Queue, jobId: string): Promise<Job | undefined> {
+    const existing = await Job.fromId(queue, jobId);
+    if (!existing) return undefined;
+    const state = await existing.getState();
+    const answeredWell = state === "completed" && (existing.returnvalue as { ok?: unknown } | undefined)?.ok === true;
+    if (state !== "failed" && (state !== "completed" || answeredWell)) return existing;
+    await existing.remove().catch(() => undefined);
+    return undefined;
   }
 
   /** The job's return value once done; a job that fails, or waits with no live worker able to take it, is an infrastructure fault. */

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Queue } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +14,7 @@ import { environmentSpec, planEnvironments, recipeFor } from "../../pipeline/exe
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
 import { connectRedis, liveWorkers, QueueExecutor } from "../../pipeline/executors/queue.ts";
-import { queueNameFor, type WorkerInfo } from "../../pipeline/executors/queue-protocol.ts";
+import { queueNameFor, type WorkerInfo, workerKey } from "../../pipeline/executors/queue-protocol.ts";
 import { type BaseRevision, InfrastructureFault, type EnvironmentSpec, type TestRunRequest } from "../../pipeline/executors/types.ts";
 import { HEARTBEAT_SECONDS } from "../../pipeline/executors/queue-protocol.ts";
 import { runPipeline } from "../../pipeline/engine.ts";
@@ -240,6 +240,32 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const steady = (await workerInfo(f.redis, f.prefix)).find((w) => w.id === "steady")!;
     expect(steady.jobs_done).toBe(4);
     await stopWorker(f, "steady");
+  }, 600_000);
+
+  it("sends again, never replays, a fault a killed coordinator was answered with", async (context) => {
+    if (!server) return context.skip();
+    const f = fleet("replay");
+    const run = await request([{ name: "slow test", text: slowTest("test_after_fault", 0) }], ["tests/test_after_fault.py"]);
+    // A worker that answers every job with a fault (a host whose engine just died, say).
+    const announce = quietRedis(f.redis);
+    const info: WorkerInfo = { id: "faulty", host: "here", pid: process.pid, executor: "local", pythons: [env.recipe.python], concurrency: 1, free_disk_bytes: 1e12, started_at: new Date().toISOString(), jobs_done: 0, jobs_failed: 0, active: 0 };
+    await announce.set(workerKey(f.prefix, "faulty"), JSON.stringify(info), "EX", 60);
+    const faulty = new Worker(queueNameFor("local", env.recipe.python), async () => ({ worker: "faulty", ok: false, error: { name: "InfrastructureFault", message: "the engine went away" } }), { connection: quietRedis(f.redis), prefix: f.prefix });
+    const killed = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 60, log: silentLogger, progressSeconds: 0 });
+    await expect(killed.run(run)).rejects.toThrow("the engine went away");
+    // That coordinator dies without closing (its answered job stays in Redis); the faulty host goes away, a good one comes.
+    await faulty.close();
+    await announce.del(workerKey(f.prefix, "faulty"));
+    announce.disconnect();
+    startWorker(f, "healthy", join(tempDir(), "healthy"), 30);
+    const restarted = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    try {
+      const result = await restarted.run(run);
+      expect(parseJunitReport(result.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_after_fault.py::test_waits", "passed"]]);
+    } finally {
+      await restarted.close();
+      await stopWorker(f, "healthy");
+    }
   }, 600_000);
 
   it("does not wait forever for a job that vanished from Redis, and sends it again", async (context) => {
