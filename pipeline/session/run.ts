@@ -242,7 +242,7 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
   // The session's absolute paths (/workspace/w00, ...) map to directories of the same names here.
   const hostPath = (path: string) => join(workspace, basename(path));
   for (const checkout of spec.checkouts) await provisionCheckout(options.mirror, checkout.base_commit, hostPath(checkout.path));
-  const focusPath = spec.checkouts.find((c) => c.task_id === spec.focus)!.path;
+  const focusPath = focusPathOf(spec);
   const hashes: HashCache = new Map();
   const snapshots = new Map<string, Snapshot>();
   for (const checkout of spec.checkouts) snapshots.set(checkout.path, await snapshot(hostPath(checkout.path), hashes));
@@ -258,8 +258,13 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
   await writeFileAtomic(trajectoryFile, requests.lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
   const lost = [...requests.everChanged].filter((p) => snapshots.get(focusPath)!.get(p) === base.get(focusPath)!.get(p)).length;
   const behaviour = summarise(agent.name, requests.lines, lost, Math.max(0, (Date.now() - runStarted - requests.agentMs) / 1000), trajectoryFile);
-  return { focusCheckout: hostPath(focusPath), trajectoryFile, behaviour };
+  return { focusCheckout: focusCheckoutIn(runDir, spec), trajectoryFile, behaviour };
 }
+
+const focusPathOf = (spec: SessionSpec) => spec.checkouts.find((c) => c.task_id === spec.focus)!.path;
+
+/** Where a run in `runDir` keeps the focus checkout (the session's path, under its workspace). */
+export const focusCheckoutIn = (runDir: string, spec: SessionSpec) => join(runDir, "workspace", basename(focusPathOf(spec)));
 
 interface Delivery {
   hostPath: (path: string) => string;

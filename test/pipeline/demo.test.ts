@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
@@ -284,6 +284,26 @@ describe("the demo", () => {
     const { ran, skipped } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) });
     expect({ ran: ran.length, skipped }).toEqual({ ran: total - done, skipped: done });
     expect(readdirSync(out).filter((f) => f.endsWith(".json"))).toHaveLength(total);
+
+    // Two verifications met an infrastructure fault: they are not scored, so the next run-all does them again.
+    // One run directory is kept (its focus checkout is verified again, the agent not run), the other is gone (run again).
+    const [kept, gone] = readdirSync(out).filter((f) => f.endsWith(".json")).sort();
+    for (const file of [kept!, gone!]) {
+      const faulted = { ...JSON.parse(readFileSync(join(out, file), "utf8")), resolved: false, infrastructure_fault: "the engine went away" };
+      writeFileSync(join(out, file), JSON.stringify(faulted));
+    }
+    const runDirOf = (file: string) => join(dir, "runs", file.replace(/\.json$/, ""));
+    const trajectoryBefore = statSync(join(runDirOf(kept!), "trajectory.jsonl")).mtimeMs;
+    rmSync(runDirOf(gone!), { recursive: true });
+    const again = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) });
+    expect({ ran: again.ran.length, skipped: again.skipped }).toEqual({ ran: 2, skipped: total - 2 });
+    for (const file of [kept!, gone!]) {
+      const redone = VerificationReport.parse(JSON.parse(readFileSync(join(out, file), "utf8")));
+      expect(redone.infrastructure_fault, file).toBeUndefined();
+      expect(redone.behaviour, file).toBeDefined();
+    }
+    expect(statSync(join(runDirOf(kept!), "trajectory.jsonl")).mtimeMs).toBe(trajectoryBefore);
+    expect(existsSync(join(runDirOf(gone!), "trajectory.jsonl"))).toBe(true);
   });
 
   it("gives each request its budget, then the continuation message at most timeout_continuations times", async () => {

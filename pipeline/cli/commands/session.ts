@@ -21,7 +21,7 @@ import { AgentSpec } from "../../schemas/agent.ts";
 import { HeldoutTask } from "../../schemas/heldout.ts";
 import { SessionIndex, SessionSpec } from "../../schemas/session.ts";
 import { VerificationReport } from "../../schemas/verification.ts";
-import { runSession } from "../../session/run.ts";
+import { focusCheckoutIn, runSession } from "../../session/run.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../../validation.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 import { formatVerification, verifySubmission } from "./verify.ts";
@@ -58,6 +58,11 @@ export interface SessionRunCommand {
   work?: string;
   /** The verification's --executor and --redis over the config's execution settings. */
   overrides?: ExecutionOverrides;
+  /**
+   * The report of an earlier run whose verification met an infrastructure fault: its focus
+   * checkout, when still in the run directory, is verified again, and the agent is not run again.
+   */
+  reverify?: VerificationReport;
   log: Logger;
 }
 
@@ -101,7 +106,21 @@ export async function runSessionCommand(options: SessionRunCommand): Promise<Ver
   let mirror = "";
   for (const checkout of spec.checkouts) mirror = await mirrors.ensure(spec.repo, source, checkout.base_commit);
 
-  const environment = options.agent.runs === "environment" ? await agentImage(loaded, spec, heldoutDir, mirror, options.log) : undefined;
+  const runDir = resolve(options.work ?? join(loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
+  const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
+  const kept = options.reverify?.behaviour && existsSync(focusCheckoutIn(runDir, spec)) ? { focusCheckout: focusCheckoutIn(runDir, spec), behaviour: options.reverify.behaviour } : undefined;
+  if (kept) options.log.info(`session ${spec.session_id} (${options.condition}): its verification met an infrastructure fault; verifying the kept focus checkout again (the agent is not run again)`);
+  const run = kept ?? (await runAgent(options, { loaded, spec, heldoutDir, mirror, runDir, reportFile }));
+  const { report } = await verifySubmission({ config: options.config, session: options.session, checkout: run.focusCheckout, condition: options.condition, overrides: options.overrides, log: options.log });
+  const withBehaviour = VerificationReport.parse({ ...report, behaviour: run.behaviour });
+  await writeFileAtomic(reportFile, JSON.stringify(withBehaviour, null, 2) + "\n");
+  return withBehaviour;
+}
+
+/** Runs the agent through the session from freshly provisioned checkouts; the behaviour names the trajectory relative to the report. */
+async function runAgent(options: SessionRunCommand, at: { loaded: ReturnType<typeof loadConfig>; spec: SessionSpec; heldoutDir: string; mirror: string; runDir: string; reportFile: string }) {
+  const { spec, heldoutDir, runDir } = at;
+  const environment = options.agent.runs === "environment" ? await agentImage(at.loaded, spec, heldoutDir, at.mirror, options.log) : undefined;
   // Only the scripted test agents may read held-out assets; a command agent is never given them.
   const heldout = options.agent.scripted
     ? (taskId: string) => {
@@ -109,14 +128,9 @@ export async function runSessionCommand(options: SessionRunCommand): Promise<Ver
         return existsSync(file) ? readJsonFile(file, HeldoutTask, "a held-out task") : undefined;
       }
     : undefined;
-  const runDir = resolve(options.work ?? join(loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
   await rm(runDir, { recursive: true, force: true });
-  const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror, heldout, log: options.log, environment });
-  const { report } = await verifySubmission({ config: options.config, session: options.session, checkout: run.focusCheckout, condition: options.condition, overrides: options.overrides, log: options.log });
-  const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
-  const withBehaviour = VerificationReport.parse({ ...report, behaviour: { ...run.behaviour, trajectory: relative(dirname(resolve(reportFile)), run.trajectoryFile) } });
-  await writeFileAtomic(reportFile, JSON.stringify(withBehaviour, null, 2) + "\n");
-  return withBehaviour;
+  const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror: at.mirror, heldout, log: options.log, environment });
+  return { focusCheckout: run.focusCheckout, behaviour: { ...run.behaviour, trajectory: relative(dirname(resolve(at.reportFile)), run.trajectoryFile) } };
 }
 
 /**
@@ -149,7 +163,18 @@ export async function runAllSessions(options: { config: string; manifest: string
   const work = index.sessions
     .filter((s) => !options.only || options.only.includes(s.session_id))
     .flatMap((s) => options.conditions.map((condition) => ({ file: join(sessionsDir, s.file), sessionId: s.session_id, condition })));
-  const todo = work.filter((w) => !existsSync(reportFileOf(options.out, w.sessionId, w.condition)));
+  // Scored means a report with a verdict: one whose verification met an infrastructure fault is done again.
+  const earlier = (w: { sessionId: string; condition: Condition }) => {
+    const file = reportFileOf(options.out, w.sessionId, w.condition);
+    if (!existsSync(file)) return undefined;
+    try {
+      return readJsonFile(file, VerificationReport, "a verification report");
+    } catch (error) {
+      options.log.warn(`${(error as Error).message.split("\n")[0]}: run again`);
+      return undefined;
+    }
+  };
+  const todo = work.map((w) => ({ ...w, report: earlier(w) })).filter((w) => !w.report || w.report.infrastructure_fault);
   const ran: VerificationReport[] = [];
   const failed: { session: string; condition: Condition; error: string }[] = [];
   let next = 0;
@@ -158,7 +183,7 @@ export async function runAllSessions(options: { config: string; manifest: string
       const item = todo[next++]!;
       options.log.info(`session ${item.sessionId} (${item.condition}) with ${options.agent.name}`);
       try {
-        ran.push(await runSessionCommand({ config: options.config, session: item.file, condition: item.condition, agent: options.agent, out: options.out, work: options.work, overrides: options.overrides, log: options.log }));
+        ran.push(await runSessionCommand({ config: options.config, session: item.file, condition: item.condition, agent: options.agent, out: options.out, work: options.work, overrides: options.overrides, ...(item.report ? { reverify: item.report } : {}), log: options.log }));
       } catch (error) {
         // One session that cannot run does not stop the others; it has no report, so the next run-all tries it again.
         const message = (error as Error).message.split("\n")[0]!;
