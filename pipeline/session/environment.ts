@@ -80,13 +80,20 @@ export class AgentEnvironment {
       stream.on("error", () => resolve());
     });
     let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      void this.killAttempt();
-    }, options.budgetSeconds * 1000);
-    await ended;
+    let timer: NodeJS.Timeout | undefined;
+    let drain: NodeJS.Timeout | undefined;
+    // At the budget the group is killed; the output then has DRAIN_MS to end. A process that left
+    // the group (setsid) and still holds the output would otherwise keep the attempt open forever.
+    const cut = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        void this.killAttempt();
+        drain = setTimeout(resolve, DRAIN_MS);
+      }, options.budgetSeconds * 1000);
+    });
+    await Promise.race([ended, cut]);
     clearTimeout(timer);
-    if (timedOut) await Promise.race([ended, new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
+    clearTimeout(drain);
     stream.destroy();
     await writeFile(options.logFile, demultiplex(Buffer.concat(chunks)));
     if (timedOut) return { exit: null, timedOut: true };

@@ -385,7 +385,8 @@ describe("the demo", () => {
       "name: sleeper",
       "runs: environment",
       "network: false",
-      `command: [sh, -c, 'sleep 1001 & sleep 1002']`,
+      // It also starts a process that leaves its group and keeps the output open: the attempt still ends.
+      `command: [sh, -c, 'setsid sleep 1004 & sleep 1001 & sleep 1002']`,
       // The continuation first lists every process left in the container.
       `continue_command: [sh, -c, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done > procs.txt; sleep 1003']`,
     ].join("\n") + "\n");
