@@ -24,6 +24,12 @@ export const ExecutionSettings = z.strictObject({
   jobs: z.number().int().min(0).default(0),
   /** Pauses before the first and second retry after an infrastructure fault; not in any cache key. */
   infrastructure_backoff_seconds: z.array(z.number().nonnegative()).min(1).default([15, 30]),
+  /**
+   * Whether environments may use uv-managed Python downloads for versions no interpreter or base
+   * image gives: `auto` asks the download host once; `no` always takes a recipe's first fallback
+   * that the executor has. It decides which Python a recipe gets, so it joins the cache key.
+   */
+  python_downloads: z.enum(["auto", "yes", "no"]).default("auto"),
   /** Per Docker test container. */
   limits: z.strictObject({ memory_mb: z.number().int().positive().default(2048), pids: z.number().int().positive().default(512), cpus: z.number().positive().default(1) }).default({ memory_mb: 2048, pids: 512, cpus: 1 }),
 });

@@ -11,11 +11,13 @@ import { ChannelReader, channelToken } from "./guarded.ts";
 import { hashValue } from "../canonical.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
-import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { type PythonDownloads, pythonOffer } from "./python-offer.ts";
+import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
 export const BASE_REPOSITORY = "switch-swe-base";
+const describeSuites = () => Object.entries(DEBIAN_FOR_PYTHON).map(([v, suite]) => `${v} (${suite})`).join(", ");
 export const ENV_REPOSITORY = "switch-swe-env";
 export const REVISION_REPOSITORY = "switch-swe-rev";
 const LABEL = "org.switch-swe.environment";
@@ -119,6 +121,8 @@ export interface DockerExecutorOptions {
   cacheDir?: string;
   /** A host directory for the whole log of every build. */
   logDir?: string;
+  /** Whether uv's managed Pythons may be downloaded for versions no base image gives (default auto: if reachable). */
+  pythonDownloads?: PythonDownloads;
 }
 
 /**
@@ -148,6 +152,15 @@ export class DockerExecutor implements Executor {
   /** The prepared checkout in a revision image belongs to the run user, so the tag names that user too. */
   static revisionTag(env: EnvironmentSpec, commit: string): string {
     return `${REVISION_REPOSITORY}:${hashValue({ revision: revisionKey(env, commit), run_user: RUN_USER }).slice(0, 16)}`;
+  }
+
+  /**
+   * The versions of the Debian suites base images are made from, whether or not this engine has
+   * built them yet (a missing one is reported when a build needs it): the same offer on every
+   * Docker host, so the same recipe chooses the same Python everywhere.
+   */
+  pythonOffer(): Promise<PythonOffer> {
+    return pythonOffer(Object.keys(DEBIAN_FOR_PYTHON), `Debian base images: ${describeSuites()}`, this.options.pythonDownloads ?? "auto");
   }
 
   async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
@@ -228,7 +241,7 @@ export class DockerExecutor implements Executor {
       if (result.StatusCode !== 0) {
         // The engine's data root filling up is the machine's moment, whatever the build printed.
         const root = ((await this.docker.info().catch(() => ({}))) as { DockerRootDir?: string }).DockerRootDir;
-        buildFailure(`${layer.what} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143, root ? lowDiskSpace(root) : undefined, logPath, `the docker executor's base images give ${Object.entries(DEBIAN_FOR_PYTHON).map(([v, suite]) => `${v} (${suite})`).join(", ")}`);
+        buildFailure(`${layer.what} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143, root ? lowDiskSpace(root) : undefined, logPath, `the docker executor's base images give ${describeSuites()}`);
       }
       const [repository, tag] = layer.tag.split(":") as [string, string];
       await container.commit({ repo: repository, tag, changes: [...Object.entries(layer.labels).map(([k, v]) => `LABEL ${k}=${v}`), `ENV ${RUN_PATH}`] });

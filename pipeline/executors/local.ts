@@ -9,7 +9,8 @@ import type { Logger } from "../logger.ts";
 import { ChannelReader, channelToken } from "./guarded.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
-import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { hostPythons, type PythonDownloads, pythonOffer } from "./python-offer.ts";
+import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 interface Completed {
   /** The exit status; 128 + the signal's number when a signal ended the process, as a shell says. */
@@ -171,7 +172,12 @@ export class LocalExecutor implements Executor {
   /** One run at a time per prepared revision: its checkout is shared, and restored before each run. */
   private readonly revisionLocks = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly root: string, private readonly log: Logger) {}
+  constructor(private readonly root: string, private readonly log: Logger, private readonly options: { pythonDownloads?: PythonDownloads } = {}) {}
+
+  /** This machine's interpreters (python3, python3.X), and uv's downloads where they can be had. */
+  pythonOffer(): Promise<PythonOffer> {
+    return pythonOffer(hostPythons(), "this machine's interpreters", this.options.pythonDownloads ?? "auto");
+  }
 
   private envDir(env: EnvironmentSpec): string {
     return join(this.root, environmentLayerKey(env).slice(0, 16));

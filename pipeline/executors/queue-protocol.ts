@@ -84,6 +84,8 @@ export const WorkerInfo = z.strictObject({
   pid: z.number().int(),
   executor: z.enum(["docker", "local"]),
   pythons: z.array(z.string()),
+  /** Whether this worker's builds can download uv-managed Pythons (versions its executor has none of). */
+  python_downloads: z.boolean().default(false),
   concurrency: z.number().int().positive(),
   free_disk_bytes: z.number().nonnegative(),
   started_at: z.string(),

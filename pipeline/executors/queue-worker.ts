@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { mkdirSync, statfsSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
@@ -9,6 +8,7 @@ import { writeFileAtomic } from "../atomic.ts";
 import { baseRevision, freshCheckout } from "../domain/checkout.ts";
 import { MirrorCache } from "../git.ts";
 import type { Logger } from "../logger.ts";
+import { hostPythons, type PythonDownloads, UV_MANAGED_PYTHONS, uvDownloadsReachable } from "./python-offer.ts";
 import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable, type DockerLimits } from "./docker.ts";
 import { createExecutor } from "./index.ts";
 import { connectRedis, redactUrl } from "./queue.ts";
@@ -31,16 +31,8 @@ export interface QueueWorkerOptions {
   id?: string;
   /** How long a job's lock lasts without renewal: after it, a silent worker's job is given to another. */
   lockSeconds?: number;
-}
-
-/** Python versions this machine's interpreters give (for a local worker). */
-function hostPythons(): string[] {
-  const found = new Set<string>();
-  for (const candidate of ["python3", ...["3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"].map((v) => `python${v}`)]) {
-    const result = spawnSync(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { encoding: "utf8" });
-    if (result.status === 0) found.add(result.stdout.trim());
-  }
-  return [...found].sort();
+  /** Whether builds may download uv-managed Pythons (auto: when the download host answers). */
+  pythonDownloads?: PythonDownloads;
 }
 
 /** Python versions whose base image this engine has (for a Docker worker). */
@@ -104,7 +96,10 @@ async function resultForQueue(result: TestRunResult, worker: string, logFile: st
  * another worker.
  */
 export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ id: string; info: () => WorkerInfo; stop: () => Promise<void> }> {
-  const pythons = await workerPythons(options);
+  const installed = await workerPythons(options);
+  const pythonDownloads = await uvDownloadsReachable(options.pythonDownloads ?? "auto");
+  // A worker that can download uv-managed Pythons also serves the versions it has no interpreter of.
+  const pythons = pythonDownloads ? [...new Set([...installed, ...UV_MANAGED_PYTHONS])].sort() : installed;
   const redis = await connectRedis(options.redis, true);
   const workDir = resolve(options.workDir);
   const scratch = join(workDir, "scratch");
@@ -116,13 +111,13 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   const executors = new Map<string, Promise<Executor>>();
   const executorFor = (limits: DockerLimits | undefined) => {
     const key = JSON.stringify(limits ?? null);
-    if (!executors.has(key)) executors.set(key, createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log, workDir, ...(limits ? { limits } : {}) }));
+    if (!executors.has(key)) executors.set(key, createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log, workDir, pythonDownloads: pythonDownloads ? "yes" : "no", ...(limits ? { limits } : {}) }));
     return executors.get(key)!;
   };
   const mirrors = new MirrorCache(join(workDir, "git"));
   const counters = { done: 0, failed: 0, active: 0 };
   const startedAt = new Date().toISOString();
-  const info = (): WorkerInfo => ({ id, host: hostname(), pid: process.pid, executor: options.executor, pythons, concurrency: options.concurrency, free_disk_bytes: freeDisk(workDir), started_at: startedAt, jobs_done: counters.done, jobs_failed: counters.failed, active: counters.active });
+  const info = (): WorkerInfo => ({ id, host: hostname(), pid: process.pid, executor: options.executor, pythons, python_downloads: pythonDownloads, concurrency: options.concurrency, free_disk_bytes: freeDisk(workDir), started_at: startedAt, jobs_done: counters.done, jobs_failed: counters.failed, active: counters.active });
   const announce = () => redis.set(workerKey(options.prefix, id), JSON.stringify(info()), "EX", WORKER_TTL_SECONDS).catch((error) => options.log.warn(`worker ${id}: cannot announce itself to Redis: ${(error as Error).message}`));
   await announce();
   const heartbeat = setInterval(announce, HEARTBEAT_SECONDS * 1000);

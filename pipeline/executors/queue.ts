@@ -6,11 +6,12 @@ import type { z } from "zod";
 import { hashValue } from "../canonical.ts";
 import { git, isRemoteCloneUrl } from "../git.ts";
 import type { Logger } from "../logger.ts";
-import type { DockerLimits } from "./docker.ts";
+import { DEBIAN_FOR_PYTHON, type DockerLimits } from "./docker.ts";
+import type { PythonDownloads } from "./python-offer.ts";
 import { needsRevisionLayer } from "./recipe-scripts.ts";
 import { assertNoCredentials, JobResult, type JobSource, QUEUE_PROTOCOL, queueNameFor, RunJob, WORKER_PATTERN, WorkerInfo, type WrittenFile } from "./queue-protocol.ts";
 import { applyWrittenFiles } from "./written-files.ts";
-import { BuildFailed, type BaseRevision, type CheckoutOrigin, type EnvironmentSpec, type Executor, InfrastructureFault, RunTimedOut, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { BuildFailed, type BaseRevision, type CheckoutOrigin, type EnvironmentSpec, type Executor, InfrastructureFault, type PythonOffer, RunTimedOut, type TestRunRequest, type TestRunResult } from "./types.ts";
 
 export interface QueueExecutorOptions {
   redis: string;
@@ -25,6 +26,8 @@ export interface QueueExecutorOptions {
   log: Logger;
   /** Seconds between progress lines while jobs are out (0: none). */
   progressSeconds?: number;
+  /** Whether environments may use uv-managed Python downloads (auto: when every worker can). */
+  pythonDownloads?: PythonDownloads;
 }
 
 /** How long connecting to Redis may take before the run gives up with a message. */
@@ -263,6 +266,19 @@ export class QueueExecutor implements Executor {
     } finally {
       clearTimeout(watchdog);
     }
+  }
+
+  /**
+   * Docker workers offer the Debian suites' versions (as the Docker executor does everywhere);
+   * local workers what their machines' interpreters give. Downloads: as the settings say, or with
+   * `auto`, when every connected worker of the executor can download.
+   */
+  async pythonOffer(): Promise<PythonOffer> {
+    const workers = (await liveWorkers(this.redis, this.options.prefix)).filter((w) => w.executor === this.options.workerExecutor);
+    const setting = this.options.pythonDownloads ?? "auto";
+    const downloads = setting === "auto" ? workers.length > 0 && workers.every((w) => w.python_downloads) : setting === "yes";
+    if (this.options.workerExecutor === "docker") return { installed: Object.keys(DEBIAN_FOR_PYTHON).sort(), downloads, describe: "the Docker workers' Debian base images" };
+    return { installed: [...new Set(workers.flatMap((w) => w.pythons))].sort(), downloads, describe: `the interpreters of ${workers.length} connected local worker(s)` };
   }
 
   private canRun(worker: WorkerInfo, python: string): boolean {

@@ -85,6 +85,17 @@ export class BuildFailed extends Error {
   override name = "BuildFailed";
 }
 
+/**
+ * The Python versions an executor can give an environment: interpreters it has without a
+ * download (base images, this machine's), and whether uv's managed downloads can be had too.
+ */
+export interface PythonOffer {
+  installed: string[];
+  downloads: boolean;
+  /** Where the installed ones come from, for messages ("Debian base images: 3.9 (bullseye), …"). */
+  describe: string;
+}
+
 export interface Executor {
   readonly kind: "docker" | "local";
   /** Keys of the environments this executor built (not found ready-made), in build order. */
@@ -96,6 +107,8 @@ export interface Executor {
    * base revision's layer from `base`; returns whether anything had to be built.
    */
   ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }>;
+  /** The Python versions this executor can give an environment (a recipe's choice is made from them). */
+  pythonOffer(): Promise<PythonOffer>;
   run(request: TestRunRequest): Promise<TestRunResult>;
   /** Releases what the executor holds open (the queue executor's connections); the engine calls it at the end of a run. */
   close?(): Promise<void>;

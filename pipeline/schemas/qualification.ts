@@ -17,6 +17,10 @@ export const QualificationRecord = z.object({
   executor: z.enum(["docker", "local"]),
   /** The environment's key: sha256 of (repository, recipe, as-of date, the build scheme's version). */
   environment_key: z.string(),
+  /** The Python the environment was built on: the recipe's first choice, or the first fallback the executor offered. */
+  python: z.string(),
+  /** True when that Python is not the recipe's first choice (the executor could not give that one). */
+  python_fallback: z.boolean(),
   as_of: z.string().nullable(),
   /** The pytest arguments that selected the designated tests (empty: the whole suite). */
   test_args: z.array(z.string()),

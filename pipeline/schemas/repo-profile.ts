@@ -73,8 +73,18 @@ const ProjectInstall = z.strictObject({
   extras: z.array(PackageName).default([]),
 });
 
+/** A Python minor version, as the executors offer them. */
+export const PythonVersion = z.string().regex(/^3\.[0-9]+$/, "expected a Python minor version such as 3.11");
+/**
+ * The Python versions a recipe accepts, in order of preference: one version, or a list whose
+ * first entry is the era's own (SWE-bench's) and whose later entries are fallbacks, taken in
+ * order when the executor cannot offer the earlier ones (no base image, no uv download).
+ */
+export const PythonPreference = z.union([PythonVersion, z.array(PythonVersion).min(1, "expected at least one Python version")]);
+export type PythonPreference = z.infer<typeof PythonPreference>;
+
 const RECIPE_FIELDS = {
-  python: z.string().regex(/^3\.[0-9]+$/, "expected a Python minor version such as 3.11"),
+  python: PythonVersion,
   debian_packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, "expected a Debian package name")).default([]),
   /** Installed into the environment, resolved as of the as-of date (uv --exclude-newer). */
   pip_requirements: z.array(Requirement).default([]),
@@ -119,19 +129,30 @@ const RETIRED_FIELDS: Record<string, string> = {
 };
 
 /**
- * How to build a task's environment. Strict: a field this version does not read is an error, not
- * silently ignored (a misspelt `pins` must not build an unpinned environment); a retired field
- * says what replaced it.
+ * How to build a task's environment, with its Python chosen: what an environment is built from,
+ * what the manifest and a held-out task carry. `python_accepted` keeps the versions the profile
+ * accepted, in order, so a reader sees when the one used was a fallback.
  */
-export const EnvironmentRecipe = z.strictObject(RECIPE_FIELDS);
-export const EnvironmentRecipeChecked = z.preprocess((raw, ctx) => {
+export const EnvironmentRecipe = z.strictObject({
+  ...RECIPE_FIELDS,
+  /** The versions the profile accepted, in order of preference (empty: `python` alone). */
+  python_accepted: z.array(PythonVersion).default([]),
+});
+/**
+ * A profile's recipe: as above, but `python` may list the versions accepted in order of
+ * preference. Strict: a field this version does not read is an error, not silently ignored (a
+ * misspelt `pins` must not build an unpinned environment); a retired field says what replaced it.
+ */
+export const ProfileRecipe = z.strictObject({ ...RECIPE_FIELDS, python: PythonPreference });
+export type ProfileRecipe = z.infer<typeof ProfileRecipe>;
+export const ProfileRecipeChecked = z.preprocess((raw, ctx) => {
   if (raw && typeof raw === "object") {
     for (const [field, why] of Object.entries(RETIRED_FIELDS)) {
       if (field in raw) ctx.addIssue({ code: "custom", path: [field], message: `no longer read: ${why}`, input: raw });
     }
   }
   return raw;
-}, EnvironmentRecipe);
+}, ProfileRecipe);
 export type EnvironmentRecipe = z.infer<typeof EnvironmentRecipe>;
 export type EnvironmentRecipeInput = z.input<typeof EnvironmentRecipe>;
 
@@ -141,8 +162,8 @@ export type EnvironmentRecipeInput = z.input<typeof EnvironmentRecipe>;
  * `build_tools` merge key by key).
  */
 export const RecipePatch = z.strictObject({
-  python: RECIPE_FIELDS.python.optional(),
-  debian_packages: z.array(z.string()).optional(),
+  python: PythonPreference.optional(),
+  debian_packages: RECIPE_FIELDS.debian_packages.removeDefault().optional(),
   pip_requirements: z.array(Requirement).optional(),
   pins: RECIPE_FIELDS.pins.removeDefault().optional(),
   as_of_exceptions: z.record(PackageName, Instant).optional(),
@@ -158,13 +179,22 @@ export const RecipePatch = z.strictObject({
 });
 export type RecipePatch = z.infer<typeof RecipePatch>;
 
-export const RecipeOverride = z.strictObject({
-  /** Applies to tasks whose SWE-bench `version` is in this list, or whose id is in `tasks`. */
-  versions: z.array(z.string()).default([]),
-  tasks: z.array(z.string()).default([]),
-  recipe: RecipePatch,
-  why: z.string().optional(),
-});
+export const RecipeOverride = z
+  .strictObject({
+    /** Applies to tasks whose SWE-bench `version` is in this list, or whose id is in `tasks`. */
+    versions: z.array(z.string()).default([]),
+    tasks: z.array(z.string()).default([]),
+    /**
+     * Applies only when the Python chosen for the task is one of these (a fallback's own pins, say),
+     * on top of `versions` / `tasks` when those are given, or to every task when they are not. It
+     * may not change `python` itself: the choice is made before these overrides apply.
+     */
+    pythons: z.array(PythonVersion).default([]),
+    recipe: RecipePatch,
+    why: z.string().optional(),
+  })
+  .refine((o) => o.versions.length + o.tasks.length + o.pythons.length > 0, { message: "an override must name versions, tasks or pythons (it would apply to nothing)", path: ["versions"] })
+  .refine((o) => !(o.pythons.length && o.recipe.python !== undefined), { message: "an override chosen by the Python it runs on cannot change the Python", path: ["recipe", "python"] });
 
 /** One task a profile was qualified on here, and how our F2P compared with the record's. */
 export const ProfileVerification = z.strictObject({
@@ -172,6 +202,8 @@ export const ProfileVerification = z.strictObject({
   /** The day it was qualified (YYYY-MM-DD). */
   date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "expected a date such as 2026-11-30"),
   executor: z.enum(["docker", "local"]),
+  /** The Python the task ran on, when it was not the profile's first choice for it (a fallback). */
+  python: PythonVersion.optional(),
   /** How our FAIL_TO_PASS related to the record's (see `switch-swe fidelity`). */
   f2p: z.enum(["exact", "subset", "superset", "overlap", "disjoint"]),
   /** What explains a difference, when there is one. */
@@ -183,8 +215,10 @@ export const RepoProfile = z.strictObject({
   repo: RepoName,
   /** Where to clone from: a URL or a local path, for mirrors and offline work. */
   clone_url: z.string().optional(),
+  /** The project's name on PyPI when it is not the repository's name (pvlib-python is pvlib): how `repo lint` knows its release lines. */
+  pypi_name: PackageName.optional(),
   classification: ClassificationRules.default(ClassificationRules.parse({})),
-  environment: EnvironmentRecipeChecked,
+  environment: ProfileRecipeChecked,
   environment_overrides: z.array(RecipeOverride).default([]),
   /** The tasks this profile was actually qualified on (switch-swe fidelity / repo check), with the date and the F2P agreement. */
   verified: z.array(ProfileVerification).default([]),

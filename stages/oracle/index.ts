@@ -102,19 +102,20 @@ export const oracleStage = defineStage({
     const candidates = new Map(candidateList.map((c) => [c.id, c]));
     const splits = new Map(splitList.map((s) => [s.task_id, s]));
     // The same plan as qualify's, so every task runs in the environment it was qualified in.
-    const environments = environmentsForTasks(splitList, candidates, profiles);
     const executor = await ctx.executor();
+    const { environments, unavailable } = environmentsForTasks(splitList, candidates, profiles, await executor.pythonOffer());
     const scratch = ctx.scratchDir();
 
     const checked = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
       concurrency: ctx.execution.jobs || availableParallelism(),
-      dependsOn: (t) => ({ split: splits.get(t.id) ?? null, env: environments.get(t.id)?.key ?? errors.get(t.snapshot.repo) ?? null, executor: executor.kind }),
+      dependsOn: (t) => ({ split: splits.get(t.id) ?? null, env: environments.get(t.id)?.key ?? unavailable.get(t.id)?.message ?? errors.get(t.snapshot.repo) ?? null, executor: executor.kind }),
       work: async (task) => {
         const split = splits.get(task.id);
         const loaded = profiles.get(task.snapshot.repo);
         if (!split || !loaded) throw new RecordError("unknown_repository", `${task.id}: field repo: ${errors.get(task.snapshot.repo) ?? `no split record or no profile for ${task.snapshot.repo}`}`, { field: "repo" });
-        const env = environments.get(task.id)!;
+        const env = environments.get(task.id);
+        if (!env) throw new RecordError("build_failed", `${task.id}: ${unavailable.get(task.id)?.message ?? "no environment was planned"}`, { field: "environment.python" });
         const heldout = heldoutTask(task, split, env);
         const mirror = await ctx.mirrors.ensure(task.snapshot.repo, cloneSourceOf(task.snapshot.repo, loaded, ctx.resolvePath), task.snapshot.base_commit);
         const record = await oracleTask(executor, { heldout, env, mirror, rules: loaded.profile.classification, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, ctx.log);

@@ -32,18 +32,20 @@ export const qualifyStage = defineStage({
   async run(ctx, { candidateList, splits }) {
     const { profiles, errors } = ctx.profiles;
     const candidates = new Map(candidateList.map((c) => [c.id, c]));
-    const environments = environmentsForTasks(splits, candidates, profiles);
     const executor = await ctx.executor();
+    const { environments, unavailable } = environmentsForTasks(splits, candidates, profiles, await executor.pythonOffer());
     ctx.log.info(`executor: ${executor.kind}; ${new Set([...environments.values()].map((e) => e.key)).size} environment(s) for ${splits.length} task(s)`);
     const jobs = ctx.execution.jobs || availableParallelism();
 
     const records = await ctx.mapRecords(splits, {
       id: (s) => s.task_id,
       concurrency: jobs,
-      dependsOn: (s) => ({ env: environments.get(s.task_id)?.key ?? errors.get(s.repo) ?? null, executor: executor.kind }),
+      dependsOn: (s) => ({ env: environments.get(s.task_id)?.key ?? unavailable.get(s.task_id)?.message ?? errors.get(s.repo) ?? null, executor: executor.kind }),
       work: async (split) => {
         const loaded = profiles.get(split.repo);
         if (!loaded) throw new RecordError("unknown_repository", `${split.task_id}: field repo: ${errors.get(split.repo) ?? `no profile for ${split.repo} in ${ctx.profiles.dir}`}`, { field: "repo" });
+        const noPython = unavailable.get(split.task_id);
+        if (noPython) throw new RecordError("build_failed", `${split.task_id}: ${noPython.message}`, { field: "environment.python" });
         const env = environments.get(split.task_id)!;
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);

@@ -139,6 +139,8 @@ export function qualificationRecord(input: QualifyTaskInput, executorKind: "dock
     task_id: input.id,
     executor: executorKind,
     environment_key: input.env.key,
+    python: input.env.recipe.python,
+    python_fallback: input.env.recipe.python_accepted.length > 1 && input.env.recipe.python !== input.env.recipe.python_accepted[0],
     as_of: input.env.asOf,
     test_args: input.testArgs,
     runs_per_state: input.runs,

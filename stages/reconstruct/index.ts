@@ -61,7 +61,8 @@ export const reconstructStage = defineStage({
         }
         if (!requests.length) throw new RecordError("too_few_stages", `${q.task_id}: no request could be reconstructed`);
         const comments = result.comments.map((c) => CommentClassRecord.parse(c));
-        const environment = recipeFor(loaded.profile, { id: q.task_id, version: candidate.version });
+        // The recipe on the Python the task was qualified on (a fallback where the executor had no other).
+        const environment = recipeFor(loaded.profile, { id: q.task_id, ...(candidate.version !== undefined ? { version: candidate.version } : {}) }, q.python);
         const task = Task.parse({
           id: q.task_id,
           snapshot: { repo: split.repo, base_commit: split.base_commit, environment },

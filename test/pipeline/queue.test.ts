@@ -248,7 +248,7 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const run = await request([{ name: "slow test", text: slowTest("test_after_fault", 0) }], ["tests/test_after_fault.py"]);
     // A worker that answers every job with a fault (a host whose engine just died, say).
     const announce = quietRedis(f.redis);
-    const info: WorkerInfo = { id: "faulty", host: "here", pid: process.pid, executor: "local", pythons: [env.recipe.python], concurrency: 1, free_disk_bytes: 1e12, started_at: new Date().toISOString(), jobs_done: 0, jobs_failed: 0, active: 0 };
+    const info: WorkerInfo = { id: "faulty", host: "here", pid: process.pid, executor: "local", pythons: [env.recipe.python], python_downloads: false, concurrency: 1, free_disk_bytes: 1e12, started_at: new Date().toISOString(), jobs_done: 0, jobs_failed: 0, active: 0 };
     await announce.set(workerKey(f.prefix, "faulty"), JSON.stringify(info), "EX", 60);
     const faulty = new Worker(queueNameFor("local", env.recipe.python), async () => ({ worker: "faulty", ok: false, error: { name: "InfrastructureFault", message: "the engine went away" } }), { connection: quietRedis(f.redis), prefix: f.prefix });
     const killed = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 60, log: silentLogger, progressSeconds: 0 });

@@ -178,7 +178,7 @@ describe("a run with no outcomes to read", () => {
 
 describe("fidelity: our sets against a record's", () => {
   const record = (fields: Partial<QualificationRecord>) =>
-    QualificationRecord.parse({ task_id: "o__r-1", executor: "docker", environment_key: "k", as_of: null, test_args: [], runs_per_state: 1, test_runner: "pytest", designated_tests: [], runs: [], fail_to_pass: [], pass_to_pass: [], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true, ...fields });
+    QualificationRecord.parse({ task_id: "o__r-1", executor: "docker", environment_key: "k", python: "3.9", python_fallback: false, as_of: null, test_args: [], runs_per_state: 1, test_runner: "pytest", designated_tests: [], runs: [], fail_to_pass: [], pass_to_pass: [], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true, ...fields });
 
   it("names how the sets relate", () => {
     expect(agreementOf(new Set(["a", "b"]), new Set(["a", "b"]))).toBe("exact");

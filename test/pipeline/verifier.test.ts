@@ -431,6 +431,7 @@ describe("infrastructure faults in the verifier", () => {
       buildSeconds: inner.buildSeconds,
       artifacts: seen,
       ensureEnvironment: (env, base) => inner.ensureEnvironment(env, base),
+      pythonOffer: () => inner.pythonOffer(),
       async run(request) {
         seen.push(readFileSync(join(request.checkoutDir, CIRCLE), "utf8"));
         if (left-- > 0) throw new InfrastructureFault("the engine went away");

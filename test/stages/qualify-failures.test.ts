@@ -17,6 +17,7 @@ function scripted(results: Partial<TestRunResult>[]): Executor & { runs: TestRun
     buildSeconds: new Map(),
     runs,
     ensureEnvironment: async () => ({ built: false }),
+    pythonOffer: async () => ({ installed: ["3.11"], downloads: false, describe: "a scripted executor" }),
     async run(request) {
       runs.push(request);
       const result = results[Math.min(runs.length - 1, results.length - 1)]!;

@@ -28,6 +28,8 @@ export interface FidelityOptions {
   tasks?: string[];
   /** A directory of `owner__name.bundle` git bundles to clone from instead of each profile's clone_url. */
   mirrors?: string;
+  /** Whether environments may use uv-managed Python downloads (execution.python_downloads). */
+  pythonDownloads?: "auto" | "yes" | "no";
   log: Logger;
 }
 
@@ -54,7 +56,7 @@ export interface QualifiedRecords {
 export async function qualifyRecords(options: FidelityOptions): Promise<QualifiedRecords> {
   const workDir = resolve(options.workDir);
   mkdirSync(workDir, { recursive: true });
-  const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: withExecutionOverrides(ExecutionSettings.parse({ jobs: options.jobs }), { executor: options.executor, redis: options.redis }) });
+  const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: withExecutionOverrides(ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }), { executor: options.executor, redis: options.redis }) });
   // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.
   let records = resolve(options.records);
   if (options.tasks?.length) {
@@ -176,7 +178,8 @@ export function qualificationOptions(command: Command, workDir: string, options:
     .addOption(executorOption("docker, local, auto, or queue (workers on other hosts, running the Docker executor)").default("auto"))
     .addOption(redisOption())
     .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
-    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url");
+    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
+    .option("--python-downloads <when>", "use uv-managed Python downloads for versions the executor has no interpreter of: auto (if reachable), yes, no", "auto");
   if (options.tasks !== false) command.option("--task <id...>", "only these tasks of the file");
   return command;
 }
@@ -197,7 +200,7 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
         requirePath("<records>", records, "file");
         requirePath("--profiles", opts.profiles, "directory");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, log });
+        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, pythonDownloads: opts.pythonDownloads, log });
         io.out(formatFidelity(result));
         if (opts.json) await writeFileAtomic(opts.json, JSON.stringify(result, null, 2) + "\n");
         return result.tasks.every((t) => t.environment.built && explained(t)) ? 0 : 1;

@@ -18,9 +18,11 @@ import { readSplitArtifacts } from "../split-artifacts.ts";
 async function buildImages(io: Io, configPath: string): Promise<number> {
   requirePath("--config", configPath, "file");
   const { config: loaded, splits, candidates, profiles } = await readSplitArtifacts(configPath);
-  const environments = environmentsForTasks(splits, candidates, profiles);
   const envRoot = join(loaded.workDir, "envs");
-  const executor = new DockerExecutor(new Docker(), createLogger({ write: (line) => io.err(line + "\n") }), { cacheDir: join(envRoot, "uv-cache"), logDir: join(envRoot, "build-logs") });
+  const log = createLogger({ write: (line) => io.err(line + "\n") });
+  const executor = new DockerExecutor(new Docker(), log, { cacheDir: join(envRoot, "uv-cache"), logDir: join(envRoot, "build-logs"), pythonDownloads: loaded.config.execution.python_downloads });
+  const { environments, unavailable } = environmentsForTasks(splits, candidates, profiles, await executor.pythonOffer());
+  for (const [task, why] of unavailable) log.warn(`${task}: no environment: ${why.message}`);
   const mirrors = new MirrorCache(join(loaded.workDir, "git"));
   const scratch = join(loaded.workDir, "scratch");
   mkdirSync(scratch, { recursive: true });

@@ -1,13 +1,13 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../../atomic.ts";
 import { environmentsForTasks } from "../../domain/execution.ts";
-import type { EnvironmentSpec } from "../../executors/types.ts";
+import type { EnvironmentSpec, PythonOffer } from "../../executors/types.ts";
 import type { Command } from "commander";
 import { createLogger } from "../../logger.ts";
 import { RecordError } from "../../stage.ts";
 import { type Io, requirePath, RunFailed } from "../io.ts";
 import { basename, dirname, join, resolve } from "node:path";
-import { environmentSpec, recipeFor } from "../../executors/environment.ts";
+import { acceptedPythons, choosePython, environmentSpec, NoAcceptedPython, recipeFor } from "../../executors/environment.ts";
 import { createExecutor } from "../../executors/index.ts";
 import { MirrorCache } from "../../git.ts";
 import { freshCheckout } from "../../domain/checkout.ts";
@@ -52,23 +52,36 @@ function readSplitFile(file: string): SplitChange {
  * as-of date of the earliest pull request sharing the recipe); without, from the split file, a
  * profile, and --version / --as-of as given.
  */
-async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange; loaded: LoadedProfile; env: EnvironmentSpec; resolvePath: (p: string) => string; executorKind: "auto" | "docker" | "local" | "queue" }> {
+async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange; loaded: LoadedProfile; envFor: (offer: PythonOffer) => EnvironmentSpec; resolvePath: (p: string) => string; executorKind: "auto" | "docker" | "local" | "queue" }> {
   if (options.config) {
     const { config, splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(options.config);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
     if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
     const loaded = profiles.get(split.repo);
     if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${config.config.profiles_dir}`);
-    const env = environmentsForTasks(splits.some((s) => s.task_id === split.task_id) ? splits : [...splits, split], candidates, profiles).get(split.task_id)!;
-    return { split, loaded, env, resolvePath: (p) => resolve(config.baseDir, p), executorKind: options.executor ?? config.config.execution.executor };
+    const envFor = (offer: PythonOffer) => {
+      const planned = environmentsForTasks(splits.some((s) => s.task_id === split.task_id) ? splits : [...splits, split], candidates, profiles, offer);
+      const unavailable = planned.unavailable.get(split.task_id);
+      if (unavailable) throw new RecordError("build_failed", `${split.task_id}: ${unavailable.message}`, { field: "environment.python" });
+      return planned.environments.get(split.task_id)!;
+    };
+    return { split, loaded, envFor, resolvePath: (p) => resolve(config.baseDir, p), executorKind: options.executor ?? config.config.execution.executor };
   }
   const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
   const { profiles, errors } = loadProfiles([{ path: basename(profilePath), text: readFileSync(profilePath, "utf8") }]);
   const loaded = profiles.get(split.repo);
   if (!loaded) throw new InputError(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
-  const env = environmentSpec(split.repo, recipeFor(loaded.profile, { id: split.task_id, ...(options.version ? { version: options.version } : {}) }), options.asOf ?? null);
-  return { split, loaded, env, resolvePath: (p) => resolve(dirname(profilePath), p), executorKind: options.executor ?? "auto" };
+  const task = { id: split.task_id, ...(options.version ? { version: options.version } : {}) };
+  const envFor = (offer: PythonOffer) => {
+    try {
+      return environmentSpec(split.repo, recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer)), options.asOf ?? null);
+    } catch (error) {
+      if (error instanceof NoAcceptedPython) throw new RecordError("build_failed", `${split.task_id}: ${error.message}`, { field: "environment.python" });
+      throw error;
+    }
+  };
+  return { split, loaded, envFor, resolvePath: (p) => resolve(dirname(profilePath), p), executorKind: options.executor ?? "auto" };
 }
 
 /**
@@ -77,10 +90,11 @@ async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange
  */
 export async function qualifyByHand(options: ByHandOptions) {
   const workDir = resolve(options.workDir);
-  const { split, loaded, env, resolvePath, executorKind } = await resolveTask(options);
+  const { split, loaded, envFor, resolvePath, executorKind } = await resolveTask(options);
   // By hand, one task runs here: a config naming the queue executor is read as asking for Docker's sandbox.
   if (executorKind === "queue") options.log.warn("qualify --task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
   const executor = await createExecutor(executorKind === "queue" ? "docker" : executorKind, { envRoot: join(workDir, "envs"), log: options.log });
+  const env = envFor(await executor.pythonOffer());
   const mirror = await new MirrorCache(join(workDir, "git")).ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
   const scratch = join(workDir, "scratch");
   mkdirSync(scratch, { recursive: true });

@@ -35,6 +35,7 @@ export interface RepoCheckOptions {
   redis?: string;
   jobs: number;
   mirrors?: string;
+  pythonDownloads?: "auto" | "yes" | "no";
   log: Logger;
 }
 
@@ -98,7 +99,7 @@ export async function checkProfile(options: RepoCheckOptions): Promise<EraCheck[
   mkdirSync(profiles, { recursive: true });
   writeFileSync(join(profiles, basename(options.profile)), readFileSync(options.profile, "utf8"));
   const sampled = [...eras.values()].flatMap((e) => e.sampled.map((t) => t.instance_id));
-  const result = await measureFidelity({ records: options.tasks, profilesDir: profiles, workDir, executor: options.executor, redis: options.redis, runs: 1, jobs: options.jobs, tasks: sampled, ...(options.mirrors ? { mirrors: options.mirrors } : {}), log: options.log });
+  const result = await measureFidelity({ records: options.tasks, profilesDir: profiles, workDir, executor: options.executor, redis: options.redis, runs: 1, jobs: options.jobs, tasks: sampled, ...(options.mirrors ? { mirrors: options.mirrors } : {}), ...(options.pythonDownloads ? { pythonDownloads: options.pythonDownloads } : {}), log: options.log });
   const byTask = new Map(result.tasks.map((t) => [t.task, t]));
   return [...eras].map(([era, entry]) => ({
     era,
@@ -142,7 +143,7 @@ export function registerRepoCheck(repo: Command, io: Io, exit: ExitCode): void {
         requirePath("--tasks", opts.tasks, "file");
         if (!Number.isInteger(opts.sample) || opts.sample < 1) throw new InputError(`--sample: expected a whole number of tasks per era, 1 or more (got ${opts.sample})`);
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const eras = await checkProfile({ profile, tasks: opts.tasks, sample: opts.sample, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, jobs: opts.jobs, mirrors: opts.mirrors, log });
+        const eras = await checkProfile({ profile, tasks: opts.tasks, sample: opts.sample, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, jobs: opts.jobs, mirrors: opts.mirrors, pythonDownloads: opts.pythonDownloads, log });
         io.out(formatProfileCheck(readProfile(profile).repo, eras));
         return eras.every((e) => e.sampled.every(works)) ? 0 : 1;
       }),
