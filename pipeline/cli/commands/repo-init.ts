@@ -3,6 +3,7 @@ import { DEBIAN_FOR_PYTHON } from "../../executors/docker.ts";
 import { git } from "../../git.ts";
 import type { Command } from "commander";
 import { registerRepoCheck } from "./repo-check.ts";
+import { registerRepoLint } from "./repo-lint.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../../atomic.ts";
@@ -315,4 +316,5 @@ export function registerRepo(program: Command, io: Io, exit: ExitCode): void {
       }),
     );
   registerRepoCheck(repo, io, exit);
+  registerRepoLint(repo, io, exit);
 }
