@@ -190,6 +190,8 @@ export function revisionScript(env: EnvironmentSpec, paths: { venv: string; conf
   script += "fi\n";
   script += `${paths.python} ${quote(`${paths.config}/${SYNC_SCRIPT_NAME}`)} list . > ${quote(paths.baseFiles)}\n`;
   script += exports(uvEnvironment(paths));
+  // The recipe's install commands find the environment's uv, python and pip first.
+  script += `export PATH=${quote(`${paths.venv}/bin`)}:"$PATH"\n`;
   for (const file of recipe.requirements_files) {
     script += step(`installing ${file} from the checkout`);
     script += `${uv} pip install --quiet -r ${quote(file)}\n`;

@@ -114,6 +114,7 @@ const RECIPE_FIELDS = {
    * Shell commands run in the checkout at the base revision after the above, at build time (never in
    * a test run). They get UV_CONFIG_FILE (the as-of date and its exceptions), UV_CONSTRAINT and
    * UV_BUILD_CONSTRAINT, so `uv pip install` in them honours the as-of date; `pip install` does not.
+   * The environment's bin directory (uv, python, pip) comes first on their PATH.
    */
   install: z.array(z.string().min(1)).default([]),
   test_runner: TestRunner.default("pytest"),
