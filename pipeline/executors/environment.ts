@@ -83,6 +83,13 @@ export function environmentSpec(repo: string, recipe: EnvironmentRecipe, asOf: s
   return { repo, recipe, asOf, key: hashValue({ repo, recipe, asOf, scheme: ENVIRONMENT_SCHEME }) };
 }
 
+/** The date an environment resolves as of: its earliest task's, or the recipe's floor when that is later. */
+export function effectiveAsOf(tasksAsOf: string | null, notBefore: string | null): string | null {
+  if (!notBefore) return tasksAsOf;
+  const floor = /^\d{4}-\d{2}-\d{2}$/.test(notBefore) ? `${notBefore}T00:00:00Z` : notBefore;
+  return !tasksAsOf || Date.parse(floor) > Date.parse(tasksAsOf) ? floor : tasksAsOf;
+}
+
 /**
  * One environment per (repository, recipe, SWE-bench version), resolved as of the earliest pull
  * request in it: no task sees a dependency released after it was opened, tasks sharing a recipe
@@ -102,7 +109,7 @@ export function planEnvironments<T extends { id: string; repo: string; recipe: E
   const byTask = new Map<string, EnvironmentSpec>();
   for (const task of tasks) {
     const group = earliest.get(groupOf(task))!;
-    byTask.set(task.id, environmentSpec(group.repo, group.recipe, group.asOf));
+    byTask.set(task.id, environmentSpec(group.repo, group.recipe, effectiveAsOf(group.asOf, group.recipe.as_of_not_before)));
   }
   return byTask;
 }

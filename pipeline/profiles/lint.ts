@@ -1,4 +1,4 @@
-import { acceptedPythons, recipeFor } from "../executors/environment.ts";
+import { acceptedPythons, effectiveAsOf, recipeFor } from "../executors/environment.ts";
 import { runnerRequirements } from "../executors/recipe-scripts.ts";
 import type { EnvironmentRecipe, RepoProfile } from "../schemas/repo-profile.ts";
 import { clausesNamePrerelease, isPrerelease, normaliseName, parseRequirement, parseVersion, satisfies } from "./pep440.ts";
@@ -159,15 +159,16 @@ async function lintRecipe(profile: RepoProfile, era: Era, python: string, recipe
     }
   }
   // Requirements resolved as of the era's date: some release must satisfy each.
-  if (!era.asOf) return;
-  const buildToolsAsOf = later(era.asOf, recipe.build_tools.as_of.length === 10 ? `${recipe.build_tools.as_of}T00:00:00Z` : recipe.build_tools.as_of);
-  const exceptions = new Map(Object.entries(recipe.as_of_exceptions).map(([k, v]) => [normaliseName(k), later(era.asOf, v.length === 10 ? `${v}T00:00:00Z` : v)]));
+  const eraAsOf = effectiveAsOf(era.asOf, recipe.as_of_not_before);
+  if (!eraAsOf) return;
+  const buildToolsAsOf = later(eraAsOf, recipe.build_tools.as_of.length === 10 ? `${recipe.build_tools.as_of}T00:00:00Z` : recipe.build_tools.as_of);
+  const exceptions = new Map(Object.entries(recipe.as_of_exceptions).map(([k, v]) => [normaliseName(k), later(eraAsOf, v.length === 10 ? `${v}T00:00:00Z` : v)]));
   const buildToolNames = new Set([...recipe.build_tools.requirements.map(packageName), ...recipe.build_tools.backends.map(normaliseName)]);
   const resolved: [string, string][] = [...recipe.pip_requirements.map((r): [string, string] => [r, "pip_requirements"]), ...runnerRequirements(recipe).map((r): [string, string] => [r, "runner"])];
   for (const [text, field] of resolved) {
     const parsed = parseRequirement(text);
     if (!parsed || pins.has(parsed.name)) continue;
-    const asOf = buildToolNames.has(parsed.name) ? buildToolsAsOf : (exceptions.get(parsed.name) ?? era.asOf);
+    const asOf = buildToolNames.has(parsed.name) ? buildToolsAsOf : (exceptions.get(parsed.name) ?? eraAsOf);
     const releases = await pypi(parsed.name);
     const fieldName = field === "runner" ? where("test_runner") : where("pip_requirements");
     if (releases === "unreachable") {
@@ -189,7 +190,7 @@ async function lintRecipe(profile: RepoProfile, era: Era, python: string, recipe
     if (!releases.some((r) => r.uploaded <= asOf && fits(r))) {
       const first = releases.find(fits);
       const whose = field === "runner" ? ` (the ${recipe.test_runner} runner's own requirement)` : "";
-      add(fieldName, "no-release-as-of", `${on}: ${text}${whose} has no release for Python ${python} as of ${day(asOf)} (the era's earliest record${exceptions.has(parsed.name) ? ", moved by as_of_exceptions" : ""})${first ? `; the first is ${first.version} of ${day(first.uploaded)}: add ${parsed.name} to as_of_exceptions, or pin it` : "; none at all"}`);
+      add(fieldName, "no-release-as-of", `${on}: ${text}${whose} has no release for Python ${python} as of ${day(asOf)} (${exceptions.has(parsed.name) ? "moved by as_of_exceptions" : eraAsOf !== era.asOf ? "the recipe's as_of_not_before" : "the era's earliest record"})${first ? `; the first is ${first.version} of ${day(first.uploaded)}: add ${parsed.name} to as_of_exceptions, or pin it` : "; none at all"}`);
     }
   }
 }

@@ -97,6 +97,12 @@ const RECIPE_FIELDS = {
    */
   as_of_exceptions: z.record(PackageName, Instant).default({}),
   /**
+   * The environment is resolved as of the later of its earliest task's date and this one: for
+   * an era whose pinned stack is years newer than its tasks (SWE-bench built some environments
+   * long after), so that what the pins need resolves with them. Null: the tasks' date alone.
+   */
+  as_of_not_before: Instant.nullable().default(null),
+  /**
    * Packages built with the environment's build tools instead of an isolated build environment
    * (uv's no-build-isolation-package): a repository whose pyproject.toml pins a setuptools too old
    * for an editable install (no build_editable before setuptools 64).
@@ -168,6 +174,7 @@ export const RecipePatch = z.strictObject({
   pip_requirements: z.array(Requirement).optional(),
   pins: RECIPE_FIELDS.pins.removeDefault().optional(),
   as_of_exceptions: z.record(PackageName, Instant).optional(),
+  as_of_not_before: Instant.nullable().optional(),
   build_tools: z.strictObject({ requirements: z.array(Requirement).optional(), backends: z.array(PackageName).optional(), as_of: Instant.optional() }).optional(),
   no_build_isolation: z.array(PackageName).optional(),
   requirements_files: z.array(CheckoutPath).optional(),
