@@ -99,15 +99,25 @@ export class MirrorCache {
     return join(this.root, `${repo.replace("/", "__")}.git`);
   }
 
-  /** Returns a mirror that holds `commit`, cloning or fetching only when it does not. */
+  /** Returns a mirror that holds `commit`, cloning or fetching only when it does not; CommitNotInSource when the source lacks it. */
   async ensure(repo: string, source: string, commit?: string): Promise<string> {
+    const { path, missing } = await this.ensureSome(repo, source, commit ? [commit] : []);
+    if (missing.length) throw new CommitNotInSource(missing, source);
+    return path;
+  }
+
+  /**
+   * A mirror with as many of `commits` as its source has: cloned once, fetched (every ref, pull
+   * requests' heads included) when one is missing; returns the ones still missing after that.
+   */
+  async ensureSome(repo: string, source: string, commits: string[]): Promise<{ path: string; missing: string[] }> {
     const previous = this.pending.get(repo) ?? Promise.resolve("");
-    const next = previous.catch(() => "").then(() => this.ensureNow(repo, source, commit));
-    this.pending.set(repo, next);
+    const next = previous.catch(() => "").then(() => this.ensureNow(repo, source, commits));
+    this.pending.set(repo, next.then(({ path }) => path));
     return next;
   }
 
-  private async ensureNow(repo: string, source: string, commit?: string): Promise<string> {
+  private async ensureNow(repo: string, source: string, commits: string[]): Promise<{ path: string; missing: string[] }> {
     const path = this.pathFor(repo);
     if (!existsSync(join(path, "HEAD"))) {
       await mkdir(this.root, { recursive: true });
@@ -117,12 +127,22 @@ export class MirrorCache {
       // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
       await rename(partial, path);
     }
-    if (commit && !(await hasCommit(path, commit))) {
+    const absent = async () => (await Promise.all(commits.map(async (c) => ((await hasCommit(path, c)) ? null : c)))).filter((c): c is string => c !== null);
+    let missing = await absent();
+    if (missing.length) {
       // Pull requests' heads (refs/pull/*) come along: a squash-merged PR's head is only there.
       await mirrorGit(path, "fetch", (client) => client.fetch(source, "+refs/*:refs/*"));
-      if (!(await hasCommit(path, commit))) throw new Error(`commit ${commit} is not in ${source}`);
+      missing = await absent();
     }
-    return path;
+    return { path, missing };
+  }
+}
+
+/** Commits a repository's clone source does not have (force-pushed away, never pushed): a fact about its history. */
+export class CommitNotInSource extends Error {
+  override name = "CommitNotInSource";
+  constructor(readonly commits: string[], readonly source: string) {
+    super(`${commits.length === 1 ? `commit ${commits[0]} is` : `commits ${commits.join(", ")} are`} not in ${source}`);
   }
 }
 
@@ -152,5 +172,13 @@ export async function applyCheck(gitDir: string, commit: string, patch: string):
     return { ok: false, error: error instanceof GitError ? error.stderr.trim() : (error as Error).message };
   } finally {
     await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** The source has a commit but not the contents of some of its files (a partial clone, a snapshot without its large files). */
+export class IncompleteSource extends Error {
+  override name = "IncompleteSource";
+  constructor(readonly commit: string, readonly paths: string[], readonly mirror: string) {
+    super(`the clone source lacks the contents of ${paths.length} file(s) of ${commit.slice(0, 12)} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", …" : ""}): it is a partial clone or a snapshot without its large files, so no checkout of that commit can be made from it`);
   }
 }

@@ -1,5 +1,6 @@
 import { hashValue } from "./canonical.ts";
 import { transientCause } from "./failures.ts";
+import { CommitNotInSource, IncompleteSource } from "./git.ts";
 import type { Progress } from "./progress.ts";
 import { Reject, type StageName } from "./schemas/common.ts";
 import { RecordError, type MapOptions } from "./stage.ts";
@@ -83,6 +84,9 @@ async function runRecord<T, R>(stage: StageName, id: string, record: T, map: Map
       const partial = error.partial === undefined ? [] : [error.partial as R];
       return { results: partial, reject, cacheable: error.cacheable };
     }
+    // A commit the repository's clone source does not have is a fact about its history, not a bug.
+    if (error instanceof IncompleteSource) return { results: [], reject: Reject.parse({ stage, record_id: id, reason: "incomplete_source", message: `${id}: ${error.message} (remembered: after completing the source, run again with --force)`, ...where }), cacheable: true };
+    if (error instanceof CommitNotInSource) return { results: [], reject: Reject.parse({ stage, record_id: id, reason: "commits_not_in_git", message: `${id}: ${error.message} (a fact about the source's history, remembered: after updating the source, run again with --force)`, ...where }), cacheable: true };
     const cause = transientCause(error);
     if (cause !== undefined) return { results: [], reject: { stage, record_id: id, reason: "transient_failure", message: `${id}: ${cause}`, ...where }, cacheable: false };
     const message = error instanceof Error ? error.message : String(error);

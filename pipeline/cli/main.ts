@@ -1,3 +1,4 @@
+import { CommitNotInSource, IncompleteSource } from "../git.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,7 +78,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.err(`switch-swe: ${error.message}\n`);
       return 2;
     }
-    if (error instanceof RunFailed) {
+    // The repository's source lacks what the command needs: a fact about it, said as it is.
+    if (error instanceof RunFailed || error instanceof CommitNotInSource || error instanceof IncompleteSource) {
       io.err(`switch-swe: ${error.message}\n`);
       return 1;
     }

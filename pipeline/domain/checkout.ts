@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { git, GitError } from "../git.ts";
+import { git, GitError, IncompleteSource } from "../git.ts";
 import type { BaseRevision, CheckoutOrigin } from "../executors/types.ts";
 
 export class PatchDoesNotApply extends Error {
@@ -18,6 +18,10 @@ export async function freshCheckout(mirror: string, commit: string, patches: { n
   try {
     await git(["clone", "--quiet", "--shared", "--no-checkout", mirror, dir]);
     await git(["checkout", "--quiet", "--detach", commit], { cwd: dir });
+    // git checks out a tree whose blobs the mirror lacks (a partial clone, a snapshot without its
+    // large files) without a word, leaving those files out: a checkout that is not the commit.
+    const absent = (await git(["ls-files", "--deleted", "-z"], { cwd: dir })).split("\0").filter(Boolean);
+    if (absent.length) throw new IncompleteSource(commit, absent, mirror);
     for (const patch of patches) {
       if (!patch.text) continue;
       try {

@@ -48,6 +48,8 @@ export const RejectReason = z.enum([
   "not_found",
   "not_merged",
   "no_traceable_source",
+  "commits_not_in_git",
+  "incomplete_source",
   // split
   "unparsable_diff",
   "patch_does_not_apply",

@@ -1,0 +1,35 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { freshCheckout } from "../../pipeline/domain/checkout.ts";
+import { CommitNotInSource, git, IncompleteSource, MirrorCache } from "../../pipeline/git.ts";
+import { repoWithChange } from "../helpers/git-repo.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+describe("checkouts from an incomplete source", () => {
+  it("refuses to check out a commit whose file contents the mirror lacks, naming the files, instead of leaving them out", async () => {
+    const repo = await repoWithChange({ "pkg/a.py": "A = 1\n", "data/big.bin": "x".repeat(5000) }, { "pkg/a.py": "A = 2\n" });
+    // a mirror that lost one blob, as a partial clone or a snapshot without large files has
+    const mirror = join(tempDir(), "m.git");
+    await git(["init", "--quiet", "--bare", mirror]);
+    // pushed objects are kept loose (below the unpack limit), so one of them can be taken away
+    await git([`--git-dir=${mirror}`, "config", "receive.unpackLimit", "100000"]);
+    await git(["push", "--quiet", mirror, "main"], { cwd: repo.dir });
+    const blob = (await git([`--git-dir=${mirror}`, "rev-parse", `${repo.base}:data/big.bin`])).trim();
+    rmSync(join(mirror, "objects", blob.slice(0, 2), blob.slice(2)), { force: true });
+    await expect(git([`--git-dir=${mirror}`, "cat-file", "-e", blob])).rejects.toThrow();
+    const failure = freshCheckout(mirror, repo.base, [], tempDir());
+    await expect(failure).rejects.toBeInstanceOf(IncompleteSource);
+    await expect(failure).rejects.toThrow(/lacks the contents of 1 file\(s\) of .*\(data\/big\.bin\)/);
+    // the next commit has the same file, so it cannot be checked out whole either
+    await expect(freshCheckout(mirror, repo.head, [], tempDir())).rejects.toBeInstanceOf(IncompleteSource);
+  });
+
+  it("says which commits a clone source does not have", async () => {
+    const repo = await repoWithChange({ "a.txt": "1\n" }, { "a.txt": "2\n" });
+    const cache = new MirrorCache(tempDir());
+    const absent = "f".repeat(40);
+    await expect(cache.ensure("o/r", repo.dir, absent)).rejects.toBeInstanceOf(CommitNotInSource);
+    expect(await cache.ensureSome("o/r", repo.dir, [repo.base, absent])).toMatchObject({ missing: [absent] });
+  });
+});
