@@ -13,6 +13,11 @@ export interface ExternalFile {
   text: string;
   /** Lines that are not valid UTF-8: the stage rejects what they held, naming file, line and byte offset. */
   invalid?: InvalidLine[];
+  /**
+   * With `invalid`: the whole file with each bad byte read as U+FFFD, for finding where records
+   * start and end only (a record one of these lines is in is rejected, never read from this).
+   */
+  structure?: string;
 }
 
 /** The index of the first byte of `bytes` that does not belong to a valid UTF-8 sequence, or -1. */
@@ -37,7 +42,7 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
  * not valid UTF-8 is never silently altered (no U+FFFD): it is emptied, keeping every other line
  * where it was, and reported, so the stage reading the file can reject just that record.
  */
-export function decodeStrict(bytes: Uint8Array): { text: string; invalid: InvalidLine[] } {
+export function decodeStrict(bytes: Uint8Array): { text: string; invalid: InvalidLine[]; structure?: string } {
   const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
   const body = bytes.subarray(start);
   if (firstInvalidUtf8(body) < 0) return { text: UTF8.decode(body), invalid: [] };
@@ -55,7 +60,7 @@ export function decodeStrict(bytes: Uint8Array): { text: string; invalid: Invali
     }
     lineStart = i + 1;
   }
-  return { text: lines.join("\n"), invalid };
+  return { text: lines.join("\n"), invalid, structure: new TextDecoder("utf-8").decode(body) };
 }
 
 /** "line 3 (byte offset 57)" for each invalid line, for messages. */

@@ -26,7 +26,75 @@ function completeJsonBodies(octokit: { hook: Octokit["hook"] }): void {
   });
 }
 
-const ClientWithPlugins = Octokit.plugin(completeJsonBodies, throttling, retry);
+/**
+ * GitHub's secondary (abuse) limits come as a 403 or 429 with Retry-After, in words that vary
+ * ("You have exceeded a secondary rate limit", "You have triggered an abuse detection mechanism",
+ * or none at all). The throttling plugin waits out only the ones that say "secondary rate": this
+ * names every such answer so, so it waits Retry-After and retries it instead of failing the run.
+ */
+function nameSecondaryLimits(octokit: { hook: Octokit["hook"] }): void {
+  octokit.hook.wrap("request", async (request, options) => {
+    try {
+      return await request(options);
+    } catch (error) {
+      const e = error as { status?: number; message: string; response?: { headers?: Record<string, string | undefined> } };
+      const retryAfter = e.response?.headers?.["retry-after"];
+      if ((e.status === 403 || e.status === 429) && retryAfter !== undefined && !/\bsecondary rate\b/i.test(e.message)) {
+        e.message = `${e.message} (a secondary rate limit: Retry-After ${retryAfter} s)`;
+      }
+      throw error;
+    }
+  });
+}
+
+/** Errors of the connection itself (nothing answered): the server is down or out of reach. */
+function isConnectionFailure(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(code)) return true;
+  }
+  return (error as { status?: number }).status === 500 && /fetch failed|other side closed|socket hang up/i.test(String((error as Error).message));
+}
+
+/** GitHub is out of reach: said once for the run, and every later request fails with it at once. */
+export class GithubUnreachable extends TransientFailure {
+  override name = "GithubUnreachable";
+}
+
+/** Connection failures in a row, with no answer between, after which the API is taken as unreachable. */
+const UNREACHABLE_AFTER = 5;
+
+/**
+ * A connection that cannot be made is one fact about the run, not one per request: after
+ * UNREACHABLE_AFTER failed connections in a row, every request (a retry of another one included)
+ * fails at once with GithubUnreachable, so a run against an API that is down ends within one
+ * retry ladder and sends nothing more. Any answer at all closes the count again.
+ */
+function stopWhenUnreachable(octokit: { hook: Octokit["hook"] }): void {
+  let failures = 0;
+  let fact: string | undefined;
+  octokit.hook.wrap("request", async (request, options) => {
+    if (fact) throw new GithubUnreachable(fact);
+    try {
+      const response = await request(options);
+      failures = 0;
+      return response;
+    } catch (error) {
+      if (!isConnectionFailure(error)) {
+        failures = 0;
+        throw error;
+      }
+      failures++;
+      if (failures >= UNREACHABLE_AFTER && !fact) {
+        const base = new URL(String((options as { baseUrl?: string }).baseUrl ?? "https://api.github.com"));
+        fact = `the GitHub API at ${base.origin} cannot be reached (${failures} connections failed in a row: ${(error as Error).message}); no more requests are sent this run`;
+      }
+      throw fact ? new GithubUnreachable(fact) : error;
+    }
+  });
+}
+
+const ClientWithPlugins = Octokit.plugin(completeJsonBodies, nameSecondaryLimits, stopWhenUnreachable, throttling, retry);
 export type GithubClient = InstanceType<typeof ClientWithPlugins>;
 
 export interface GithubClientOptions {
@@ -49,6 +117,8 @@ export interface GithubClientOptions {
    * second apart, as GitHub asks of POST requests; a local API needs no such spacing.
    */
   graphqlSpacingMs?: number;
+  /** Hours a recorded 404 stays the answer before it is asked again (something that did not exist may since). */
+  recheckMissingHours?: number;
 }
 
 export interface RequestCounts {
@@ -81,6 +151,8 @@ interface CachedResponse {
   etag?: string;
   link?: string;
   data: unknown;
+  /** When a 404 was recorded: it is the answer, with no request, until it is older than `recheckMissingHours`. */
+  recorded_at?: string;
 }
 
 /** An offline run met a request the recording lacks: not a property of the input, so never cached. */
@@ -143,10 +215,22 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
   };
   const fileOf = (key: string) => join(options.cacheDir, key.slice(0, 2), `${key}.json`);
 
+  // Repositories GitHub redirected (renamed, moved to another owner): by their old name, the
+  // /repositories/{id} path their requests go to directly, instead of a 301 and a second request each.
+  const renamed = new Map<string, string>();
+  const repoPath = /^\/repos\/([^/]+)\/([^/?]+)(.*)$/;
   octokit.hook.wrap("request", async (request, requestOptions) => {
     const endpoint = octokit.request.endpoint(requestOptions as never) as { method: string; url: string };
     if (endpoint.method !== "GET") return request(requestOptions);
-    const key = sha256(`GET ${pathOf(endpoint.url)}`);
+    const path = pathOf(endpoint.url);
+    const key = sha256(`GET ${path}`);
+    const repoMatch = repoPath.exec(path);
+    const movedTo = repoMatch ? renamed.get(`${repoMatch[1]}/${repoMatch[2]}`.toLowerCase()) : undefined;
+    if (movedTo) {
+      // The request goes to the repository's new address; it is cached under the name it was asked by.
+      for (const k of Object.keys(requestOptions)) if (!["method", "headers", "request", "baseUrl", "mediaType"].includes(k)) delete (requestOptions as Record<string, unknown>)[k];
+      (requestOptions as { url: string }).url = `${options.baseUrl.replace(/\/$/, "")}${movedTo}${repoMatch![3]}`;
+    }
     const file = fileOf(key);
     const cached = readCached(file);
     const base = options.baseUrl.replace(/\/$/, "");
@@ -162,8 +246,10 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       counts.replayed++;
       return replay(cached) as never;
     }
-    // 410 Gone is permanent: a recorded one is the answer, online too, with no request.
-    if (cached?.status === 410) {
+    // 410 Gone is permanent: a recorded one is the answer, online too, with no request. So is a
+    // recorded 404 for a while (recheckMissingHours): what did not exist rarely starts to.
+    const recheckMs = (options.recheckMissingHours ?? 168) * 3600_000;
+    if (cached?.status === 410 || (cached?.status === 404 && cached.recorded_at && Date.now() - Date.parse(cached.recorded_at) < recheckMs)) {
       counts.replayed++;
       return replay(cached) as never;
     }
@@ -178,6 +264,7 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     }
     try {
       const response = await request(requestOptions);
+      noteRename(repoMatch, response.url);
       if (!isJsonDocument(response.data)) throw new RequestError(`the response body of GET ${pathOf(endpoint.url)} is not a JSON document; not cached`, 502, { request: requestOptions as never, response: response as never });
       const link = response.headers.link?.split(base).join("{base}");
       // Links name the server; stored without it so a recording replays against any base URL.
@@ -193,12 +280,25 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       // Missing and deleted things are answers too: recorded, so an offline run replays them.
       const body = (error as { response?: { data?: unknown } }).response?.data;
       if ((status === 404 || status === 410) && isJsonDocument(body)) {
-        await writeFileAtomic(file, canonicalJson({ key: `GET ${pathOf(endpoint.url)}`, status, data: body } satisfies CachedResponse));
+        await writeFileAtomic(file, canonicalJson({ key: `GET ${pathOf(endpoint.url)}`, status, data: body, ...(status === 404 ? { recorded_at: new Date().toISOString() } : {}) } satisfies CachedResponse));
       }
       if (error instanceof Error) error.message = redact(error.message, options.token);
       throw error;
     }
   });
+  /**
+   * A repository request (its own record or its pull-request list) answered from
+   * /repositories/{id} was redirected there: the repository was renamed or moved. Said once;
+   * its later requests go there directly. (An issue's redirect is a transfer of that issue alone.)
+   */
+  function noteRename(match: RegExpExecArray | null, finalUrl: string | undefined): void {
+    if (!match || !finalUrl || !/^(\/pulls(\?.*)?)?$/.test(match[3]!)) return;
+    const id = /\/repositories\/(\d+)(?:\/|\?|$)/.exec(new URL(finalUrl).pathname)?.[1];
+    const name = `${match[1]}/${match[2]}`.toLowerCase();
+    if (!id || renamed.has(name)) return;
+    renamed.set(name, `/repositories/${id}`);
+    options.log.warn(`GitHub redirects ${match[1]}/${match[2]} to repository ${id} (renamed or moved): its requests now go there directly; its records keep the name ${match[1]}/${match[2]} (rename it in the config and its profile to follow GitHub)`);
+  }
   const graphql = cachedGraphql(octokit, options, counts, fileOf);
   return { octokit, counts, graphql };
 }

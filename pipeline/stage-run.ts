@@ -70,8 +70,8 @@ async function readFiles(baseDir: string, paths: string[], optional: ReadonlySet
   const files: ReadFile[] = [];
   const read = async (file: string, as: string): Promise<ReadFile> => {
     const bytes = await readFile(file);
-    const { text, invalid } = decodeStrict(bytes);
-    return { path: as, text, ...(invalid.length ? { invalid } : {}), bytesSha256: sha256(bytes) };
+    const { text, invalid, structure } = decodeStrict(bytes);
+    return { path: as, text, ...(invalid.length ? { invalid, structure } : {}), bytesSha256: sha256(bytes) };
   };
   for (const path of [...new Set(paths)].sort()) {
     const absolute = resolve(baseDir, path);
@@ -222,7 +222,9 @@ function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: 
     },
     github: ({ baseUrl, offline, tokenFile, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs }) => {
       const token = readToken(process.env, tokenFile ? resolve(run.baseDir, tokenFile) : undefined);
-      const cacheDir = join(run.workDir, "http-cache", new URL(baseUrl).hostname.replace(/[^\w.-]/g, "_"));
+      // One cache per API (host, port and path): two APIs on one host must not share answers.
+      const url = new URL(baseUrl);
+      const cacheDir = join(run.workDir, "http-cache", `${url.host}${url.pathname.replace(/\/+$/, "")}`.replace(/[^\w.-]/g, "_"));
       return { ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs }), token };
     },
     reject(reject) {

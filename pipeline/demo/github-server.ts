@@ -20,6 +20,8 @@ export type Fault =
   | { kind: "secondary_rate_limit"; count: number; retryAfterSeconds?: number; path?: RegExp }
   /** A secondary limit answered 429 instead of 403, as GitHub documents it may be. */
   | { kind: "too_many_requests"; count: number; retryAfterSeconds?: number; path?: RegExp }
+  /** GitHub's older wording of a secondary limit (abuse detection): a 403 with Retry-After that does not say "secondary rate". */
+  | { kind: "abuse_detection"; count: number; retryAfterSeconds: number; path?: RegExp }
   | { kind: "not_found"; count: number; path?: RegExp };
 
 export interface RequestLogEntry {
@@ -48,6 +50,8 @@ export interface FakeGithubOptions {
    * 250 commits and pulls.listFiles at 3,000 files, without saying so.
    */
   listCaps?: { commits?: number; files?: number };
+  /** Old names of repositories, each redirected (301) to the repository it names now, as GitHub does after a rename or transfer. */
+  renamed?: Record<string, string>;
 }
 
 const DOCS = "https://docs.github.com/rest";
@@ -78,6 +82,7 @@ export class FakeGithub {
   private windowStart = Date.now();
   private readonly limit: number;
   private readonly windowMs: number;
+  private readonly renamed: Map<string, string>;
 
   constructor(options: FakeGithubOptions) {
     for (const file of readdirSync(options.recordsDir).filter((f) => f.endsWith(".json")).sort()) {
@@ -90,6 +95,7 @@ export class FakeGithub {
     this.capture = options.captureResponses ?? false;
     this.limit = options.rateLimit ?? 5000;
     this.windowMs = options.rateWindowMs ?? 3600_000;
+    this.renamed = new Map(Object.entries(options.renamed ?? {}).map(([from, to]) => [from.toLowerCase(), to.toLowerCase()]));
   }
 
   async start(port = 0): Promise<string> {
@@ -193,6 +199,9 @@ export class FakeGithub {
       const status = fault.kind === "too_many_requests" ? 429 : 403;
       return send(status, basicError("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, status), { ...wait, ...this.rateHeaders(resource) });
     }
+    if (fault?.kind === "abuse_detection") {
+      return send(403, basicError("You have triggered an abuse detection mechanism. Please wait a few minutes before you try again.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, 403), { "retry-after": String(fault.retryAfterSeconds), ...this.rateHeaders(resource) });
+    }
 
     if (path === "/graphql") return this.handleGraphql(req, entry, requestBody, send);
 
@@ -285,6 +294,12 @@ export class FakeGithub {
     const match = /^\/repos\/([^/]+)\/([^/]+)(?:\/(.*))?$/.exec(path) ?? /^\/repositories\/(\d+)()(?:\/(.*))?$/.exec(path);
     if (!match) return undefined;
     const records = match[2] === "" ? this.reposById.get(Number(match[1])) : this.repos.get(`${match[1]}/${match[2]}`.toLowerCase());
+    const newName = match[2] === "" ? undefined : this.renamed.get(`${match[1]}/${match[2]}`.toLowerCase());
+    if (!records && newName && this.repos.has(newName)) {
+      // A renamed repository: every path under its old name answers 301 to /repositories/{id}/..., as on GitHub.
+      const location = `${this.url}/repositories/${this.repos.get(newName)!.repository.id}${match[3] ? `/${match[3]}` : ""}${query.size ? `?${query.toString()}` : ""}`;
+      return { status: 301, body: { message: "Moved Permanently", url: location, documentation_url: `${DOCS}/repos/repos#get-a-repository` }, location };
+    }
     if (!records) return undefined;
     const repoId = Number(records.repository.id);
     const rest = match[3] ?? "";

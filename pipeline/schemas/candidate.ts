@@ -16,6 +16,8 @@ export const DiscussionItem = z.object({
   path: z.string().optional(),
   line: z.number().int().nullable().optional(),
   in_reply_to: z.number().int().optional(),
+  /** Review comments only: the review they were submitted in (GitHub's pull_request_review_id), so a round's comments group. */
+  review_id: z.number().int().optional(),
 });
 export type DiscussionItem = z.infer<typeof DiscussionItem>;
 

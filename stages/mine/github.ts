@@ -21,6 +21,8 @@ export interface MineTarget {
 
 /** Mentioned issues whose closers one GraphQL query asks about; more are left to keywords. */
 const MAX_MENTIONS_PER_QUERY = 30;
+/** Mentioned issues whose REST timelines are read without GraphQL (each is one request or more). */
+const MAX_MENTIONS_REST = 10;
 
 type Raw = Record<string, any>;
 
@@ -39,39 +41,110 @@ function isGone(error: unknown): 404 | 410 | undefined {
   return status === 404 || status === 410 ? status : undefined;
 }
 
+/** What listing a repository's pull requests gave: the merged ones, numbers GitHub lacks, and numbers that were never merged. */
+export interface ListedPulls {
+  pulls: PullSummary[];
+  missing: { number: number; status: 404 | 410 }[];
+  unmerged: { number: number; state: string }[];
+  /** Pages of the pull-request list read (a window's cost). */
+  pages: number;
+}
+
 /**
- * Merged pull requests of a repository, in a creation-date window or from a list of numbers,
- * oldest first; listed numbers GitHub does not have (404) or has deleted (410) are returned apart.
+ * Merged pull requests of a repository, oldest first: from a list of numbers (numbers GitHub does
+ * not have, 404, or has deleted, 410, and numbers never merged returned apart), or in a
+ * creation-date window (see listWindow).
  */
-export async function listMergedPulls(octokit: GithubClient, target: MineTarget): Promise<{ pulls: PullSummary[]; missing: { number: number; status: 404 | 410 }[] }> {
+export async function listMergedPulls(octokit: GithubClient, target: MineTarget): Promise<ListedPulls> {
   const summary = (p: Raw): PullSummary => ({ repo: target.repo, number: p.number, pull: p });
   if (target.numbers?.length) {
-    const pulls: PullSummary[] = [];
-    const missing: { number: number; status: 404 | 410 }[] = [];
+    const listed: ListedPulls = { pulls: [], missing: [], unmerged: [], pages: 0 };
     for (const number of target.numbers) {
       try {
         const { data } = await octokit.rest.pulls.get({ ...split(target.repo), pull_number: number });
-        if (data.merged_at) pulls.push(summary(data));
+        if (data.merged_at) listed.pulls.push(summary(data));
+        else listed.unmerged.push({ number, state: data.state });
       } catch (error) {
         const status = isGone(error);
         if (!status) throw error;
-        missing.push({ number, status });
+        listed.missing.push({ number, status });
       }
     }
-    return { pulls, missing };
+    return listed;
   }
-  const all = await octokit.paginate(octokit.rest.pulls.list, { ...split(target.repo), state: "closed", sort: "created", direction: "asc", per_page: 100 });
-  const pulls = all
-    .filter((p) => p.merged_at && (!target.since || p.created_at >= target.since) && (!target.until || p.created_at < target.until))
-    .map((p) => summary(p as Raw));
-  return { pulls, missing: [] };
+  const { pulls, pages } = await listWindow(octokit, target);
+  return { pulls: pulls.filter((p) => p.merged_at).map((p) => summary(p)), missing: [], unmerged: [], pages };
 }
 
-function discussionItem(kind: DiscussionItem["kind"], raw: Raw): DiscussionItem {
+const PER_PAGE = 100;
+
+/** The page number a Link header's rel="last" names, or undefined when there is none (a single page). */
+function lastPage(link: string | undefined): number | undefined {
+  const m = /<([^>]+)>;\s*rel="last"/.exec(link ?? "");
+  const page = m ? new URL(m[1]!).searchParams.get("page") : null;
+  return page ? Number(page) : undefined;
+}
+
+/**
+ * Closed pull requests created in [since, until), oldest first, at a cost proportional to the
+ * window rather than to the repository's history: the list is read newest first (GitHub's
+ * sort=created, direction=desc), the first page holding the window's newest end is found by
+ * bisecting page numbers (log2 of the pages, from the first page's rel="last"), and pages are
+ * read from there until one starts before the window. Dates are compared as instants.
+ */
+async function listWindow(octokit: GithubClient, target: MineTarget): Promise<{ pulls: Raw[]; pages: number }> {
+  const since = target.since ? Date.parse(target.since) : Number.NEGATIVE_INFINITY;
+  const until = target.until ? Date.parse(target.until) : Number.POSITIVE_INFINITY;
+  const pages = new Map<number, Raw[]>();
+  let last = 1;
+  const page = async (n: number): Promise<Raw[]> => {
+    let items = pages.get(n);
+    if (!items) {
+      const response = await octokit.rest.pulls.list({ ...split(target.repo), state: "closed", sort: "created", direction: "desc", per_page: PER_PAGE, page: n });
+      items = response.data as Raw[];
+      pages.set(n, items);
+      if (n === 1) last = lastPage(response.headers.link) ?? 1;
+    }
+    return items;
+  };
+  const created = (p: Raw) => Date.parse(String(p.created_at));
+  const oldest = (items: Raw[]) => (items.length ? created(items[items.length - 1]!) : Number.NEGATIVE_INFINITY);
+  await page(1);
+  // The first page whose oldest pull request is older than `until` (pages before it are all newer).
+  let start = 1;
+  if (Number.isFinite(until) && oldest(await page(1)) >= until) {
+    let lo = 2;
+    let hi = last;
+    start = last + 1;
+    while (lo <= hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (oldest(await page(mid)) < until) {
+        start = mid;
+        hi = mid - 1;
+      } else lo = mid + 1;
+    }
+  }
+  const inWindow: Raw[] = [];
+  for (let n = start; n <= last; n++) {
+    const items = await page(n);
+    for (const p of items) if (created(p) >= since && created(p) < until) inWindow.push(p);
+    if (oldest(items) < since) break;
+  }
+  inWindow.sort((a, b) => created(a) - created(b) || a.number - b.number);
+  return { pulls: inWindow, pages: pages.size };
+}
+
+/** GitHub's own anchor for an item of a pull request's page, for an answer that lacks its html_url. */
+function anchorOf(kind: DiscussionItem["kind"], raw: Raw, pageUrl: string): string {
+  const anchor = kind === "review" ? `pullrequestreview-${raw.id}` : kind === "review_comment" ? `discussion_r${raw.id}` : `issuecomment-${raw.id}`;
+  return `${pageUrl}#${anchor}`;
+}
+
+function discussionItem(kind: DiscussionItem["kind"], raw: Raw, pageUrl: string): DiscussionItem {
   return {
     kind,
     id: raw.id,
-    url: raw.html_url,
+    url: typeof raw.html_url === "string" && raw.html_url ? raw.html_url : anchorOf(kind, raw, pageUrl),
     author: raw.user?.login ?? "ghost",
     author_type: raw.user?.type ?? "User",
     created_at: raw.submitted_at ?? raw.created_at,
@@ -79,6 +152,7 @@ function discussionItem(kind: DiscussionItem["kind"], raw: Raw): DiscussionItem 
     ...(raw.state ? { state: raw.state } : {}),
     ...(raw.path ? { path: raw.path, line: raw.line ?? raw.original_line ?? null } : {}),
     ...(raw.in_reply_to_id ? { in_reply_to: raw.in_reply_to_id } : {}),
+    ...(kind === "review_comment" && typeof raw.pull_request_review_id === "number" ? { review_id: raw.pull_request_review_id } : {}),
   };
 }
 
@@ -193,7 +267,10 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
   }
 
   for (const [ref, source] of keyword) links.add(ref, source);
-  for (const ref of mentioned) {
+  // Each mention costs its timeline's pages: a bot's description can name dozens.
+  const followed = mentioned.slice(0, MAX_MENTIONS_REST);
+  if (mentioned.length > followed.length) notes.push(`the description mentions ${mentioned.length} issues; the timelines of the first ${followed.length} only were read`);
+  for (const ref of followed) {
     let timeline: Raw[];
     try {
       timeline = (await octokit.paginate(octokit.rest.issues.listEventsForTimeline, { ...split(ref.repo), issue_number: ref.number, per_page: 100 })) as Raw[];
@@ -269,35 +346,53 @@ async function fetchIssues(octokit: GithubClient, links: Link[], notes: string[]
       linked_by: ordered[0]!,
       link_sources: ordered,
       ...(moved ? { transferred_from: `${ref.repo}#${ref.number}` } : {}),
-      comments: issueComments.map((c) => discussionItem("issue_comment", c as Raw)).sort(byTime),
+      comments: issueComments.map((c) => discussionItem("issue_comment", c as Raw, String(issue.html_url ?? `https://github.com/${at.repo}/issues/${at.number}`))).sort(byTime),
     });
   }
   return issues;
 }
 
 /**
- * The reference change, from git so that it is exact: base = the merge base of the PR, target =
- * its head, or the squash commit (and its parent) when the head is gone.
+ * The reference change, from git so that it is exact: base = the merge base of the PR's base and
+ * head, target = its head (from the clone, or GitHub's refs/pull/N/head, which a mirror fetches);
+ * when the head is in neither, the merge (or squash) commit against its first parent. When git
+ * has none of these (force-pushed away, a merge GitHub computed and never pushed), the pull
+ * request is rejected naming what is missing: a fact about the repository, cached.
  */
-async function referenceChange(options: MinePullOptions, pull: PullSummary, pr: Raw, id: string): Promise<{ base: string; target: string; headInGit: boolean; diff: string; git: (args: string[]) => Promise<string> }> {
-  const mirror = await options.mirrors.ensure(pull.repo, options.cloneSource(pull.repo), pr.merge_commit_sha ?? pr.head.sha);
+async function referenceChange(options: MinePullOptions, pull: PullSummary, pr: Raw, id: string): Promise<{ base: string; target: string; headInGit: boolean; diff: string; git: (args: string[]) => Promise<string>; notes: string[] }> {
+  const source = options.cloneSource(pull.repo);
+  const wanted = [pr.head?.sha, pr.base?.sha, pr.merge_commit_sha].filter((c): c is string => typeof c === "string" && c.length > 0);
+  const { path: mirror, missing } = await options.mirrors.ensureSome(pull.repo, source, wanted);
   const git = (args: string[]) => options.mirrors.git(mirror, args);
-  let base: string;
-  let target: string;
-  let headInGit = true;
-  try {
-    await git(["cat-file", "-e", `${pr.head.sha}^{commit}`]);
-    base = (await git(["merge-base", pr.base.sha, pr.head.sha])).trim();
-    target = pr.head.sha;
-  } catch {
-    if (!pr.merge_commit_sha) throw new RecordError("no_traceable_source", `${id}: neither the head ${pr.head.sha} nor a merge commit is in ${options.cloneSource(pull.repo)}`, { field: "head.sha" });
-    base = (await git(["rev-parse", `${pr.merge_commit_sha}^1`])).trim();
+  const has = (commit: string | null | undefined) => typeof commit === "string" && commit.length > 0 && !missing.includes(commit);
+  const notes: string[] = [];
+  let head: string | undefined = has(pr.head?.sha) ? pr.head.sha : undefined;
+  if (!head) {
+    // GitHub keeps every pull request's head as refs/pull/N/head, even after its branch is gone.
+    const pullRef = (await git(["rev-parse", "--verify", "--quiet", `refs/pull/${pull.number}/head^{commit}`]).catch(() => "")).trim();
+    if (pullRef) {
+      head = pullRef;
+      notes.push(`the head ${pr.head?.sha} is not in git; refs/pull/${pull.number}/head (${pullRef.slice(0, 12)}) was used`);
+    }
+  }
+  const mergeBase = async (a: string, b: string) => (await git(["merge-base", a, b]).catch(() => "")).trim();
+  let base = "";
+  let target = "";
+  if (head && has(pr.base?.sha)) base = await mergeBase(pr.base.sha, head);
+  if (head && !base && has(pr.merge_commit_sha)) base = await mergeBase(`${pr.merge_commit_sha}^1`, head);
+  if (head && base) target = head;
+  else if (has(pr.merge_commit_sha)) {
+    base = (await git(["rev-parse", `${pr.merge_commit_sha}^1`]).catch(() => "")).trim();
     target = pr.merge_commit_sha;
-    headInGit = false;
+    if (base) notes.push(`the head ${pr.head?.sha} ${head ? "has no merge base with the base branch in git" : "is not in git"}; the change is the merge commit ${String(pr.merge_commit_sha).slice(0, 12)} against its first parent`);
+  }
+  if (!base || !target) {
+    const absent = [`head ${pr.head?.sha ?? "(none)"}${head ? "" : ` (nor refs/pull/${pull.number}/head)`}`, `base ${pr.base?.sha ?? "(none)"}${has(pr.base?.sha) ? " (present, but no merge base with the head)" : ""}`, `merge commit ${pr.merge_commit_sha ?? "(none)"}`].filter((part, i) => i !== 0 || !head);
+    throw new RecordError("commits_not_in_git", `${id}: the reference change cannot be made from ${source}: ${absent.join("; ")} ${absent.length === 1 ? "is" : "are"} not there (force-pushed away, or never pushed)`, { field: head ? "base.sha" : "head.sha" });
   }
   const diff = await git(["diff", "--binary", "--full-index", "-M", base, target]);
   if (!diff) throw new RecordError("no_source_changes", `${id}: the pull request changes nothing between ${base} and ${target}`, { field: "head.sha" });
-  return { base, target, headInGit, diff, git };
+  return { base, target, headInGit: target === head, diff, git, notes };
 }
 
 type CommitRow = { sha: string; message: string; committed_at: string };
@@ -328,26 +423,31 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
   if (!pr.merged_at) throw new RecordError("not_merged", `${id}: pull request ${pull.repo}#${pull.number} is not merged`, { field: "merged_at" });
   let lists: Raw[][];
   try {
-    lists = await Promise.all([
+    // Settled together: when one list fails, the others are waited for (they fail fast if GitHub
+    // is out of reach), so no request of this pull request is still under way once it is reported.
+    const settled = await Promise.allSettled([
       octokit.paginate(octokit.rest.pulls.listCommits, { ...where, pull_number: pull.number }),
       octokit.paginate(octokit.rest.pulls.listFiles, { ...where, pull_number: pull.number }),
       octokit.paginate(octokit.rest.pulls.listReviews, { ...where, pull_number: pull.number }),
       octokit.paginate(octokit.rest.pulls.listReviewComments, { ...where, pull_number: pull.number }),
       octokit.paginate(octokit.rest.issues.listComments, { ...where, issue_number: pull.number }),
-    ]) as Raw[][];
+    ]);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    lists = settled.map((r) => (r as PromiseFulfilledResult<Raw[]>).value);
   } catch (error) {
     const status = isGone(error);
     if (status) throw new RecordError("not_found", `${id}: pull request ${pull.repo}#${pull.number} ${status === 410 ? "was deleted (410 Gone)" : "was not found (404)"} while it was being mined`, { field: "number" });
     throw error;
   }
   const [apiCommits, files, reviews, reviewComments, comments] = lists as [Raw[], Raw[], Raw[], Raw[], Raw[]];
-  const notes: string[] = [];
   const change = await referenceChange(options, pull, pr, id);
+  const notes: string[] = [...change.notes];
   let commits: CommitRow[] = apiCommits.map((c) => ({ sha: c.sha, message: c.commit.message, committed_at: c.commit.committer?.date ?? c.commit.author?.date }));
   if (apiCommits.length >= GITHUB_LIST_CAPS.commits) {
     if (change.headInGit) {
-      commits = await commitsFromGit(change.git, change.base, pr.head.sha);
-      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits; all ${commits.length} were read from git (${change.base.slice(0, 12)}..${String(pr.head.sha).slice(0, 12)})`);
+      commits = await commitsFromGit(change.git, change.base, change.target);
+      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits; all ${commits.length} were read from git (${change.base.slice(0, 12)}..${change.target.slice(0, 12)})`);
     } else {
       notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits and the head ${pr.head.sha} is not in git: commits after the ${GITHUB_LIST_CAPS.commits}th are missing, and so are their closing keywords`);
     }
@@ -360,11 +460,13 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
   const links = await findLinks(options, pull, pr, commits, notes);
   const issues = await fetchIssues(octokit, links, notes);
   // A PENDING review was never submitted: nobody but its author has seen it, and it has no time.
-  const submitted = reviews.filter((r) => r.state !== "PENDING");
+  // A COMMENTED review with no text only carries its line comments (listed on their own).
+  const submitted = reviews.filter((r) => r.state !== "PENDING" && !(r.state === "COMMENTED" && !String(r.body ?? "").trim()));
+  const page = String(pr.html_url ?? `https://github.com/${pull.repo}/pull/${pull.number}`);
   const discussion = [
-    ...comments.map((c) => discussionItem("issue_comment", c)),
-    ...submitted.map((r) => discussionItem("review", r)),
-    ...reviewComments.map((c) => discussionItem("review_comment", c)),
+    ...comments.map((c) => discussionItem("issue_comment", c, page)),
+    ...submitted.map((r) => discussionItem("review", r, page)),
+    ...reviewComments.map((c) => discussionItem("review_comment", c, page)),
   ].sort(byTime);
   return Candidate.parse({
     id,
@@ -372,13 +474,13 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
     pull_number: pull.number,
     base_commit: change.base,
     created_at: pr.created_at,
-    source: { kind: "github", api_url: pr.html_url },
+    source: { kind: "github", api_url: page },
     reference_diff: change.diff,
     issues,
     notes,
     pull_request: {
       number: pull.number,
-      url: pr.html_url,
+      url: page,
       title: pr.title,
       body: pr.body ?? "",
       author: pr.user?.login ?? "ghost",

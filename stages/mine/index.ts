@@ -66,7 +66,7 @@ export const mineStage = defineStage({
       candidates.push(candidate);
     };
     for (const file of ctx.files) {
-      const result = importSwebench(file.path, file.text, file.invalid);
+      const result = importSwebench(file.path, file.text, file.invalid, file.structure);
       for (const reject of result.rejects) ctx.reject(reject);
       for (const candidate of result.candidates) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
     }
@@ -89,6 +89,10 @@ export const mineStage = defineStage({
           for (const { number, status } of listed.missing) {
             ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_found", message: `${target.repo}#${number}: ${status === 410 ? "the pull request was deleted (410 Gone)" : "no such pull request (404)"}`, field: "numbers" });
           }
+          for (const { number, state } of listed.unmerged) {
+            ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_merged", message: `${target.repo}#${number}: the pull request is ${state === "open" ? "still open" : "closed without being merged"}, so it has no reference change`, field: "numbers" });
+          }
+          if (!target.numbers?.length) ctx.log.info(`${target.repo}: ${listed.pulls.length} merged pull request(s) created in ${target.since ?? "the beginning"} .. ${target.until ?? "now"}, from ${listed.pages} page(s) of the list`);
         } catch (error) {
           // A repository that does not exist is a result; an unreachable or failing API is not.
           const reason = isNotFound(error) ? "not_found" : transientCause(error) !== undefined ? "transient_failure" : "internal_error";

@@ -48,16 +48,25 @@ export interface ImportResult {
  * Reads SWE-bench-family records from a JSON array or JSON Lines text. Every bad record is a
  * reject naming the file, the line and the field; the others import.
  */
-export function importSwebench(file: string, text: string, invalid: readonly InvalidLine[] = []): ImportResult {
+export function importSwebench(file: string, text: string, invalid: readonly InvalidLine[] = [], structure?: string): ImportResult {
   const candidates: CandidateT[] = [];
   const rejects: Omit<Reject, "stage">[] = [];
-  // A line that is not UTF-8 is never guessed at: its record is rejected, where it is.
+  // A line that is not UTF-8 is never guessed at: the record it is in is rejected, where it is.
+  // In JSON Lines that is the line; in a JSON array, the element whose lines hold it (found in
+  // `structure`, the file with bad bytes as U+FFFD, so the other elements still parse).
+  const isArray = text.trimStart().startsWith("[") || Boolean(structure?.trimStart().startsWith("["));
+  const spans = isArray && invalid.length ? elementSpans(structure ?? text) : undefined;
+  const badSpans = new Set<number>();
   for (const bad of invalid) {
-    rejects.push({ record_id: `${file}:${bad.line}`, reason: "malformed_record", message: `${file} line ${bad.line}: not valid UTF-8 (byte offset ${bad.byteOffset}); the record was not read`, file, line: bad.line });
+    const element = spans?.findIndex((s) => s.line <= bad.line && bad.line <= s.endLine) ?? -1;
+    if (element >= 0) badSpans.add(element);
+    const at = element >= 0 ? spans![element]!.line : bad.line;
+    rejects.push({ record_id: `${file}:${at}`, reason: "malformed_record", message: `${file} line ${bad.line}: not valid UTF-8 (byte offset ${bad.byteOffset}); the record ${element >= 0 ? `of lines ${spans![element]!.line}-${spans![element]!.endLine} ` : ""}was not read`, file, line: at });
   }
   const skip = new Set(invalid.map((i) => i.line));
-  for (const { value, line, error } of readRecords(text)) {
-    if (skip.has(line)) continue;
+  const records = spans ? readArrayElements(structure ?? text, spans, badSpans) : readRecords(text);
+  for (const { value, line, error } of records) {
+    if (!spans && skip.has(line)) continue;
     if (error !== undefined) {
       rejects.push({ record_id: `${file}:${line}`, reason: "malformed_record", message: `${file} line ${line}: ${error}`, file, line });
       continue;
@@ -134,6 +143,49 @@ function* readRecords(text: string): Generator<{ value?: unknown; line: number; 
       yield { value: JSON.parse(raw), line: index + 1 };
     } catch (error) {
       yield { line: index + 1, error: `not valid JSON: ${(error as Error).message}` };
+    }
+  }
+}
+
+/** Each top-level element of a JSON array: its text's offsets and the lines it starts and ends on. */
+function elementSpans(text: string): { start: number; end: number; line: number; endLine: number }[] {
+  const spans: { start: number; end: number; line: number; endLine: number }[] = [];
+  let depth = 0;
+  let line = 1;
+  let inString = false;
+  let open: { start: number; line: number } | undefined;
+  let last = { end: 0, line: 1 };
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (ch === "\n") line++;
+    if (inString) {
+      if (ch === "\\") i++;
+      else if (ch === '"') inString = false;
+      if (!inString) last = { end: i + 1, line };
+      continue;
+    }
+    if (/\s/.test(ch)) continue;
+    if (depth === 1 && !open && ch !== "," && ch !== "]") open = { start: i, line };
+    if (depth === 1 && open && (ch === "," || ch === "]")) {
+      spans.push({ start: open.start, end: last.end, line: open.line, endLine: last.line });
+      open = undefined;
+    }
+    if (ch === '"') inString = true;
+    else if (ch === "[" || ch === "{") depth++;
+    else if (ch === "]" || ch === "}") depth--;
+    if (!inString) last = { end: i + 1, line };
+  }
+  return spans;
+}
+
+/** The elements of a JSON array parsed one by one; those in `skip` (rejected already) are left out. */
+function* readArrayElements(text: string, spans: { start: number; end: number; line: number }[], skip: ReadonlySet<number>): Generator<{ value?: unknown; line: number; error?: string }> {
+  for (const [index, span] of spans.entries()) {
+    if (skip.has(index)) continue;
+    try {
+      yield { value: JSON.parse(text.slice(span.start, span.end)), line: span.line };
+    } catch (error) {
+      yield { line: span.line, error: `not valid JSON: ${(error as Error).message}` };
     }
   }
 }

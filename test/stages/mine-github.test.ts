@@ -73,8 +73,14 @@ describe("mining GitHub", () => {
       for (const issue of candidate.issues) expect({ id: candidate.id, sources: issue.link_sources, first: issue.linked_by }).toEqual({ id: candidate.id, sources, first: sources[0] });
       const g = github[candidate.repo];
       const n = candidate.pull_number;
-      const submitted = g.reviews[n].filter((r: any) => r.state !== "PENDING");
+      // never-submitted reviews, and COMMENTED reviews with no text (mere holders of line comments), are no discussion
+      const submitted = g.reviews[n].filter((r: any) => r.state !== "PENDING" && !(r.state === "COMMENTED" && !String(r.body ?? "").trim()));
       expect(candidate.pull_request.discussion).toHaveLength(submitted.length + g.review_comments[n].length + g.issue_comments[n].length);
+      // each line comment keeps the review it was submitted in
+      for (const item of candidate.pull_request.discussion.filter((d: any) => d.kind === "review_comment")) {
+        const raw = g.review_comments[n].find((c: any) => c.id === item.id);
+        expect(item.review_id, `${candidate.id} ${item.id}`).toBe(raw.pull_request_review_id ?? undefined);
+      }
       expect(candidate.base_commit).toBe(g.pulls[n].base.sha);
       expect(candidate.pull_request.changed_files).toEqual(g.pull_files[n].map((f: any) => f.filename).sort());
       expect(candidate.pull_request.commits.map((c: any) => c.sha)).toEqual(g.pull_commits[n].map((c: any) => c.sha));

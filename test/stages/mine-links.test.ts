@@ -36,4 +36,21 @@ describe("closing keywords", () => {
     expect(nums(mentions("Follow-up to #4 and other/x#2; see https://github.com/o/r/issues/8", R))).toEqual(["o/r#4", "other/x#2", "o/r#8"]);
     expect(mentions("color #fff is not an issue; neither is a#1", R)).toEqual([]);
   });
+
+  it("reads a link by its target, not its text: #N inside a link to another repository is that repository's", () => {
+    // a bot's HTML table and a Markdown link, both naming another repository's issue as "#5"
+    const html = '<a href="https://github.com/other/lib/issues/5">#5</a> was fixed upstream';
+    expect(nums(mentions(html, R))).toEqual(["other/lib#5"]);
+    expect(nums(mentions("Bump: see [#5](https://github.com/other/lib/issues/5)", R))).toEqual(["other/lib#5"]);
+    // a link to something that is no issue names nothing, whatever its text says
+    expect(mentions('<a href="https://github.com/other/lib/releases">#12</a>', R)).toEqual([]);
+    expect(nums(closingReferences("Fixes [#7](https://github.com/o/r/issues/7)", R))).toEqual(["o/r#7"]);
+    expect(closingReferences("Fixes [#7](https://github.com/other/lib/pull/7)", R)).toEqual([]);
+  });
+
+  it("reads GH-N as GitHub does, in mentions and after closing keywords", () => {
+    expect(nums(closingReferences("Fixes GH-26", R))).toEqual(["o/r#26"]);
+    expect(nums(mentions("Follows GH-3 and gh-4", R))).toEqual(["o/r#3", "o/r#4"]);
+    expect(mentions("SIGH-5 and XGH-6 are not references", R)).toEqual([]);
+  });
 });

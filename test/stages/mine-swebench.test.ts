@@ -87,6 +87,21 @@ describe("SWE-bench-family import", () => {
     expect(candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-1707", "pvlib__pvlib-python-6"]);
     expect(candidates[1]!.problem_statement).toBe("naïve café ✓");
     expect(rejects).toEqual([{ record_id: "u.jsonl:2", reason: "malformed_record", message: `u.jsonl line 2: not valid UTF-8 (byte offset ${Buffer.byteLength(good) + 40}); the record was not read`, file: "u.jsonl", line: 2 }]);
+    // In a pretty-printed JSON array the bad line is one field of one element: that element is
+    // rejected whole, named by the lines it spans, and the elements around it import unchanged.
+    const pretty = (r: object) => JSON.stringify(r, null, 2).split("\n").map((l) => `  ${l}`).join("\n");
+    const arrayText = `[\n${pretty(record())},\n${pretty(record({ instance_id: "pvlib__pvlib-python-5", problem_statement: "BAD" }))},\n${pretty(record({ instance_id: "pvlib__pvlib-python-6" }))}\n]\n`;
+    const at = arrayText.indexOf("BAD");
+    const arrayBytes = Buffer.concat([Buffer.from(arrayText.slice(0, at)), Buffer.from([0xff]), Buffer.from(arrayText.slice(at + 3))]);
+    const decodedArray = decodeStrict(arrayBytes);
+    const badLine = arrayText.slice(0, at).split("\n").length;
+    expect(decodedArray.invalid).toEqual([{ line: badLine, byteOffset: Buffer.byteLength(arrayText.slice(0, at)) }]);
+    const fromArray = importSwebench("u.json", decodedArray.text, decodedArray.invalid, decodedArray.structure);
+    expect(fromArray.candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-1707", "pvlib__pvlib-python-6"]);
+    expect(fromArray.candidates.every((c) => c.problem_statement === record().problem_statement)).toBe(true);
+    const elementStart = arrayText.slice(0, arrayText.indexOf('"pvlib__pvlib-python-5"')).split("\n").length - 1;
+    expect(fromArray.rejects).toEqual([expect.objectContaining({ record_id: `u.json:${elementStart}`, reason: "malformed_record", line: elementStart })]);
+    expect(fromArray.rejects[0]!.message).toMatch(new RegExp(`u\\.json line ${badLine}: not valid UTF-8 .*the record of lines ${elementStart}-\\d+ was not read`));
     // Overlong forms and surrogates are not UTF-8 either.
     expect(decodeStrict(Buffer.from([0x61, 0xc0, 0xaf])).invalid).toEqual([{ line: 1, byteOffset: 1 }]);
     expect(decodeStrict(Buffer.from([0xed, 0xa0, 0x80])).invalid).toEqual([{ line: 1, byteOffset: 0 }]);
