@@ -8,6 +8,8 @@ export const SelectedSession = z.object({
   locality: LocalityClass,
   interruptions: z.array(TaskId),
   case_seed: z.string(),
+  /** How many of the interruptions have a single request (taken because too few eligible ones had two or more): they cannot be resumed. */
+  single_request_interruptions: z.number().int().min(0),
 });
 
 /** Stage 7's output. */

@@ -39,15 +39,19 @@ function shuffle<T>(items: T[], rng: Rng): T[] {
  * SPEC §2.8. Control: the focus's stages, then finalization. Switched: the same, with an ordered
  * prefix of every interruption's requests divided into chunks placed in the gaps between focus
  * stages (in increasing gap order), such that every gap holds interruption work and an
- * interruption with two or more requests is suspended and resumed whenever there are two or more
- * gaps. Prefix lengths, chunking and within-gap order come from the case seed alone.
+ * interruption with two or more requests is suspended and resumed (its prefix two requests or
+ * more, in two chunks or more) whenever there are two or more gaps. Prefix lengths, chunking and
+ * within-gap order come from the case seed alone.
  */
 export function buildSchedules(input: ScheduleInput): Schedules {
   const rng = seedrandom(input.caseSeed);
   const k = input.focus.stages;
   if (k < 2) throw new ScheduleError(`focus ${input.focus.id} has ${k} stage(s); a focus needs at least 2`);
   const gaps = k - 1;
-  const items = input.interruptions.map((t) => ({ ...t, prefix: pickInt(rng, 1, t.stages) }));
+  // With two or more gaps, an interruption of two or more requests is suspended and resumed: its
+  // prefix has at least two requests, so it can be cut into two chunks.
+  const resumable = (t: { stages: number }) => gaps >= 2 && t.stages >= 2;
+  const items = input.interruptions.map((t) => ({ ...t, prefix: pickInt(rng, resumable(t) ? 2 : 1, t.stages) }));
   // Enough prefix to put work in every gap: grow prefixes (within each task's stages) if needed.
   const capacity = () => items.reduce((n, t) => n + Math.min(t.prefix, gaps), 0);
   for (const t of shuffle(items, rng)) while (capacity() < gaps && t.prefix < t.stages) t.prefix++;
@@ -56,7 +60,7 @@ export function buildSchedules(input: ScheduleInput): Schedules {
   // Chunks per interruption: at least two when it can be suspended and resumed.
   const chunks = items.map((t) => {
     const upper = Math.min(t.prefix, gaps);
-    const lower = gaps >= 2 && t.prefix >= 2 ? 2 : 1;
+    const lower = resumable(t) ? 2 : 1;
     return pickInt(rng, lower, upper);
   });
   for (const i of shuffle(items.map((_, i) => i), rng)) {

@@ -33,6 +33,8 @@ export const selectStage = defineStage({
     const skippedOnce = new Map<string, string[]>();
     for (const s of result.skipped) if (!chosen.has(s.focus)) skippedOnce.set(s.focus, [...(skippedOnce.get(s.focus) ?? []), `${s.group}: ${s.reason}`]);
     for (const [focus, reasons] of skippedOnce) ctx.reject({ record_id: focus, reason: "not_enough_interruptions", message: `${focus}: skipped as a focus (${reasons.join("; ")})` });
+    const short = result.sessions.filter((s) => s.single_request_interruptions > 0);
+    if (short.length) ctx.log.info(`${short.length} session(s) had to take interruptions of a single request (too few eligible ones had two or more): ${short.map((s) => `${s.focus} (${s.single_request_interruptions})`).join(", ")}`);
     ctx.log.info(`${result.sessions.filter((s) => s.locality === "near").length} near and ${result.sessions.filter((s) => s.locality === "far").length} far sessions; ${Object.keys(result.interruptionReuse).length} distinct interruption tasks`);
     return { sessions: result.sessions };
   },

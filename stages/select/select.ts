@@ -17,6 +17,8 @@ export interface SelectedSession {
   locality: LocalityClass;
   interruptions: string[];
   case_seed: string;
+  /** Interruptions taken with a single request because too few eligible ones had two or more (they cannot be resumed). */
+  single_request_interruptions: number;
 }
 
 export interface SelectionResult {
@@ -45,13 +47,15 @@ function shuffle<T>(items: T[], rng: () => number): T[] {
 /**
  * SPEC §2.7: up to `sizes.near` near and `sizes.far` far focus tasks (each in one group only),
  * spread over repositories round-robin, each with `count` distinct same-repository interruptions
- * eligible with it and of its group, drawn from its case seed. A focus that cannot get enough
- * interruptions in a group is skipped for it, with the reason.
+ * eligible with it and of its group, drawn from its case seed, those of two requests or more first
+ * (only they can be suspended and resumed). A focus that cannot get enough interruptions in a
+ * group is skipped for it, with the reason.
  */
 export function selectSessions(tasks: SelectableTask[], options: { seed: string; sizes: Record<LocalityClass, number>; interruptions: number; minFocusStages: number }): SelectionResult {
   const sorted = [...tasks].sort((a, b) => (a.id < b.id ? -1 : 1));
   const index = new LocalityIndex(sorted.map((t) => ({ id: t.id, repo: t.repo, sourceFiles: t.sourceFiles, sourceDirs: t.sourceDirs })));
   const focusable = sorted.filter((t) => t.stages >= options.minFocusStages);
+  const stagesOf = new Map(sorted.map((t) => [t.id, t.stages]));
   const rng = seedrandom(`${options.seed}/cohort`);
   const used = new Set<string>();
   const sessions: SelectedSession[] = [];
@@ -73,8 +77,12 @@ export function selectSessions(tasks: SelectableTask[], options: { seed: string;
           continue;
         }
         const seed = caseSeed(options.seed, focus.id);
-        const interruptions = shuffle(eligible, seedrandom(`${seed}/interruptions`)).slice(0, options.interruptions);
-        sessions.push({ focus: focus.id, repo: focus.repo, locality: group, interruptions, case_seed: seed });
+        // Interruptions of two requests or more first (they can be suspended and resumed), each kind in a seeded order.
+        const drawn = shuffle(eligible, seedrandom(`${seed}/interruptions`));
+        const multi = drawn.filter((id) => (stagesOf.get(id) ?? 0) >= 2);
+        const interruptions = [...multi, ...drawn.filter((id) => (stagesOf.get(id) ?? 0) < 2)].slice(0, options.interruptions);
+        const single = interruptions.filter((id) => (stagesOf.get(id) ?? 0) < 2).length;
+        sessions.push({ focus: focus.id, repo: focus.repo, locality: group, interruptions, case_seed: seed, single_request_interruptions: single });
         used.add(focus.id);
         taken++;
       }

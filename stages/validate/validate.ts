@@ -55,5 +55,19 @@ export function validateSession(spec: SessionSpec, tasks: Map<string, LocalityTa
   const focusPositions = switched.map((r, i) => (r.task_id === focus && !r.finalization ? i : -1)).filter((i) => i >= 0);
   const gapsFilled = focusPositions.slice(1).every((p, i) => p - focusPositions[i]! > 1);
   add("focus_returns", gapsFilled, "two focus stages follow each other with no interruption work between them");
+  // SPEC §2.8: where the focus leaves room (two gaps or more), every interruption of two requests
+  // or more is suspended and resumed: its requests come in two runs or more between focus stages.
+  const gaps = Math.max(0, focusPositions.length - 1);
+  const unresumed = gaps >= 2 ? interruptions.filter((t) => (tasks.get(t)?.stages ?? 0) >= 2 && runsOf(switched, t) < 2) : [];
+  add("interruptions_resumed", !unresumed.length, `interruption(s) ${unresumed.join(", ")} have two or more requests but are never resumed, although the focus has ${gaps} gaps`);
   return checks;
+}
+
+/** How many separate runs of a task's requests a schedule has (interrupted by other tasks' requests). */
+function runsOf(schedule: SessionSpec["conditions"]["switched"], task: string): number {
+  let runs = 0;
+  schedule.forEach((r, i) => {
+    if (r.task_id === task && schedule[i - 1]?.task_id !== task) runs++;
+  });
+  return runs;
 }

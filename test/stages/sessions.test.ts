@@ -53,12 +53,16 @@ describe("schedules", () => {
           const failed = validateSession(spec, new Map(tasks.map((t) => [t.id, t])), PATHS, 4).filter((c) => !c.passed);
           expect(failed, JSON.stringify(spec.conditions.switched.map((r) => `${r.task_id}:${r.stage ?? "F"}`))).toEqual([]);
           // every interruption with two or more requests in a schedule with two or more gaps is resumed
+          // (validate checks it too: this says it without validate's own code)
           const gaps = byId.get(session.focus)!.stages - 1;
           for (const id of session.interruptions) {
             const positions = spec.conditions.switched.map((r, i) => (r.task_id === id ? i : -1)).filter((i) => i >= 0);
             const focusBetween = positions.length >= 2 && spec.conditions.switched.slice(positions[0], positions.at(-1)).some((r) => r.task_id === session.focus);
-            if (gaps >= 2 && positions.length >= 2) expect(focusBetween, `${id} in ${session.focus}`).toBe(true);
+            if (gaps >= 2 && byId.get(id)!.stages >= 2) expect(focusBetween, `${id} in ${session.focus}`).toBe(true);
           }
+          // interruptions of two requests or more are taken first
+          const singles = session.interruptions.filter((id) => byId.get(id)!.stages < 2).length;
+          expect(session.single_request_interruptions).toBe(singles);
         }
         expect(new Set(sessions.map((s) => s.focus)).size).toBe(sessions.length);
       }),
@@ -116,6 +120,12 @@ describe("validation catches every kind of broken session", () => {
     ["locality", (s) => (s.locality = s.locality === "near" ? "far" : "near")],
     ["switched_checkouts", (s) => (s.conditions.switched[1]!.message.checkout = "/workspace/elsewhere")],
     ["switched_messages", (s) => ((s.conditions.switched[1]!.message as Record<string, unknown>).label = "interruption")],
+    // every request of one interruption moved into the first gap: it is never resumed
+    ["interruptions_resumed", (s) => {
+      const moved = s.conditions.switched.filter((r) => r.task_id === s.interruptions[0]);
+      const rest = s.conditions.switched.filter((r) => r.task_id !== s.interruptions[0]);
+      s.conditions.switched = [rest[0]!, ...moved, ...rest.slice(1)];
+    }],
     ["focus_returns", (s) => {
       const focus = s.conditions.switched.filter((r) => r.task_id === s.focus);
       s.conditions.switched = [...focus.slice(0, -1), ...s.conditions.switched.filter((r) => r.task_id !== s.focus), focus.at(-1)!];
