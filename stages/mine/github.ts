@@ -410,17 +410,23 @@ async function commitsFromGit(git: (args: string[]) => Promise<string>, base: st
     });
 }
 
+/** What GitHub records of a merged pull request besides its change: its history, for reconstruct. */
+export interface PullHistory {
+  issues: LinkedIssue[];
+  notes: string[];
+  pull_request: Candidate["pull_request"] & object;
+}
+
 /**
- * Mines one merged pull request into a candidate: its commits, files, reviews, review comments
- * and comments; its linked issues (see findLinks; plain mentions never count); and the reference
- * change from git. Lists GitHub caps (commits, files) are completed from git, and said in notes.
+ * A merged pull request's history: its commits, files, reviews, review comments and comments,
+ * and its linked issues (see findLinks; plain mentions never count). Lists GitHub caps (commits,
+ * files) are completed from git when `change` gives the reference change's commits.
  */
-export async function minePull(options: MinePullOptions, pull: PullSummary): Promise<Candidate> {
+export async function minePullHistory(options: MinePullOptions, pull: PullSummary, change?: { base: string; target: string; headInGit: boolean; git: (args: string[]) => Promise<string> }): Promise<PullHistory> {
   const { octokit } = options;
   const id = `${pull.repo.replace("/", "__")}-${pull.number}`;
   const where = { ...split(pull.repo), per_page: 100 };
   const pr = pull.pull as Raw;
-  if (!pr.merged_at) throw new RecordError("not_merged", `${id}: pull request ${pull.repo}#${pull.number} is not merged`, { field: "merged_at" });
   let lists: Raw[][];
   try {
     // Settled together: when one list fails, the others are waited for (they fail fast if GitHub
@@ -441,22 +447,21 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
     throw error;
   }
   const [apiCommits, files, reviews, reviewComments, comments] = lists as [Raw[], Raw[], Raw[], Raw[], Raw[]];
-  const change = await referenceChange(options, pull, pr, id);
-  const notes: string[] = [...change.notes];
+  const notes: string[] = [];
   let commits: CommitRow[] = apiCommits.map((c) => ({ sha: c.sha, message: c.commit.message, committed_at: c.commit.committer?.date ?? c.commit.author?.date }));
   if (apiCommits.length >= GITHUB_LIST_CAPS.commits) {
-    if (change.headInGit) {
+    if (change?.headInGit) {
       commits = await commitsFromGit(change.git, change.base, change.target);
       notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits; all ${commits.length} were read from git (${change.base.slice(0, 12)}..${change.target.slice(0, 12)})`);
     } else {
-      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits and the head ${pr.head.sha} is not in git: commits after the ${GITHUB_LIST_CAPS.commits}th are missing, and so are their closing keywords`);
+      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits and the head ${pr.head.sha} is not read from git: commits after the ${GITHUB_LIST_CAPS.commits}th are missing, and so are their closing keywords`);
     }
   }
   let changedFiles = files.map((f) => String(f.filename));
-  if (files.length >= GITHUB_LIST_CAPS.files) {
+  if (files.length >= GITHUB_LIST_CAPS.files && change) {
     changedFiles = (await change.git(["diff", "--name-only", "--no-renames", "-z", change.base, change.target])).split("\0").filter(Boolean);
     notes.push(`pulls.listFiles stops at ${GITHUB_LIST_CAPS.files} files; all ${changedFiles.length} were read from git`);
-  }
+  } else if (files.length >= GITHUB_LIST_CAPS.files) notes.push(`pulls.listFiles stops at ${GITHUB_LIST_CAPS.files} files: the list is cut there`);
   const links = await findLinks(options, pull, pr, commits, notes);
   const issues = await fetchIssues(octokit, links, notes);
   // A PENDING review was never submitted: nobody but its author has seen it, and it has no time.
@@ -468,14 +473,7 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
     ...submitted.map((r) => discussionItem("review", r, page)),
     ...reviewComments.map((c) => discussionItem("review_comment", c, page)),
   ].sort(byTime);
-  return Candidate.parse({
-    id,
-    repo: pull.repo,
-    pull_number: pull.number,
-    base_commit: change.base,
-    created_at: pr.created_at,
-    source: { kind: "github", api_url: page },
-    reference_diff: change.diff,
+  return {
     issues,
     notes,
     pull_request: {
@@ -492,5 +490,50 @@ export async function minePull(options: MinePullOptions, pull: PullSummary): Pro
       changed_files: [...new Set(changedFiles)].sort(),
       discussion,
     },
+  };
+}
+
+/**
+ * Mines one merged pull request into a candidate: its history (minePullHistory) and the reference
+ * change from git (referenceChange).
+ */
+export async function minePull(options: MinePullOptions, pull: PullSummary): Promise<Candidate> {
+  const id = `${pull.repo.replace("/", "__")}-${pull.number}`;
+  const pr = pull.pull as Raw;
+  if (!pr.merged_at) throw new RecordError("not_merged", `${id}: pull request ${pull.repo}#${pull.number} is not merged`, { field: "merged_at" });
+  const change = await referenceChange(options, pull, pr, id);
+  const history = await minePullHistory(options, pull, change);
+  return Candidate.parse({
+    id,
+    repo: pull.repo,
+    pull_number: pull.number,
+    base_commit: change.base,
+    created_at: pr.created_at,
+    source: { kind: "github", api_url: history.pull_request.url },
+    reference_diff: change.diff,
+    issues: history.issues,
+    notes: [...change.notes, ...history.notes],
+    pull_request: history.pull_request,
   });
+}
+
+/**
+ * A SWE-bench-family record with its pull request's history from GitHub (discussion, review
+ * rounds, linked issues), so reconstruct gives it the requests a mined pull request gets. Its base
+ * revision, patches, tests and problem statement stay the record's own. A pull request GitHub
+ * does not have, or that was not merged, leaves the record as it is, with a note saying why.
+ */
+export async function enrichRecord(options: MinePullOptions, candidate: Candidate): Promise<Candidate> {
+  if (!candidate.pull_number) return Candidate.parse({ ...candidate, notes: [...candidate.notes, "not enriched: the record names no pull request"] });
+  let pr: Raw;
+  try {
+    pr = (await options.octokit.rest.pulls.get({ ...split(candidate.repo), pull_number: candidate.pull_number })).data as Raw;
+  } catch (error) {
+    const status = isGone(error);
+    if (!status) throw error;
+    return Candidate.parse({ ...candidate, notes: [...candidate.notes, `not enriched: GitHub has no pull request ${candidate.repo}#${candidate.pull_number} (${status})`] });
+  }
+  if (!pr.merged_at) return Candidate.parse({ ...candidate, notes: [...candidate.notes, `not enriched: ${candidate.repo}#${candidate.pull_number} was not merged`] });
+  const history = await minePullHistory(options, { repo: candidate.repo, number: candidate.pull_number, pull: pr });
+  return Candidate.parse({ ...candidate, issues: history.issues, pull_request: history.pull_request, notes: [...candidate.notes, ...history.notes, `enriched from GitHub: ${history.pull_request.discussion.length} discussion item(s), ${history.issues.length} linked issue(s)`] });
 }

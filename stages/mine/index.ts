@@ -5,7 +5,7 @@ import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/stage.ts";
 import { redact } from "../../pipeline/github-client.ts";
 import { transientCause, TransientFailure } from "../../pipeline/failures.ts";
-import { isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";
+import { enrichRecord, isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";
 import { importSwebench } from "./swebench.ts";
 
 const DateString = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "expected a date such as 2024-01-31");
@@ -16,7 +16,14 @@ export const MineConfig = z.strictObject({
   github: z
     .strictObject({
       api_url: z.string().url().default("https://api.github.com"),
-      repos: z.array(z.strictObject({ repo: RepoName, since: DateString.optional(), until: DateString.optional(), numbers: z.array(z.number().int().positive()).optional() })).min(1),
+      repos: z.array(z.strictObject({ repo: RepoName, since: DateString.optional(), until: DateString.optional(), numbers: z.array(z.number().int().positive()).optional() })).default([]),
+      /**
+       * Give each SWE-bench-family record its pull request's history from GitHub (discussion,
+       * review rounds, linked issues), so it gets the requests a mined pull request gets. `auto`:
+       * when a token is given (or the run replays a recording); `off`: the records keep their
+       * problem statement alone.
+       */
+      enrich_swebench: z.enum(["auto", "off"]).default("auto"),
       /** Mine from the recorded HTTP cache alone, with no request sent. */
       offline: z.boolean().default(false),
       token_file: z.string().optional(),
@@ -65,22 +72,49 @@ export const mineStage = defineStage({
       seen.set(candidate.id, where);
       candidates.push(candidate);
     };
+    const imported: Candidate[] = [];
     for (const file of ctx.files) {
       const result = importSwebench(file.path, file.text, file.invalid, file.structure);
       for (const reject of result.rejects) ctx.reject(reject);
-      for (const candidate of result.candidates) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
+      imported.push(...result.candidates);
     }
-    await ctx.mapRecords([...candidates], { id: (c) => c.id, cache: false, work: () => undefined });
 
     const gh = ctx.config.github;
-    if (gh) {
-      const { profiles } = ctx.profiles;
-      const { octokit, counts, graphql, token } = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms, secondaryFallbackSeconds: gh.secondary_wait_seconds, graphqlSpacingMs: gh.graphql_spacing_ms });
-      const useGraphql = gh.graphql === "auto" && token !== undefined;
-      if (gh.graphql === "auto" && !useGraphql) {
+    const client = gh ? ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms, secondaryFallbackSeconds: gh.secondary_wait_seconds, graphqlSpacingMs: gh.graphql_spacing_ms }) : undefined;
+    const cloneSource = (repo: string) => cloneSourceOf(repo, ctx.profiles.profiles.get(repo), ctx.resolvePath);
+    const useGraphql = gh?.graphql === "auto" && client?.token !== undefined;
+    const mineOptions = client ? { octokit: client.octokit, graphql: useGraphql ? client.graphql : undefined, mirrors: ctx.mirrors, cloneSource } : undefined;
+    const asTransient = (error: unknown): never => {
+      if (error instanceof RecordError) throw error;
+      // Anything else (exhausted retries, a broken recording) must not leak the token, and keeps
+      // its kind: an unreachable API is transient, not a bug.
+      const message = redact((error as Error).message, client?.token);
+      throw transientCause(error) !== undefined ? new TransientFailure(message) : new Error(message);
+    };
+
+    // SWE-bench-family records, with their pull requests' history where GitHub can give it.
+    const enrich = Boolean(gh && mineOptions && gh.enrich_swebench === "auto" && (client!.token !== undefined || gh.offline));
+    if (gh && gh.enrich_swebench === "auto" && !enrich && imported.length) {
+      ctx.log.warn(`${imported.length} SWE-bench-family record(s) not enriched from GitHub: no token (their pull requests' reviews would cost ${imported.length * 8} requests or so of the 60 an hour GitHub allows without one); each keeps its problem statement as its one request`);
+    }
+    for (const candidate of imported) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
+    const swebench = candidates.splice(0, candidates.length);
+    if (enrich) {
+      const enriched = await ctx.mapRecords(swebench, { id: (c) => c.id, concurrency: gh!.concurrency, dependsOn: (c) => ({ record: c, api: gh!.api_url }), work: (c) => enrichRecord(mineOptions!, c).catch(asTransient) });
+      candidates.push(...enriched);
+      const left = enriched.filter((c) => c.notes.some((n) => n.startsWith("not enriched")));
+      ctx.log.info(`${enriched.length - left.length} of ${swebench.length} SWE-bench-family record(s) enriched from GitHub${left.length ? `; ${left.length} not (${left.map((c) => c.id).slice(0, 5).join(", ")}${left.length > 5 ? ", …" : ""}: see each candidate's notes)` : ""}`);
+    } else {
+      await ctx.mapRecords(swebench, { id: (c) => c.id, cache: false, work: () => undefined });
+      candidates.push(...swebench);
+    }
+
+
+    if (gh && client && mineOptions) {
+      const { octokit, counts, token } = client;
+      if (gh.graphql === "auto" && !useGraphql && gh.repos.length) {
         ctx.log.warn("no GitHub token: GitHub's GraphQL API (closing references, sidebar links) needs one, so issues are linked by closing keywords and commit closings only, and REST allows 60 requests an hour");
       }
-      const cloneSource = (repo: string) => cloneSourceOf(repo, profiles.get(repo), ctx.resolvePath);
       const pulls: PullSummary[] = [];
       for (const target of gh.repos) {
         try {
@@ -103,17 +137,7 @@ export const mineStage = defineStage({
         id: (p) => `${p.repo.replace("/", "__")}-${p.number}`,
         concurrency: gh.concurrency,
         dependsOn: (p) => cloneSource(p.repo),
-        work: async (pull) => {
-          try {
-            return await minePull({ octokit, graphql: useGraphql ? graphql : undefined, mirrors: ctx.mirrors, cloneSource }, pull);
-          } catch (error) {
-            if (error instanceof RecordError) throw error;
-            // Anything else (exhausted retries, a broken recording) must not leak the token, and
-            // keeps its kind: an unreachable API is transient, not a bug.
-            const message = redact((error as Error).message, token);
-            throw transientCause(error) !== undefined ? new TransientFailure(message) : new Error(message);
-          }
-        },
+        work: (pull) => minePull(mineOptions, pull).catch(asTransient),
       });
       for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);
       ctx.log.info(`GitHub requests: REST ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified); GraphQL ${counts.graphql} sent, ${counts.graphqlReused} reused; ${counts.replayed} replayed offline`);
