@@ -18,9 +18,13 @@ export type Agreement = "exact" | "subset" | "superset" | "overlap" | "disjoint"
  *   cut down to, which a record's cut ids cannot tell apart;
  * - `environment`: our runs never reported it (not collected: an import failed), or reported it
  *   as an error or a skip in every run, which is what a missing or different dependency looks like;
+ * - `unlisted`: a test of ours the record names in neither of its sets (SWE-bench never reported
+ *   it: its log parser missed it, or it ran fewer tests of the file);
+ * - `passes_before`: a test the record calls fail-to-pass that passed in every run here before the
+ *   fix (what requalify reports as f2p_passes_before);
  * - `other`: none of these: a real difference in behaviour, to look at.
  */
-export type DifferenceClass = "needs_network" | "unstable" | "id_format" | "environment" | "other";
+export type DifferenceClass = "needs_network" | "unstable" | "id_format" | "environment" | "unlisted" | "passes_before" | "other";
 
 export interface SetComparison {
   agreement: Agreement;
@@ -58,10 +62,12 @@ function sameTestSpeltDifferently(a: string, b: string): boolean {
  * Compares one of our sets (F2P or P2P, as SWE-bench ids) with the record's. Every difference is
  * classified from what our qualification saw of that test.
  */
-export function compareSet(ours: string[], theirs: string[], qualification: QualificationRecord): SetComparison {
+export function compareSet(ours: string[], theirs: string[], qualification: QualificationRecord, options: { theirOther?: string[]; failToPass?: boolean } = {}): SetComparison {
   const toTheirs = (id: string) => normaliseTestId(swebenchTestId(qualification.test_runner, id));
   const ourIds = new Map(ours.map((id) => [toTheirs(id), id]));
   const theirIds = new Set(theirs.map(normaliseTestId));
+  // Every test the record names, in either set: one it names in neither, SWE-bench never reported.
+  const listed = options.theirOther ? new Set([...theirIds, ...options.theirOther.map(normaliseTestId)]) : undefined;
   const seen = new Map([...qualification.designated_tests].map((id) => [toTheirs(id), id]));
   // Ids that several of our tests are cut down to: a record cut this way cannot name them apart.
   const spellings = new Map<string, number>();
@@ -78,10 +84,21 @@ export function compareSet(ours: string[], theirs: string[], qualification: Qual
     if (statuses.every((s) => s === "error" || s === "absent" || s === "skipped")) return "environment";
     return "other";
   };
+  const classifyMissing = (test: string): DifferenceClass => {
+    const found = classify(test, [...seen.keys()]);
+    const ourId = seen.get(test);
+    if (found !== "other" || !options.failToPass || !ourId) return found;
+    const before = qualification.runs.filter((r) => r.state === "before").map((r) => r.outcomes[ourId]);
+    return before.length && before.every((s) => s === "passed") ? "passes_before" : found;
+  };
+  const classifyExtra = (test: string): DifferenceClass => {
+    const found = classify(test, theirIds);
+    return found === "other" && listed && ![...listed].some((t) => t === test || sameTestSpeltDifferently(test, t)) ? "unlisted" : found;
+  };
   return {
     agreement: agreementOf(new Set(ourIds.keys()), theirIds),
-    missing: [...theirIds].filter((t) => !ourIds.has(t)).sort().map((test) => ({ test, class: classify(test, [...seen.keys()]) })),
-    extra: [...ourIds.keys()].filter((t) => !theirIds.has(t)).sort().map((test) => ({ test, class: classify(test, theirIds) })),
+    missing: [...theirIds].filter((t) => !ourIds.has(t)).sort().map((test) => ({ test, class: classifyMissing(test) })),
+    extra: [...ourIds.keys()].filter((t) => !theirIds.has(t)).sort().map((test) => ({ test, class: classifyExtra(test) })),
   };
 }
 

@@ -39,7 +39,8 @@ describe("recipes: overrides merge onto the base recipe field by field", () => {
     expect(single.build_tools).toMatchObject({ requirements: ["pip", "setuptools<70", "wheel"], as_of: "2025-01-01" });
     expect(single.build_tools.backends).toContain("setuptools-scm");
     expect(single.as_of_exceptions).toEqual({ atomicwrites: "2022-07-10", numpy: "2020-12-31" });
-    expect(recipeFor(base, { id: "o__r-2", version: "0.8" })).toEqual(base.environment);
+    // a task no override names gets the base recipe, its one Python chosen
+    expect(recipeFor(base, { id: "o__r-2", version: "0.8" })).toEqual({ ...base.environment, python_accepted: [] });
   });
 
   it("refuses what it would not read: a retired test_command, a misspelt field, shell in a requirement", () => {
@@ -217,6 +218,20 @@ describe("fidelity: our sets against a record's", () => {
     // "p[a b]" and "p[a b c]" are one test once both are cut at their first space, as SWE-bench's were
     // and two tests that both cut down to "m[x" cannot be told apart by a record cut that way
     expect(compared.extra.map((d) => [d.test, d.class])).toEqual([["t.py::cut[abc\tdef]", "id_format"], ["t.py::data[/root/.cache/a.dcm-1]", "id_format"], ["t.py::m[x", "id_format"]]);
+  });
+});
+
+describe("fidelity: differences the record itself explains", () => {
+  const run = (state: "before" | "after", outcomes: Record<string, TestStatus>) => ({ state, run: 0, timed_out: false, infrastructure_retries: 0, outcomes });
+  const q = QualificationRecord.parse({ task_id: "o__r-1", executor: "docker", environment_key: "k", python: "3.9", python_fallback: false, as_of: null, test_args: [], runs_per_state: 1, test_runner: "pytest", designated_tests: ["t.py::a", "t.py::b", "t.py::c"], runs: [run("before", { "t.py::a": "failed", "t.py::b": "passed", "t.py::c": "failed" }), run("after", { "t.py::a": "passed", "t.py::b": "passed", "t.py::c": "passed" })], fail_to_pass: ["t.py::a", "t.py::c"], pass_to_pass: ["t.py::b"], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true });
+
+  it("names a test of ours the record lists in neither set unlisted, and its fail-to-pass test that passes before here passes_before", () => {
+    // the record: F2P a and b, P2P nothing about c
+    const f2p = compareSet(q.fail_to_pass, ["t.py::a", "t.py::b"], q, { theirOther: [], failToPass: true });
+    expect(f2p.missing).toEqual([{ test: "t.py::b", class: "passes_before" }]);
+    expect(f2p.extra).toEqual([{ test: "t.py::c", class: "unlisted" }]);
+    // c named in the record's P2P: a real difference
+    expect(compareSet(q.fail_to_pass, ["t.py::a"], q, { theirOther: ["t.py::c"], failToPass: true }).extra).toEqual([{ test: "t.py::c", class: "other" }]);
   });
 });
 

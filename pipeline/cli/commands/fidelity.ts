@@ -107,8 +107,8 @@ export async function measureFidelity(options: FidelityOptions): Promise<Fidelit
         task: candidate.id,
         environment: { built: true },
         kept: q.kept,
-        failToPass: compareSet(q.fail_to_pass, candidate.upstream_fail_to_pass, q),
-        passToPass: compareSet(q.pass_to_pass, candidate.upstream_pass_to_pass, q),
+        failToPass: compareSet(q.fail_to_pass, candidate.upstream_fail_to_pass, q, { theirOther: candidate.upstream_pass_to_pass, failToPass: true }),
+        passToPass: compareSet(q.pass_to_pass, candidate.upstream_pass_to_pass, q, { theirOther: candidate.upstream_fail_to_pass }),
       };
     });
   return { tasks, environments, builds };
