@@ -1,11 +1,45 @@
 /**
- * Imports point one way (docs/ARCHITECTURE.md):
+ * Imports point one way (docs/ARCHITECTURE.md), between files and between folders:
  *
- *   bin → pipeline/cli (commands) → stages → pipeline (engine, domain modules) → pipeline/schemas
+ *   bin → cli → stages → pipeline → pipeline/schemas        (demo/ beside stages, for the demo and tests)
  *
- * `npm run check:deps` fails on any import against that direction, on any cycle, and on a stage
- * importing another stage. CI runs it.
+ * and inside pipeline/, each folder imports only the folders below it:
+ *
+ *   session, fidelity, report
+ *     → engine, verifier
+ *       → profiles
+ *         → executors
+ *           → checkouts, changes, test-results
+ *             → pipeline/*.ts (the utilities: files, hashes, git, logging, failures, GitHub)
+ *               → schemas
+ *
+ * `npm run check:deps` fails on any import against these directions, on any cycle, and on a stage
+ * importing another stage. CI runs it; test/pipeline/architecture.test.ts plants each kind of
+ * wrong import and checks that its rule catches it.
  */
+
+/** What each folder of pipeline/ may import, besides itself, the utilities at pipeline/*.ts and schemas. */
+const LAYERS = {
+  "test-results": [],
+  changes: [],
+  checkouts: [],
+  executors: ["checkouts", "changes", "test-results"],
+  profiles: ["executors", "checkouts", "changes", "test-results"],
+  verifier: ["profiles", "executors", "checkouts", "changes", "test-results"],
+  engine: ["profiles", "executors", "checkouts", "changes", "test-results"],
+  session: ["engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
+  fidelity: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
+  report: ["session"],
+};
+
+const folderRules = Object.entries(LAYERS).map(([folder, below]) => ({
+  name: `${folder}-imports-only-below`,
+  severity: "error",
+  comment: `pipeline/${folder}/ may import ${below.length ? below.map((b) => `pipeline/${b}/`).join(", ") + ", " : ""}the utilities (pipeline/*.ts) and schemas, and nothing above or beside it.`,
+  from: { path: `^pipeline/${folder}/` },
+  to: { path: `^pipeline/(?!(${[folder, "schemas", ...below].join("|")})/)[^/]+/` },
+}));
+
 module.exports = {
   forbidden: [
     {
@@ -18,40 +52,69 @@ module.exports = {
     {
       name: "stage-imports-another-stage",
       severity: "error",
-      comment: "A stage never imports another stage; what two stages share is a domain module under pipeline/.",
+      comment: "A stage never imports another stage; what two stages share is a module under pipeline/ named for what it holds.",
       from: { path: "^stages/([^/]+)/" },
       to: { path: "^stages/", pathNot: "^stages/$1/" },
     },
     {
       name: "stage-imports-the-registry-or-the-cli",
       severity: "error",
-      comment: "Stages know nothing of which stages exist or of the command line.",
+      comment: "Stages know nothing of which stages exist, of the command line, or of the demo.",
       from: { path: "^stages/[^/]+/" },
-      to: { path: "^(stages/index\\.ts|pipeline/cli/|bin/)" },
+      to: { path: "^(stages/index\\.ts|cli/|bin/|demo/)" },
     },
     {
       name: "pipeline-imports-stages",
       severity: "error",
-      comment: "The engine and the domain modules serve the stages; only the command layer (pipeline/cli) knows them.",
-      from: { path: "^pipeline/", pathNot: "^pipeline/cli/" },
-      to: { path: "^(stages/|pipeline/cli/|bin/)" },
+      comment: "The library serves the stages; only the command line knows them (a library function that runs stages is given them).",
+      from: { path: "^pipeline/" },
+      to: { path: "^(stages/|cli/|bin/|demo/)" },
+    },
+    {
+      name: "utilities-import-only-utilities",
+      severity: "error",
+      comment: "The utilities at pipeline/*.ts are the layer every folder stands on: they import each other and schemas, nothing above.",
+      from: { path: "^pipeline/[^/]+\\.ts$" },
+      to: { path: "^pipeline/(?!schemas/)[^/]+/" },
     },
     {
       name: "schemas-import-only-schemas",
       severity: "error",
       comment: "The artifact schemas are the bottom layer: they depend on zod and on each other, nothing else.",
       from: { path: "^pipeline/schemas/" },
-      to: { path: "^(pipeline/(?!schemas/)|stages/|bin/)" },
+      to: { path: "^(pipeline/(?!schemas/)|stages/|cli/|bin/|demo/)" },
+    },
+    {
+      name: "demo-is-not-the-product",
+      severity: "error",
+      comment: "The demo corpus and its local GitHub API stand beside the stages: the library and the stages never import them.",
+      from: { path: "^demo/" },
+      to: { path: "^(stages/|cli/|bin/)" },
+    },
+    {
+      name: "command-imports-another-command",
+      severity: "error",
+      comment: "A command parses, calls the library and prints; what two commands share is library code.",
+      from: { path: "^cli/commands/([^/]+)\\.ts$" },
+      to: { path: "^cli/commands/", pathNot: "^cli/commands/$1\\.ts$" },
+    },
+    {
+      name: "bench-imports-a-command",
+      severity: "error",
+      comment: "Benchmarks measure the library, never a command.",
+      from: { path: "^bench/" },
+      to: { path: "^cli/" },
     },
     {
       name: "bin-only-starts-the-cli",
       severity: "error",
       from: { path: "^bin/" },
-      to: { path: "^(stages/|pipeline/(?!cli/))" },
+      to: { path: "^(stages/|pipeline/|demo/)" },
     },
+    ...folderRules,
   ],
   options: {
-    includeOnly: "^(bin|pipeline|stages)/",
+    includeOnly: "^(bin|cli|pipeline|stages|demo|bench)/",
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { extensions: [".ts", ".mjs", ".js"] },

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runPipeline } from "../pipeline/engine.ts";
+import { runPipeline } from "../pipeline/engine/engine.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
 

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { listTree } from "../pipeline/atomic.ts";
 import { sha256 } from "../pipeline/canonical.ts";
-import { runPipeline } from "../pipeline/engine.ts";
+import { runPipeline } from "../pipeline/engine/engine.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const executor = process.argv[2] === "docker" ? "docker" : "local";

@@ -2,7 +2,7 @@
 // far / ineligible pairs, and find eligible partners for 200 focus tasks. Prints time and peak
 // memory. Usage: npm run bench:locality [-- TASKS]
 import seedrandom from "seedrandom";
-import { LocalityIndex, type LocalityTask } from "../pipeline/domain/locality.ts";
+import { LocalityIndex, type LocalityTask } from "../pipeline/locality.ts";
 import { parentDir } from "../stages/split/split.ts";
 
 const count = Number(process.argv[2] ?? 10_000);
@@ -51,7 +51,7 @@ console.log(`peak RSS: ${(peak / 2 ** 20).toFixed(1)} MiB (${((peak - baseline) 
 // The same classification done naively (every pair compared) on a 2,000-task slice, against the
 // index on that slice: the ratio is what the index saves, independent of this machine's speed.
 {
-  const { classifyPair } = await import("../pipeline/domain/locality.ts");
+  const { classifyPair } = await import("../pipeline/locality.ts");
   const slice = tasks.slice(0, Math.min(2000, tasks.length));
   const n0 = performance.now();
   let naiveNear = 0;

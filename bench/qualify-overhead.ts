@@ -9,7 +9,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
-import { runPipeline } from "../pipeline/engine.ts";
+import { runPipeline } from "../pipeline/engine/engine.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-qualify-"));

@@ -10,7 +10,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runPipeline, type RunSummary } from "../pipeline/engine.ts";
+import { runPipeline, type RunSummary } from "../pipeline/engine/engine.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 import { startRedis } from "../test/helpers/redis.ts";

@@ -9,8 +9,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadAgent, runAllSessions } from "../pipeline/cli/commands/session.ts";
-import { runPipeline } from "../pipeline/engine.ts";
+import { loadAgent, runAllSessions } from "../cli/commands/session.ts";
+import { runPipeline } from "../pipeline/engine/engine.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { SessionIndex } from "../pipeline/schemas/session.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";

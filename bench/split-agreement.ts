@@ -3,10 +3,10 @@
 //   npm run bench:split -- FILE.jsonl [--profiles data/repos]
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { loadProfiles } from "../pipeline/domain/profiles.ts";
+import { loadProfiles } from "../pipeline/profiles/load.ts";
 import { ClassificationRules } from "../pipeline/schemas/repo-profile.ts";
 import { importSwebench } from "../stages/mine/swebench.ts";
-import { parseGitDiff } from "../pipeline/domain/diff.ts";
+import { parseGitDiff } from "../pipeline/changes/diff.ts";
 import { splitReferenceChange } from "../stages/split/split.ts";
 
 const args = process.argv.slice(2);

@@ -9,9 +9,9 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { runPipeline } from "../pipeline/engine.ts";
+import { runPipeline } from "../pipeline/engine/engine.ts";
 import { environmentSpec } from "../pipeline/executors/environment.ts";
-import { createExecutor } from "../pipeline/executors/index.ts";
+import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "../pipeline/executors/index.ts";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
 import { MirrorCache } from "../pipeline/git.ts";
 import { silentLogger } from "../pipeline/logger.ts";
@@ -19,8 +19,8 @@ import { HeldoutTask } from "../pipeline/schemas/heldout.ts";
 import { STAGE_ORDER } from "../pipeline/schemas/common.ts";
 import { requiredTests, testFilesOf } from "../pipeline/verifier/verify.ts";
 import { pathsOfPatch } from "../pipeline/verifier/submission.ts";
-import { loadProfiles } from "../pipeline/domain/profiles.ts";
-import { freshCheckout } from "../pipeline/domain/checkout.ts";
+import { loadProfiles } from "../pipeline/profiles/load.ts";
+import { freshCheckout } from "../pipeline/checkouts/checkout.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const REPEATS = 3;
@@ -41,7 +41,7 @@ try {
     const oracle = await runPipeline({ ...withExecution(demo.options, { executor: kind }), stages: upTo("oracle") }, { only: "oracle", force: true });
     const stage = oracle.stages.find((s) => s.stage === "oracle")!;
     const heldout = readFileSync(join(demo.workDir, "artifacts", "oracle", "heldout.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => HeldoutTask.parse(JSON.parse(l)));
-    const executor = await createExecutor(kind, { envRoot: join(demo.workDir, "envs"), log: silentLogger });
+    const executor = await createExecutor({ executor: kind, limits: DEFAULT_LIMIT_SETTINGS }, { workDir: demo.workDir, log: silentLogger });
     const totals = { plain: 0, guarded: 0 };
     for (const task of heldout) {
       const env = environmentSpec(task.repo, task.environment, task.environment_as_of);

@@ -8,5 +8,5 @@ process.stdout.on("error", (error) => {
   if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
   throw error;
 });
-const { main } = await import("../pipeline/cli/main.ts");
+const { main } = await import("../cli/main.ts");
 process.exitCode = await main(process.argv);

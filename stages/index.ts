@@ -1,4 +1,4 @@
-import type { StageDefinition } from "../pipeline/stage.ts";
+import type { StageDefinition } from "../pipeline/engine/stage.ts";
 import { localityStage } from "./locality/index.ts";
 import { mineStage } from "./mine/index.ts";
 import { qualifyStage } from "./qualify/index.ts";

@@ -12,7 +12,8 @@ import { hashValue } from "../canonical.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
 import { type PythonDownloads, pythonOffer } from "./python-offer.ts";
-import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { assertNotKilled, RUN_OUTPUT_LIMIT, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { type BaseRevision } from "../checkouts/checkout.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };

@@ -1,76 +1,6 @@
 import { hashValue } from "../canonical.ts";
-import type { RepoProfile } from "../schemas/repo-profile.ts";
-import { EnvironmentRecipe, ProfileRecipe, type RecipePatch } from "../schemas/repo-profile.ts";
-import { BuildFailed, type EnvironmentSpec, type PythonOffer } from "./types.ts";
-
-/**
- * An override applied onto a recipe field by field: a field the override leaves out keeps the
- * recipe's value, and the two maps (`as_of_exceptions`, `build_tools`) merge key by key.
- */
-export function applyRecipePatch(recipe: ProfileRecipe, patch: RecipePatch): ProfileRecipe {
-  const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-  return ProfileRecipe.parse({
-    ...recipe,
-    ...defined,
-    as_of_exceptions: { ...recipe.as_of_exceptions, ...patch.as_of_exceptions },
-    build_tools: { ...recipe.build_tools, ...Object.fromEntries(Object.entries(patch.build_tools ?? {}).filter(([, v]) => v !== undefined)) },
-  });
-}
-
-type TaskRef = { id: string; version?: string };
-
-/** Whether an override names this task (by id or SWE-bench version); one that names only Pythons names every task. */
-function overrideNames(override: RepoProfile["environment_overrides"][number], task: TaskRef): boolean {
-  if (!override.versions.length && !override.tasks.length) return true;
-  return override.tasks.includes(task.id) || (task.version !== undefined && override.versions.includes(task.version));
-}
-
-/** The profile's recipe for one task before its Python is chosen: every override naming it by version or id, in order. */
-function taskRecipe(profile: RepoProfile, task: TaskRef): ProfileRecipe {
-  let recipe = profile.environment;
-  for (const override of profile.environment_overrides) {
-    if (!override.pythons.length && overrideNames(override, task)) recipe = applyRecipePatch(recipe, override.recipe);
-  }
-  return recipe;
-}
-
-/** The Python versions a task's recipe accepts, in order of preference. */
-export function acceptedPythons(profile: RepoProfile, task: TaskRef): string[] {
-  const { python } = taskRecipe(profile, task);
-  return typeof python === "string" ? [python] : [...new Set(python)];
-}
-
-/**
- * The recipe for one task on a chosen Python (by default the first it accepts): the profile's,
- * with every matching override (by version or task id) applied in order, then the overrides for
- * that Python. A Python the recipe does not accept is a caller's error.
- */
-export function recipeFor(profile: RepoProfile, task: TaskRef, python?: string): EnvironmentRecipe {
-  const accepted = acceptedPythons(profile, task);
-  const chosen = python ?? accepted[0]!;
-  if (!accepted.includes(chosen)) throw new Error(`${task.id}: the recipe of ${profile.repo} does not accept Python ${chosen} (it accepts ${accepted.join(", ")})`);
-  let recipe = taskRecipe(profile, task);
-  for (const override of profile.environment_overrides) {
-    if (override.pythons.includes(chosen) && overrideNames(override, task)) recipe = applyRecipePatch(recipe, override.recipe);
-  }
-  return EnvironmentRecipe.parse({ ...recipe, python: chosen, python_accepted: accepted.length > 1 ? accepted : [] });
-}
-
-/** A recipe accepts no Python the executor can give: a property of this setup and the recipe, said with both lists. */
-export class NoAcceptedPython extends BuildFailed {
-  override name = "NoAcceptedPython";
-}
-
-/**
- * The Python a task runs on: where uv downloads can be had, the first accepted (the era's own);
- * else the first accepted that the executor has installed. None: NoAcceptedPython, naming both.
- */
-export function choosePython(accepted: string[], offer: PythonOffer): string {
-  if (offer.downloads) return accepted[0]!;
-  const found = accepted.find((v) => offer.installed.includes(v));
-  if (found) return found;
-  throw new NoAcceptedPython(`the recipe accepts Python ${accepted.join(", ")}; the executor offers ${offer.installed.join(", ") || "none"} (${offer.describe}) and no uv-managed download (none can be had from here): add a fallback the executor offers to the recipe's python list, or provide an interpreter of one of those versions`);
-}
+import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
+import type { EnvironmentSpec } from "./types.ts";
 
 /**
  * The version of how a recipe becomes an environment (recipe-scripts.ts). It joins every
@@ -81,35 +11,4 @@ export const ENVIRONMENT_SCHEME = 4;
 
 export function environmentSpec(repo: string, recipe: EnvironmentRecipe, asOf: string | null): EnvironmentSpec {
   return { repo, recipe, asOf, key: hashValue({ repo, recipe, asOf, scheme: ENVIRONMENT_SCHEME }) };
-}
-
-/** The date an environment resolves as of: its earliest task's, or the recipe's floor when that is later. */
-export function effectiveAsOf(tasksAsOf: string | null, notBefore: string | null): string | null {
-  if (!notBefore) return tasksAsOf;
-  const floor = /^\d{4}-\d{2}-\d{2}$/.test(notBefore) ? `${notBefore}T00:00:00Z` : notBefore;
-  return !tasksAsOf || Date.parse(floor) > Date.parse(tasksAsOf) ? floor : tasksAsOf;
-}
-
-/**
- * One environment per (repository, recipe, SWE-bench version), resolved as of the earliest pull
- * request in it: no task sees a dependency released after it was opened, tasks sharing a recipe
- * and a version share one environment, and a 2023 task does not get 2019's dependencies because
- * its recipe is the same as an old task's. Tasks without a version group by recipe alone.
- */
-export function planEnvironments<T extends { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null; version?: string }>(tasks: T[]): Map<string, EnvironmentSpec> {
-  const groupOf = (task: T) => hashValue({ repo: task.repo, recipe: task.recipe, version: task.version ?? null });
-  const earliest = new Map<string, { repo: string; recipe: EnvironmentRecipe; asOf: string | null }>();
-  for (const task of tasks) {
-    const group = groupOf(task);
-    const known = earliest.get(group);
-    const asOf = task.createdAt;
-    if (!known) earliest.set(group, { repo: task.repo, recipe: task.recipe, asOf });
-    else if (asOf && (!known.asOf || asOf < known.asOf)) known.asOf = asOf;
-  }
-  const byTask = new Map<string, EnvironmentSpec>();
-  for (const task of tasks) {
-    const group = earliest.get(groupOf(task))!;
-    byTask.set(task.id, environmentSpec(group.repo, group.recipe, effectiveAsOf(group.asOf, group.recipe.as_of_not_before)));
-  }
-  return byTask;
 }

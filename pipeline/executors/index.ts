@@ -4,25 +4,50 @@ import type { Logger } from "../logger.ts";
 import { DEFAULT_LIMITS, DockerExecutor, dockerAvailable, type DockerLimits } from "./docker.ts";
 import { LocalExecutor } from "./local.ts";
 import type { PythonDownloads } from "./python-offer.ts";
+import { QueueExecutor } from "./queue.ts";
 import type { Executor } from "./types.ts";
 
 export * from "./types.ts";
 export { DockerExecutor, LocalExecutor };
 
-/**
- * The executor a run asked for. `auto` takes Docker when an engine answers and otherwise the local
- * executor, saying loudly that the repository's code will run unsandboxed.
- */
 /** The label naming the work directory a test container ran for. */
 export const WORK_LABEL = "org.switch-swe.work";
 
-export async function createExecutor(kind: "auto" | "docker" | "local", options: { envRoot: string; log: Logger; limits?: DockerLimits; workDir?: string; pythonDownloads?: PythonDownloads }): Promise<Executor> {
-  const docker = new Docker();
-  const labels: Record<string, string> = options.workDir ? { [WORK_LABEL]: options.workDir } : {};
-  // Builds share one download and wheel cache, and keep every build's whole log, beside the environments.
-  const dockerOptions = { limits: options.limits ?? DEFAULT_LIMITS, labels, cacheDir: join(options.envRoot, "uv-cache"), logDir: join(options.envRoot, "build-logs"), ...(options.pythonDownloads ? { pythonDownloads: options.pythonDownloads } : {}) };
-  if (kind === "docker") return new DockerExecutor(docker, options.log, dockerOptions);
-  if (kind === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, options.log, dockerOptions);
-  if (kind === "auto") options.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
-  return new LocalExecutor(options.envRoot, options.log, options.pythonDownloads ? { pythonDownloads: options.pythonDownloads } : {});
+/** What an executor is made from: the execution settings' executor part (the engine's ExecutionSettings is one). */
+export interface ExecutorSettings {
+  executor: "auto" | "docker" | "local" | "queue";
+  limits: { memory_mb: number; pids: number; cpus: number };
+  queue?: { redis: string; name: string; wait_for_worker_seconds: number };
+  /** With `executor: queue`: what the workers run tests with. */
+  queue_executor?: "docker" | "local";
+  python_downloads?: PythonDownloads;
 }
+
+const DEFAULT_QUEUE = { redis: "redis://127.0.0.1:6379", name: "switch-swe", wait_for_worker_seconds: 60 };
+
+/**
+ * The one place executors are made. `auto` takes Docker when an engine answers and otherwise the
+ * local executor, saying loudly that the repository's code will run unsandboxed; `queue` connects
+ * to the workers' queue in Redis. Environments live under `envRoot` (default `<workDir>/envs`),
+ * builds share one uv download and wheel cache there and keep every build's whole log, and test
+ * containers carry a label naming `workDir`.
+ */
+export async function createExecutor(settings: ExecutorSettings, place: { workDir: string; envRoot?: string; log: Logger }): Promise<Executor> {
+  const l = settings.limits;
+  const limits: DockerLimits = { memoryBytes: l.memory_mb * 2 ** 20, pids: l.pids, cpus: l.cpus };
+  const pythonDownloads = settings.python_downloads ?? "auto";
+  if (settings.executor === "queue") {
+    const queue = settings.queue ?? DEFAULT_QUEUE;
+    return QueueExecutor.connect({ redis: queue.redis, prefix: queue.name, workerExecutor: settings.queue_executor ?? "docker", waitForWorkerSeconds: queue.wait_for_worker_seconds, limits, log: place.log, pythonDownloads });
+  }
+  const envRoot = place.envRoot ?? join(place.workDir, "envs");
+  const docker = new Docker();
+  const dockerOptions = { limits, labels: { [WORK_LABEL]: place.workDir }, cacheDir: join(envRoot, "uv-cache"), logDir: join(envRoot, "build-logs"), pythonDownloads };
+  if (settings.executor === "docker") return new DockerExecutor(docker, place.log, dockerOptions);
+  if (settings.executor === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, place.log, dockerOptions);
+  if (settings.executor === "auto") place.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
+  return new LocalExecutor(envRoot, place.log, { pythonDownloads });
+}
+
+/** The default container limits, as execution settings spell them. */
+export const DEFAULT_LIMIT_SETTINGS = { memory_mb: DEFAULT_LIMITS.memoryBytes / 2 ** 20, pids: DEFAULT_LIMITS.pids, cpus: DEFAULT_LIMITS.cpus };

@@ -10,7 +10,8 @@ import { ChannelReader, channelToken } from "./guarded.ts";
 import { environmentLayerKey, environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
 import { hostPythons, type PythonDownloads, pythonOffer } from "./python-offer.ts";
-import { assertNotKilled, RUN_OUTPUT_LIMIT, type BaseRevision, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { assertNotKilled, RUN_OUTPUT_LIMIT, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { type BaseRevision } from "../checkouts/checkout.ts";
 
 interface Completed {
   /** The exit status; 128 + the signal's number when a signal ended the process, as a shell says. */

@@ -5,15 +5,16 @@ import { type Job, Worker } from "bullmq";
 import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { writeFileAtomic } from "../atomic.ts";
-import { baseRevision, freshCheckout } from "../domain/checkout.ts";
+import { baseRevision, freshCheckout } from "../checkouts/checkout.ts";
 import { MirrorCache } from "../git.ts";
 import type { Logger } from "../logger.ts";
 import { hostPythons, type PythonDownloads, UV_MANAGED_PYTHONS, uvDownloadsReachable } from "./python-offer.ts";
 import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable, type DockerLimits } from "./docker.ts";
-import { createExecutor } from "./index.ts";
+import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "./index.ts";
 import { connectRedis, redactUrl } from "./queue.ts";
 import { HEARTBEAT_SECONDS, type JobResult, QUEUE_PROTOCOL, queueNameFor, RunJob, workerKey, type WorkerInfo, WORKER_TTL_SECONDS } from "./queue-protocol.ts";
-import type { BaseRevision, Executor, TestRunResult } from "./types.ts";
+import type { BaseRevision } from "../checkouts/checkout.ts";
+import type { Executor, TestRunResult } from "./types.ts";
 import { applyWrittenFiles, checkoutState, writtenSince } from "./written-files.ts";
 
 export interface QueueWorkerOptions {
@@ -111,7 +112,8 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   const executors = new Map<string, Promise<Executor>>();
   const executorFor = (limits: DockerLimits | undefined) => {
     const key = JSON.stringify(limits ?? null);
-    if (!executors.has(key)) executors.set(key, createExecutor(options.executor, { envRoot: join(workDir, "envs"), log: options.log, workDir, pythonDownloads: pythonDownloads ? "yes" : "no", ...(limits ? { limits } : {}) }));
+    const settings = { executor: options.executor, limits: limits ? { memory_mb: limits.memoryBytes / 2 ** 20, pids: limits.pids, cpus: limits.cpus } : DEFAULT_LIMIT_SETTINGS, python_downloads: pythonDownloads ? ("yes" as const) : ("no" as const) };
+    if (!executors.has(key)) executors.set(key, createExecutor(settings, { workDir, log: options.log }));
     return executors.get(key)!;
   };
   const mirrors = new MirrorCache(join(workDir, "git"));

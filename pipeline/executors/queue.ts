@@ -11,7 +11,8 @@ import type { PythonDownloads } from "./python-offer.ts";
 import { needsRevisionLayer } from "./recipe-scripts.ts";
 import { assertNoCredentials, JobResult, type JobSource, QUEUE_PROTOCOL, queueNameFor, RunJob, WORKER_PATTERN, WorkerInfo, type WrittenFile } from "./queue-protocol.ts";
 import { applyWrittenFiles } from "./written-files.ts";
-import { BuildFailed, type BaseRevision, type CheckoutOrigin, type EnvironmentSpec, type Executor, InfrastructureFault, type PythonOffer, RunTimedOut, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { BuildFailed, type EnvironmentSpec, type Executor, InfrastructureFault, type PythonOffer, RunTimedOut, type TestRunRequest, type TestRunResult } from "./types.ts";
+import { type BaseRevision, type CheckoutOrigin } from "../checkouts/checkout.ts";
 
 export interface QueueExecutorOptions {
   redis: string;

@@ -1,9 +1,19 @@
 import type { Logger } from "../logger.ts";
 import { TransientFailure } from "../failures.ts";
-import { RecordError } from "../stage.ts";
 import { RunTimedOut } from "./types.ts";
 
 export const MAX_INFRASTRUCTURE_RETRIES = 2;
+
+/**
+ * A transient failure that persisted through every retry: the record it met is rejected for now
+ * (`reason`), and that reject is never cached, so the next run tries again.
+ */
+export class RetriesExhausted extends Error {
+  override name = "RetriesExhausted";
+  constructor(readonly reason: "timeout" | "infrastructure_fault", message: string) {
+    super(message);
+  }
+}
 
 /** Pauses before the first and second retry: an engine that is restarting needs a moment. */
 export const DEFAULT_INFRASTRUCTURE_BACKOFF_MS = [15_000, 30_000];
@@ -20,7 +30,7 @@ export async function withInfrastructureRetries<T>(what: string, log: Logger, at
     } catch (error) {
       if (!(error instanceof TransientFailure)) throw error;
       if (retries === MAX_INFRASTRUCTURE_RETRIES) {
-        throw new RecordError(error instanceof RunTimedOut ? "timeout" : "infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`, {}, false);
+        throw new RetriesExhausted(error instanceof RunTimedOut ? "timeout" : "infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`);
       }
       const pause = backoffMs[retries] ?? backoffMs.at(-1) ?? 0;
       log.warn(`${what}: ${error instanceof RunTimedOut ? "timed out" : "infrastructure fault"}, retrying in ${pause / 1000}s (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);

@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { djangoLabel } from "../domain/test-ids.ts";
+import { djangoLabel } from "../test-results/test-ids.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 import { quote, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
 import { GUARDED_CONFIG_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME, type GuardedRun } from "./guarded.ts";

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { writeFileAtomic } from "../atomic.ts";
 import { join } from "node:path";
 import { outputLooksTransient, TransientFailure } from "../failures.ts";
+import type { BaseRevision, CheckoutOrigin } from "../checkouts/checkout.ts";
 import type { GuardChannel, GuardedRun } from "./guarded.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 
@@ -15,15 +16,6 @@ export interface EnvironmentSpec {
   key: string;
 }
 
-/**
- * How a prepared checkout was made: a mirror (whose clone source its git config records), a
- * commit and the patches applied in order. What another machine needs to make the same checkout.
- */
-export interface CheckoutOrigin {
-  mirror: string;
-  commit: string;
-  patches: { name: string; text: string }[];
-}
 
 export interface TestRunRequest {
   env: EnvironmentSpec;
@@ -47,13 +39,6 @@ export interface TestRunRequest {
   guarded?: GuardedRun;
 }
 
-/** A base revision, and how to get a clean checkout of it (for the revision layer of an environment). */
-export interface BaseRevision {
-  commit: string;
-  /** How `checkout` makes it (the mirror and the commit, no patches): what the queue's workers need to make the same one. */
-  origin?: CheckoutOrigin;
-  checkout: () => Promise<{ dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>;
-}
 
 /** How much of a run's output is kept (its end): what a failed run's saved log holds. */
 export const RUN_OUTPUT_LIMIT = 1_000_000;

@@ -1,6 +1,6 @@
 import { lstat, mkdir, readFile, readlink, rm, symlink, writeFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
-import { changesBetween, snapshot, type Snapshot } from "../session/workspace.ts";
+import { changesBetween, snapshot, type Snapshot } from "../checkouts/snapshot.ts";
 import { MAX_WRITTEN_BYTES, type WrittenFile } from "./queue-protocol.ts";
 import { InfrastructureFault } from "./types.ts";
 

@@ -1,4 +1,5 @@
-import { acceptedPythons, effectiveAsOf, recipeFor } from "../executors/environment.ts";
+import { acceptedPythons, recipeFor } from "./recipes.ts";
+import { effectiveAsOf } from "./environments.ts";
 import { runnerRequirements } from "../executors/recipe-scripts.ts";
 import type { EnvironmentRecipe, RepoProfile } from "../schemas/repo-profile.ts";
 import { clausesNamePrerelease, isPrerelease, normaliseName, parseRequirement, parseVersion, satisfies } from "./pep440.ts";

@@ -11,7 +11,7 @@ import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ScheduledRequest, SessionSpec } from "../schemas/session.ts";
 import { buildNetworkSettings } from "../executors/types.ts";
 import { AgentEnvironment, type Attempt } from "./environment.ts";
-import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "./workspace.ts";
+import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
 
 /** Sent, in the same conversation, when a request ran out of its budget: the same for every agent. */
 export const CONTINUATION_MESSAGE = "Your time for the last request ran out before you finished. Continue that request from where you stopped.";

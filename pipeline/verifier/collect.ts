@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { chmod, copyFile, lstat, mkdir, readdir, readlink, rm, symlink } from "node:fs/promises";
 import { join } from "node:path";
-import { freshCheckout } from "../domain/checkout.ts";
+import { freshCheckout } from "../checkouts/checkout.ts";
 import { git } from "../git.ts";
 
 /** Directories that hold environments, caches and tool state, never the artifact. */

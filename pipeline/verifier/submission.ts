@@ -1,7 +1,7 @@
 import { lstatSync, readlinkSync } from "node:fs";
 import { join, posix } from "node:path";
-import { classifyPath } from "../domain/classify.ts";
-import { parseGitDiff, type FileDiff } from "../domain/diff.ts";
+import { classifyPath } from "../changes/classify.ts";
+import { parseGitDiff, type FileDiff } from "../changes/diff.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import type { DroppedPath } from "../schemas/verification.ts";
 

@@ -1,4 +1,4 @@
-import type { FileDiff } from "../domain/diff.ts";
+import type { FileDiff } from "../changes/diff.ts";
 import type { SuspiciousFinding } from "../schemas/verification.ts";
 
 /**

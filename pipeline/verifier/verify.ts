@@ -1,16 +1,15 @@
 import { createHash } from "node:crypto";
-import { baseRevision, freshCheckout, PatchDoesNotApply } from "../domain/checkout.ts";
-import { withInfrastructureRetries } from "../executors/retries.ts";
-import { DiffParseError } from "../domain/diff.ts";
+import { baseRevision, freshCheckout, PatchDoesNotApply } from "../checkouts/checkout.ts";
+import { RetriesExhausted, withInfrastructureRetries } from "../executors/retries.ts";
+import { DiffParseError } from "../changes/diff.ts";
 import { BuildFailed, type EnvironmentSpec, type Executor } from "../executors/types.ts";
 import type { Logger } from "../logger.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import type { DroppedPath, SuspiciousFinding } from "../schemas/verification.ts";
-import { classifyPath } from "../domain/classify.ts";
+import { classifyPath } from "../changes/classify.ts";
 import { readdir } from "node:fs/promises";
 import { staticFindings } from "./suspicious.ts";
-import { RecordError } from "../stage.ts";
 import { gradeRun, isResolved, type GradedRun } from "./grade.ts";
 import { assertSubmittedLinksInside, pathsOfPatch, planSubmission, UnsafeSubmission } from "./submission.ts";
 
@@ -113,7 +112,7 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
       );
     } catch (error) {
       if (error instanceof BuildFailed) return faulted(`the task's environment does not build: ${error.message}`, 0);
-      if (error instanceof RecordError && error.reason === "infrastructure_fault") return faulted(error.message, 2);
+      if (error instanceof RetriesExhausted && error.reason === "infrastructure_fault") return faulted(error.message, 2);
       throw error;
     }
     const graded: GradedRun = gradeRun(required, outcome.value);

@@ -1,11 +1,11 @@
 import { parse } from "yaml";
 import { z } from "zod";
 import { describeFirstIssue } from "../../pipeline/validation.ts";
-import { PipelineError } from "../../pipeline/engine.ts";
+import { PipelineError } from "../../pipeline/engine/engine.ts";
 import { describeInvalid } from "../../pipeline/decode.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { alignTask } from "./align.ts";
 import { alignmentCsv, htmlReport } from "./report.ts";
 

@@ -1,9 +1,9 @@
 import { stringify } from "csv-stringify/sync";
 import { isAbsolute, join, relative } from "node:path";
-import { cloneSourceOf, type ProfileSet } from "../../pipeline/domain/profiles.ts";
+import { cloneSourceOf, type ProfileSet } from "../../pipeline/profiles/load.ts";
 import { z } from "zod";
 import { canonicalJson } from "../../pipeline/canonical.ts";
-import { renderSchemaFiles } from "../../pipeline/domain/schema-export.ts";
+import { renderSchemaFiles } from "../../pipeline/json-schemas.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { LocalityPair } from "../../pipeline/schemas/locality.ts";
@@ -11,7 +11,7 @@ import { ManifestEntry } from "../../pipeline/schemas/manifest.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input } from "../../pipeline/stage.ts";
+import { defineStage, input } from "../../pipeline/engine/stage.ts";
 import { ValidationReport } from "../../pipeline/schemas/validation.ts";
 import { benchmarkProfile, switchedFigures } from "./profile.ts";
 

@@ -1,5 +1,5 @@
 import type { SessionSpec } from "../../pipeline/schemas/session.ts";
-import { sessionFigures } from "../../pipeline/domain/session-figures.ts";
+import { sessionFigures } from "../../pipeline/session/figures.ts";
 
 function median(values: number[]): number {
   if (!values.length) return 0;

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { LocalityPair } from "../../pipeline/schemas/locality.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input } from "../../pipeline/stage.ts";
-import { LocalityIndex } from "../../pipeline/domain/locality.ts";
+import { defineStage, input } from "../../pipeline/engine/stage.ts";
+import { LocalityIndex } from "../../pipeline/locality.ts";
 
-export { classifyPair, LocalityIndex } from "../../pipeline/domain/locality.ts";
+export { classifyPair, LocalityIndex } from "../../pipeline/locality.ts";
 
 export const LocalityConfig = z.strictObject({});
 

@@ -1,7 +1,7 @@
 import { GITHUB_LIST_CAPS, type CachedGraphql, type GithubClient } from "../../pipeline/github-client.ts";
 import type { MirrorCache } from "../../pipeline/git.ts";
 import { Candidate, LINK_SOURCES, type DiscussionItem, type LinkedIssue, type LinkSource } from "../../pipeline/schemas/candidate.ts";
-import { RecordError } from "../../pipeline/stage.ts";
+import { RecordError } from "../../pipeline/engine/stage.ts";
 import { closingReferences, mentions, type IssueRef } from "./links.ts";
 
 /** What the pull-request listing says of one merged PR: enough to key its cached result. */

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { cloneSourceOf } from "../../pipeline/domain/profiles.ts";
+import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
-import { defineStage, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, RecordError } from "../../pipeline/engine/stage.ts";
 import { redact } from "../../pipeline/github-client.ts";
 import { transientCause, TransientFailure } from "../../pipeline/failures.ts";
 import { enrichRecord, isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";

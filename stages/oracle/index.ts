@@ -2,16 +2,16 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
 import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf } from "../../pipeline/domain/profiles.ts";
+import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
 import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { verifyArtifact } from "../../pipeline/verifier/verify.ts";
-import { environmentsForTasks } from "../../pipeline/domain/execution.ts";
+import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
 export const OracleConfig = z.strictObject({
   /** Verifier runs of the reference patch (all must resolve) and of the empty patch (none may). */

@@ -1,12 +1,12 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import { cloneSourceOf } from "../../pipeline/domain/profiles.ts";
+import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
-import { environmentsForTasks } from "../../pipeline/domain/execution.ts";
+import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
 export { classifyTests, keepDecision } from "./outcomes.ts";
 

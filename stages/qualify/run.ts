@@ -1,12 +1,13 @@
-import { parseJunitReport } from "../../pipeline/domain/junit.ts";
+import { parseJunitReport } from "../../pipeline/test-results/junit.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import type { ChangedFile } from "../../pipeline/schemas/split.ts";
-import { BuildFailed, RunTimedOut, type CheckoutOrigin, type EnvironmentSpec, type Executor, type TestRunResult } from "../../pipeline/executors/types.ts";
+import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor, type TestRunResult } from "../../pipeline/executors/types.ts";
+import { type CheckoutOrigin } from "../../pipeline/checkouts/checkout.ts";
 import type { TestRunner } from "../../pipeline/schemas/repo-profile.ts";
-import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
-import { RecordError } from "../../pipeline/stage.ts";
-import { PatchDoesNotApply } from "../../pipeline/domain/checkout.ts";
+import { RetriesExhausted, withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
+import { RecordError } from "../../pipeline/engine/stage.ts";
+import { PatchDoesNotApply } from "../../pipeline/checkouts/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 
@@ -69,6 +70,16 @@ export interface StateRun {
  * the JUnit report only; then the sets and whether the task is kept.
  */
 export async function qualifyTask(executor: Executor, input: QualifyTaskInput, log: Logger) {
+  try {
+    return await qualifyRuns(executor, input, log);
+  } catch (error) {
+    // A fault that outlived its retries rejects the task for now: never cached, tried again next run.
+    if (error instanceof RetriesExhausted) throw new RecordError(error.reason, error.message, {}, false);
+    throw error;
+  }
+}
+
+async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Logger) {
   try {
     const base = { commit: input.baseCommit, checkout: () => input.checkout([]), ...(input.mirror ? { origin: { mirror: input.mirror, commit: input.baseCommit, patches: [] } } : {}) };
     await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env, base), input.infrastructureBackoffMs);

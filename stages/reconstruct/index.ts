@@ -1,12 +1,12 @@
 import { basename } from "node:path";
 import { z } from "zod";
-import { recipeFor } from "../../pipeline/executors/environment.ts";
+import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { describeTestCommand } from "../../pipeline/executors/runners.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { CommentClassRecord, Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { describeInvalid } from "../../pipeline/decode.ts";
 import { addedLines } from "./clean.ts";
 import { applyCuration, CurationError, parseCuration } from "./curation.ts";

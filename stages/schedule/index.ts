@@ -2,8 +2,8 @@ import { z } from "zod";
 import { SelectedSession } from "../../pipeline/schemas/selection.ts";
 import { SessionSpec, type ScheduledRequest } from "../../pipeline/schemas/session.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
-import { FINALIZATION_TEXT } from "../../pipeline/domain/finalization.ts";
+import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
+import { FINALIZATION_TEXT } from "../../pipeline/engine/settings.ts";
 import { assignCheckouts, buildSchedules, ScheduleError, type Slot } from "./schedule.ts";
 
 export { assignCheckouts, buildSchedules } from "./schedule.ts";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { SelectedSession } from "../../pipeline/schemas/selection.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input } from "../../pipeline/stage.ts";
+import { defineStage, input } from "../../pipeline/engine/stage.ts";
 import { selectSessions } from "./select.ts";
 
 export { caseSeed, selectSessions } from "./select.ts";

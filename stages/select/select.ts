@@ -1,7 +1,7 @@
 import seedrandom from "seedrandom";
 import { sha256 } from "../../pipeline/canonical.ts";
 import type { LocalityClass } from "../../pipeline/schemas/common.ts";
-import { LocalityIndex } from "../../pipeline/domain/locality.ts";
+import { LocalityIndex } from "../../pipeline/locality.ts";
 
 export interface SelectableTask {
   id: string;

@@ -1,13 +1,13 @@
 import { z } from "zod";
-import { cloneSourceOf, profileFileName } from "../../pipeline/domain/profiles.ts";
+import { cloneSourceOf, profileFileName } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
-import { DiffParseError } from "../../pipeline/domain/diff.ts";
+import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
+import { DiffParseError } from "../../pipeline/changes/diff.ts";
 import { splitFields, splitReferenceChange } from "./split.ts";
 
-export { classifyPath } from "../../pipeline/domain/classify.ts";
-export { parseGitDiff } from "../../pipeline/domain/diff.ts";
+export { classifyPath } from "../../pipeline/changes/classify.ts";
+export { parseGitDiff } from "../../pipeline/changes/diff.ts";
 export { parentDir, splitFields, splitReferenceChange } from "./split.ts";
 
 export const SplitConfig = z.strictObject({

@@ -2,8 +2,8 @@ import { posix } from "node:path";
 import type { FileClass } from "../../pipeline/schemas/common.ts";
 import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import type { ChangedFile } from "../../pipeline/schemas/split.ts";
-import { classifyPath } from "../../pipeline/domain/classify.ts";
-import { parseGitDiff, type FileDiff } from "../../pipeline/domain/diff.ts";
+import { classifyPath } from "../../pipeline/changes/classify.ts";
+import { parseGitDiff, type FileDiff } from "../../pipeline/changes/diff.ts";
 
 export interface SplitResult {
   implementationPatch: string;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { ValidationReport } from "../../pipeline/schemas/validation.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
-import { defineStage, input, RecordError } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { validateSession } from "./validate.ts";
 
 export { validateSession } from "./validate.ts";

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { RequestMessage } from "../../pipeline/schemas/session.ts";
-import { classifyPair, type LocalityTask } from "../../pipeline/domain/locality.ts";
+import { classifyPair, type LocalityTask } from "../../pipeline/locality.ts";
 
 export interface Check {
   check: string;

@@ -1,4 +1,4 @@
-import { main } from "../../pipeline/cli/main.ts";
+import { main } from "../../cli/main.ts";
 
 /** Runs the CLI in this process, its output captured through the CLI's own writer: the exit code and what it printed. */
 export async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -2,12 +2,12 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "nod
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseDocument } from "yaml";
-import { loadConfig } from "../../pipeline/config.ts";
-import { buildDemoCorpus, type CorpusResult } from "../../pipeline/demo/build.ts";
-import { FakeGithub } from "../../pipeline/demo/github-server.ts";
-import type { EngineOptions } from "../../pipeline/engine.ts";
-import { settingsOf } from "../../pipeline/config.ts";
-import { PipelineSettings } from "../../pipeline/settings.ts";
+import { loadConfig } from "../../pipeline/engine/config.ts";
+import { buildDemoCorpus, type CorpusResult } from "../../demo/build.ts";
+import { FakeGithub } from "../../demo/github-server.ts";
+import type { EngineOptions } from "../../pipeline/engine/engine.ts";
+import { settingsOf } from "../../pipeline/engine/config.ts";
+import { PipelineSettings } from "../../pipeline/engine/settings.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";

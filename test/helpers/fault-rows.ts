@@ -3,10 +3,10 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { listTree } from "../../pipeline/atomic.ts";
-import { loadConfig, settingsOf } from "../../pipeline/config.ts";
-import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
-import { FakeGithub } from "../../pipeline/demo/github-server.ts";
-import type { EngineOptions } from "../../pipeline/engine.ts";
+import { loadConfig, settingsOf } from "../../pipeline/engine/config.ts";
+import { buildDemoCorpus } from "../../demo/build.ts";
+import { FakeGithub } from "../../demo/github-server.ts";
+import type { EngineOptions } from "../../pipeline/engine/engine.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { git } from "../../pipeline/git.ts";
-import { parseJunitXml } from "../../pipeline/domain/junit.ts";
+import { parseJunitXml } from "../../pipeline/test-results/junit.ts";
 
 const run = promisify(execFile);
 

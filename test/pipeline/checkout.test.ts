@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { freshCheckout } from "../../pipeline/domain/checkout.ts";
+import { freshCheckout } from "../../pipeline/checkouts/checkout.ts";
 import { CommitNotInSource, git, IncompleteSource, MirrorCache } from "../../pipeline/git.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 import { tempDir } from "../helpers/tmp.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { checkSchemaFiles } from "../../pipeline/domain/schema-export.ts";
+import { checkSchemaFiles } from "../../pipeline/json-schemas.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const run = promisify(execFile);

@@ -2,10 +2,10 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { formatSummary, runPipeline, type EngineOptions } from "../../pipeline/engine.ts";
+import { formatSummary, runPipeline, type EngineOptions } from "../../pipeline/engine/engine.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
-import { defineStage, input, RecordError, type AnyStage } from "../../pipeline/stage.ts";
+import { defineStage, input, RecordError, type AnyStage } from "../../pipeline/engine/stage.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const Item = z.object({ id: z.string(), value: z.number() });
@@ -303,8 +303,8 @@ describe("a stage's code identity", () => {
     const { BUILT_STAGES } = await import("../../stages/index.ts");
     const graph = (name: string) => importGraph(BUILT_STAGES.find((s) => s.name === name)!.module).map((p) => p.replace(/^.*?\/(pipeline|stages)\//, "$1/"));
     // schedule writes the finalization text into every session; the oracle runs qualify's and split's code and the verifier's runner.
-    expect(graph("schedule")).toContain("pipeline/domain/finalization.ts");
-    expect(graph("oracle")).toEqual(expect.arrayContaining(["pipeline/executors/retries.ts", "pipeline/domain/classify.ts", "pipeline/executors/guarded.ts", "pipeline/verifier/suspicious.ts", "pipeline/domain/execution.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
+    expect(graph("schedule")).toContain("pipeline/engine/settings.ts");
+    expect(graph("oracle")).toEqual(expect.arrayContaining(["pipeline/executors/retries.ts", "pipeline/changes/classify.ts", "pipeline/executors/guarded.ts", "pipeline/verifier/suspicious.ts", "pipeline/profiles/environments.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
   });
 });
 

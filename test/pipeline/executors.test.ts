@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { LocalExecutor, runProcess } from "../../pipeline/executors/local.ts";
-import { parseJunitXml } from "../../pipeline/domain/junit.ts";
+import { parseJunitXml } from "../../pipeline/test-results/junit.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { dockerForTests } from "../helpers/docker.ts";

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatSummary, runPipeline, type RunSummary } from "../../pipeline/engine.ts";
+import { formatSummary, runPipeline, type RunSummary } from "../../pipeline/engine/engine.ts";
 import { STAGE_ORDER, type StageName } from "../../pipeline/schemas/common.ts";
 import { FaultRow, faultCorpus, isRoot, SmallDisk } from "../helpers/fault-rows.ts";
 import { fileTempDir } from "../helpers/tmp.ts";

@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../pipeline/demo/build.ts";
-import { FakeGithub } from "../../pipeline/demo/github-server.ts";
+import { buildDemoCorpus } from "../../demo/build.ts";
+import { FakeGithub } from "../../demo/github-server.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
 const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));

@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { loadProfiles } from "../../pipeline/domain/profiles.ts";
-import { loadConfig } from "../../pipeline/config.ts";
+import { loadProfiles } from "../../pipeline/profiles/load.ts";
+import { loadConfig } from "../../pipeline/engine/config.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 
 const DIR = fileURLToPath(new URL("../../data/repos/", import.meta.url));

@@ -1,8 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { draftProfile, readDraftTasks } from "../../pipeline/cli/commands/repo-init.ts";
-import { recipeFor } from "../../pipeline/executors/environment.ts";
+import { draftProfile, readDraftTasks } from "../../cli/commands/repo-init.ts";
+import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { git } from "../../pipeline/git.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { tempDir } from "../helpers/tmp.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { auditRecord } from "../../pipeline/domain/requalify.ts";
-import { renderRequalifyCsv, renderRequalifyMarkdown } from "../../pipeline/cli/commands/requalify.ts";
+import { auditRecord } from "../../pipeline/fidelity/defects.ts";
+import { renderRequalifyCsv, renderRequalifyMarkdown } from "../../cli/commands/requalify.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { RequalifyReport } from "../../pipeline/schemas/requalify.ts";

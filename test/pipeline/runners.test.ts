@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseJunitReport } from "../../pipeline/domain/junit.ts";
-import { swebenchTestId } from "../../pipeline/domain/test-ids.ts";
+import { parseJunitReport } from "../../pipeline/test-results/junit.ts";
+import { swebenchTestId } from "../../pipeline/test-results/test-ids.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
 import { silentLogger } from "../../pipeline/logger.ts";

@@ -1,11 +1,11 @@
 import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadAgent } from "../../pipeline/cli/commands/session.ts";
+import { loadAgent } from "../../cli/commands/session.ts";
 import { git } from "../../pipeline/git.ts";
 import { AgentSpec } from "../../pipeline/schemas/agent.ts";
 import { agentArgv } from "../../pipeline/session/run.ts";
-import { changesBetween, provisionCheckout, snapshot } from "../../pipeline/session/workspace.ts";
+import { changesBetween, provisionCheckout, snapshot } from "../../pipeline/checkouts/snapshot.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 describe("the session runner's parts", () => {

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git } from "../../pipeline/git.ts";
 import { collectCheckoutArtifact } from "../../pipeline/verifier/collect.ts";
-import { parseGitDiff } from "../../pipeline/domain/diff.ts";
+import { parseGitDiff } from "../../pipeline/changes/diff.ts";
 import { tempDir } from "../helpers/tmp.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { gradeRun, isResolved, statusFromPhases } from "../../pipeline/verifier/grade.ts";

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { classifyPair, LocalityIndex, type LocalityTask } from "../../pipeline/domain/locality.ts";
+import { classifyPair, LocalityIndex, type LocalityTask } from "../../pipeline/locality.ts";
 import { splitReferenceChange } from "../../stages/split/split.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { parentDir } from "../../stages/split/split.ts";

@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { FakeGithub } from "../../pipeline/demo/github-server.ts";
-import { GithubRecorder } from "../../pipeline/demo/records.ts";
+import { FakeGithub } from "../../demo/github-server.ts";
+import { GithubRecorder } from "../../demo/records.ts";
 import { canonicalJson } from "../../pipeline/canonical.ts";
 import { createGithubClient } from "../../pipeline/github-client.ts";
 import { git, MirrorCache } from "../../pipeline/git.ts";

@@ -3,9 +3,9 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "no
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus, type PullIntent } from "../../pipeline/demo/build.ts";
-import { FakeGithub } from "../../pipeline/demo/github-server.ts";
-import { runPipeline } from "../../pipeline/engine.ts";
+import { buildDemoCorpus, type PullIntent } from "../../demo/build.ts";
+import { FakeGithub } from "../../demo/github-server.ts";
+import { runPipeline } from "../../pipeline/engine/engine.ts";
 import { mineStage } from "../../stages/mine/index.ts";
 import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";

@@ -1,8 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { qualifyRecords } from "../../pipeline/cli/commands/fidelity.ts";
-import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../../pipeline/executors/environment.ts";
+import { qualifyRecords } from "../../cli/commands/fidelity.ts";
+import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { dockerForTests } from "../helpers/docker.ts";

@@ -3,7 +3,7 @@ import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import type { Executor, TestRunRequest, TestRunResult } from "../../pipeline/executors/types.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
-import { RecordError } from "../../pipeline/stage.ts";
+import { RecordError } from "../../pipeline/engine/stage.ts";
 import { qualifyTask, type QualifyTaskInput } from "../../stages/qualify/run.ts";
 
 const REPORT = '<testsuites><testsuite name="pytest" time="0.1"><testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.01"/></testsuite></testsuites>';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
-import { classifyPath } from "../../pipeline/domain/classify.ts";
-import { globMatcher } from "../../pipeline/domain/classify.ts";
+import { classifyPath } from "../../pipeline/changes/classify.ts";
+import { globMatcher } from "../../pipeline/changes/classify.ts";
 
 const rules = ClassificationRules.parse({});
 const cls = (path: string, r = rules) => classifyPath(path, r).class;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { applyCheck } from "../../pipeline/git.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
-import { parseGitDiff, DiffParseError } from "../../pipeline/domain/diff.ts";
+import { parseGitDiff, DiffParseError } from "../../pipeline/changes/diff.ts";
 import { splitReferenceChange } from "../../stages/split/split.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 

@@ -6,7 +6,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { applyCheck, git } from "../../pipeline/git.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
-import { DiffParseError, parseGitDiff } from "../../pipeline/domain/diff.ts";
+import { DiffParseError, parseGitDiff } from "../../pipeline/changes/diff.ts";
 import { splitReferenceChange } from "../../stages/split/split.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";

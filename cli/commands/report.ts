@@ -1,0 +1,37 @@
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { emitStage } from "../../stages/emit/index.ts";
+import { BUILT_STAGES } from "../../stages/index.ts";
+import { loadConfig } from "../../pipeline/engine/config.ts";
+import { parseStageConfig } from "../../pipeline/engine/engine.ts";
+import { writeResultsReport } from "../../pipeline/report/command.ts";
+import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
+
+export function registerReport(program: Command, io: Io, exit: ExitCode): void {
+  program
+    .command("report")
+    .description("aggregate verification reports into the study's Table 1: resolution per condition and the gap, overall and per locality group")
+    .requiredOption("--results <dir>", "verification reports; each subdirectory is one configuration (agent and model)")
+    .option("--sessions <dir>", "the benchmark's session specifications: the fixed denominators (default: <emit.out_dir>/sessions of --config)")
+    .option("-c, --config <file>", "the pipeline config that built the benchmark")
+    .option("--out <dir>", "where to write table1.md, table1.csv and resolution.svg (default: <results>/report)")
+    .addHelpText("after", "\nExample:\n  switch-swe report --results results/ --sessions manifests/demo/sessions --out results/report")
+    .action(
+      exit.act(async (opts) => {
+        requirePath("--results", opts.results, "directory");
+        requirePath("--sessions", opts.sessions, "directory");
+        requirePath("--config", opts.config, "file");
+        let sessionsDir = opts.sessions as string | undefined;
+        if (!sessionsDir) {
+          if (!opts.config) throw new UsageError("give --sessions DIR, or --config FILE whose emit.out_dir holds the sessions");
+          const loaded = loadConfig(opts.config, BUILT_STAGES);
+          sessionsDir = resolve(loaded.baseDir, parseStageConfig(emitStage, loaded.config.stages.emit).out_dir, "sessions");
+        }
+        const written = await writeResultsReport(opts.results, sessionsDir, opts.out ?? join(opts.results, "report"));
+        io.out(readFileSync(written.files[0]!, "utf8"));
+        io.out(written.files.map((f) => `wrote ${f}\n`).join(""));
+        return written.aggregation.problems.length ? 1 : 0;
+      }),
+    );
+}

@@ -1,0 +1,203 @@
+import { join, resolve } from "node:path";
+import { recoverPublishedDirectory, removeStaleTempFiles } from "../atomic.ts";
+import { MirrorCache } from "../git.ts";
+import { acquireRunLock, removeLeftovers, RunLockError } from "./leftovers.ts";
+import type { Logger } from "../logger.ts";
+import type { Progress } from "../progress.ts";
+import { STAGE_ORDER, type StageName } from "../schemas/common.ts";
+import { PipelineSettings } from "./settings.ts";
+import { inputsOf, type AnyStage } from "./stage.ts";
+import { lazyExecutor, PipelineError, runStage, type RunResources } from "./stage-run.ts";
+import { ArtifactStore } from "./store.ts";
+
+export { parseStageConfig, PipelineError } from "./stage-run.ts";
+
+export interface EngineOptions {
+  workDir: string;
+  /** Relative paths in stage configs are resolved against this (the config file's directory). */
+  baseDir: string;
+  stages: AnyStage[];
+  /** Raw per-stage config, validated here by each stage's schema. */
+  stageConfigs: Partial<Record<StageName, unknown>>;
+  /** The config's pipeline-level settings (profiles_dir, execution, session); defaults when absent. */
+  settings?: PipelineSettings;
+  seed: string;
+  /** The benchmark's name (the config's `name`). */
+  name?: string;
+  log: Logger;
+  progress: Progress;
+}
+
+export interface RunOptions {
+  force?: boolean;
+  /**
+   * Run later stages even after a stage had transient failures. Off by default: a stage that
+   * could not do all its work must not let later stages publish a smaller benchmark over a good one.
+   */
+  keepGoing?: boolean;
+  /** Run every stage, forcing this one and all after it. */
+  from?: StageName;
+  /** Run this stage alone, from the artifacts already in the work directory. */
+  only?: StageName;
+}
+
+/** `incomplete`: the stage ran, but some records failed for reasons that may not recur (see failures.ts). */
+export type StageStatus = "ran" | "incomplete" | "up_to_date" | "failed" | "not_built";
+
+export interface StageSummary {
+  stage: StageName;
+  status: StageStatus;
+  in: number;
+  out: number;
+  rejected: number;
+  /** Rejects counted by reason, for the run's summary. */
+  by_reason?: Record<string, number>;
+  /** Set for a gate stage: what it checks, so the summary states its verdict even with no rejects. */
+  gate?: string;
+  seconds: number;
+  /** Records whose cached result was reused inside a stage that ran. */
+  reused: number;
+  /** The first few transient failures of an incomplete stage, for the summary. */
+  transient?: string[];
+  error?: string;
+}
+
+export interface RunSummary {
+  ok: boolean;
+  stages: StageSummary[];
+}
+
+
+/**
+ * The stage graph, in SPEC §2 order, checked when the pipeline is built (before any stage runs):
+ * every input a stage declares is an output of an earlier stage, with the same schema. A stage
+ * registered twice, or an input nobody produces, is a programming error.
+ */
+export function orderStages(stages: AnyStage[]): AnyStage[] {
+  const byName = new Map(stages.map((s) => [s.name, s]));
+  if (byName.size !== stages.length) throw new PipelineError("a stage is registered twice");
+  const ordered = STAGE_ORDER.flatMap((name) => (byName.has(name) ? [byName.get(name)!] : []));
+  for (const [index, stage] of ordered.entries()) {
+    for (const [arg, spec] of inputsOf(stage)) {
+      const producer = ordered.slice(0, index).find((s) => s.name === spec.stage);
+      const output = producer?.outputs.find((o) => o.name === spec.name);
+      if (!output) throw new PipelineError(`stage ${stage.name}: input '${arg}' reads ${spec.stage}/${spec.name}, which no earlier stage writes`);
+      if (output.schema !== spec.schema) throw new PipelineError(`stage ${stage.name}: input '${arg}' expects another schema than ${spec.stage} writes for ${spec.name}`);
+    }
+  }
+  return ordered;
+}
+
+export async function runPipeline(options: EngineOptions, runOptions: RunOptions = {}): Promise<RunSummary> {
+  const store = new ArtifactStore(options.workDir);
+  let release: () => void;
+  try {
+    release = acquireRunLock(options.workDir);
+  } catch (error) {
+    if (error instanceof RunLockError) throw new PipelineError(error.message);
+    throw error;
+  }
+  let executor: ReturnType<typeof lazyExecutor> | undefined;
+  try {
+    const leftovers = await removeLeftovers(options.workDir, options.log);
+    if (leftovers.length) options.log.info(`removed what an interrupted run left behind: ${leftovers.join(", ")}`);
+    let removed = removeStaleTempFiles(options.workDir);
+    for (const entry of Object.values(store.readLock().stages)) {
+      for (const dir of entry?.published_dirs ?? []) removed += recoverPublishedDirectory(resolve(options.baseDir, dir)) + removeStaleTempFiles(resolve(options.baseDir, dir));
+    }
+    if (removed) options.log.info(`removed ${removed} temporary file(s) left by an interrupted run`);
+    const settings = options.settings ?? PipelineSettings.parse({});
+    executor = lazyExecutor(settings, options.workDir, options.log);
+    const run: RunResources = {
+      workDir: options.workDir,
+      baseDir: options.baseDir,
+      seed: options.seed,
+      benchmark: options.name ?? "benchmark",
+      settings,
+      log: options.log,
+      progress: options.progress,
+      mirrors: new MirrorCache(join(options.workDir, "git")),
+      executor,
+    };
+    return await runStages(store, run, options, runOptions);
+  } finally {
+    await executor?.close();
+    release();
+  }
+}
+
+async function runStages(store: ArtifactStore, run: RunResources, options: EngineOptions, runOptions: RunOptions): Promise<RunSummary> {
+  const stages = orderStages(options.stages);
+  const built = new Set(stages.map((s) => s.name));
+  const summaries: StageSummary[] = [];
+  const forceFromIndex = runOptions.from ? STAGE_ORDER.indexOf(runOptions.from) : Infinity;
+  if (runOptions.only && !built.has(runOptions.only)) {
+    throw new PipelineError(`stage '${runOptions.only}' is not built in this version of switch-swe`);
+  }
+  if (runOptions.from && !built.has(runOptions.from)) {
+    throw new PipelineError(`stage '${runOptions.from}' is not built in this version of switch-swe`);
+  }
+
+  let failed = false;
+  let stopped = false;
+  for (const name of STAGE_ORDER) {
+    const stage = stages.find((s) => s.name === name);
+    if (runOptions.only && runOptions.only !== name) continue;
+    if (!stage) {
+      if (!runOptions.only) summaries.push(emptySummary(name, "not_built"));
+      continue;
+    }
+    if (stopped) break;
+    const force = Boolean(runOptions.force) || STAGE_ORDER.indexOf(name) >= forceFromIndex;
+    const started = performance.now();
+    try {
+      const summary = await runStage(store, run, stage, options.stageConfigs[name], force, Boolean(runOptions.keepGoing));
+      summaries.push({ ...summary, seconds: (performance.now() - started) / 1000, ...(stage.gate ? { gate: stage.gate.noun } : {}) });
+      if (summary.status === "incomplete") {
+        failed = true;
+        if (!runOptions.keepGoing) {
+          stopped = true;
+          options.log.warn(`${name}: stopping here; later stages keep the outputs of their last complete run (run again once the cause is gone, or pass --keep-going)`);
+        }
+      }
+    } catch (error) {
+      stopped = true;
+      failed = true;
+      const message = error instanceof Error ? error.message : String(error);
+      options.log.error(`${name}: ${message}`);
+      summaries.push({ ...emptySummary(name, "failed"), seconds: (performance.now() - started) / 1000, error: message });
+    }
+  }
+  return { ok: !failed, stages: summaries };
+}
+
+function emptySummary(stage: StageName, status: StageStatus): StageSummary {
+  return { stage, status, in: 0, out: 0, rejected: 0, seconds: 0, reused: 0 };
+}
+
+export function formatSummary(summary: RunSummary): string {
+  const rows = [["stage", "status", "in", "out", "rejected", "reused", "time"]];
+  for (const s of summary.stages) {
+    rows.push([s.stage, s.status.replaceAll("_", " "), String(s.in), String(s.out), String(s.rejected), String(s.reused), `${s.seconds.toFixed(2)}s`]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const table = rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+  // What could not be done this time, first: these stages run again next time.
+  const unfinished = summary.stages.filter((s) => s.status === "incomplete" || s.status === "failed").map((s) =>
+    s.status === "failed"
+      ? `  ${s.stage}: failed: ${s.error}`
+      : [`  ${s.stage}: records failed for reasons that may not recur (nothing of theirs was cached):`, ...(s.transient ?? []).map((t) => `    ${t}`)].join("\n"),
+  );
+  // Why records left, stage by stage; a gate's verdict is always stated, rejects or not.
+  const reasons = summary.stages
+    .filter((s) => s.rejected > 0 || (s.gate && (s.status === "ran" || s.status === "incomplete" || s.status === "up_to_date")))
+    .map((s) => {
+      const list = Object.entries(s.by_reason ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => `${reason} ${n}`).join(", ");
+      return s.gate ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}` : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
+    });
+  const sections = [table];
+  if (unfinished.length) sections.push(`not finished (the run exits non-zero; run it again once the cause is gone):\n${unfinished.join("\n")}`);
+  if (reasons.length) sections.push(`rejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}`);
+  return sections.join("\n\n");
+}
+

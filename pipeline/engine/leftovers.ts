@@ -1,0 +1,137 @@
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Docker from "dockerode";
+import { WORK_LABEL } from "../executors/index.ts";
+import type { Logger } from "../logger.ts";
+
+export class RunLockError extends Error {
+  override name = "RunLockError";
+}
+
+/** Who holds a run lock: a process id is reused, so its start time (and the boot) names the process. */
+interface LockHolder {
+  pid: number;
+  /** Clock ticks since boot at which the process started (/proc/<pid>/stat, field 22); null where there is no /proc. */
+  start: string | null;
+  boot: string | null;
+}
+
+function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function bootId(): string | null {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+  } catch {
+    return null;
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Whether the process a lock names is still the one that took it (not a later process given the same id). */
+function holderAlive(holder: LockHolder): boolean {
+  if (!processAlive(holder.pid)) return false;
+  if (holder.boot && bootId() && holder.boot !== bootId()) return false;
+  if (holder.start !== null) return processStart(holder.pid) === holder.start;
+  return true;
+}
+
+function readHolder(path: string): LockHolder | undefined {
+  const text = readFileSync(path, "utf8").trim();
+  try {
+    const value = JSON.parse(text) as LockHolder | number;
+    // Locks written by earlier versions hold the bare process id.
+    return typeof value === "number" ? { pid: value, start: null, boot: null } : value;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One run at a time per work directory: two runs writing the same lock file would each believe
+ * the other's outputs. A lock whose process has exited, or whose process id now names another
+ * process, is taken over.
+ */
+export function acquireRunLock(workDir: string): () => void {
+  const path = join(workDir, ".run.lock");
+  mkdirSync(workDir, { recursive: true });
+  const me: LockHolder = { pid: process.pid, start: processStart(process.pid), boot: bootId() };
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, "wx");
+      writeSync(fd, JSON.stringify(me));
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = readHolder(path);
+      if (holder && holderAlive(holder)) throw new RunLockError(`another switch-swe run (pid ${holder.pid}) is using ${workDir}; wait for it, or stop it`);
+      rmSync(path, { force: true });
+    }
+  }
+  throw new RunLockError(`could not lock ${workDir}`);
+}
+
+/**
+ * What a killed run leaves in its work directory, removed by the next run once it holds the lock
+ * (so nothing else is using them): partial environments and mirror clones (`*.partial-<pid>`),
+ * scratch checkouts, and test containers labelled with this work directory. Returns what it removed.
+ */
+export async function removeLeftovers(workDir: string, log: Logger): Promise<string[]> {
+  const removed: string[] = [];
+  for (const sub of ["envs", "git"]) {
+    const dir = join(workDir, sub);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir)) {
+      if (/\.partial-\d+$/.test(name)) {
+        rmSync(join(dir, name), { recursive: true, force: true });
+        removed.push(`${sub}/${name}`);
+      }
+    }
+  }
+  const scratch = join(workDir, "scratch");
+  if (existsSync(scratch)) {
+    for (const name of readdirSync(scratch)) {
+      rmSync(join(scratch, name), { recursive: true, force: true });
+      removed.push(`scratch/${name}`);
+    }
+  }
+  removed.push(...(await removeLabelledContainers(workDir, log)));
+  return removed;
+}
+
+async function removeLabelledContainers(workDir: string, log: Logger): Promise<string[]> {
+  const docker = new Docker();
+  try {
+    await docker.ping();
+  } catch {
+    return []; // no engine, no containers of ours
+  }
+  const removed: string[] = [];
+  try {
+    const containers = await docker.listContainers({ all: true, filters: { label: [`${WORK_LABEL}=${workDir}`] } });
+    for (const info of containers) {
+      await docker.getContainer(info.Id).remove({ force: true });
+      removed.push(`container ${info.Id.slice(0, 12)}`);
+    }
+  } catch (error) {
+    log.warn(`could not remove test containers a killed run left behind: ${(error as Error).message}`);
+  }
+  return removed;
+}

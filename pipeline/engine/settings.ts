@@ -1,0 +1,71 @@
+import { z } from "zod";
+
+/** The five role-neutral checkouts of a session (SPEC §1), unless the config names others. */
+export const DEFAULT_CHECKOUTS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
+
+/** Interruption tasks per session (SPEC §2.7). */
+export const DEFAULT_INTERRUPTIONS = 4;
+
+/**
+ * The one finalization request (SPEC §1): it closes every session, in both conditions, and states
+ * no requirement. reconstruct never produces it; schedule appends it.
+ */
+export const FINALIZATION_TEXT = "Finish this task and prepare it for evaluation: complete the work you consider unfinished, then stop.";
+
+/** How test runs are executed, for every stage that runs tests (qualify, the oracle) and for `verify`. */
+export const ExecutionSettings = z.strictObject({
+  /**
+   * `queue`: test runs go to workers on other hosts through a BullMQ queue in Redis (`switch-swe
+   * worker`); the workers run them with `queue_executor`.
+   */
+  executor: z.enum(["auto", "docker", "local", "queue"]).default("auto"),
+  /** With `executor: queue`, the executor the workers run tests with: what the records then say ran them. */
+  queue_executor: z.enum(["docker", "local"]).default("docker"),
+  /** With `executor: queue`: where the queue is. Changes where runs happen, not what they produce: not in any cache key. */
+  queue: z
+    .strictObject({
+      redis: z.string().default("redis://127.0.0.1:6379"),
+      /** Prefix of the queue's keys in Redis, so several benchmarks can share one Redis. */
+      name: z.string().regex(/^[A-Za-z0-9_-]+$/).default("switch-swe"),
+      /** How long a job may wait for a worker that can run it before it fails as an infrastructure fault. */
+      wait_for_worker_seconds: z.number().int().positive().default(60),
+    })
+    .default({ redis: "redis://127.0.0.1:6379", name: "switch-swe", wait_for_worker_seconds: 60 }),
+  /** Tasks worked on at once; 0 means one per core. Changes how fast, not what: not in any cache key. */
+  jobs: z.number().int().min(0).default(0),
+  /** Pauses before the first and second retry after an infrastructure fault; not in any cache key. */
+  infrastructure_backoff_seconds: z.array(z.number().nonnegative()).min(1).default([15, 30]),
+  /**
+   * Whether environments may use uv-managed Python downloads for versions no interpreter or base
+   * image gives: `auto` asks the download host once; `no` always takes a recipe's first fallback
+   * that the executor has. It decides which Python a recipe gets, so it joins the cache key.
+   */
+  python_downloads: z.enum(["auto", "yes", "no"]).default("auto"),
+  /** Per Docker test container. */
+  limits: z.strictObject({ memory_mb: z.number().int().positive().default(2048), pids: z.number().int().positive().default(512), cpus: z.number().positive().default(1) }).default({ memory_mb: 2048, pids: 512, cpus: 1 }),
+});
+export type ExecutionSettings = z.infer<typeof ExecutionSettings>;
+
+/** Keys of the execution settings that change how fast a stage runs, never what it produces. */
+export const VOLATILE_EXECUTION_KEYS = ["jobs", "infrastructure_backoff_seconds", "queue"] as const;
+
+/** The shape of every session: how many interruptions, and the checkouts' paths. */
+export const SessionSettings = z.strictObject({
+  interruptions: z.number().int().min(1).default(DEFAULT_INTERRUPTIONS),
+  checkouts: z.array(z.string().regex(/^\//, "expected an absolute path")).min(2).default(DEFAULT_CHECKOUTS),
+});
+export type SessionSettings = z.infer<typeof SessionSettings>;
+
+/**
+ * Settings that several stages share, declared once at the top of the config instead of in each
+ * stage's section. A stage names the ones it uses (`StageDefinition.settings`); only those join
+ * its cache key.
+ */
+export const PipelineSettings = z.object({
+  /** The repository profiles, relative to the config file. */
+  profiles_dir: z.string().default("data/repos"),
+  execution: ExecutionSettings.default(ExecutionSettings.parse({})),
+  session: SessionSettings.default(SessionSettings.parse({})),
+});
+export type PipelineSettings = z.infer<typeof PipelineSettings>;
+export type SettingName = "profiles" | "execution" | "session";
