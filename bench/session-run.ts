@@ -9,7 +9,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadAgent, runAllSessions } from "../cli/commands/session.ts";
+import { loadAgent, runAllSessions } from "../pipeline/session/runs.ts";
+import { OpenedBenchmark } from "../pipeline/engine/benchmark.ts";
+import { BUILT_STAGES } from "../stages/index.ts";
 import { runPipeline } from "../pipeline/engine/engine.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { SessionIndex } from "../pipeline/schemas/session.ts";
@@ -36,7 +38,7 @@ try {
     const agent = loadAgent(file);
     const name = agent.name;
     const started = Date.now();
-    const { ran, failed } = await runAllSessions({ config: demo.configPath, manifest, conditions: ["control", "switched"], agent, out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, overrides: { executor }, log });
+    const { ran, failed } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), { manifest, conditions: ["control", "switched"], agent, out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, log });
     const wall = (Date.now() - started) / 1000;
     const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
     const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);

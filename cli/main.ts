@@ -1,4 +1,5 @@
 import { CommitNotInSource, IncompleteSource } from "../pipeline/git.ts";
+import { NoSpaceLeft } from "../pipeline/failures.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +10,9 @@ import { registerDemo } from "./commands/demo.ts";
 import { registerDoctor } from "./commands/doctor.ts";
 import { registerFidelity } from "./commands/fidelity.ts";
 import { registerImages } from "./commands/images.ts";
-import { registerRepo } from "./commands/repo-init.ts";
+import { registerRepoInit } from "./commands/repo-init.ts";
+import { registerRepoCheck } from "./commands/repo-check.ts";
+import { registerRepoLint } from "./commands/repo-lint.ts";
 import { registerReport } from "./commands/report.ts";
 import { registerRequalify } from "./commands/requalify.ts";
 import { registerRun, registerStageCommands } from "./commands/run.ts";
@@ -39,7 +42,10 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerDoctor(program, io, exit);
   registerSchemas(program, io, exit);
   registerImages(program, io, exit);
-  registerRepo(program, io, exit);
+  const repo = program.command("repo").description("manage repository profiles: draft one, lint them, check one against its records");
+  registerRepoInit(repo, io, exit);
+  registerRepoCheck(repo, io, exit);
+  registerRepoLint(repo, io, exit);
   registerFidelity(program, io, exit);
   registerRequalify(program, io, exit);
   return program;
@@ -79,7 +85,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return 2;
     }
     // The repository's source lacks what the command needs: a fact about it, said as it is.
-    if (error instanceof RunFailed || error instanceof CommitNotInSource || error instanceof IncompleteSource) {
+    if (error instanceof RunFailed || error instanceof CommitNotInSource || error instanceof IncompleteSource || error instanceof NoSpaceLeft) {
       io.err(`switch-swe: ${error.message}\n`);
       return 1;
     }

@@ -1,6 +1,7 @@
 import { readdirSync, renameSync, rmSync } from "node:fs";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { writingTo } from "./failures.ts";
 
 const TEMP_MARK = ".tmp-";
 
@@ -14,6 +15,10 @@ function tempPathFor(path: string): string {
  * target (atomic on POSIX), then fsync the directory so the rename itself survives a crash.
  */
 export async function writeFileAtomic(path: string, data: string | Buffer | Iterable<string>): Promise<void> {
+  return writingTo(path, () => writeWhole(path, data));
+}
+
+async function writeWhole(path: string, data: string | Buffer | Iterable<string>): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temp = tempPathFor(path);
   const handle = await open(temp, "w", 0o644);

@@ -14,6 +14,31 @@ export class TransientFailure extends Error {
   override name = "TransientFailure";
 }
 
+/** The disk holding a file the run writes is full: one message for every write, naming the file. */
+export class NoSpaceLeft extends TransientFailure {
+  override name = "NoSpaceLeft";
+  constructor(readonly path: string) {
+    super(`no space left on the disk holding ${path}: free some (or point work_dir elsewhere) and run again`);
+  }
+}
+
+/** Whether a write failed for want of room (ENOSPC, or a quota: EDQUOT). */
+export function isNoSpace(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return code === "ENOSPC" || code === "EDQUOT";
+}
+
+/** Runs a write; a full disk becomes NoSpaceLeft naming `path`, anything else is rethrown as it is. */
+export function writingTo<T>(path: string, write: () => T): T {
+  try {
+    const result = write();
+    if (result instanceof Promise) return result.catch((error: unknown) => { throw isNoSpace(error) ? new NoSpaceLeft(path) : error; }) as T;
+    return result;
+  } catch (error) {
+    throw isNoSpace(error) ? new NoSpaceLeft(path) : error;
+  }
+}
+
 /** errno codes that describe the machine or the network, never the input. */
 const TRANSIENT_CODES = new Set([
   "ENOSPC", "EDQUOT", "EIO", "EMFILE", "ENFILE", "ENOMEM", "EROFS",

@@ -1,5 +1,6 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import { writingTo } from "./failures.ts";
 
 export type Level = "debug" | "info" | "warn" | "error";
 const ORDER: Record<Level, number> = { debug: 0, info: 1, warn: 2, error: 3 };
@@ -23,10 +24,10 @@ export interface LoggerOptions {
 export function createLogger(options: LoggerOptions = {}, prefix = ""): Logger {
   const threshold = ORDER[options.level ?? "info"];
   const write = options.write ?? ((line: string) => process.stderr.write(line + "\n"));
-  if (options.file) mkdirSync(dirname(options.file), { recursive: true });
+  if (options.file) writingTo(options.file, () => mkdirSync(dirname(options.file!), { recursive: true }));
   const emit = (level: Level, message: string) => {
     const text = prefix ? `[${prefix}] ${message}` : message;
-    if (options.file) appendFileSync(options.file, `${new Date().toISOString()} ${level.toUpperCase()} ${text}\n`);
+    if (options.file) writingTo(options.file, () => appendFileSync(options.file!, `${new Date().toISOString()} ${level.toUpperCase()} ${text}\n`));
     if (ORDER[level] >= threshold) write(level === "info" ? text : `${level}: ${text}`);
   };
   return {

@@ -5,7 +5,7 @@ import { loadConfig } from "../../pipeline/engine/config.ts";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
-import { runWithConfig } from "./run.ts";
+import { runWithConfig } from "../run-config.ts";
 
 /**
  * Serves the demo corpus's GitHub records on the loopback address the config's mine.github.api_url

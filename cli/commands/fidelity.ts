@@ -1,188 +1,17 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import type { Command } from "commander";
 import { BUILT_STAGES } from "../../stages/index.ts";
+import type { Command } from "commander";
 import { writeFileAtomic } from "../../pipeline/atomic.ts";
-import { type Agreement, compareSet, explained, type TaskFidelity } from "../../pipeline/fidelity/compare.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
-import { createLogger, type Logger } from "../../pipeline/logger.ts";
-import { silentProgress } from "../../pipeline/progress.ts";
-import { Candidate } from "../../pipeline/schemas/candidate.ts";
-import { Reject } from "../../pipeline/schemas/common.ts";
-import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
-import { ExecutionSettings, PipelineSettings } from "../../pipeline/engine/settings.ts";
-import { ArtifactStore } from "../../pipeline/engine/store.ts";
+import { explained } from "../../pipeline/fidelity/compare.ts";
+import { createLogger } from "../../pipeline/logger.ts";
+
+
+
+
+
+
 import { type ExitCode, type Io, requirePath } from "../io.ts";
-import { type ExecutorChoice, executorOption, redisOption, withExecutionOverrides } from "../execution-options.ts";
-
-export interface FidelityOptions {
-  records: string;
-  profilesDir: string;
-  workDir: string;
-  executor: ExecutorChoice;
-  /** With `executor: queue`: the Redis of the queue (its workers run the Docker executor). */
-  redis?: string;
-  runs: number;
-  jobs: number;
-  /** Only these task ids of the file (all when empty). */
-  tasks?: string[];
-  /** A directory of `owner__name.bundle` git bundles to clone from instead of each profile's clone_url. */
-  mirrors?: string;
-  /** Whether environments may use uv-managed Python downloads (execution.python_downloads). */
-  pythonDownloads?: "auto" | "yes" | "no";
-  log: Logger;
-}
-
-export interface FidelityResult {
-  tasks: TaskFidelity[];
-  /** Distinct environments (recipe and as-of date) the tasks needed, and how many were built by this run. */
-  environments: number;
-  builds: { key: string; seconds?: number }[];
-}
-
-/** What qualifying a SWE-bench-family file's tasks gave: the records as mined, our qualifications, and why the others were not qualified. */
-export interface QualifiedRecords {
-  candidates: Candidate[];
-  qualifications: Map<string, QualificationRecord>;
-  rejects: Map<string, Reject>;
-  environments: number;
-  builds: { key: string; seconds?: number }[];
-}
-
-/**
- * Qualifies a SWE-bench-family file's tasks with the repositories' profiles, as the pipeline
- * would (mine → split → qualify, in `workDir`, which keeps environments between runs).
- */
-export async function qualifyRecords(options: FidelityOptions): Promise<QualifiedRecords> {
-  const workDir = resolve(options.workDir);
-  mkdirSync(workDir, { recursive: true });
-  const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: withExecutionOverrides(ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }), { executor: options.executor, redis: options.redis }) });
-  // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.
-  let records = resolve(options.records);
-  if (options.tasks?.length) {
-    const wanted = new Set(options.tasks);
-    // a line that is not JSON is kept: mine then rejects it naming the file, the line and why
-    const idOf = (line: string) => {
-      try {
-        return (JSON.parse(line) as { instance_id?: string }).instance_id;
-      } catch {
-        return undefined;
-      }
-    };
-    const lines = readFileSync(records, "utf8").split("\n").filter((line) => line.trim() && (idOf(line) === undefined || wanted.has(idOf(line)!)));
-    records = join(workDir, "records.jsonl");
-    await writeFileAtomic(records, lines.map((l) => `${l}\n`).join(""));
-  }
-  const stageConfigs = { mine: { swebench: [records] }, split: {}, qualify: { runs: options.runs } };
-  const engine = { workDir, baseDir: workDir, stages: BUILT_STAGES, stageConfigs, settings, seed: "fidelity", name: "fidelity", log: options.log, progress: silentProgress };
-  const metrics = join(workDir, "logs", "metrics.jsonl");
-  mkdirSync(join(workDir, "logs"), { recursive: true });
-  writeFileSync(metrics, "");
-  for (const stage of ["mine", "split", "qualify"] as const) await runPipeline(engine, { only: stage });
-
-  const store = new ArtifactStore(workDir);
-  const candidates = (await store.readRecords("mine", "candidates")).records.map((r) => Candidate.parse(r));
-  const qualifications = new Map((await store.readRecords("qualify", "qualifications")).records.map((r) => QualificationRecord.parse(r)).map((q) => [q.task_id, q]));
-  const rejects = new Map<string, Reject>();
-  for (const stage of ["mine", "split", "qualify"] as const) {
-    const stored = await store.readRecords(stage, "rejects").catch(() => ({ records: [] as unknown[] }));
-    for (const r of stored.records.map((x) => Reject.parse(x))) rejects.set(r.record_id, r);
-  }
-  const environments = new Set([...qualifications.values()].map((q) => q.environment_key)).size;
-  const measured = readFileSync(metrics, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-  const builds = measured.filter((m) => m.stage === "qualify" && m.environment_built).map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
-  return { candidates: candidates.filter((c) => !options.tasks?.length || options.tasks.includes(c.id)), qualifications, rejects, environments, builds };
-}
-
-/** Qualifies a SWE-bench-family file's tasks (qualifyRecords) and compares each task's sets with the record's. */
-export async function measureFidelity(options: FidelityOptions): Promise<FidelityResult> {
-  const { candidates, qualifications, rejects, environments, builds } = await qualifyRecords(options);
-  const tasks: TaskFidelity[] = candidates.map((candidate) => {
-      const q = qualifications.get(candidate.id);
-      if (!q) {
-        const reject = rejects.get(candidate.id);
-        return { task: candidate.id, environment: { built: false, reason: reject?.reason ?? "not_run", message: reject?.message ?? "not qualified" } };
-      }
-      return {
-        task: candidate.id,
-        environment: { built: true },
-        kept: q.kept,
-        failToPass: compareSet(q.fail_to_pass, candidate.upstream_fail_to_pass, q, { theirOther: candidate.upstream_pass_to_pass, failToPass: true }),
-        passToPass: compareSet(q.pass_to_pass, candidate.upstream_pass_to_pass, q, { theirOther: candidate.upstream_fail_to_pass }),
-      };
-    });
-  return { tasks, environments, builds };
-}
-
-/**
- * The profiles to use: as they are, or copied into the work directory with `clone_url` pointed at
- * a local bundle for each repository the mirrors directory has one of (offline work, CI).
- */
-function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, workDir: string): string {
-  if (!mirrors) return resolve(profilesDir);
-  const copy = join(workDir, "profiles");
-  mkdirSync(copy, { recursive: true });
-  for (const name of readdirSync(profilesDir).filter((f) => f.endsWith(".json"))) {
-    const profile = JSON.parse(readFileSync(join(profilesDir, name), "utf8")) as { clone_url?: string };
-    const bundle = resolve(mirrors, name.replace(/\.json$/, ".bundle"));
-    if (existsSync(bundle)) profile.clone_url = bundle;
-    writeFileSync(join(copy, name), JSON.stringify(profile, null, 2) + "\n");
-  }
-  return copy;
-}
-
-/** The report a maintainer reads: a line per task, then the totals. */
-export function formatFidelity(result: FidelityResult): string {
-  const lines: string[] = [];
-  const differences = (c: TaskFidelity["failToPass"]) => (c ? [...c.missing.map((d) => `-${d.test} [${d.class}]`), ...c.extra.map((d) => `+${d.test} [${d.class}]`)] : []);
-  for (const t of result.tasks) {
-    if (!t.environment.built) {
-      lines.push(`${t.task}: not qualified: ${t.environment.reason}: ${t.environment.message.split("\n")[0]!.slice(0, 400)}`);
-      continue;
-    }
-    lines.push(`${t.task}: ${t.kept ? "kept" : "rejected"}; F2P ${t.failToPass!.agreement}, P2P ${t.passToPass!.agreement}`);
-    for (const d of differences(t.failToPass)) lines.push(`    F2P ${d}`);
-    const p2p = differences(t.passToPass);
-    for (const d of p2p.slice(0, 10)) lines.push(`    P2P ${d}`);
-    if (p2p.length > 10) lines.push(`    P2P … ${p2p.length - 10} more`);
-  }
-  const n = result.tasks.length;
-  const built = result.tasks.filter((t) => t.environment.built);
-  const count = (which: "failToPass" | "passToPass", a: Agreement) => built.filter((t) => t[which]!.agreement === a).length;
-  const classes = new Map<string, number>();
-  for (const t of built) for (const d of [...t.failToPass!.missing, ...t.failToPass!.extra]) classes.set(d.class, (classes.get(d.class) ?? 0) + 1);
-  lines.push("");
-  lines.push(`tasks: ${n}; qualified (environment built and every run reported): ${built.length}/${n}; kept: ${built.filter((t) => t.kept).length}`);
-  const agreements: Agreement[] = ["exact", "subset", "superset", "overlap", "disjoint"];
-  lines.push(`F2P: ${agreements.map((a) => `${a} ${count("failToPass", a)}`).join(", ")}; exact or every difference explained: ${built.filter(explained).length}/${n}`);
-  lines.push(`P2P: ${agreements.map((a) => `${a} ${count("passToPass", a)}`).join(", ")}`);
-  lines.push(`F2P differences by class: ${[...classes].map(([c, k]) => `${c} ${k}`).join(", ") || "none"}`);
-  const notBuilt = new Map<string, number>();
-  for (const t of result.tasks) if (!t.environment.built) notBuilt.set(t.environment.reason, (notBuilt.get(t.environment.reason) ?? 0) + 1);
-  if (notBuilt.size) lines.push(`not qualified, by reason: ${[...notBuilt].map(([r, k]) => `${r} ${k}`).join(", ")}`);
-  const timed = result.builds.filter((b) => b.seconds !== undefined);
-  const seconds = timed.reduce((s, b) => s + b.seconds!, 0);
-  lines.push(`environments: ${result.environments} distinct; layers built by this run: ${result.builds.length}${timed.length ? `, ${(seconds / timed.length).toFixed(1)} s per build, ${(seconds / 60).toFixed(1)} min in all` : ""}`);
-  return lines.join("\n") + "\n";
-}
-
-/**
- * The options every command that qualifies a SWE-bench-family file's tasks takes (fidelity,
- * requalify, repo check): where the work goes, the executor, how many at once, which tasks,
- * and bundles to clone from.
- */
-export function qualificationOptions(command: Command, workDir: string, options: { profiles?: boolean; tasks?: boolean } = {}): Command {
-  if (options.profiles !== false) command.option("--profiles <dir>", "repository profiles", "data/repos");
-  command
-    .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", workDir)
-    .addOption(executorOption("docker, local, auto, or queue (workers on other hosts, running the Docker executor)").default("auto"))
-    .addOption(redisOption())
-    .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
-    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
-    .option("--python-downloads <when>", "use uv-managed Python downloads for versions the executor has no interpreter of: auto (if reachable), yes, no", "auto");
-  if (options.tasks !== false) command.option("--task <id...>", "only these tasks of the file");
-  return command;
-}
+import { measureFidelity, formatFidelity } from "../../pipeline/fidelity/run.ts";
+import { qualificationOptions } from "../qualification-options.ts";
 
 export function registerFidelity(program: Command, io: Io, exit: ExitCode): void {
   qualificationOptions(
@@ -200,7 +29,7 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
         requirePath("<records>", records, "file");
         requirePath("--profiles", opts.profiles, "directory");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const result = await measureFidelity({ records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, pythonDownloads: opts.pythonDownloads, log });
+        const result = await measureFidelity({ stages: BUILT_STAGES, records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, pythonDownloads: opts.pythonDownloads, log });
         io.out(formatFidelity(result));
         if (opts.json) await writeFileAtomic(opts.json, JSON.stringify(result, null, 2) + "\n");
         return result.tasks.every((t) => t.environment.built && explained(t)) ? 0 : 1;

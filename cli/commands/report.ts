@@ -5,7 +5,7 @@ import { emitStage } from "../../stages/emit/index.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { loadConfig } from "../../pipeline/engine/config.ts";
 import { parseStageConfig } from "../../pipeline/engine/engine.ts";
-import { writeResultsReport } from "../../pipeline/report/command.ts";
+import { writeResultsReport } from "../../pipeline/report/results.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 
 export function registerReport(program: Command, io: Io, exit: ExitCode): void {

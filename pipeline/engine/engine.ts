@@ -1,13 +1,13 @@
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { recoverPublishedDirectory, removeStaleTempFiles } from "../atomic.ts";
-import { MirrorCache } from "../git.ts";
 import { acquireRunLock, removeLeftovers, RunLockError } from "./leftovers.ts";
 import type { Logger } from "../logger.ts";
 import type { Progress } from "../progress.ts";
 import { STAGE_ORDER, type StageName } from "../schemas/common.ts";
 import { PipelineSettings } from "./settings.ts";
 import { inputsOf, type AnyStage } from "./stage.ts";
-import { lazyExecutor, PipelineError, runStage, type RunResources } from "./stage-run.ts";
+import { PipelineError, runStage, type RunResources } from "./stage-run.ts";
+import { Workspace } from "./workspace.ts";
 import { ArtifactStore } from "./store.ts";
 
 export { parseStageConfig, PipelineError } from "./stage-run.ts";
@@ -97,7 +97,7 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
     if (error instanceof RunLockError) throw new PipelineError(error.message);
     throw error;
   }
-  let executor: ReturnType<typeof lazyExecutor> | undefined;
+  let workspace: Workspace | undefined;
   try {
     const leftovers = await removeLeftovers(options.workDir, options.log);
     if (leftovers.length) options.log.info(`removed what an interrupted run left behind: ${leftovers.join(", ")}`);
@@ -107,7 +107,7 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
     }
     if (removed) options.log.info(`removed ${removed} temporary file(s) left by an interrupted run`);
     const settings = options.settings ?? PipelineSettings.parse({});
-    executor = lazyExecutor(settings, options.workDir, options.log);
+    workspace = Workspace.open(options.workDir, settings.execution, options.log);
     const run: RunResources = {
       workDir: options.workDir,
       baseDir: options.baseDir,
@@ -116,12 +116,11 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
       settings,
       log: options.log,
       progress: options.progress,
-      mirrors: new MirrorCache(join(options.workDir, "git")),
-      executor,
+      workspace,
     };
     return await runStages(store, run, options, runOptions);
   } finally {
-    await executor?.close();
+    await workspace?.close();
     release();
   }
 }

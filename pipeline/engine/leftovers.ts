@@ -1,3 +1,4 @@
+import { isNoSpace, NoSpaceLeft, writingTo } from "../failures.ts";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -70,15 +71,23 @@ function readHolder(path: string): LockHolder | undefined {
  */
 export function acquireRunLock(workDir: string): () => void {
   const path = join(workDir, ".run.lock");
-  mkdirSync(workDir, { recursive: true });
+  writingTo(workDir, () => mkdirSync(workDir, { recursive: true }));
   const me: LockHolder = { pid: process.pid, start: processStart(process.pid), boot: bootId() };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, "wx");
-      writeSync(fd, JSON.stringify(me));
+      try {
+        writeSync(fd, JSON.stringify(me));
+      } catch (error) {
+        // never a lock file that names nobody: a full disk takes it away again, and says so
+        closeSync(fd);
+        rmSync(path, { force: true });
+        throw isNoSpace(error) ? new NoSpaceLeft(path) : error;
+      }
       closeSync(fd);
       return () => rmSync(path, { force: true });
     } catch (error) {
+      if (isNoSpace(error)) throw new NoSpaceLeft(path);
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       const holder = readHolder(path);
       if (holder && holderAlive(holder)) throw new RunLockError(`another switch-swe run (pid ${holder.pid}) is using ${workDir}; wait for it, or stop it`);

@@ -1,3 +1,4 @@
+import { InputError } from "../validation.ts";
 import { z } from "zod";
 
 /** The five role-neutral checkouts of a session (SPEC §1), unless the config names others. */
@@ -69,3 +70,22 @@ export const PipelineSettings = z.object({
 });
 export type PipelineSettings = z.infer<typeof PipelineSettings>;
 export type SettingName = "profiles" | "execution" | "session";
+
+/** What `--executor` may name on every command that runs tests (the demo excepted: it runs here). */
+export const EXECUTOR_CHOICES = ["auto", "docker", "local", "queue"] as const;
+export type ExecutorChoice = (typeof EXECUTOR_CHOICES)[number];
+
+/** The command line's say over a config's execution settings. */
+export interface ExecutionOverrides {
+  executor?: ExecutorChoice;
+  /** With `--executor queue`: the Redis URL of the queue. */
+  redis?: string;
+  jobs?: number;
+}
+
+/** The config's execution settings with the command line's overrides applied; `--redis` without the queue is refused. */
+export function withExecutionOverrides(configured: ExecutionSettings, overrides: ExecutionOverrides): ExecutionSettings {
+  const execution = { ...configured, ...(overrides.executor ? { executor: overrides.executor } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}), ...(overrides.redis ? { queue: { ...configured.queue, redis: overrides.redis } } : {}) };
+  if (overrides.redis && execution.executor !== "queue") throw new InputError("--redis is the queue's address: it goes with --executor queue (or execution.executor: queue in the config)");
+  return execution;
+}

@@ -1,15 +1,12 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join, relative, resolve } from "node:path";
-import { listTree, PUBLISH_MARKER, replaceDirectoryAtomic, writeFileAtomic } from "../atomic.ts";
+import { listTree, PUBLISH_MARKER, replaceDirectoryAtomic } from "../atomic.ts";
 import { compareKeys, hashValue, sha256 } from "../canonical.ts";
 import { codeVersion } from "../code-version.ts";
 import { decodeStrict } from "../decode.ts";
-import { freshCheckout } from "../checkouts/checkout.ts";
-import { createExecutor } from "../executors/index.ts";
 import { loadProfiles, type ProfileSet } from "../profiles/load.ts";
-import type { Executor } from "../executors/types.ts";
-import type { MirrorCache } from "../git.ts";
+import type { Workspace } from "./workspace.ts";
 import { createGithubClient, readToken } from "../github-client.ts";
 import type { Logger } from "../logger.ts";
 import type { Progress } from "../progress.ts";
@@ -37,9 +34,8 @@ export interface RunResources {
   settings: PipelineSettings;
   log: Logger;
   progress: Progress;
-  mirrors: MirrorCache;
-  /** The executor of the run's execution settings, made on first use. */
-  executor(): Promise<Executor>;
+  /** The work directory's owner: mirrors, scratch checkouts, logs, the executor. */
+  workspace: Workspace;
 }
 
 export interface StageOutcome {
@@ -171,11 +167,7 @@ function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: 
     throw new PipelineError(`stage ${stage.name} uses the '${name}' settings without declaring them (StageDefinition.settings)`);
   };
   const uses = (name: SettingName) => stage.settings?.includes(name) ?? false;
-  const scratchDir = () => {
-    const dir = join(run.workDir, "scratch");
-    mkdirSync(dir, { recursive: true });
-    return dir;
-  };
+  const scratchDir = () => run.workspace.scratch;
   return {
     stage: stage.name,
     config,
@@ -183,25 +175,20 @@ function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: 
     benchmark: run.benchmark,
     log,
     files: key.files,
-    mirrors: run.mirrors,
+    mirrors: run.workspace.mirrors,
     get profiles() {
       return key.profiles ?? undeclared("profiles");
     },
     get execution() {
       return uses("execution") ? run.settings.execution : undeclared("execution");
     },
-    executor: () => (uses("execution") ? run.executor() : undeclared("execution")),
+    executor: () => (uses("execution") ? run.workspace.executor() : undeclared("execution")),
     get session() {
       return uses("session") ? run.settings.session : undeclared("session");
     },
     scratchDir,
-    checkout: (mirror, commit, patches) => freshCheckout(mirror, commit, patches, scratchDir()),
+    checkout: (mirror, commit, patches) => run.workspace.checkout(mirror, commit, patches),
     resolvePath: (path) => resolve(run.baseDir, path),
-    publish: async (path, content) => {
-      const absolute = resolve(run.baseDir, path);
-      await writeFileAtomic(absolute, content);
-      published.files[relative(run.baseDir, absolute)] = sha256(content);
-    },
     publishDirectory: async (dir, files) => {
       const absolute = resolve(run.baseDir, dir);
       const rel = relative(run.baseDir, absolute);
@@ -215,11 +202,7 @@ function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: 
       mkdirSync(join(run.workDir, "logs"), { recursive: true });
       appendFileSync(join(run.workDir, "logs", "metrics.jsonl"), JSON.stringify({ stage: stage.name, ...values }) + "\n");
     },
-    saveLog: async (name, text) => {
-      const path = join(run.workDir, "logs", stage.name, `${name.replace(/[^\w.-]/g, "_")}.log`);
-      await writeFileAtomic(path, text);
-      return path;
-    },
+    saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
     github: ({ baseUrl, offline, tokenFile, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs }) => {
       const token = readToken(process.env, tokenFile ? resolve(run.baseDir, tokenFile) : undefined);
       // One cache per API (host, port and path): two APIs on one host must not share answers.
@@ -313,16 +296,4 @@ export async function runStage(store: ArtifactStore, run: RunResources, stage: A
   await store.writeLock(fresh);
   if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
   return { stage: stage.name, status: incomplete ? "incomplete" : "ran", ...counts, reused: tally.reused, ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}) };
-}
-
-/** The executor of a run, made on first use and shared by every stage that runs tests. */
-export function lazyExecutor(settings: PipelineSettings, workDir: string, log: Logger): (() => Promise<Executor>) & { close: () => Promise<void> } {
-  let made: Promise<Executor> | undefined;
-  const get = () => (made ??= createExecutor(settings.execution, { workDir, log }));
-  // The queue executor holds connections open: released at the end of the run.
-  const close = async () => {
-    const executor = await made?.catch(() => undefined);
-    await executor?.close?.();
-  };
-  return Object.assign(get, { close });
 }

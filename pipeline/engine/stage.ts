@@ -118,12 +118,8 @@ export interface StageContext<C> {
    */
   mapRecords<T, R>(records: readonly T[], options: MapOptions<T, R>): Promise<R[]>;
   /**
-   * Writes a report file outside the work directory (an auditors' report, say), atomically; the
-   * lock file records it, so a changed or deleted report makes the stage run again.
-   */
-  publish(path: string, content: string): Promise<void>;
-  /**
-   * Publishes a whole directory outside the work directory (the emitted benchmark): `dir` ends up
+   * Publishes a whole directory outside the work directory (the emitted benchmark, the auditors'
+   * report): the one way a stage writes outside it. `dir` ends up
    * holding exactly `files` (relative path → content), nothing of an earlier run, swapped in
    * atomically; the lock file records every file, so a changed, missing or extra file makes the
    * stage run again.

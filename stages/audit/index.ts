@@ -29,7 +29,7 @@ export const Decisions = z.strictObject({
 
 export const AuditConfig = z.strictObject({
   decisions: z.string().default("audits/decisions.yaml"),
-  /** Where the report goes: `<report_dir>/alignment.csv` and `<report_dir>/index.html`. */
+  /** Where the report goes, a folder of its own, replaced whole on each run: `<report_dir>/alignment.csv` and `<report_dir>/index.html`. */
   report_dir: z.string().default("audits/report"),
 });
 
@@ -78,8 +78,8 @@ export const auditStage = defineStage({
     const records = results.map((r) => r.record).sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
     const passed = results.flatMap((r) => (r.task ? [r.task] : []));
     const byId = new Map(tasks.map((t) => [t.id, t]));
-    await ctx.publish(`${ctx.config.report_dir}/alignment.csv`, alignmentCsv(records, byId));
-    await ctx.publish(`${ctx.config.report_dir}/index.html`, htmlReport(records, byId));
+    // Published whole, as emit's folder is: nothing an earlier run (or anyone) left there survives.
+    await ctx.publishDirectory(ctx.config.report_dir, new Map([["alignment.csv", alignmentCsv(records, byId)], ["index.html", htmlReport(records, byId)]]));
     return { records, tasks: passed };
   },
 });

@@ -2,6 +2,7 @@ import { stringify } from "csv-stringify/sync";
 import { isAbsolute, join, relative } from "node:path";
 import { cloneSourceOf, type ProfileSet } from "../../pipeline/profiles/load.ts";
 import { z } from "zod";
+import { BenchmarkLocations } from "../../pipeline/engine/benchmark.ts";
 import { canonicalJson } from "../../pipeline/canonical.ts";
 import { renderSchemaFiles } from "../../pipeline/json-schemas.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
@@ -17,12 +18,8 @@ import { benchmarkProfile, switchedFigures } from "./profile.ts";
 
 export { benchmarkProfile } from "./profile.ts";
 
-export const EmitConfig = z.strictObject({
-  /** The released benchmark: manifest, sessions, tables, profile, schemas. */
-  out_dir: z.string().default("manifests/benchmark"),
-  /** Reference patches, test patches, test lists and commands: what an agent must never see. */
-  heldout_dir: z.string().default("manifests/benchmark/heldout"),
-});
+/** Where the benchmark goes: what verify and the session runner read it from (BenchmarkLocations). */
+export const EmitConfig = BenchmarkLocations;
 
 /** Which sessions each task is used in, and in which roles. */
 function taskUses(specs: SessionSpec[]) {

@@ -1,3 +1,4 @@
+import { BUILT_STAGES } from "../../stages/index.ts";
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,7 +19,8 @@ import { basename } from "node:path";
 import { SessionIndex } from "../../pipeline/schemas/session.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { CONTINUATION_MESSAGE } from "../../pipeline/session/run.ts";
-import { loadAgent, runAllSessions, runSessionCommand, sessionCloneSource } from "../../cli/commands/session.ts";
+import { loadAgent, runAllSessions, runAndScoreSession, sessionCloneSource } from "../../pipeline/session/runs.ts";
+import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
@@ -216,7 +218,7 @@ describe("the demo", () => {
     const executor = (await dockerForTests()) ? "docker" : "local";
     for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
       const agent = loadAgent(join(root, "data", "agents", `${name}.yaml`));
-      const { ran } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, overrides: { executor }, log, only: picked });
+      const { ran } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), { manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, log, only: picked });
       expect(ran).toHaveLength(4);
     }
     const report = (agent: string, session: string, condition: string) => VerificationReport.parse(JSON.parse(readFileSync(join(results, agent, `${session}.${condition}.json`), "utf8")));
@@ -281,7 +283,7 @@ describe("the demo", () => {
     const done = readdirSync(out).filter((f) => f.endsWith(".json")).length;
     const total = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!)).sessions.length * 2;
     expect(done).toBeLessThan(total);
-    const { ran, skipped } = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) });
+    const { ran, skipped } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }), { manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, log: createLogger({ level: "warn", write: () => {} }) });
     expect({ ran: ran.length, skipped }).toEqual({ ran: total - done, skipped: done });
     expect(readdirSync(out).filter((f) => f.endsWith(".json"))).toHaveLength(total);
 
@@ -295,7 +297,7 @@ describe("the demo", () => {
     const runDirOf = (file: string) => join(dir, "runs", file.replace(/\.json$/, ""));
     const trajectoryBefore = statSync(join(runDirOf(kept!), "trajectory.jsonl")).mtimeMs;
     rmSync(runDirOf(gone!), { recursive: true });
-    const again = await runAllSessions({ config: demo.configPath, manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) });
+    const again = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }), { manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, log: createLogger({ level: "warn", write: () => {} }) });
     expect({ ran: again.ran.length, skipped: again.skipped }).toEqual({ ran: 2, skipped: total - 2 });
     for (const file of [kept!, gone!]) {
       const redone = VerificationReport.parse(JSON.parse(readFileSync(join(out, file), "utf8")));
@@ -317,7 +319,7 @@ describe("the demo", () => {
     writeFileSync(sessionFile, JSON.stringify(short));
     const agentFile = join(dir, "sleeper.yaml");
     writeFileSync(agentFile, `name: sleeper\ncommand: [sh, -c, 'printf "%s\\n" "$1" >> sent.txt; sleep 30', sh, "{text}"]\n`);
-    const report = await runSessionCommand({ config: demo.configPath, session: sessionFile, condition: "control", agent: loadAgent(agentFile), out: join(dir, "results"), work: join(dir, "runs"), overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) });
+    const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }), { session: sessionFile, condition: "control", agent: loadAgent(agentFile), out: join(dir, "results"), work: join(dir, "runs"), log: createLogger({ level: "warn", write: () => {} }) });
     const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     expect(trajectory).toHaveLength(2);
     for (const request of trajectory) {
@@ -357,7 +359,7 @@ describe("the demo", () => {
       // Writes, in the active checkout, where it ran and what it could see.
       `command: [sh, -c, 'n=$(ls probe-*.json 2>/dev/null | wc -l); printf "{\\"cwd\\": \\"%s\\", \\"uid\\": %s, \\"home\\": \\"%s\\", \\"workspace\\": \\"%s\\", \\"installed\\": \\"%s\\", \\"key\\": \\"%s\\", \\"args\\": \\"%s %s\\"}" "$(pwd)" "$(id -u)" "$HOME" "$(ls /workspace | tr "\\n" " ")" "$(cat /opt/agent-installed)" "$SWITCH_SWE_PROBE_KEY" "$1" "$2" > probe-$n.json; env > env-$n.txt; ls -a / > root-$n.txt; hostname >> root-$n.txt', sh, "{checkout}", "{workspace}"]`,
     ].join("\n") + "\n");
-    const report = await runSessionCommand({ config: demo.configPath, session: probeSession, condition: "switched", agent: loadAgent(probe), out: join(dir, "results"), work: join(dir, "runs"), overrides: { executor: "local" }, log });
+    const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), { session: probeSession, condition: "switched", agent: loadAgent(probe), out: join(dir, "results"), work: join(dir, "runs"), log });
     const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     const workspace = join(dir, "runs", `${spec.session_id}.switched`, "workspace");
     const seen = new Map<string, number>();
@@ -390,7 +392,7 @@ describe("the demo", () => {
       // The continuation first lists every process left in the container.
       `continue_command: [sh, -c, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done > procs.txt; sleep 1003']`,
     ].join("\n") + "\n");
-    const slept = await runSessionCommand({ config: demo.configPath, session: shortSession, condition: "control", agent: loadAgent(sleeper), out: join(dir, "results"), work: join(dir, "runs"), overrides: { executor: "local" }, log });
+    const slept = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), { session: shortSession, condition: "control", agent: loadAgent(sleeper), out: join(dir, "results"), work: join(dir, "runs"), log });
     const [only] = readFileSync(join(dir, "results", slept.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
     expect(only).toMatchObject({ timed_out: true, continuations: 1, exits: [null, null] });
     const focus = spec.checkouts.find((c) => c.task_id === spec.focus)!;

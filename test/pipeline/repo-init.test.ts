@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { draftProfile, readDraftTasks } from "../../cli/commands/repo-init.ts";
+import { draftProfile, readDraftTasks } from "../../pipeline/profiles/draft.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { git } from "../../pipeline/git.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
@@ -79,7 +79,7 @@ describe("repo init", () => {
     const out = join(tempDir(), "x__y.json");
     const result = await draftProfile("x/y", clone, { out, tasks: readDraftTasks(tasksFile) });
     expect(result.profile.environment).toMatchObject({ python: "3.9", project: { extras: ["testing"] }, requirements_files: [] });
-    expect(result.profile.environment_overrides).toEqual([{ versions: ["2.0"], tasks: [], recipe: { python: "3.11", project: { editable: true, extras: [] }, requirements_files: ["requirements-dev.txt"] }, why: expect.stringContaining(recent.slice(0, 12)) }]);
+    expect(result.profile.environment_overrides).toEqual([{ versions: ["2.0"], tasks: [], pythons: [], recipe: { python: "3.11", project: { editable: true, extras: [] }, requirements_files: ["requirements-dev.txt"] }, why: expect.stringContaining(recent.slice(0, 12)) }]);
     expect(recipeFor(result.profile, { id: "x__y-3", version: "2.0" }).python).toBe("3.11");
     expect(result.notes.join("\n")).toMatch(new RegExp(`from ${old.slice(0, 12)} .* to ${recent.slice(0, 12)}`));
     await expect(draftProfile("x/y", clone, { out, force: true, tasks: [{ id: "x__y-9", baseCommit: "0".repeat(40) }] })).rejects.toThrow(/x__y-9: base commit 0{40} is not in the clone/);

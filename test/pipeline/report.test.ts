@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { aggregateResults, gapPoints, percent } from "../../pipeline/report/aggregate.ts";
-import { loadReports, loadSessions } from "../../pipeline/report/command.ts";
+import { loadReports, loadSessions } from "../../pipeline/report/results.ts";
 import { renderCsv, renderMarkdown, renderSvg } from "../../pipeline/report/render.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";

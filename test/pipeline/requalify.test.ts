@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { auditRecord } from "../../pipeline/fidelity/defects.ts";
-import { renderRequalifyCsv, renderRequalifyMarkdown } from "../../cli/commands/requalify.ts";
+import { renderRequalifyCsv, renderRequalifyMarkdown } from "../../pipeline/fidelity/requalify.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { RequalifyReport } from "../../pipeline/schemas/requalify.ts";
@@ -11,7 +11,7 @@ function qualification(statuses: Record<string, [TestStatus, TestStatus, TestSta
   const tests = Object.keys(statuses).sort();
   const f2p = tests.filter((t) => statuses[t]!.slice(0, 2).every((s) => s !== "passed") && statuses[t]!.slice(2).every((s) => s === "passed"));
   return QualificationRecord.parse({
-    task_id: "o__r-1", executor: "docker", environment_key: "k", as_of: null, test_args: ["t.py"], runs_per_state: 2, test_runner: "pytest",
+    task_id: "o__r-1", executor: "docker", environment_key: "k", python: "3.9", python_fallback: false, as_of: null, test_args: ["t.py"], runs_per_state: 2, test_runner: "pytest",
     designated_tests: tests, runs: [run("before", 0, 0), run("before", 1, 1), run("after", 0, 2), run("after", 1, 3)],
     fail_to_pass: f2p, pass_to_pass: [], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true, ...fields,
   });

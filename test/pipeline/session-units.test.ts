@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadAgent } from "../../cli/commands/session.ts";
+import { loadAgent } from "../../pipeline/session/runs.ts";
 import { git } from "../../pipeline/git.ts";
 import { AgentSpec } from "../../pipeline/schemas/agent.ts";
 import { agentArgv } from "../../pipeline/session/run.ts";

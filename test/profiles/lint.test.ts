@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatFindings, lintProfiles, readLintRecords } from "../../cli/commands/repo-lint.ts";
+import { formatFindings, lintProfiles, readLintRecords } from "../../pipeline/profiles/lint-files.ts";
 import { type LintRecord, lintProfile, LINT_RULES } from "../../pipeline/profiles/lint.ts";
 import { PypiIndex } from "../../pipeline/profiles/pypi.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";

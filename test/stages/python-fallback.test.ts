@@ -1,7 +1,8 @@
+import { BUILT_STAGES } from "../../stages/index.ts";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { qualifyRecords } from "../../cli/commands/fidelity.ts";
+import { qualifyRecords } from "../../pipeline/fidelity/run.ts";
 import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
@@ -71,7 +72,7 @@ describe.skipIf(!docker)("qualify on a fallback Python", () => {
   });
 
   it("runs the era on the fallback, records it, and fails the era without one with both lists", async () => {
-    const { qualifications, rejects } = await qualifyRecords({ records, profilesDir: profiles, workDir: join(work, "run"), executor: "docker", runs: 1, jobs: 2, pythonDownloads: "no", log: silentLogger });
+    const { qualifications, rejects } = await qualifyRecords({ stages: BUILT_STAGES, records, profilesDir: profiles, workDir: join(work, "run"), executor: "docker", runs: 1, jobs: 2, pythonDownloads: "no", log: silentLogger });
     const q = qualifications.get("o__r-1")!;
     expect(q).toMatchObject({ python: "3.9", python_fallback: true, kept: true, fail_to_pass: ["tests/test_calc.py::test_triple"] });
     const reject = rejects.get("o__r-2")!;

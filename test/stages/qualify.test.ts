@@ -1,3 +1,4 @@
+import { BUILT_STAGES } from "../../stages/index.ts";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -15,7 +16,7 @@ import { silentLogger } from "../../pipeline/logger.ts";
 import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
 import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
-import { qualifyByHand } from "../../cli/commands/qualify-task.ts";
+import { qualifyByHand } from "../../stages/qualify/by-hand.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
@@ -75,7 +76,7 @@ describe("qualify on the demo corpus", () => {
 
   it("qualify --task with the config resolves the task's environment exactly as the stage does", async () => {
     const stage = local.records.find((r) => r.kept && !intents.get(r.task_id)!.flaky.length)!;
-    const byHand = await qualifyByHand({ task: stage.task_id, config: demo.configPath, executor: "local", runs: 3, workDir: fileTempDir(), fullSuite: false, log: silentLogger });
+    const byHand = await qualifyByHand({ stages: BUILT_STAGES, task: stage.task_id, config: demo.configPath, executor: "local", runs: 3, workDir: fileTempDir(), fullSuite: false, log: silentLogger });
     expect({ ...byHand, runs: byHand.runs.map((r) => r.outcomes) }).toEqual({ ...stage, runs: stage.runs.map((r) => r.outcomes) });
   });
 

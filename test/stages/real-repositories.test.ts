@@ -1,3 +1,4 @@
+import { BUILT_STAGES } from "../../stages/index.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -8,7 +9,7 @@ import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { profileFileName } from "../../pipeline/profiles/load.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
-import { type FidelityResult, measureFidelity } from "../../cli/commands/fidelity.ts";
+import { type FidelityResult, measureFidelity } from "../../pipeline/fidelity/run.ts";
 import { normaliseTestId, swebenchTestId } from "../../pipeline/test-results/test-ids.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
@@ -17,8 +18,8 @@ import { MirrorCache } from "../../pipeline/git.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { verifyArtifact } from "../../pipeline/verifier/verify.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
-import { requalify, writeRequalifyReport } from "../../cli/commands/requalify.ts";
-import { checkProfile, formatProfileCheck } from "../../cli/commands/repo-check.ts";
+import { requalify, writeRequalifyReport } from "../../pipeline/fidelity/requalify.ts";
+import { checkProfile, formatProfileCheck } from "../../pipeline/fidelity/repo-check.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 import { startRedis } from "../helpers/redis.ts";
 import { spawn } from "node:child_process";
@@ -51,7 +52,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
 
   beforeAll(async () => {
     workDir = fileTempDir();
-    result = await measureFidelity({ records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir, executor: "docker", runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
+    result = await measureFidelity({ stages: BUILT_STAGES, records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir, executor: "docker", runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
     qualifications();
   });
 
@@ -102,7 +103,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     const file = join(workDir, "audited.jsonl");
     writeFileSync(file, [...lines, JSON.stringify(planted)].join("\n") + "\n");
     // The same work directory: the three real records' qualification is reused, only the copy runs.
-    const report = await requalify({ swebench: file, profilesDir: PROFILES, workDir, executor: "docker", runs: 1, jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
+    const report = await requalify({ stages: BUILT_STAGES, swebench: file, profilesDir: PROFILES, workDir, executor: "docker", runs: 1, jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
     const kinds = new Map(report.records.map((r) => [r.instance_id, Object.fromEntries(r.defects.map((d) => [d.kind, d.tests]))]));
     expect([...kinds.keys()]).toEqual(["marshmallow-code__marshmallow-1359", "marshmallow-code__marshmallow-91359", "pylint-dev__astroid-1866", "sqlfluff__sqlfluff-1625"]);
     expect(report.records.every((r) => r.requalified)).toBe(true);
@@ -118,7 +119,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   it("repo check: every era of each bundled profile builds and qualifies a task as its record says", async () => {
     // One task per era (SWE-bench version): the earliest, as a full run resolves the era's environment as of it.
     for (const name of ["marshmallow-code__marshmallow", "pylint-dev__astroid", "sqlfluff__sqlfluff"]) {
-      const eras = await checkProfile({ profile: join(PROFILES, `${name}.json`), tasks: RECORDS, sample: 1, workDir, executor: "docker", jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
+      const eras = await checkProfile({ stages: BUILT_STAGES, profile: join(PROFILES, `${name}.json`), tasks: RECORDS, sample: 1, workDir, executor: "docker", jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
       const versions = new Set([...records.values()].filter((r) => r.instance_id.startsWith(`${name}-`)).map((r) => r.version));
       expect(eras.length, name).toBe(versions.size);
       const text = formatProfileCheck(name.replace("__", "/"), eras);
@@ -157,7 +158,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     const worker = spawn(process.execPath, [BIN, "worker", "--redis", redis.url, "--executor", "docker", "--work-dir", workerDir, "--name", "far-host"], { stdio: "ignore" });
     try {
       const queued = fileTempDir();
-      const through = await measureFidelity({ records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir: queued, executor: "queue", redis: redis.url, runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
+      const through = await measureFidelity({ stages: BUILT_STAGES, records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir: queued, executor: "queue", redis: redis.url, runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
       expect(through.tasks.map((t) => [t.task, t.failToPass?.agreement])).toEqual(TASKS.map((id) => [id, "exact"]));
       const viaQueue = readFileSync(join(queued, "artifacts", "qualify", "qualifications.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => QualificationRecord.parse(JSON.parse(l)));
       for (const q of viaQueue) expect(q, q.task_id).toEqual(qualifications().get(q.task_id));

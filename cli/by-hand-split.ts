@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { splitFields, splitReferenceChange } from "../../stages/split/split.ts";
-import { DiffParseError } from "../../pipeline/changes/diff.ts";
-import { loadProfiles } from "../../pipeline/profiles/load.ts";
-import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
-import { type Io, requirePath, UsageError } from "../io.ts";
+import { splitFields, splitReferenceChange } from "../stages/split/split.ts";
+import { DiffParseError } from "../pipeline/changes/diff.ts";
+import { loadProfiles } from "../pipeline/profiles/load.ts";
+import { ClassificationRules } from "../pipeline/schemas/repo-profile.ts";
+import { type Io, requirePath, UsageError } from "./io.ts";
 
 /** `switch-swe split --diff FILE`: splits one diff by hand, with a profile's rules or the defaults. */
 export const splitByHand = {

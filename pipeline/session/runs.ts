@@ -1,0 +1,166 @@
+import { existsSync, readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { dirname, join, relative, resolve } from "node:path";
+import Docker from "dockerode";
+import { parse } from "yaml";
+import { writeFileAtomic } from "../atomic.ts";
+import type { OpenedBenchmark } from "../engine/benchmark.ts";
+import { Workspace } from "../engine/workspace.ts";
+import { DockerExecutor, dockerAvailable } from "../executors/docker.ts";
+import { environmentSpec } from "../executors/environment.ts";
+import { WORK_LABEL } from "../executors/index.ts";
+import { isRemoteCloneUrl } from "../git.ts";
+import type { Logger } from "../logger.ts";
+import { AgentSpec } from "../schemas/agent.ts";
+import { SessionIndex, SessionSpec } from "../schemas/session.ts";
+import { VerificationReport } from "../schemas/verification.ts";
+import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
+import { focusCheckoutIn, runSession } from "./run.ts";
+import { verifySubmission } from "./score.ts";
+
+export type Condition = "control" | "switched";
+
+/** Bad input to `session run`: names the file and field, and nothing was run. */
+export class SessionInputError extends InputError {
+  override name = "SessionInputError";
+}
+
+/** An AGENT.yaml, validated; a bad one is refused naming the file and field. */
+export function loadAgent(file: string): AgentSpec {
+  let raw: unknown;
+  try {
+    raw = parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new SessionInputError(`${file}: not a YAML agent description: ${(error as Error).message}`);
+  }
+  const parsed = AgentSpec.safeParse(raw);
+  if (!parsed.success) throw new SessionInputError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
+  return parsed.data;
+}
+
+export interface SessionRunOptions {
+  session: string;
+  condition: Condition;
+  agent: AgentSpec;
+  /** Where the verification report goes: `<out>/<session>.<condition>.json`, where `report` reads it. */
+  out: string;
+  /** Where the run's workspace, agent logs and trajectory go (outside `out`: `report` reads every JSON there). */
+  work?: string;
+  /**
+   * The report of an earlier run whose verification met an infrastructure fault: its focus
+   * checkout, when still in the run directory, is verified again, and the agent is not run again.
+   */
+  reverify?: VerificationReport;
+  log: Logger;
+}
+
+/**
+ * The clone source the session names (emit writes it from the profile): a URL, or a local path
+ * relative to the session file, used when it exists here; otherwise the config's profile decides.
+ */
+export function sessionCloneSource(spec: SessionSpec, sessionFile: string): string | undefined {
+  const url = spec.clone_url;
+  if (!url) return undefined;
+  if (isRemoteCloneUrl(url)) return url;
+  const path = resolve(dirname(resolve(sessionFile)), url);
+  return existsSync(path) ? path : undefined;
+}
+
+/** The report file of one session and condition under a results directory. */
+export const reportFileOf = (out: string, sessionId: string, condition: Condition) => join(out, `${sessionId}.${condition}.json`);
+
+/**
+ * One condition of one session, from provisioning to the verification report, which carries
+ * what the agent did (`behaviour`) beside the verdict.
+ */
+export async function runAndScoreSession(bench: OpenedBenchmark, options: SessionRunOptions): Promise<VerificationReport> {
+  const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
+  bench.profile(spec.repo);
+  const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, options.session));
+  let mirror = "";
+  for (const checkout of spec.checkouts) mirror = await bench.workspace.mirrors.ensure(spec.repo, source, checkout.base_commit);
+  const runDir = resolve(options.work ?? join(bench.loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
+  const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
+  const kept = options.reverify?.behaviour && existsSync(focusCheckoutIn(runDir, spec)) ? { focusCheckout: focusCheckoutIn(runDir, spec), behaviour: options.reverify.behaviour } : undefined;
+  if (kept) options.log.info(`session ${spec.session_id} (${options.condition}): its verification met an infrastructure fault; verifying the kept focus checkout again (the agent is not run again)`);
+  const run = kept ?? (await runAgent(bench, options, { spec, mirror, runDir, reportFile }));
+  const { report } = await verifySubmission(bench, { session: options.session, checkout: run.focusCheckout, condition: options.condition, log: options.log });
+  const withBehaviour = VerificationReport.parse({ ...report, behaviour: run.behaviour });
+  await writeFileAtomic(reportFile, JSON.stringify(withBehaviour, null, 2) + "\n");
+  return withBehaviour;
+}
+
+/** Runs the agent through the session from freshly provisioned checkouts; the behaviour names the trajectory relative to the report. */
+async function runAgent(bench: OpenedBenchmark, options: SessionRunOptions, at: { spec: SessionSpec; mirror: string; runDir: string; reportFile: string }) {
+  const { spec, runDir } = at;
+  const environment = options.agent.runs === "environment" ? await agentImage(bench, spec, at.mirror, options.log) : undefined;
+  // Only the scripted test agents may read held-out assets; a command agent is never given them.
+  const heldout = options.agent.scripted ? (taskId: string) => bench.heldout(taskId) : undefined;
+  await rm(runDir, { recursive: true, force: true });
+  const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror: at.mirror, heldout, log: options.log, environment });
+  return { focusCheckout: run.focusCheckout, behaviour: { ...run.behaviour, trajectory: relative(dirname(resolve(at.reportFile)), run.trajectoryFile) } };
+}
+
+/**
+ * The focus task's environment image, built unless it exists, for an agent that runs in the
+ * environment: the image the verifier runs the focus task's tests in, so the agent's tests see
+ * what the verifier's will. Only the recipe is read from the held-out asset, on the host.
+ */
+async function agentImage(bench: OpenedBenchmark, spec: SessionSpec, mirror: string, log: Logger): Promise<{ docker: Docker; image: string; labels: Record<string, string> }> {
+  const docker = new Docker();
+  if (!(await dockerAvailable(docker))) throw new Error("the agent runs in the environment (runs: environment), but no Docker engine answers: start dockerd, or run the agent on the host");
+  const focus = bench.requireHeldout(spec.focus, "whose environment the agent runs in");
+  const env = environmentSpec(focus.repo, focus.environment, focus.environment_as_of);
+  // Docker's whatever the verification's executor: the image is the environment the agent works in.
+  const images = Workspace.open(bench.loaded.workDir, { ...bench.execution, executor: "docker" }, log, { scratch: "verify-scratch" });
+  try {
+    await (await images.executor()).ensureEnvironment(env, images.baseRevision(mirror, focus.base_commit));
+  } finally {
+    await images.close();
+  }
+  return { docker, image: DockerExecutor.imageTag(env), labels: { [WORK_LABEL]: bench.loaded.workDir } };
+}
+
+/**
+ * Every session of an emitted benchmark in the conditions asked, `jobs` at a time. Resumable: a
+ * session and condition whose report exists is not run again, and a killed run left no report (it
+ * is written whole, at the end), so it runs again from scratch.
+ */
+export async function runAllSessions(bench: OpenedBenchmark, options: { manifest: string; conditions: Condition[]; agent: AgentSpec; out: string; work?: string; jobs: number; log: Logger; only?: string[] }): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
+  const sessionsDir = join(options.manifest, "sessions");
+  const index = readJsonFile(join(sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
+  const work = index.sessions
+    .filter((s) => !options.only || options.only.includes(s.session_id))
+    .flatMap((s) => options.conditions.map((condition) => ({ file: join(sessionsDir, s.file), sessionId: s.session_id, condition })));
+  // Scored means a report with a verdict: one whose verification met an infrastructure fault is done again.
+  const earlier = (w: { sessionId: string; condition: Condition }) => {
+    const file = reportFileOf(options.out, w.sessionId, w.condition);
+    if (!existsSync(file)) return undefined;
+    try {
+      return readJsonFile(file, VerificationReport, "a verification report");
+    } catch (error) {
+      options.log.warn(`${(error as Error).message.split("\n")[0]}: run again`);
+      return undefined;
+    }
+  };
+  const todo = work.map((w) => ({ ...w, report: earlier(w) })).filter((w) => !w.report || w.report.infrastructure_fault);
+  const ran: VerificationReport[] = [];
+  const failed: { session: string; condition: Condition; error: string }[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < todo.length) {
+      const item = todo[next++]!;
+      options.log.info(`session ${item.sessionId} (${item.condition}) with ${options.agent.name}`);
+      try {
+        ran.push(await runAndScoreSession(bench, { session: item.file, condition: item.condition, agent: options.agent, out: options.out, work: options.work, ...(item.report ? { reverify: item.report } : {}), log: options.log }));
+      } catch (error) {
+        // One session that cannot run does not stop the others; it has no report, so the next run-all tries it again.
+        const message = (error as Error).message.split("\n")[0]!;
+        options.log.error(`session ${item.sessionId} (${item.condition}) with ${options.agent.name} failed: ${message}`);
+        failed.push({ session: item.sessionId, condition: item.condition, error: message });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.jobs) }, worker));
+  return { ran, skipped: work.length - todo.length, failed };
+}
