@@ -215,22 +215,13 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
   };
   const fileOf = (key: string) => join(options.cacheDir, key.slice(0, 2), `${key}.json`);
 
-  // Repositories GitHub redirected (renamed, moved to another owner): by their old name, the
-  // /repositories/{id} path their requests go to directly, instead of a 301 and a second request each.
-  const renamed = new Map<string, string>();
-  const repoPath = /^\/repos\/([^/]+)\/([^/?]+)(.*)$/;
+  const renamed = new RenamedRepositories(options);
   octokit.hook.wrap("request", async (request, requestOptions) => {
     const endpoint = octokit.request.endpoint(requestOptions as never) as { method: string; url: string };
     if (endpoint.method !== "GET") return request(requestOptions);
     const path = pathOf(endpoint.url);
     const key = sha256(`GET ${path}`);
-    const repoMatch = repoPath.exec(path);
-    const movedTo = repoMatch ? renamed.get(`${repoMatch[1]}/${repoMatch[2]}`.toLowerCase()) : undefined;
-    if (movedTo) {
-      // The request goes to the repository's new address; it is cached under the name it was asked by.
-      for (const k of Object.keys(requestOptions)) if (!["method", "headers", "request", "baseUrl", "mediaType"].includes(k)) delete (requestOptions as Record<string, unknown>)[k];
-      (requestOptions as { url: string }).url = `${options.baseUrl.replace(/\/$/, "")}${movedTo}${repoMatch![3]}`;
-    }
+    const repoMatch = renamed.redirect(path, requestOptions as Record<string, unknown>);
     const file = fileOf(key);
     const cached = readCached(file);
     const base = options.baseUrl.replace(/\/$/, "");
@@ -264,7 +255,7 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
     }
     try {
       const response = await request(requestOptions);
-      noteRename(repoMatch, response.url);
+      renamed.note(repoMatch, response.url);
       if (!isJsonDocument(response.data)) throw new RequestError(`the response body of GET ${pathOf(endpoint.url)} is not a JSON document; not cached`, 502, { request: requestOptions as never, response: response as never });
       const link = response.headers.link?.split(base).join("{base}");
       // Links name the server; stored without it so a recording replays against any base URL.
@@ -286,21 +277,45 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       throw error;
     }
   });
+  const graphql = cachedGraphql(octokit, options, counts, fileOf);
+  return { octokit, counts, graphql };
+}
+
+/**
+ * Repositories GitHub redirected (renamed, moved to another owner): by their old name, the
+ * /repositories/{id} path their requests go to directly, instead of a 301 and a second request
+ * each. A request is cached under the name it was asked by.
+ */
+class RenamedRepositories {
+  private readonly moved = new Map<string, string>();
+  private static readonly PATH = /^\/repos\/([^/]+)\/([^/?]+)(.*)$/;
+
+  constructor(private readonly options: GithubClientOptions) {}
+
+  /** Points a request of a moved repository at its new address (in place: the hook's options object); returns the path's parts. */
+  redirect(path: string, requestOptions: Record<string, unknown>): RegExpExecArray | null {
+    const match = RenamedRepositories.PATH.exec(path);
+    const movedTo = match ? this.moved.get(`${match[1]}/${match[2]}`.toLowerCase()) : undefined;
+    if (movedTo) {
+      for (const k of Object.keys(requestOptions)) if (!["method", "headers", "request", "baseUrl", "mediaType"].includes(k)) delete requestOptions[k];
+      requestOptions.url = `${this.options.baseUrl.replace(/\/$/, "")}${movedTo}${match![3]}`;
+    }
+    return match;
+  }
+
   /**
    * A repository request (its own record or its pull-request list) answered from
-   * /repositories/{id} was redirected there: the repository was renamed or moved. Said once;
-   * its later requests go there directly. (An issue's redirect is a transfer of that issue alone.)
+   * /repositories/{id} was redirected there: the repository was renamed or moved. Said once; its
+   * later requests go there directly. (An issue's redirect is a transfer of that issue alone.)
    */
-  function noteRename(match: RegExpExecArray | null, finalUrl: string | undefined): void {
+  note(match: RegExpExecArray | null, finalUrl: string | undefined): void {
     if (!match || !finalUrl || !/^(\/pulls(\?.*)?)?$/.test(match[3]!)) return;
     const id = /\/repositories\/(\d+)(?:\/|\?|$)/.exec(new URL(finalUrl).pathname)?.[1];
     const name = `${match[1]}/${match[2]}`.toLowerCase();
-    if (!id || renamed.has(name)) return;
-    renamed.set(name, `/repositories/${id}`);
-    options.log.warn(`GitHub redirects ${match[1]}/${match[2]} to repository ${id} (renamed or moved): its requests now go there directly; its records keep the name ${match[1]}/${match[2]} (rename it in the config and its profile to follow GitHub)`);
+    if (!id || this.moved.has(name)) return;
+    this.moved.set(name, `/repositories/${id}`);
+    this.options.log.warn(`GitHub redirects ${match[1]}/${match[2]} to repository ${id} (renamed or moved): its requests now go there directly; its records keep the name ${match[1]}/${match[2]} (rename it in the config and its profile to follow GitHub)`);
   }
-  const graphql = cachedGraphql(octokit, options, counts, fileOf);
-  return { octokit, counts, graphql };
 }
 
 /**

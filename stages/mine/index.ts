@@ -3,7 +3,7 @@ import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/engine/stage.ts";
-import { redact } from "../../pipeline/github-client.ts";
+import { type GithubClient, redact } from "../../pipeline/github-client.ts";
 import { transientCause, TransientFailure } from "../../pipeline/failures.ts";
 import { enrichRecord, isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";
 import { importSwebench } from "./swebench.ts";
@@ -115,24 +115,7 @@ export const mineStage = defineStage({
       if (gh.graphql === "auto" && !useGraphql && gh.repos.length) {
         ctx.log.warn("no GitHub token: GitHub's GraphQL API (closing references, sidebar links) needs one, so issues are linked by closing keywords and commit closings only, and REST allows 60 requests an hour");
       }
-      const pulls: PullSummary[] = [];
-      for (const target of gh.repos) {
-        try {
-          const listed = await listMergedPulls(octokit, target);
-          pulls.push(...listed.pulls);
-          for (const { number, status } of listed.missing) {
-            ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_found", message: `${target.repo}#${number}: ${status === 410 ? "the pull request was deleted (410 Gone)" : "no such pull request (404)"}`, field: "numbers" });
-          }
-          for (const { number, state } of listed.unmerged) {
-            ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_merged", message: `${target.repo}#${number}: the pull request is ${state === "open" ? "still open" : "closed without being merged"}, so it has no reference change`, field: "numbers" });
-          }
-          if (!target.numbers?.length) ctx.log.info(`${target.repo}: ${listed.pulls.length} merged pull request(s) created in ${target.since ?? "the beginning"} .. ${target.until ?? "now"}, from ${listed.pages} page(s) of the list`);
-        } catch (error) {
-          // A repository that does not exist is a result; an unreachable or failing API is not.
-          const reason = isNotFound(error) ? "not_found" : transientCause(error) !== undefined ? "transient_failure" : "internal_error";
-          ctx.reject({ record_id: target.repo, reason, message: redact(`${target.repo}: could not list pull requests: ${(error as Error).message}`, token), field: "repo" });
-        }
-      }
+      const pulls = await listTargets(ctx, gh.repos, octokit, token);
       const mined = await ctx.mapRecords(pulls, {
         id: (p) => `${p.repo.replace("/", "__")}-${p.number}`,
         concurrency: gh.concurrency,
@@ -145,3 +128,29 @@ export const mineStage = defineStage({
     return { candidates };
   },
 });
+
+/**
+ * The merged pull requests of every repository the config names (a window or numbers): numbers
+ * GitHub lacks or that were never merged are rejected with why; a repository that does not exist
+ * is a result, an unreachable or failing API is not.
+ */
+async function listTargets(ctx: Parameters<typeof mineStage.run>[0], targets: NonNullable<MineConfig["github"]>["repos"], octokit: GithubClient, token: string | undefined): Promise<PullSummary[]> {
+  const pulls: PullSummary[] = [];
+  for (const target of targets) {
+    try {
+      const listed = await listMergedPulls(octokit, target);
+      pulls.push(...listed.pulls);
+      for (const { number, status } of listed.missing) {
+        ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_found", message: `${target.repo}#${number}: ${status === 410 ? "the pull request was deleted (410 Gone)" : "no such pull request (404)"}`, field: "numbers" });
+      }
+      for (const { number, state } of listed.unmerged) {
+        ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_merged", message: `${target.repo}#${number}: the pull request is ${state === "open" ? "still open" : "closed without being merged"}, so it has no reference change`, field: "numbers" });
+      }
+      if (!target.numbers?.length) ctx.log.info(`${target.repo}: ${listed.pulls.length} merged pull request(s) created in ${target.since ?? "the beginning"} .. ${target.until ?? "now"}, from ${listed.pages} page(s) of the list`);
+    } catch (error) {
+      const reason = isNotFound(error) ? "not_found" : transientCause(error) !== undefined ? "transient_failure" : "internal_error";
+      ctx.reject({ record_id: target.repo, reason, message: redact(`${target.repo}: could not list pull requests: ${(error as Error).message}`, token), field: "repo" });
+    }
+  }
+  return pulls;
+}

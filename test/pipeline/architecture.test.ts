@@ -19,8 +19,8 @@ async function violations(cwd: string, dirs: string[]): Promise<string[]> {
 }
 
 describe("the architecture", () => {
-  it("imports point one way: bin → pipeline/cli → stages → pipeline → pipeline/schemas, no cycles, no stage importing another", async () => {
-    expect(await violations(root, ["bin", "pipeline", "stages"])).toEqual([]);
+  it("imports point one way: bin → cli → stages → pipeline → pipeline/schemas, folder by folder inside pipeline/, no cycles, no stage importing another", async () => {
+    expect(await violations(root, ["bin", "cli", "pipeline", "stages", "demo", "bench"])).toEqual([]);
   });
 
   it("the rules catch every kind of wrong import", async () => {
@@ -37,12 +37,41 @@ describe("the architecture", () => {
     file("pipeline/one.ts", 'import { two } from "./two.ts";\nexport const one = () => two;\n');
     file("pipeline/two.ts", 'import { one } from "./one.ts";\nexport const two = () => one;\n');
     file("bin/start.ts", 'import { e } from "../pipeline/engine.ts";\nexport const s = e;\n');
-    expect(await violations(dir, ["bin", "pipeline", "stages"])).toEqual([
+    // the arrows that once ran back up between pipeline's folders, each planted again
+    file("pipeline/engine/stage.ts", 'export const stage = 1;\n');
+    file("pipeline/engine/settings.ts", 'import { shape } from "../session/shape.ts";\nexport const settings = shape;\n');
+    file("pipeline/session/shape.ts", 'export const shape = 1;\n');
+    file("pipeline/executors/retries.ts", 'import { stage } from "../engine/stage.ts";\nexport const retries = stage;\n');
+    file("pipeline/executors/written.ts", 'import { shape } from "../session/shape.ts";\nexport const written = shape;\n');
+    file("pipeline/checkouts/checkout.ts", 'import { retries } from "../executors/retries.ts";\nexport const checkout = retries;\n');
+    file("pipeline/profiles/recipes.ts", 'import { settings } from "../engine/settings.ts";\nexport const recipes = settings;\n');
+    file("pipeline/test-results/junit.ts", 'import { written } from "../executors/written.ts";\nexport const junit = written;\n');
+    file("pipeline/verifier/verify.ts", 'import { stage } from "../engine/stage.ts";\nexport const verify = stage;\n');
+    file("pipeline/report/render.ts", 'import { verify } from "../verifier/verify.ts";\nexport const render = verify;\n');
+    file("pipeline/canonical.ts", 'import { checkout } from "./checkouts/checkout.ts";\nexport const canonical = checkout;\n');
+    // commands, the demo and the benchmarks
+    file("cli/commands/run.ts", 'export const run = 1;\n');
+    file("cli/commands/demo.ts", 'import { run } from "./run.ts";\nexport const demo = run;\n');
+    file("demo/build.ts", 'import { a } from "../stages/a/index.ts";\nexport const build = a;\n');
+    file("bench/speed.ts", 'import { run } from "../cli/commands/run.ts";\nexport const speed = run;\n');
+    expect(await violations(dir, ["bin", "cli", "pipeline", "stages", "demo", "bench"])).toEqual([
+      "bench-imports-a-command: bench/speed.ts → cli/commands/run.ts",
       "bin-only-starts-the-cli: bin/start.ts → pipeline/engine.ts",
+      "checkouts-imports-only-below: pipeline/checkouts/checkout.ts → pipeline/executors/retries.ts",
+      "command-imports-another-command: cli/commands/demo.ts → cli/commands/run.ts",
+      "demo-is-not-the-product: demo/build.ts → stages/a/index.ts",
+      "engine-imports-only-below: pipeline/engine/settings.ts → pipeline/session/shape.ts",
+      "executors-imports-only-below: pipeline/executors/retries.ts → pipeline/engine/stage.ts",
+      "executors-imports-only-below: pipeline/executors/written.ts → pipeline/session/shape.ts",
       "no-cycles: pipeline/one.ts → pipeline/two.ts",
       "pipeline-imports-stages: pipeline/engine.ts → stages/a/index.ts",
+      "profiles-imports-only-below: pipeline/profiles/recipes.ts → pipeline/engine/settings.ts",
+      "report-imports-only-below: pipeline/report/render.ts → pipeline/verifier/verify.ts",
       "schemas-import-only-schemas: pipeline/schemas/x.ts → pipeline/engine.ts",
       "stage-imports-another-stage: stages/a/index.ts → stages/b/index.ts",
+      "test-results-imports-only-below: pipeline/test-results/junit.ts → pipeline/executors/written.ts",
+      "utilities-import-only-utilities: pipeline/canonical.ts → pipeline/checkouts/checkout.ts",
+      "verifier-imports-only-below: pipeline/verifier/verify.ts → pipeline/engine/stage.ts",
     ]);
   });
 
@@ -56,7 +85,7 @@ describe("the architecture", () => {
         else if (/\.(ts|mjs)$/.test(name)) files.push(path);
       }
     };
-    for (const top of ["bin", "pipeline", "stages"]) walk(join(root, top));
+    for (const top of ["bin", "cli", "pipeline", "stages", "demo"]) walk(join(root, top));
     for (const path of files) {
       const source = ts.createSourceFile(path, readFileSync(path, "utf8"), ts.ScriptTarget.Latest, true);
       const visit = (node: ts.Node) => {
