@@ -110,6 +110,35 @@ export async function dockerAvailable(docker = new Docker()): Promise<boolean> {
   }
 }
 
+/**
+ * PID 1 of every container of ours: it runs the command ($2) and dies, with everything in the
+ * container, when its standard input closes. We hold that input open through an attach for as
+ * long as we wait for the container, so if we are killed (SIGKILL, OOM) the engine closes it and
+ * the build or the tests stop instead of running on unwatched. A guarded run's first line of input
+ * is its token ($1 = token): read here and handed to the command, the rest is the lifeline.
+ * Signals to PID 1 are delivered only through a trap, hence USR1 rather than a kill.
+ */
+const CONTAINER_INIT = [
+  "exec 3<&0 </dev/null",
+  "trap 'exit 137' USR1",
+  'if [ "$1" = token ]; then IFS= read -r token <&3 || exit 137; fi',
+  "{ cat >/dev/null; kill -USR1 $$; } <&3 &",
+  'if [ "$1" = token ]; then printf \'%s\\n\' "$token" | sh -c "$2" 3<&- & else sh -c "$2" 3<&- & fi',
+  "wait $!",
+].join("\n");
+
+/** A container's command under CONTAINER_INIT, and the settings that give it a lifeline. */
+function withLifeline(command: string, mode: "token" | "plain"): Pick<Docker.ContainerCreateOptions, "Cmd" | "OpenStdin" | "StdinOnce" | "AttachStdin"> {
+  return { Cmd: ["sh", "-c", CONTAINER_INIT, "switch-swe-init", mode, command], OpenStdin: true, StdinOnce: true, AttachStdin: true };
+}
+
+/** Holds a container's standard input open (its lifeline, see CONTAINER_INIT) until released. */
+async function holdLifeline(container: Docker.Container): Promise<{ release: () => void }> {
+  const stream = (await container.attach({ stream: true, stdin: true, hijack: true })) as NodeJS.ReadWriteStream & { destroy(): void };
+  stream.on("error", () => undefined);
+  return { release: () => stream.destroy() };
+}
+
 /** Where an environment's pieces sit inside its image. */
 const IN_IMAGE = { venv: "/env", config: "/opt/switch-swe", cache: "/uv-cache", work: "/work", baseFiles: "/opt/switch-swe/base-files.txt" };
 const RUN_PATH = "PATH=/env/bin:/usr/local/bin:/usr/bin:/bin";
@@ -223,6 +252,7 @@ export class DockerExecutor implements Executor {
    */
   private async buildLayer(layer: { from: string; tag: string; script: string; what: string; labels: Record<string, string>; binds?: string[] }): Promise<void> {
     let container: Docker.Container | undefined;
+    let lifeline: { release: () => void } | undefined;
     try {
       const network = buildNetworkSettings();
       const ca = network.caBundle ? ["SSL_CERT_FILE=/run/host-ca.crt", "PIP_CERT=/run/host-ca.crt"] : [];
@@ -230,11 +260,14 @@ export class DockerExecutor implements Executor {
       if (this.options.cacheDir) await mkdir(this.options.cacheDir, { recursive: true });
       container = await this.docker.createContainer({
         Image: layer.from,
-        Cmd: ["sh", "-c", layer.script],
+        ...withLifeline(layer.script, "plain"),
         Env: ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", ...Object.entries(network.vars).map(([k, v]) => `${k}=${v}`), ...ca],
         HostConfig: { Binds: binds },
-        Labels: layer.labels,
+        // The work directory's labels too, so that a build we did not live to finish is among the
+        // containers the next run removes.
+        Labels: { ...layer.labels, ...this.labels },
       });
+      lifeline = await holdLifeline(container);
       await container.start();
       const result = (await container.wait()) as { StatusCode: number };
       const logs = demultiplex(await container.logs({ stdout: true, stderr: true }));
@@ -245,11 +278,15 @@ export class DockerExecutor implements Executor {
         buildFailure(`${layer.what} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143, root ? lowDiskSpace(root) : undefined, logPath, `the docker executor's base images give ${describeSuites()}`);
       }
       const [repository, tag] = layer.tag.split(":") as [string, string];
-      await container.commit({ repo: repository, tag, changes: [...Object.entries(layer.labels).map(([k, v]) => `LABEL ${k}=${v}`), `ENV ${RUN_PATH}`] });
+      // An image carries its container's labels: the work directory's are emptied, its own set;
+      // its command is the base image's again, not our init.
+      const labels = [...Object.keys(this.labels).map((k) => `LABEL ${k}=""`), ...Object.entries(layer.labels).map(([k, v]) => `LABEL ${k}=${v}`)];
+      await container.commit({ repo: repository, tag, changes: [...labels, `ENV ${RUN_PATH}`, 'CMD ["sh"]'] });
     } catch (error) {
       if (error instanceof BuildFailed || error instanceof InfrastructureFault) throw error;
       throw engineFault(error, `building ${layer.tag}`);
     } finally {
+      lifeline?.release();
       await container?.remove({ force: true }).catch(() => undefined);
     }
   }
@@ -265,6 +302,7 @@ export class DockerExecutor implements Executor {
     const guarded = request.guarded;
     if (revision && !request.baseCommit) throw new Error(`the recipe of ${request.env.repo} installs from the checkout: a run must name its base commit`);
     let container: Docker.Container | undefined;
+    let lifeline: { release: () => void } | undefined;
     try {
       // A guarded run (a submission) gets the checkout read-only and its own copy of it (over the
       // prepared revision, or in /tmp/work), prepared as root and then run as RUN_USER with no
@@ -284,6 +322,7 @@ export class DockerExecutor implements Executor {
       try {
         container = await this.docker.createContainer(this.testContainer(request, results, revision));
         if (guarded) channel = await this.attachChannel(container);
+        else lifeline = await holdLifeline(container);
         await container.start();
         channel?.sendToken();
       } catch (error) {
@@ -303,6 +342,7 @@ export class DockerExecutor implements Executor {
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
       return { timedOut, junitXml, exitCode, wallSeconds, outputTail: logs.slice(-RUN_OUTPUT_LIMIT) };
     } finally {
+      lifeline?.release();
       await container?.remove({ force: true }).catch(() => undefined);
       // Files the container created are root's; the host user (root here) removes them.
       await rm(results, { recursive: true, force: true });
@@ -314,12 +354,12 @@ export class DockerExecutor implements Executor {
     const guarded = Boolean(request.guarded);
     return {
       Image: revision ? DockerExecutor.revisionTag(request.env, request.baseCommit!) : DockerExecutor.imageTag(request.env),
-      Cmd: ["sh", "/results/run.sh"],
+      ...withLifeline("sh /results/run.sh", guarded ? "token" : "plain"),
       WorkingDir: "/work",
       // Nothing from the host's environment: GITHUB_TOKEN and friends never reach the tests.
       Env: [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", ...(guarded ? ["USER=nobody", "LOGNAME=nobody"] : [])],
       NetworkDisabled: true,
-      ...(guarded ? { OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true } : {}),
+      ...(guarded ? { AttachStdout: true, AttachStderr: true } : {}),
       HostConfig: {
         NetworkMode: "none",
         // Bind mounts take absolute host paths only.

@@ -54,6 +54,28 @@ export function killMarkedProcesses(runId: string): number {
 }
 
 /**
+ * What kills a run's processes if we die first (SIGKILL, OOM): a watcher outside the run's group
+ * holding one end of a pipe from us. At our death the pipe closes; the watcher then kills the
+ * run's group and every process carrying its marker. A run that ends first says "done" on the
+ * pipe, and the watcher leaves without killing anything (the group's id may be reused by then).
+ */
+const ORPHAN_WATCHER = [
+  'IFS= read -r line',
+  '[ "$line" = done ] && exit 0',
+  'kill -KILL -- "-$1" 2>/dev/null',
+  'for p in /proc/[0-9]*; do grep -qxzF -- "$2" "$p/environ" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null; done',
+  "exit 0",
+].join("\n");
+
+function watchForOrphans(group: number, runId: string): { release: () => void } {
+  const watcher = spawn("sh", ["-c", ORPHAN_WATCHER, "orphan-watcher", String(group), `${RUN_MARKER}=${runId}`], { detached: true, stdio: ["pipe", "ignore", "ignore"], env: BASE_ENV });
+  watcher.on("error", () => undefined);
+  watcher.stdin.on("error", () => undefined);
+  watcher.unref();
+  return { release: () => watcher.stdin.end("done\n") };
+}
+
+/**
  * The last `limit` bytes of a stream, kept as chunks and joined only when they grow past twice
  * the limit (appending to one string would copy it on every chunk), decoded once at the end.
  */
@@ -85,12 +107,13 @@ class OutputTail {
  * Runs a command in its own process group and with a marker in its environment, so that a
  * timeout, or its end, kills everything it started, even what left its group. It returns once the
  * process has exited and its output is read, or at most OUTPUT_GRACE_MS later: a descendant that
- * escaped and holds the pipes open cannot keep the caller waiting.
+ * escaped and holds the pipes open cannot keep the caller waiting. With `killWhenOrphaned` (builds
+ * and test runs), the run also dies if this process is killed before it ends.
  */
 export function runProcess(
   command: string,
   args: string[],
-  options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string; outputLimit?: number; channel?: (chunk: Buffer, stop: () => void) => void; ownPidNamespace?: boolean },
+  options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string; outputLimit?: number; channel?: (chunk: Buffer, stop: () => void) => void; ownPidNamespace?: boolean; killWhenOrphaned?: boolean },
 ): Promise<Completed> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -99,6 +122,7 @@ export function runProcess(
     // session, group or environment it moved to.
     const [file, argv] = options.ownPidNamespace && pidNamespaceAvailable() ? ["unshare", ["--pid", "--fork", "--kill-child", "--", command, ...args]] : [command, args];
     const child = spawn(file, argv, { cwd: options.cwd, env: { ...options.env, [RUN_MARKER]: runId }, detached: true, stdio: options.channel ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"] });
+    const orphans = options.killWhenOrphaned && child.pid ? watchForOrphans(child.pid, runId) : undefined;
     const output = new OutputTail(options.outputLimit ?? RUN_OUTPUT_LIMIT);
     const keep = (d: Buffer) => output.add(d);
     child.stdout.on("data", keep);
@@ -124,6 +148,7 @@ export function runProcess(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      orphans?.release();
       child.stdout.destroy();
       child.stderr.destroy();
       channel?.destroy();
@@ -132,6 +157,7 @@ export function runProcess(
     };
     child.on("error", (error) => {
       clearTimeout(timer);
+      orphans?.release();
       reject(error);
     });
     child.on("exit", (code, signal) => {
@@ -202,7 +228,7 @@ export class LocalExecutor implements Executor {
   private async runBuildScript(script: string, cwd: string, env: EnvironmentSpec, what: string, logName: string): Promise<void> {
     const network = buildNetworkSettings();
     const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
-    const result = await runProcess("sh", ["-c", script], { cwd, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds, outputLimit: 16_000_000 });
+    const result = await runProcess("sh", ["-c", script], { cwd, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds, outputLimit: 16_000_000, killWhenOrphaned: true });
     const logPath = await saveBuildLog(join(this.root, "build-logs"), logName, result.output);
     if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed`, result.output, result.timedOut || Boolean(result.signal), lowDiskSpace(this.root), logPath, "the local executor found no such interpreter on this machine's PATH");
   }
@@ -324,6 +350,7 @@ export class LocalExecutor implements Executor {
           timeoutSeconds: request.timeoutSeconds,
           input: `${token}\n`,
           ownPidNamespace: true,
+          killWhenOrphaned: true,
           channel: (chunk, stop) => {
             reader ??= new ChannelReader(token, stop);
             reader.push(chunk);
@@ -333,7 +360,7 @@ export class LocalExecutor implements Executor {
         const channel = done.timedOut ? undefined : (reader?.channel ?? { records: [], finished: false, foreign: [] });
         return { timedOut: done.timedOut, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output, ...(channel ? { channel } : {}) };
       }
-      const done = await runProcess("bash", ["-s"], { cwd: request.checkoutDir, env, timeoutSeconds: request.timeoutSeconds, input: script, ownPidNamespace: true });
+      const done = await runProcess("bash", ["-s"], { cwd: request.checkoutDir, env, timeoutSeconds: request.timeoutSeconds, input: script, ownPidNamespace: true, killWhenOrphaned: true });
       if (!done.timedOut) assertNotKilled(done.code, done.signal ? `signal ${done.signal}` : undefined);
       // A timed-out run's files are never read: whatever they say was not finished.
       const junit = join(results, REPORT_NAME);
