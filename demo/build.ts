@@ -281,81 +281,95 @@ class RepositoryBuilder {
 
   /** What each stage of a pull request asks for, and the change (per stage) that answers it. */
   private planStages(pr: PullRequestPlan, modules: ModuleState[], stages: number, intent: PullIntentLists): StagePlan {
-    let fns: DemoFunction[] = [];
-    let title = "";
-    const texts: string[] = [];
-    const apply: ((stage: number) => void)[] = [];
-    let hasTests = true;
     switch (pr.kind) {
       case "feature":
       case "flaky":
       case "no_tests":
         return this.planNewFunctions(pr, modules, stages);
-      case "regression": {
-        const module = modules[0]!;
-        const baseFn = module.functions.find((f) => f.base)!;
-        const many = this.newFunction(module, { manyOf: baseFn.name });
-        many.name = `${baseFn.name}_many`;
-        fns = [many];
-        title = `Add ${many.name}`;
-        for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as 1 | 2 | 3, fns));
-        apply.push(() => (baseFn.regressed = true));
-        for (let s = 2; s <= stages; s++) apply.push((stage) => (many.stage = stage as 1 | 2 | 3));
-        intent.regressions.push(`${module.testFile}::test_${baseFn.name}`);
-        break;
-      }
+      case "regression":
+        return this.planRegression(modules, stages, intent);
       case "docs_only":
-      case "changelog_only": {
-        const file = pr.kind === "docs_only" ? (this.staticFiles.has("docs/index.rst") ? "docs/index.rst" : [...this.staticFiles.keys()].find((f) => f.startsWith("README"))!) : "CHANGES.rst";
-        title = pr.kind === "docs_only" ? "Document installation" : "Release notes for 0.2.0";
-        texts.push(pr.kind === "docs_only" ? `The documentation should explain how to install ${this.plan.package} with pip (\`pip install ${this.plan.package}\`).` : "Please add the release notes for 0.2.0 to the changelog.");
-        apply.push(() => {
-          const before = String(this.staticFiles.get(file) ?? (file === "CHANGES.rst" ? "Changes\n=======\n" : ""));
-          this.staticFiles.set(file, before + (pr.kind === "docs_only" ? `\nInstall it with \`\`pip install ${this.plan.package}\`\`.\n` : "\n0.2.0\n-----\n\n- New helpers.\n"));
-        });
-        hasTests = false;
-        break;
-      }
-      case "rename": {
-        const module = modules[0]!;
-        const oldImport = module.importPath;
-        const target = pr.rename_to!;
-        const paths = this.paths(target);
-        title = `Rename ${oldImport} to ${paths.importPath}`;
-        fns = module.functions;
-        texts.push(`Rename \`${oldImport}\` to \`${paths.importPath}\`: every function it has today (${fns.map((f) => `\`${f.name}\``).join(", ")}) must be importable from \`${paths.importPath}\`, and the old module name goes away.`);
-        if (stages > 1) texts.push(`The renamed module \`${paths.importPath}\` should declare \`__all__\` listing its public functions: ${fns.map((f) => `\`${f.name}\``).join(", ")}.`);
-        apply.push(() => {
-          module.file = paths.file;
-          module.importPath = paths.importPath;
-          for (const fn of module.functions) fn.module = paths.importPath;
-          this.packageTests.push(`def test_${target.replaceAll("/", "_")}_importable():\n    importlib.import_module("${paths.importPath}")\n`);
-          intent.fail_to_pass.push(`${this.testDir}/test_package.py::test_${target.replaceAll("/", "_")}_importable`);
-        });
-        if (stages > 1) apply.push(() => module.functions.forEach((fn) => (fn.exported = true)));
-        break;
-      }
-      case "delete": {
-        const module = modules[0]!;
-        title = `Remove ${module.importPath}`;
-        texts.push(`Remove the unused module \`${module.importPath}\`: importing it should raise ImportError.`);
-        if (stages > 1) texts.push(`Say in the package docstring (\`${this.plan.package}.__doc__\`) that \`${module.importPath}\` was removed, so that \`help(${this.plan.package})\` tells users.`);
-        const slug = module.key.replaceAll("/", "_");
-        apply.push(() => {
-          this.modules.delete(module.key);
-          this.packageTests.push(`def test_${slug}_removed():\n    with pytest.raises(ImportError):\n        importlib.import_module("${module.importPath}")\n`);
-          intent.fail_to_pass.push(`${this.testDir}/test_package.py::test_${slug}_removed`);
-        });
-        if (stages > 1)
-          apply.push(() => {
-            this.removed.push(module.importPath);
-            this.packageTests.push(`def test_${slug}_removal_documented(package_name):\n    assert "${module.importPath}" in importlib.import_module(package_name).__doc__\n`);
-            intent.fail_to_pass.push(`${this.testDir}/test_package.py::test_${slug}_removal_documented`);
-          });
-        break;
-      }
+      case "changelog_only":
+        return this.planProse(pr);
+      case "rename":
+        return this.planRename(pr, modules, stages, intent);
+      case "delete":
+        return this.planDelete(modules, stages, intent);
     }
-    return { fns, title, texts, apply, hasTests };
+  }
+
+  /** A new function whose change breaks an existing test (a regression the qualification must reject). */
+  private planRegression(modules: ModuleState[], stages: number, intent: PullIntentLists): StagePlan {
+    const texts: string[] = [];
+    const apply: ((stage: number) => void)[] = [];
+    const module = modules[0]!;
+    const baseFn = module.functions.find((f) => f.base)!;
+    const many = this.newFunction(module, { manyOf: baseFn.name });
+    many.name = `${baseFn.name}_many`;
+    const fns = [many];
+    for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as 1 | 2 | 3, fns));
+    apply.push(() => (baseFn.regressed = true));
+    for (let s = 2; s <= stages; s++) apply.push((stage) => (many.stage = stage as 1 | 2 | 3));
+    intent.regressions.push(`${module.testFile}::test_${baseFn.name}`);
+    return { fns, title: `Add ${many.name}`, texts, apply, hasTests: true };
+  }
+
+  /** A change to documentation or the changelog alone, with no test. */
+  private planProse(pr: PullRequestPlan): StagePlan {
+    const file = pr.kind === "docs_only" ? (this.staticFiles.has("docs/index.rst") ? "docs/index.rst" : [...this.staticFiles.keys()].find((f) => f.startsWith("README"))!) : "CHANGES.rst";
+    const title = pr.kind === "docs_only" ? "Document installation" : "Release notes for 0.2.0";
+    const text = pr.kind === "docs_only" ? `The documentation should explain how to install ${this.plan.package} with pip (\`pip install ${this.plan.package}\`).` : "Please add the release notes for 0.2.0 to the changelog.";
+    const write = () => {
+      const before = String(this.staticFiles.get(file) ?? (file === "CHANGES.rst" ? "Changes\n=======\n" : ""));
+      this.staticFiles.set(file, before + (pr.kind === "docs_only" ? `\nInstall it with \`\`pip install ${this.plan.package}\`\`.\n` : "\n0.2.0\n-----\n\n- New helpers.\n"));
+    };
+    return { fns: [], title, texts: [text], apply: [write], hasTests: false };
+  }
+
+  /** A module renamed, its functions importable under the new name. */
+  private planRename(pr: PullRequestPlan, modules: ModuleState[], stages: number, intent: PullIntentLists): StagePlan {
+    const texts: string[] = [];
+    const apply: ((stage: number) => void)[] = [];
+    const module = modules[0]!;
+    const oldImport = module.importPath;
+    const target = pr.rename_to!;
+    const paths = this.paths(target);
+    const title = `Rename ${oldImport} to ${paths.importPath}`;
+    const fns = module.functions;
+    texts.push(`Rename \`${oldImport}\` to \`${paths.importPath}\`: every function it has today (${fns.map((f) => `\`${f.name}\``).join(", ")}) must be importable from \`${paths.importPath}\`, and the old module name goes away.`);
+    if (stages > 1) texts.push(`The renamed module \`${paths.importPath}\` should declare \`__all__\` listing its public functions: ${fns.map((f) => `\`${f.name}\``).join(", ")}.`);
+    apply.push(() => {
+      module.file = paths.file;
+      module.importPath = paths.importPath;
+      for (const fn of module.functions) fn.module = paths.importPath;
+      this.packageTests.push(`def test_${target.replaceAll("/", "_")}_importable():\n    importlib.import_module("${paths.importPath}")\n`);
+      intent.fail_to_pass.push(`${this.testDir}/test_package.py::test_${target.replaceAll("/", "_")}_importable`);
+    });
+    if (stages > 1) apply.push(() => module.functions.forEach((fn) => (fn.exported = true)));
+    return { fns, title, texts, apply, hasTests: true };
+  }
+
+  /** A module removed, and (in stage 2) the removal documented. */
+  private planDelete(modules: ModuleState[], stages: number, intent: PullIntentLists): StagePlan {
+    const texts: string[] = [];
+    const apply: ((stage: number) => void)[] = [];
+    const module = modules[0]!;
+    const title = `Remove ${module.importPath}`;
+    texts.push(`Remove the unused module \`${module.importPath}\`: importing it should raise ImportError.`);
+    if (stages > 1) texts.push(`Say in the package docstring (\`${this.plan.package}.__doc__\`) that \`${module.importPath}\` was removed, so that \`help(${this.plan.package})\` tells users.`);
+    const slug = module.key.replaceAll("/", "_");
+    apply.push(() => {
+      this.modules.delete(module.key);
+      this.packageTests.push(`def test_${slug}_removed():\n    with pytest.raises(ImportError):\n        importlib.import_module("${module.importPath}")\n`);
+      intent.fail_to_pass.push(`${this.testDir}/test_package.py::test_${slug}_removed`);
+    });
+    if (stages > 1)
+      apply.push(() => {
+        this.removed.push(module.importPath);
+        this.packageTests.push(`def test_${slug}_removal_documented(package_name):\n    assert "${module.importPath}" in importlib.import_module(package_name).__doc__\n`);
+        intent.fail_to_pass.push(`${this.testDir}/test_package.py::test_${slug}_removal_documented`);
+      });
+    return { fns: [], title, texts, apply, hasTests: true };
   }
 
   /**

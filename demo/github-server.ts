@@ -187,21 +187,7 @@ export class FakeGithub {
 
     const fault = this.takeFault(path);
     if (fault) entry.fault = fault.kind;
-    if (fault?.kind === "reset") {
-      entry.status = -1;
-      req.socket.destroy();
-      return;
-    }
-    const resource = path === "/graphql" ? "graphql" : "core";
-    if (fault?.kind === "server_error") return send(fault.status ?? 502, { message: "Server Error" });
-    if (fault?.kind === "secondary_rate_limit" || fault?.kind === "too_many_requests") {
-      const wait: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { "retry-after": String(fault.retryAfterSeconds) };
-      const status = fault.kind === "too_many_requests" ? 429 : 403;
-      return send(status, basicError("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, status), { ...wait, ...this.rateHeaders(resource) });
-    }
-    if (fault?.kind === "abuse_detection") {
-      return send(403, basicError("You have triggered an abuse detection mechanism. Please wait a few minutes before you try again.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, 403), { "retry-after": String(fault.retryAfterSeconds), ...this.rateHeaders(resource) });
-    }
+    if (this.answerFault(fault, req, entry, send, path === "/graphql" ? "graphql" : "core")) return;
 
     if (path === "/graphql") return this.handleGraphql(req, entry, requestBody, send);
 
@@ -219,6 +205,35 @@ export class FakeGithub {
       this.used++;
       return send(resolved.status, resolved.body, { ...(resolved.location ? { location: resolved.location } : {}), ...this.rateHeaders() });
     }
+    await this.answerResource(req, res, entry, resolved, fault);
+  }
+
+  /** Answers a request a fault takes (a reset connection, a server error, a secondary limit): true when it did. */
+  private answerFault(fault: Fault | undefined, req: IncomingMessage, entry: RequestLogEntry, send: Send, resource: "core" | "graphql"): boolean {
+    if (fault?.kind === "reset") {
+      entry.status = -1;
+      req.socket.destroy();
+      return true;
+    }
+    if (fault?.kind === "server_error") {
+      send(fault.status ?? 502, { message: "Server Error" });
+      return true;
+    }
+    if (fault?.kind === "secondary_rate_limit" || fault?.kind === "too_many_requests") {
+      const wait: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { "retry-after": String(fault.retryAfterSeconds) };
+      const status = fault.kind === "too_many_requests" ? 429 : 403;
+      send(status, basicError("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, status), { ...wait, ...this.rateHeaders(resource) });
+      return true;
+    }
+    if (fault?.kind === "abuse_detection") {
+      send(403, basicError("You have triggered an abuse detection mechanism. Please wait a few minutes before you try again.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, 403), { "retry-after": String(fault.retryAfterSeconds), ...this.rateHeaders(resource) });
+      return true;
+    }
+    return false;
+  }
+
+  /** A resource's answer: 304 to a matching ETag (free, as on GitHub), else 200 with its body. */
+  private async answerResource(req: IncomingMessage, res: ServerResponse, entry: RequestLogEntry, resolved: { body: unknown; link?: string }, fault: Fault | undefined): Promise<void> {
     const { body, link } = resolved;
     const text = JSON.stringify(body);
     const etag = `W/"${createHash("sha256").update(text).digest("hex").slice(0, 40)}"`;
@@ -269,7 +284,7 @@ export class FakeGithub {
   }
 
   /** `POST /graphql`: authenticated only (GitHub answers 401 without a token), its own rate-limit resource. */
-  private async handleGraphql(req: IncomingMessage, entry: RequestLogEntry, text: string, send: (status: number, body: unknown, headers?: Record<string, string>) => void): Promise<void> {
+  private async handleGraphql(req: IncomingMessage, entry: RequestLogEntry, text: string, send: Send): Promise<void> {
     if (req.method !== "POST") return send(404, basicError("Not Found", DOCS, 404));
     if (!req.headers.authorization) return send(401, { message: "This endpoint requires you to be authenticated.", documentation_url: GRAPHQL_AUTH_DOCS });
     let body: { query?: unknown; variables?: unknown };
@@ -358,6 +373,9 @@ export class FakeGithub {
     return { body, link: links.length ? links.join(", ") : undefined };
   }
 }
+
+/** Answers a request with a JSON body (or none) and the headers given. */
+type Send = (status: number, body: unknown, headers?: Record<string, string>) => void;
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {

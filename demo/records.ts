@@ -347,6 +347,45 @@ export class GithubRecorder {
 
   /** The review rounds: each round's ask in reviews and inline comments, with the noise real reviews have. */
   private recordReviews(number: number, input: PullInput): void {
+    const { review, reviewComment } = this.reviewWriters(number, input);
+    this.comment(number, "codecov[bot]", "## Codecov Report\nAll modified and coverable lines are covered by tests :white_check_mark:\n> Project coverage is 94.12%. Comparing base to head.", input.prAt + 10 * MIN);
+    const headBefore = (round: number) => input.commits[Math.min(input.commits.length - 1, (input.commits.length - input.roundAt.length) - 1 + round)]!.sha;
+    input.roundAt.forEach((at, r) => {
+      const stageText = input.texts[r + 1]!;
+      const commit = headBefore(r);
+      const fn = input.fns[0];
+      if (r === 0) {
+        // Round one: the ask in a CHANGES_REQUESTED review, a remark repeated by mistake, and noise.
+        const id = review("maintainer-bob", "CHANGES_REQUESTED", `Thanks for this! One change before we merge:\n\n${stageText}`, at, commit);
+        const remark = `Please cover this case in the tests as well.`;
+        const first = reviewComment(id, "maintainer-bob", remark, at, commit, fn);
+        reviewComment(id, "maintainer-bob", remark, at + MIN, commit, fn);
+        reviewComment(id, "alice-dev", "Will do.", at + 2 * HOUR, commit, fn, first);
+        if (input.index % 3 === 0) reviewComment(review("carol-reviews", "COMMENTED", "", at + 30 * MIN, commit), "carol-reviews", "Why not use a list comprehension here?", at + 30 * MIN, commit, fn);
+        if (input.index % 4 === 1 && fn) {
+          review("carol-reviews", "DISMISSED", `Please rename \`${fn.name}\` to something shorter.`, at + 40 * MIN, commit);
+        }
+        if (input.plan.extras.includes("decoy_mention")) reviewComment(id, "maintainer-bob", "Do it the way I did in my commit 3f2a9c1, see the diff above.", at + 3 * MIN, commit, fn);
+      } else {
+        // Round two: the ask spread over inline comments, one carrying a suggestion block.
+        const id = review("carol-reviews", "COMMENTED", "A couple more things.", at, commit);
+        const sentences = stageText.split(/(?<=\.)\s+(?=`)/);
+        sentences.forEach((sentence, i) => {
+          const target = input.fns[i] ?? fn;
+          const suggestion = i === 0 && target && !target.manyOf ? `\n\n\`\`\`suggestion\ndef ${target.name}(value, precision=None):\n\`\`\`` : "";
+          reviewComment(id, "carol-reviews", sentence + suggestion, at + i * MIN, commit, target);
+        });
+      }
+      const answered = at + 5 * HOUR;
+      this.comment(number, "alice-dev", r % 2 === 0 ? "Thanks, done!" : "Rebased on main and addressed the review.", answered + 5 * MIN);
+      this.comment(number, "github-actions[bot]", "All checks have passed.", answered + 20 * MIN);
+    });
+    if (input.index % 5 === 2) review("carol-reviews", "PENDING", "", null, input.head);
+    review("maintainer-bob", "APPROVED", "LGTM, thanks!", input.approvedAt, input.head);
+  }
+
+  /** Records a review, or an inline comment of one, on the pull request; each returns the new id. */
+  private reviewWriters(number: number, input: PullInput) {
     const reviews: Json[] = (this.data.reviews[number] = []);
     const comments: Json[] = (this.data.review_comments[number] = []);
     const pullUrl = `${API}/repos/${this.repo}/pulls/${number}`;
@@ -389,40 +428,7 @@ export class GithubRecorder {
       return id;
     };
 
-    this.comment(number, "codecov[bot]", "## Codecov Report\nAll modified and coverable lines are covered by tests :white_check_mark:\n> Project coverage is 94.12%. Comparing base to head.", input.prAt + 10 * MIN);
-    const headBefore = (round: number) => input.commits[Math.min(input.commits.length - 1, (input.commits.length - input.roundAt.length) - 1 + round)]!.sha;
-    input.roundAt.forEach((at, r) => {
-      const stageText = input.texts[r + 1]!;
-      const commit = headBefore(r);
-      const fn = input.fns[0];
-      if (r === 0) {
-        // Round one: the ask in a CHANGES_REQUESTED review, a remark repeated by mistake, and noise.
-        const id = review("maintainer-bob", "CHANGES_REQUESTED", `Thanks for this! One change before we merge:\n\n${stageText}`, at, commit);
-        const remark = `Please cover this case in the tests as well.`;
-        const first = reviewComment(id, "maintainer-bob", remark, at, commit, fn);
-        reviewComment(id, "maintainer-bob", remark, at + MIN, commit, fn);
-        reviewComment(id, "alice-dev", "Will do.", at + 2 * HOUR, commit, fn, first);
-        if (input.index % 3 === 0) reviewComment(review("carol-reviews", "COMMENTED", "", at + 30 * MIN, commit), "carol-reviews", "Why not use a list comprehension here?", at + 30 * MIN, commit, fn);
-        if (input.index % 4 === 1 && fn) {
-          review("carol-reviews", "DISMISSED", `Please rename \`${fn.name}\` to something shorter.`, at + 40 * MIN, commit);
-        }
-        if (input.plan.extras.includes("decoy_mention")) reviewComment(id, "maintainer-bob", "Do it the way I did in my commit 3f2a9c1, see the diff above.", at + 3 * MIN, commit, fn);
-      } else {
-        // Round two: the ask spread over inline comments, one carrying a suggestion block.
-        const id = review("carol-reviews", "COMMENTED", "A couple more things.", at, commit);
-        const sentences = stageText.split(/(?<=\.)\s+(?=`)/);
-        sentences.forEach((sentence, i) => {
-          const target = input.fns[i] ?? fn;
-          const suggestion = i === 0 && target && !target.manyOf ? `\n\n\`\`\`suggestion\ndef ${target.name}(value, precision=None):\n\`\`\`` : "";
-          reviewComment(id, "carol-reviews", sentence + suggestion, at + i * MIN, commit, target);
-        });
-      }
-      const answered = at + 5 * HOUR;
-      this.comment(number, "alice-dev", r % 2 === 0 ? "Thanks, done!" : "Rebased on main and addressed the review.", answered + 5 * MIN);
-      this.comment(number, "github-actions[bot]", "All checks have passed.", answered + 20 * MIN);
-    });
-    if (input.index % 5 === 2) review("carol-reviews", "PENDING", "", null, input.head);
-    review("maintainer-bob", "APPROVED", "LGTM, thanks!", input.approvedAt, input.head);
+    return { review, reviewComment };
   }
 
   pullRequest(input: PullInput): { number: number; issue: string | null; problemTitle: string; problemBody: string } {

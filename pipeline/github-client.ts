@@ -207,78 +207,105 @@ function newClient(options: GithubClientOptions): GithubClient {
 export function createGithubClient(options: GithubClientOptions): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql } {
   const counts: RequestCounts = { conditional: 0, unconditional: 0, notModified: 0, replayed: 0, graphql: 0, graphqlReused: 0 };
   const octokit = newClient(options);
-
-  const pathOf = (url: string) => {
-    const parsed = new URL(url, "http://base.invalid");
-    const query = [...parsed.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `${parsed.pathname.replace(new URL(options.baseUrl).pathname.replace(/\/$/, ""), "") || "/"}${query.length ? "?" + new URLSearchParams(query).toString() : ""}`;
-  };
-  const fileOf = (key: string) => join(options.cacheDir, key.slice(0, 2), `${key}.json`);
-
-  const renamed = new RenamedRepositories(options);
+  const cache = new ConditionalGets(options, counts);
   octokit.hook.wrap("request", async (request, requestOptions) => {
     const endpoint = octokit.request.endpoint(requestOptions as never) as { method: string; url: string };
     if (endpoint.method !== "GET") return request(requestOptions);
-    const path = pathOf(endpoint.url);
-    const key = sha256(`GET ${path}`);
-    const repoMatch = renamed.redirect(path, requestOptions as Record<string, unknown>);
-    const file = fileOf(key);
+    return cache.get(endpoint.url, request as never, requestOptions as never) as never;
+  });
+  const graphql = cachedGraphql(octokit, options, counts, (key) => cache.fileOf(key));
+  return { octokit, counts, graphql };
+}
+
+type HookRequest = (options: HookOptions) => Promise<{ status: number; url: string; headers: Record<string, string | undefined>; data: unknown }>;
+type HookOptions = Record<string, unknown> & { headers: Record<string, string> };
+
+/**
+ * The cache behind every GET: one file per request path (the query sorted), holding the answer
+ * and its ETag; a 404 or 410 is recorded as an answer too.
+ */
+class ConditionalGets {
+  private readonly renamed: RenamedRepositories;
+  private readonly base: string;
+
+  constructor(private readonly options: GithubClientOptions, private readonly counts: RequestCounts) {
+    this.renamed = new RenamedRepositories(options);
+    this.base = options.baseUrl.replace(/\/$/, "");
+  }
+
+  pathOf(url: string): string {
+    const parsed = new URL(url, "http://base.invalid");
+    const query = [...parsed.searchParams].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `${parsed.pathname.replace(new URL(this.options.baseUrl).pathname.replace(/\/$/, ""), "") || "/"}${query.length ? "?" + new URLSearchParams(query).toString() : ""}`;
+  }
+
+  fileOf(key: string): string {
+    return join(this.options.cacheDir, key.slice(0, 2), `${key}.json`);
+  }
+
+  async get(url: string, request: HookRequest, requestOptions: HookOptions): Promise<unknown> {
+    const path = this.pathOf(url);
+    const repoMatch = this.renamed.redirect(path, requestOptions);
+    const file = this.fileOf(sha256(`GET ${path}`));
     const cached = readCached(file);
-    const base = options.baseUrl.replace(/\/$/, "");
-    const replay = (c: CachedResponse) => {
-      if (c.status === 404 || c.status === 410) {
-        const response = { status: c.status, url: endpoint.url, headers: {}, data: c.data };
-        throw new RequestError(`${(c.data as { message?: string }).message ?? "Not Found"} (recorded answer to GET ${pathOf(endpoint.url)})`, c.status, { request: requestOptions as never, response: response as never });
-      }
-      return { status: 200, url: endpoint.url, headers: { ...(c.etag ? { etag: c.etag } : {}), ...(c.link ? { link: c.link.replaceAll("<{base}", `<${base}`) } : {}) }, data: c.data };
-    };
-    if (options.offline) {
-      if (!cached) throw new OfflineMiss(`offline: GET ${pathOf(endpoint.url)} is not in the recording ${options.cacheDir}; run once online to record it`);
-      counts.replayed++;
-      return replay(cached) as never;
+    if (this.options.offline) {
+      if (!cached) throw new OfflineMiss(`offline: GET ${path} is not in the recording ${this.options.cacheDir}; run once online to record it`);
+      this.counts.replayed++;
+      return this.replay(cached, url, path, requestOptions);
     }
     // 410 Gone is permanent: a recorded one is the answer, online too, with no request. So is a
     // recorded 404 for a while (recheckMissingHours): what did not exist rarely starts to.
-    const recheckMs = (options.recheckMissingHours ?? 168) * 3600_000;
+    const recheckMs = (this.options.recheckMissingHours ?? 168) * 3600_000;
     if (cached?.status === 410 || (cached?.status === 404 && cached.recorded_at && Date.now() - Date.parse(cached.recorded_at) < recheckMs)) {
-      counts.replayed++;
-      return replay(cached) as never;
+      this.counts.replayed++;
+      return this.replay(cached, url, path, requestOptions);
     }
     // before-after-hook binds inner hooks to this same options object: change it in place.
-    const headers = requestOptions.headers as Record<string, string>;
+    const headers = requestOptions.headers;
     if (cached?.etag) {
       headers["if-none-match"] = cached.etag;
-      counts.conditional++;
+      this.counts.conditional++;
     } else {
       delete headers["if-none-match"];
-      counts.unconditional++;
+      this.counts.unconditional++;
     }
     try {
       const response = await request(requestOptions);
-      renamed.note(repoMatch, response.url);
-      if (!isJsonDocument(response.data)) throw new RequestError(`the response body of GET ${pathOf(endpoint.url)} is not a JSON document; not cached`, 502, { request: requestOptions as never, response: response as never });
-      const link = response.headers.link?.split(base).join("{base}");
+      this.renamed.note(repoMatch, response.url);
+      if (!isJsonDocument(response.data)) throw new RequestError(`the response body of GET ${path} is not a JSON document; not cached`, 502, { request: requestOptions as never, response: response as never });
       // Links name the server; stored without it so a recording replays against any base URL.
-      const entry: CachedResponse = { key: `GET ${pathOf(endpoint.url)}`, status: response.status, etag: response.headers.etag, link, data: response.data };
+      const link = response.headers.link?.split(this.base).join("{base}");
+      const entry: CachedResponse = { key: `GET ${path}`, status: response.status, etag: response.headers.etag, link, data: response.data };
       await writeFileAtomic(file, canonicalJson(entry));
       return response;
     } catch (error) {
       const status = (error as { status?: number }).status;
       if (cached && status === 304) {
-        counts.notModified++;
-        return replay(cached) as never;
+        this.counts.notModified++;
+        return this.replay(cached, url, path, requestOptions);
       }
-      // Missing and deleted things are answers too: recorded, so an offline run replays them.
-      const body = (error as { response?: { data?: unknown } }).response?.data;
-      if ((status === 404 || status === 410) && isJsonDocument(body)) {
-        await writeFileAtomic(file, canonicalJson({ key: `GET ${pathOf(endpoint.url)}`, status, data: body, ...(status === 404 ? { recorded_at: new Date().toISOString() } : {}) } satisfies CachedResponse));
-      }
-      if (error instanceof Error) error.message = redact(error.message, options.token);
+      await this.recordMissing(file, path, error);
+      if (error instanceof Error) error.message = redact(error.message, this.options.token);
       throw error;
     }
-  });
-  const graphql = cachedGraphql(octokit, options, counts, fileOf);
-  return { octokit, counts, graphql };
+  }
+
+  /** Missing and deleted things are answers too: recorded, so an offline run replays them. */
+  private async recordMissing(file: string, path: string, error: unknown): Promise<void> {
+    const status = (error as { status?: number }).status;
+    const body = (error as { response?: { data?: unknown } }).response?.data;
+    if ((status === 404 || status === 410) && isJsonDocument(body)) {
+      await writeFileAtomic(file, canonicalJson({ key: `GET ${path}`, status, data: body, ...(status === 404 ? { recorded_at: new Date().toISOString() } : {}) } satisfies CachedResponse));
+    }
+  }
+
+  private replay(c: CachedResponse, url: string, path: string, requestOptions: HookOptions): unknown {
+    if (c.status === 404 || c.status === 410) {
+      const response = { status: c.status, url, headers: {}, data: c.data };
+      throw new RequestError(`${(c.data as { message?: string }).message ?? "Not Found"} (recorded answer to GET ${path})`, c.status, { request: requestOptions as never, response: response as never });
+    }
+    return { status: 200, url, headers: { ...(c.etag ? { etag: c.etag } : {}), ...(c.link ? { link: c.link.replaceAll("<{base}", `<${this.base}`) } : {}) }, data: c.data };
+  }
 }
 
 /**

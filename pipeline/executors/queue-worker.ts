@@ -108,14 +108,8 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   mkdirSync(scratch, { recursive: true });
   mkdirSync(logs, { recursive: true });
   const id = options.id ?? `${hostname()}-${process.pid}`;
-  // One executor per set of limits the coordinators ask for (they share the environments).
-  const executors = new Map<string, Promise<Executor>>();
-  const executorFor = (limits: DockerLimits | undefined) => {
-    const key = JSON.stringify(limits ?? null);
-    const settings = { executor: options.executor, limits: limits ? { memory_mb: limits.memoryBytes / 2 ** 20, pids: limits.pids, cpus: limits.cpus } : DEFAULT_LIMIT_SETTINGS, python_downloads: pythonDownloads ? ("yes" as const) : ("no" as const) };
-    if (!executors.has(key)) executors.set(key, createExecutor(settings, { workDir, log: options.log }));
-    return executors.get(key)!;
-  };
+  const executors = new ExecutorsByLimits(options, workDir, pythonDownloads);
+  const executorFor = (limits: DockerLimits | undefined) => executors.for(limits);
   const mirrors = new MirrorCache(join(workDir, "git"));
   const counters = { done: 0, failed: 0, active: 0 };
   const startedAt = new Date().toISOString();
@@ -138,6 +132,41 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
       void announce();
     }
   });
+  const consumers = consumeQueues(options, pythons, process_, id);
+  options.log.info(`worker ${id}: ${options.executor} executor, Python ${pythons.join(", ")}, ${options.concurrency} at a time, on ${redactUrl(options.redis)} (prefix ${options.prefix})`);
+  return {
+    id,
+    info,
+    stop: async () => {
+      clearInterval(heartbeat);
+      await consumers.close();
+      await redis.del(workerKey(options.prefix, id)).catch(() => undefined);
+      redis.disconnect();
+      await executors.close();
+    },
+  };
+}
+
+/** One executor per set of limits the coordinators ask for (they share the environments). */
+class ExecutorsByLimits {
+  private readonly made = new Map<string, Promise<Executor>>();
+
+  constructor(private readonly options: QueueWorkerOptions, private readonly workDir: string, private readonly pythonDownloads: boolean) {}
+
+  for(limits: DockerLimits | undefined): Promise<Executor> {
+    const key = JSON.stringify(limits ?? null);
+    const settings = { executor: this.options.executor, limits: limits ? { memory_mb: limits.memoryBytes / 2 ** 20, pids: limits.pids, cpus: limits.cpus } : DEFAULT_LIMIT_SETTINGS, python_downloads: this.pythonDownloads ? ("yes" as const) : ("no" as const) };
+    if (!this.made.has(key)) this.made.set(key, createExecutor(settings, { workDir: this.workDir, log: this.options.log }));
+    return this.made.get(key)!;
+  }
+
+  async close(): Promise<void> {
+    for (const executor of this.made.values()) await (await executor).close?.();
+  }
+}
+
+/** A BullMQ worker on the queue of each Python version served, each with its own connection. */
+function consumeQueues(options: QueueWorkerOptions, pythons: string[], process_: (job: Job) => Promise<JobResult>, id: string): { close: () => Promise<void> } {
   const lockDuration = (options.lockSeconds ?? 30) * 1000;
   const connections: Redis[] = [];
   const connectionFor = () => {
@@ -159,17 +188,10 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
       }),
   );
   for (const worker of workers) worker.on("error", (error) => options.log.warn(`worker ${id}: ${error.message}`));
-  options.log.info(`worker ${id}: ${options.executor} executor, Python ${pythons.join(", ")}, ${options.concurrency} at a time, on ${redactUrl(options.redis)} (prefix ${options.prefix})`);
   return {
-    id,
-    info,
-    stop: async () => {
-      clearInterval(heartbeat);
+    close: async () => {
       await Promise.all(workers.map((w) => w.close()));
       for (const connection of connections) connection.disconnect();
-      await redis.del(workerKey(options.prefix, id)).catch(() => undefined);
-      redis.disconnect();
-      for (const executor of executors.values()) await (await executor).close?.();
     },
   };
 }

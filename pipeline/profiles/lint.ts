@@ -115,15 +115,37 @@ export async function lintProfile(file: string, profile: RepoProfile, options: L
 type Add = (field: string, rule: LintRule, message: string) => void;
 type Ask = (name: string, version?: string) => Promise<PypiRelease[] | null | "unreachable">;
 
+/** What the checks of one recipe (an era on one Python) share. */
+interface RecipeContext {
+  era: Era;
+  python: string;
+  recipe: EnvironmentRecipe;
+  /** Where a field of this recipe comes from, as a finding names it. */
+  where: (field: keyof EnvironmentRecipe) => string;
+  /** The era and Python, as a message starts. */
+  on: string;
+  /** Pinned versions by normalised package name. */
+  pins: Map<string, string[]>;
+  add: Add;
+  pypi: Ask;
+  unreachable: (field: string, what: string) => void;
+}
+
 async function lintRecipe(profile: RepoProfile, era: Era, python: string, recipe: EnvironmentRecipe, options: LintOptions, add: Add, pypi: Ask, unreachable: (field: string, what: string) => void): Promise<void> {
-  const where = (field: keyof EnvironmentRecipe) => fieldSource(profile, era.task, python, field);
-  const on = `${era.label} on Python ${python}`;
   const pins = new Map<string, string[]>();
   for (const pin of recipe.pins) {
     const [name, version] = pin.split("==") as [string, string];
     const key = normaliseName(name.replace(/\[.*\]$/, ""));
     pins.set(key, [...(pins.get(key) ?? []), version]);
   }
+  const context: RecipeContext = { era, python, recipe, where: (field) => fieldSource(profile, era.task, python, field), on: `${era.label} on Python ${python}`, pins, add, pypi, unreachable };
+  lintPinsAgainstRequirements(context);
+  await lintPinsOnPypi(context);
+  await lintRequirementsAsOf(context);
+}
+
+/** Each package pinned once, and every pin within what the build tools, the requirements and the runner ask of it. */
+function lintPinsAgainstRequirements({ recipe, where, on, pins, add }: RecipeContext): void {
   for (const [name, versions] of pins) {
     if (new Set(versions).size > 1) add(where("pins"), "pin-twice", `${on}: ${name} is pinned to ${[...new Set(versions)].join(" and ")}`);
   }
@@ -143,7 +165,10 @@ async function lintRecipe(profile: RepoProfile, era: Era, python: string, recipe
       }
     }
   }
-  // Pins: each a release PyPI has.
+}
+
+/** Each pin a release PyPI has. */
+async function lintPinsOnPypi({ where, on, pins, add, pypi, unreachable }: RecipeContext): Promise<void> {
   for (const [name, versions] of pins) {
     for (const version of new Set(versions)) {
       const releases = await pypi(name, version);
@@ -155,11 +180,18 @@ async function lintRecipe(profile: RepoProfile, era: Era, python: string, recipe
         add(where("pins"), "unknown-project", `${on}: PyPI has no project ${name}`);
         continue;
       }
-      const release = releases.find((r) => r.version === version) ?? releases.find((r) => { const a = parseVersion(r.version); const b = parseVersion(version); return a && b && satisfies(a, [{ op: "==", version }]); });
+      const sameVersion = (r: PypiRelease) => {
+        const a = parseVersion(r.version);
+        return a !== null && parseVersion(version) !== null && satisfies(a, [{ op: "==", version }]);
+      };
+      const release = releases.find((r) => r.version === version) ?? releases.find(sameVersion);
       if (!release) add(where("pins"), "pin-not-on-pypi", `${on}: PyPI has no release ${version} of ${name}`);
     }
   }
-  // Requirements resolved as of the era's date: some release must satisfy each.
+}
+
+/** Requirements resolved as of the era's date: some release for this Python must satisfy each. */
+async function lintRequirementsAsOf({ era, python, recipe, where, on, pins, add, pypi, unreachable }: RecipeContext): Promise<void> {
   const eraAsOf = effectiveAsOf(era.asOf, recipe.as_of_not_before);
   if (!eraAsOf) return;
   const buildToolsAsOf = later(eraAsOf, recipe.build_tools.as_of.length === 10 ? `${recipe.build_tools.as_of}T00:00:00Z` : recipe.build_tools.as_of);
@@ -191,7 +223,8 @@ async function lintRecipe(profile: RepoProfile, era: Era, python: string, recipe
     if (!releases.some((r) => r.uploaded <= asOf && fits(r))) {
       const first = releases.find(fits);
       const whose = field === "runner" ? ` (the ${recipe.test_runner} runner's own requirement)` : "";
-      add(fieldName, "no-release-as-of", `${on}: ${text}${whose} has no release for Python ${python} as of ${day(asOf)} (${exceptions.has(parsed.name) ? "moved by as_of_exceptions" : eraAsOf !== era.asOf ? "the recipe's as_of_not_before" : "the era's earliest record"})${first ? `; the first is ${first.version} of ${day(first.uploaded)}: add ${parsed.name} to as_of_exceptions, or pin it` : "; none at all"}`);
+      const moved = exceptions.has(parsed.name) ? "moved by as_of_exceptions" : eraAsOf !== era.asOf ? "the recipe's as_of_not_before" : "the era's earliest record";
+      add(fieldName, "no-release-as-of", `${on}: ${text}${whose} has no release for Python ${python} as of ${day(asOf)} (${moved})${first ? `; the first is ${first.version} of ${day(first.uploaded)}: add ${parsed.name} to as_of_exceptions, or pin it` : "; none at all"}`);
     }
   }
 }

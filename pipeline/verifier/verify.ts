@@ -81,11 +81,25 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
   }
   const base: VerifyOutcome = { ...initial, dropped_paths: plan.dropped, suspicious: staticFindings(plan.applied) };
 
-  let checkout;
+  const prepared = await submittedCheckout(input, plan);
+  if ("refused" in prepared) return { ...base, apply_error: prepared.refused };
+  const { checkout } = prepared;
   try {
-    checkout = await freshCheckout(input.mirror, task.base_commit, [{ name: "submitted", text: plan.patch }, { name: "held-out test", text: task.test_patch }], input.scratch);
+    return await runVerifier(executor, input, plan, checkout, base, required, log);
+  } finally {
+    await checkout.dispose();
+  }
+}
+
+type Checkout = Awaited<ReturnType<typeof freshCheckout>>;
+
+/** A clean checkout of the base commit with the submission and the held-out tests applied, or why it cannot be had. */
+async function submittedCheckout(input: VerifyInput, plan: ReturnType<typeof planSubmission>): Promise<{ checkout: Checkout } | { refused: string }> {
+  let checkout: Checkout;
+  try {
+    checkout = await freshCheckout(input.mirror, input.task.base_commit, [{ name: "submitted", text: plan.patch }, { name: "held-out test", text: input.task.test_patch }], input.scratch);
   } catch (error) {
-    if (error instanceof PatchDoesNotApply) return { ...base, apply_error: error.message };
+    if (error instanceof PatchDoesNotApply) return { refused: error.message };
     throw error;
   }
   // A chain of links can leave the repository though each one looks inside: followed for real here.
@@ -93,42 +107,44 @@ export async function verifyArtifact(executor: Executor, input: VerifyInput, log
     assertSubmittedLinksInside(checkout.dir, plan.applied);
   } catch (error) {
     await checkout.dispose();
-    if (error instanceof UnsafeSubmission) return { ...base, apply_error: `refused: ${error.message}` };
+    if (error instanceof UnsafeSubmission) return { refused: `refused: ${error.message}` };
     throw error;
   }
+  return { checkout };
+}
+
+/** The guarded run of the required tests on a prepared checkout, graded. */
+async function runVerifier(executor: Executor, input: VerifyInput, plan: ReturnType<typeof planSubmission>, checkout: Checkout, base: VerifyOutcome, required: string[], log: Logger): Promise<VerifyOutcome> {
+  const { task } = input;
   // Code from these may not act as a test or a plugin; the protected files are compared with what runs.
   const submittedPaths = [...new Set(plan.applied.flatMap((f) => [f.path, f.oldPath]))].sort();
-  const protectedPaths = await testFilesOf(checkout.dir, input.rules, heldoutTestPaths);
+  const protectedPaths = await testFilesOf(checkout.dir, input.rules, pathsOfPatch(task.test_patch));
   const faulted = (message: string, retries: number): VerifyOutcome => ({ ...base, applied: true, infrastructure_retries: retries, infrastructure_fault: message });
+  let outcome;
   try {
-    let outcome;
-    try {
-      await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env, baseRevision(input.mirror, task.base_commit, input.scratch)), input.infrastructureBackoffMs);
-      outcome = await withInfrastructureRetries(
-        `${task.task_id}: verifier run`,
-        log,
-        () => executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths, protectedPaths } }),
-        input.infrastructureBackoffMs,
-      );
-    } catch (error) {
-      if (error instanceof BuildFailed) return faulted(`the task's environment does not build: ${error.message}`, 0);
-      if (error instanceof RetriesExhausted && error.reason === "infrastructure_fault") return faulted(error.message, 2);
-      throw error;
-    }
-    const graded: GradedRun = gradeRun(required, outcome.value);
-    return {
-      ...base,
-      applied: true,
-      tests: graded.tests,
-      integrity_problems: graded.integrityProblems,
-      suspicious: [...base.suspicious, ...graded.suspicious.map((detail) => ({ rule: "runtime" as const, path: null, line: null, detail }))],
-      timed_out: outcome.value.timedOut,
-      resolved: isResolved(true, graded),
-      infrastructure_retries: outcome.retries,
-    };
-  } finally {
-    await checkout.dispose();
+    await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env, baseRevision(input.mirror, task.base_commit, input.scratch)), input.infrastructureBackoffMs);
+    outcome = await withInfrastructureRetries(
+      `${task.task_id}: verifier run`,
+      log,
+      () => executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths, protectedPaths } }),
+      input.infrastructureBackoffMs,
+    );
+  } catch (error) {
+    if (error instanceof BuildFailed) return faulted(`the task's environment does not build: ${error.message}`, 0);
+    if (error instanceof RetriesExhausted && error.reason === "infrastructure_fault") return faulted(error.message, 2);
+    throw error;
   }
+  const graded: GradedRun = gradeRun(required, outcome.value);
+  return {
+    ...base,
+    applied: true,
+    tests: graded.tests,
+    integrity_problems: graded.integrityProblems,
+    suspicious: [...base.suspicious, ...graded.suspicious.map((detail) => ({ rule: "runtime" as const, path: null, line: null, detail }))],
+    timed_out: outcome.value.timedOut,
+    resolved: isResolved(true, graded),
+    infrastructure_retries: outcome.retries,
+  };
 }
 
 /**

@@ -417,51 +417,20 @@ export interface PullHistory {
   pull_request: Candidate["pull_request"] & object;
 }
 
+/** The reference change's commits, and git to read them with. */
+type ReferenceCommits = { base: string; target: string; headInGit: boolean; git: (args: string[]) => Promise<string> };
+
 /**
  * A merged pull request's history: its commits, files, reviews, review comments and comments,
  * and its linked issues (see findLinks; plain mentions never count). Lists GitHub caps (commits,
  * files) are completed from git when `change` gives the reference change's commits.
  */
-export async function minePullHistory(options: MinePullOptions, pull: PullSummary, change?: { base: string; target: string; headInGit: boolean; git: (args: string[]) => Promise<string> }): Promise<PullHistory> {
+export async function minePullHistory(options: MinePullOptions, pull: PullSummary, change?: ReferenceCommits): Promise<PullHistory> {
   const { octokit } = options;
-  const id = `${pull.repo.replace("/", "__")}-${pull.number}`;
-  const where = { ...split(pull.repo), per_page: 100 };
   const pr = pull.pull as Raw;
-  let lists: Raw[][];
-  try {
-    // Settled together: when one list fails, the others are waited for (they fail fast if GitHub
-    // is out of reach), so no request of this pull request is still under way once it is reported.
-    const settled = await Promise.allSettled([
-      octokit.paginate(octokit.rest.pulls.listCommits, { ...where, pull_number: pull.number }),
-      octokit.paginate(octokit.rest.pulls.listFiles, { ...where, pull_number: pull.number }),
-      octokit.paginate(octokit.rest.pulls.listReviews, { ...where, pull_number: pull.number }),
-      octokit.paginate(octokit.rest.pulls.listReviewComments, { ...where, pull_number: pull.number }),
-      octokit.paginate(octokit.rest.issues.listComments, { ...where, issue_number: pull.number }),
-    ]);
-    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) throw failed.reason;
-    lists = settled.map((r) => (r as PromiseFulfilledResult<Raw[]>).value);
-  } catch (error) {
-    const status = isGone(error);
-    if (status) throw new RecordError("not_found", `${id}: pull request ${pull.repo}#${pull.number} ${status === 410 ? "was deleted (410 Gone)" : "was not found (404)"} while it was being mined`, { field: "number" });
-    throw error;
-  }
-  const [apiCommits, files, reviews, reviewComments, comments] = lists as [Raw[], Raw[], Raw[], Raw[], Raw[]];
+  const [apiCommits, files, reviews, reviewComments, comments] = await listsOfPull(options, pull);
   const notes: string[] = [];
-  let commits: CommitRow[] = apiCommits.map((c) => ({ sha: c.sha, message: c.commit.message, committed_at: c.commit.committer?.date ?? c.commit.author?.date }));
-  if (apiCommits.length >= GITHUB_LIST_CAPS.commits) {
-    if (change?.headInGit) {
-      commits = await commitsFromGit(change.git, change.base, change.target);
-      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits; all ${commits.length} were read from git (${change.base.slice(0, 12)}..${change.target.slice(0, 12)})`);
-    } else {
-      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits and the head ${pr.head.sha} is not read from git: commits after the ${GITHUB_LIST_CAPS.commits}th are missing, and so are their closing keywords`);
-    }
-  }
-  let changedFiles = files.map((f) => String(f.filename));
-  if (files.length >= GITHUB_LIST_CAPS.files && change) {
-    changedFiles = (await change.git(["diff", "--name-only", "--no-renames", "-z", change.base, change.target])).split("\0").filter(Boolean);
-    notes.push(`pulls.listFiles stops at ${GITHUB_LIST_CAPS.files} files; all ${changedFiles.length} were read from git`);
-  } else if (files.length >= GITHUB_LIST_CAPS.files) notes.push(`pulls.listFiles stops at ${GITHUB_LIST_CAPS.files} files: the list is cut there`);
+  const { commits, changedFiles } = await completedFromGit(apiCommits, files, pr, notes, change);
   const links = await findLinks(options, pull, pr, commits, notes);
   const issues = await fetchIssues(octokit, links, notes);
   // A PENDING review was never submitted: nobody but its author has seen it, and it has no time.
@@ -491,6 +460,51 @@ export async function minePullHistory(options: MinePullOptions, pull: PullSummar
       discussion,
     },
   };
+}
+
+/** The five lists of a pull request GitHub gives: commits, files, reviews, review comments, comments. */
+async function listsOfPull({ octokit }: MinePullOptions, pull: PullSummary): Promise<[Raw[], Raw[], Raw[], Raw[], Raw[]]> {
+  const id = `${pull.repo.replace("/", "__")}-${pull.number}`;
+  const where = { ...split(pull.repo), per_page: 100 };
+  let lists: Raw[][];
+  try {
+    // Settled together: when one list fails, the others are waited for (they fail fast if GitHub
+    // is out of reach), so no request of this pull request is still under way once it is reported.
+    const settled = await Promise.allSettled([
+      octokit.paginate(octokit.rest.pulls.listCommits, { ...where, pull_number: pull.number }),
+      octokit.paginate(octokit.rest.pulls.listFiles, { ...where, pull_number: pull.number }),
+      octokit.paginate(octokit.rest.pulls.listReviews, { ...where, pull_number: pull.number }),
+      octokit.paginate(octokit.rest.pulls.listReviewComments, { ...where, pull_number: pull.number }),
+      octokit.paginate(octokit.rest.issues.listComments, { ...where, issue_number: pull.number }),
+    ]);
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    lists = settled.map((r) => (r as PromiseFulfilledResult<Raw[]>).value);
+  } catch (error) {
+    const status = isGone(error);
+    if (status) throw new RecordError("not_found", `${id}: pull request ${pull.repo}#${pull.number} ${status === 410 ? "was deleted (410 Gone)" : "was not found (404)"} while it was being mined`, { field: "number" });
+    throw error;
+  }
+  return lists as [Raw[], Raw[], Raw[], Raw[], Raw[]];
+}
+
+/** The commits and changed files, completed from git where GitHub's lists stop at their caps (each case noted). */
+async function completedFromGit(apiCommits: Raw[], files: Raw[], pr: Raw, notes: string[], change?: ReferenceCommits): Promise<{ commits: CommitRow[]; changedFiles: string[] }> {
+  let commits: CommitRow[] = apiCommits.map((c) => ({ sha: c.sha, message: c.commit.message, committed_at: c.commit.committer?.date ?? c.commit.author?.date }));
+  if (apiCommits.length >= GITHUB_LIST_CAPS.commits) {
+    if (change?.headInGit) {
+      commits = await commitsFromGit(change.git, change.base, change.target);
+      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits; all ${commits.length} were read from git (${change.base.slice(0, 12)}..${change.target.slice(0, 12)})`);
+    } else {
+      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits and the head ${pr.head.sha} is not read from git: commits after the ${GITHUB_LIST_CAPS.commits}th are missing, and so are their closing keywords`);
+    }
+  }
+  let changedFiles = files.map((f) => String(f.filename));
+  if (files.length >= GITHUB_LIST_CAPS.files && change) {
+    changedFiles = (await change.git(["diff", "--name-only", "--no-renames", "-z", change.base, change.target])).split("\0").filter(Boolean);
+    notes.push(`pulls.listFiles stops at ${GITHUB_LIST_CAPS.files} files; all ${changedFiles.length} were read from git`);
+  } else if (files.length >= GITHUB_LIST_CAPS.files) notes.push(`pulls.listFiles stops at ${GITHUB_LIST_CAPS.files} files: the list is cut there`);
+  return { commits, changedFiles };
 }
 
 /**

@@ -63,7 +63,7 @@ export const mineStage = defineStage({
   async run(ctx) {
     const seen = new Map<string, string>();
     const candidates: Candidate[] = [];
-    const keep = (candidate: Candidate, where: string) => {
+    const keep: Keep = (candidate, where) => {
       const first = seen.get(candidate.id);
       if (first) {
         ctx.reject({ record_id: candidate.id, reason: "duplicate_record", message: `${where}: record ${candidate.id} was already read from ${first}; the first one is kept`, field: "instance_id" });
@@ -78,63 +78,86 @@ export const mineStage = defineStage({
       for (const reject of result.rejects) ctx.reject(reject);
       imported.push(...result.candidates);
     }
-
-    const gh = ctx.config.github;
-    const client = gh ? ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms, secondaryFallbackSeconds: gh.secondary_wait_seconds, graphqlSpacingMs: gh.graphql_spacing_ms }) : undefined;
-    const cloneSource = (repo: string) => cloneSourceOf(repo, ctx.profiles.profiles.get(repo), ctx.resolvePath);
-    const useGraphql = gh?.graphql === "auto" && client?.token !== undefined;
-    const mineOptions = client ? { octokit: client.octokit, graphql: useGraphql ? client.graphql : undefined, mirrors: ctx.mirrors, cloneSource } : undefined;
-    const asTransient = (error: unknown): never => {
-      if (error instanceof RecordError) throw error;
-      // Anything else (exhausted retries, a broken recording) must not leak the token, and keeps
-      // its kind: an unreachable API is transient, not a bug.
-      const message = redact((error as Error).message, client?.token);
-      throw transientCause(error) !== undefined ? new TransientFailure(message) : new Error(message);
-    };
-
+    const github = githubMining(ctx);
     // SWE-bench-family records, with their pull requests' history where GitHub can give it.
-    const enrich = Boolean(gh && mineOptions && gh.enrich_swebench === "auto" && (client!.token !== undefined || gh.offline));
-    if (gh && gh.enrich_swebench === "auto" && !enrich && imported.length) {
-      ctx.log.warn(`${imported.length} SWE-bench-family record(s) not enriched from GitHub: no token (their pull requests' reviews would cost ${imported.length * 8} requests or so of the 60 an hour GitHub allows without one); each keeps its problem statement as its one request`);
-    }
     for (const candidate of imported) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
     const swebench = candidates.splice(0, candidates.length);
-    if (enrich) {
-      const enriched = await ctx.mapRecords(swebench, { id: (c) => c.id, concurrency: gh!.concurrency, dependsOn: (c) => ({ record: c, api: gh!.api_url }), work: (c) => enrichRecord(mineOptions!, c).catch(asTransient) });
-      candidates.push(...enriched);
-      const left = enriched.filter((c) => c.notes.some((n) => n.startsWith("not enriched")));
-      ctx.log.info(`${enriched.length - left.length} of ${swebench.length} SWE-bench-family record(s) enriched from GitHub${left.length ? `; ${left.length} not (${left.map((c) => c.id).slice(0, 5).join(", ")}${left.length > 5 ? ", …" : ""}: see each candidate's notes)` : ""}`);
-    } else {
-      await ctx.mapRecords(swebench, { id: (c) => c.id, cache: false, work: () => undefined });
-      candidates.push(...swebench);
-    }
-
-
-    if (gh && client && mineOptions) {
-      const { octokit, counts, token } = client;
-      if (gh.graphql === "auto" && !useGraphql && gh.repos.length) {
-        ctx.log.warn("no GitHub token: GitHub's GraphQL API (closing references, sidebar links) needs one, so issues are linked by closing keywords and commit closings only, and REST allows 60 requests an hour");
-      }
-      const pulls = await listTargets(ctx, gh.repos, octokit, token);
-      const mined = await ctx.mapRecords(pulls, {
-        id: (p) => `${p.repo.replace("/", "__")}-${p.number}`,
-        concurrency: gh.concurrency,
-        dependsOn: (p) => cloneSource(p.repo),
-        work: (pull) => minePull(mineOptions, pull).catch(asTransient),
-      });
-      for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);
-      ctx.log.info(`GitHub requests: REST ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified); GraphQL ${counts.graphql} sent, ${counts.graphqlReused} reused; ${counts.replayed} replayed offline`);
-    }
+    candidates.push(...(await withHistories(ctx, swebench, github)));
+    if (github) await mineRepositories(ctx, github, keep);
     return { candidates };
   },
 });
+
+type MineContext = Parameters<typeof mineStage.run>[0];
+type Keep = (candidate: Candidate, where: string) => void;
+
+/** What mining GitHub needs: the client, the options of minePull, and how its failures are reported. */
+interface GithubMining {
+  settings: NonNullable<MineConfig["github"]>;
+  client: ReturnType<MineContext["github"]>;
+  options: Parameters<typeof minePull>[0];
+  useGraphql: boolean;
+  cloneSource: (repo: string) => ReturnType<typeof cloneSourceOf>;
+  asTransient: (error: unknown) => never;
+}
+
+function githubMining(ctx: MineContext): GithubMining | undefined {
+  const gh = ctx.config.github;
+  if (!gh) return undefined;
+  const client = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms, secondaryFallbackSeconds: gh.secondary_wait_seconds, graphqlSpacingMs: gh.graphql_spacing_ms });
+  const cloneSource = (repo: string) => cloneSourceOf(repo, ctx.profiles.profiles.get(repo), ctx.resolvePath);
+  const useGraphql = gh.graphql === "auto" && client.token !== undefined;
+  const asTransient = (error: unknown): never => {
+    if (error instanceof RecordError) throw error;
+    // Anything else (exhausted retries, a broken recording) must not leak the token, and keeps
+    // its kind: an unreachable API is transient, not a bug.
+    const message = redact((error as Error).message, client.token);
+    throw transientCause(error) !== undefined ? new TransientFailure(message) : new Error(message);
+  };
+  return { settings: gh, client, options: { octokit: client.octokit, graphql: useGraphql ? client.graphql : undefined, mirrors: ctx.mirrors, cloneSource }, useGraphql, cloneSource, asTransient };
+}
+
+/** The SWE-bench-family records, each enriched with its pull request's history when GitHub is asked (enrich_swebench) and can be. */
+async function withHistories(ctx: MineContext, swebench: Candidate[], github: GithubMining | undefined): Promise<Candidate[]> {
+  const gh = github?.settings;
+  const enrich = Boolean(github && gh!.enrich_swebench === "auto" && (github.client.token !== undefined || gh!.offline));
+  if (gh && gh.enrich_swebench === "auto" && !enrich && swebench.length) {
+    ctx.log.warn(`${swebench.length} SWE-bench-family record(s) not enriched from GitHub: no token (their pull requests' reviews would cost ${swebench.length * 8} requests or so of the 60 an hour GitHub allows without one); each keeps its problem statement as its one request`);
+  }
+  if (!enrich) {
+    await ctx.mapRecords(swebench, { id: (c) => c.id, cache: false, work: () => undefined });
+    return swebench;
+  }
+  const enriched = await ctx.mapRecords(swebench, { id: (c) => c.id, concurrency: gh!.concurrency, dependsOn: (c) => ({ record: c, api: gh!.api_url }), work: (c) => enrichRecord(github!.options, c).catch(github!.asTransient) });
+  const left = enriched.filter((c) => c.notes.some((n) => n.startsWith("not enriched")));
+  ctx.log.info(`${enriched.length - left.length} of ${swebench.length} SWE-bench-family record(s) enriched from GitHub${left.length ? `; ${left.length} not (${left.map((c) => c.id).slice(0, 5).join(", ")}${left.length > 5 ? ", …" : ""}: see each candidate's notes)` : ""}`);
+  return enriched;
+}
+
+/** The merged pull requests of the repositories the config names, each mined into a candidate. */
+async function mineRepositories(ctx: MineContext, github: GithubMining, keep: Keep): Promise<void> {
+  const gh = github.settings;
+  const { octokit, counts, token } = github.client;
+  if (gh.graphql === "auto" && !github.useGraphql && gh.repos.length) {
+    ctx.log.warn("no GitHub token: GitHub's GraphQL API (closing references, sidebar links) needs one, so issues are linked by closing keywords and commit closings only, and REST allows 60 requests an hour");
+  }
+  const pulls = await listTargets(ctx, gh.repos, octokit, token);
+  const mined = await ctx.mapRecords(pulls, {
+    id: (p) => `${p.repo.replace("/", "__")}-${p.number}`,
+    concurrency: gh.concurrency,
+    dependsOn: (p) => github.cloneSource(p.repo),
+    work: (pull) => minePull(github.options, pull).catch(github.asTransient),
+  });
+  for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);
+  ctx.log.info(`GitHub requests: REST ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified); GraphQL ${counts.graphql} sent, ${counts.graphqlReused} reused; ${counts.replayed} replayed offline`);
+}
 
 /**
  * The merged pull requests of every repository the config names (a window or numbers): numbers
  * GitHub lacks or that were never merged are rejected with why; a repository that does not exist
  * is a result, an unreachable or failing API is not.
  */
-async function listTargets(ctx: Parameters<typeof mineStage.run>[0], targets: NonNullable<MineConfig["github"]>["repos"], octokit: GithubClient, token: string | undefined): Promise<PullSummary[]> {
+async function listTargets(ctx: MineContext, targets: NonNullable<MineConfig["github"]>["repos"], octokit: GithubClient, token: string | undefined): Promise<PullSummary[]> {
   const pulls: PullSummary[] = [];
   for (const target of targets) {
     try {

@@ -98,33 +98,7 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
       throw error;
     }
     try {
-      for (let run = 0; run < input.runs; run++) {
-        const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, async () => {
-          const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: input.baseCommit });
-          // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
-          // is run again, and never read as outcomes.
-          if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
-          return result;
-        }, input.infrastructureBackoffMs);
-        const failure = runFailure(input.env.recipe.test_runner, result);
-        if (failure) {
-          const where = input.saveLog ? await input.saveLog(`${input.id}.${state}-${run + 1}`, result.outputTail) : undefined;
-          const tail = result.outputTail.trim().split("\n").slice(-5).join(" | ");
-          throw new RecordError("run_failed", `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`, { field: "environment" });
-        }
-        const parsed = parseJunitReport(result.junitXml!, { runner: input.env.recipe.test_runner, python: input.env.recipe.python });
-        const report = parsed.results;
-        runs.push({
-          state,
-          run,
-          outcomes: Object.fromEntries(report.map((r) => [r.nodeId, r.status])),
-          networkFailures: report.filter((r) => r.status !== "passed" && r.failureText && NETWORK_FAILURE.test(r.failureText)).map((r) => r.nodeId),
-          timed_out: false,
-          infrastructure_retries: retries,
-          pytestSeconds: parsed.sessionSeconds,
-          wallSeconds: result.wallSeconds,
-        });
-      }
+      for (let run = 0; run < input.runs; run++) runs.push(await qualifyRun(executor, input, log, state, run, checkout));
     } finally {
       await checkout.dispose();
     }
@@ -141,6 +115,35 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
   // tests online, we run them offline by design; named so that the difference is explained.
   const needsNetwork = sets.failToFail.filter((test) => runs.every((r) => r.networkFailures.includes(test)));
   return { runs, sets, needsNetwork, decision: keepDecision(sets) };
+}
+
+/** One run of one state in its checkout: the outcomes read from its JUnit report, or a RecordError saying why it has none. */
+async function qualifyRun(executor: Executor, input: QualifyTaskInput, log: Logger, state: "before" | "after", run: number, checkout: { dir: string; origin?: CheckoutOrigin }): Promise<StateRun> {
+  const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, async () => {
+    const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: input.baseCommit });
+    // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
+    // is run again, and never read as outcomes.
+    if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
+    return result;
+  }, input.infrastructureBackoffMs);
+  const failure = runFailure(input.env.recipe.test_runner, result);
+  if (failure) {
+    const where = input.saveLog ? await input.saveLog(`${input.id}.${state}-${run + 1}`, result.outputTail) : undefined;
+    const tail = result.outputTail.trim().split("\n").slice(-5).join(" | ");
+    throw new RecordError("run_failed", `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`, { field: "environment" });
+  }
+  const parsed = parseJunitReport(result.junitXml!, { runner: input.env.recipe.test_runner, python: input.env.recipe.python });
+  const report = parsed.results;
+  return {
+    state,
+    run,
+    outcomes: Object.fromEntries(report.map((r) => [r.nodeId, r.status])),
+    networkFailures: report.filter((r) => r.status !== "passed" && r.failureText && NETWORK_FAILURE.test(r.failureText)).map((r) => r.nodeId),
+    timed_out: false,
+    infrastructure_retries: retries,
+    pytestSeconds: parsed.sessionSeconds,
+    wallSeconds: result.wallSeconds,
+  };
 }
 
 /** The qualification record of one task: every run's outcomes, the sets, and the decision. */

@@ -15,10 +15,19 @@ export interface Check {
  */
 export function validateSession(spec: SessionSpec, tasks: Map<string, LocalityTask & { stages: number }>, allowedPaths: readonly string[], interruptionsPerSession: number): Check[] {
   const checks: Check[] = [];
-  const add = (check: string, passed: boolean, detail?: string) => checks.push(passed ? { check, passed } : { check, passed, detail });
+  const add: Add = (check, passed, detail) => checks.push(passed ? { check, passed } : { check, passed, detail });
+  scheduleChecks(spec, tasks, allowedPaths, add);
+  interruptionChecks(spec, tasks, interruptionsPerSession, add);
+  return checks;
+}
+
+type Add = (check: string, passed: boolean, detail?: string) => void;
+type Tasks = Map<string, LocalityTask & { stages: number }>;
+
+/** Each schedule: the control is the focus's own requests in order, finalization last, every message well formed. */
+function scheduleChecks(spec: SessionSpec, tasks: Tasks, allowedPaths: readonly string[], add: Add): void {
   const { control, switched } = spec.conditions;
   const focus = spec.focus;
-
   const projected = switched.filter((r) => r.task_id === focus);
   add("projection", isDeepStrictEqual(projected, control), "removing non-focus requests from the switched schedule does not give the control schedule");
 
@@ -39,7 +48,13 @@ export function validateSession(spec: SessionSpec, tasks: Map<string, LocalityTa
     const messagesOk = schedule.every((r) => RequestMessage.safeParse(r.message).success && r.message.repository === spec.repo);
     add(`${name}_messages`, messagesOk, `${name}: a message carries something besides repository, checkout and text`);
   }
+}
 
+/** The interruptions: distinct, of the same repository, disjoint and of the session's locality, suspended and resumed. */
+function interruptionChecks(spec: SessionSpec, tasks: Tasks, interruptionsPerSession: number, add: Add): void {
+  const { switched } = spec.conditions;
+  const focus = spec.focus;
+  const focusTask = tasks.get(focus);
   const interruptions = spec.interruptions;
   const distinct = new Set(interruptions).size === interruptions.length && !interruptions.includes(focus);
   add("interruptions", interruptions.length === interruptionsPerSession && distinct, `expected ${interruptionsPerSession} distinct interruptions other than the focus, found ${interruptions.length}`);
@@ -60,7 +75,6 @@ export function validateSession(spec: SessionSpec, tasks: Map<string, LocalityTa
   const gaps = Math.max(0, focusPositions.length - 1);
   const unresumed = gaps >= 2 ? interruptions.filter((t) => (tasks.get(t)?.stages ?? 0) >= 2 && runsOf(switched, t) < 2) : [];
   add("interruptions_resumed", !unresumed.length, `interruption(s) ${unresumed.join(", ")} have two or more requests but are never resumed, although the focus has ${gaps} gaps`);
-  return checks;
 }
 
 /** How many separate runs of a task's requests a schedule has (interrupted by other tasks' requests). */
