@@ -102,8 +102,10 @@ describe("the demo", () => {
       expect(times, task.id).toEqual([...times].sort());
       for (const r of task.requests) expect(r.text, task.id).not.toMatch(/```suggestion|def \w+\(value, precision=None\):/);
     }
-    const noise = comments.filter((c) => ["bot", "approval_only", "progress_only", "duplicate", "post_merge", "dismissed", "question", "needs_reference", "empty"].includes(c.class));
-    expect(new Set(noise.map((c) => c.class)).size).toBe(9);
+    const noise = comments.filter((c) => ["bot", "approval_only", "progress_only", "duplicate", "post_merge", "dismissed", "question", "needs_reference"].includes(c.class));
+    expect(new Set(noise.map((c) => c.class)).size).toBe(8);
+    // The corpus's empty COMMENTED reviews never get this far: mine drops them (their line comments stand alone).
+    expect(comments.filter((c) => c.class === "empty")).toEqual([]);
     expect(noise.every((c) => c.stage === null)).toBe(true);
     expect(tasks.filter((t) => t.focus_candidate).length).toBeGreaterThanOrEqual(20);
     const curated = tasks.find((t) => t.id === "demo-org__geometry-3");

@@ -50,7 +50,7 @@ describe("the GitHub client's recording of GraphQL answers and of what is gone",
     await expect(client.graphql("{ repository(owner: \"demo-org\", name: \"textkit\") { nope } }", {}, "x")).rejects.toThrow(/Cannot query field "nope"/);
   });
 
-  it("records a 410 as the final answer (no request again, online or offline), and a 404 for offline replay only", async () => {
+  it("records a 410 as the final answer (no request again, online or offline), and a 404 as the answer until it is older than recheckMissingHours", async () => {
     const cacheDir = tempDir();
     mkdirSync(cacheDir, { recursive: true });
     const client = createGithubClient({ baseUrl, token: "ghp_test0123456789", cacheDir, log: silentLogger, maxRetries: 0 });
@@ -62,6 +62,11 @@ describe("the GitHub client's recording of GraphQL answers and of what is gone",
     expect(server.log.length - before).toBe(1);
     expect(await status(client.octokit.rest.issues.get({ ...deletedPath, issue_number: 99999 }))).toBe(404);
     expect(await status(client.octokit.rest.issues.get({ ...deletedPath, issue_number: 99999 }))).toBe(404);
+    expect(server.log.length - before).toBe(2);
+    // Once the recorded 404 is older than the recheck window (here: at once), it is asked again.
+    const recheck = createGithubClient({ baseUrl, token: "ghp_test0123456789", cacheDir, log: silentLogger, maxRetries: 0, recheckMissingHours: 0 });
+    expect(await status(recheck.octokit.rest.issues.get({ ...deletedPath, issue_number: 99999 }))).toBe(404);
+    expect(await status(recheck.octokit.rest.issues.get(deletedPath))).toBe(410);
     expect(server.log.length - before).toBe(3);
     const offline = createGithubClient({ baseUrl, cacheDir, offline: true, log: silentLogger });
     expect(await status(offline.octokit.rest.issues.get({ ...deletedPath, issue_number: 99999 }))).toBe(404);

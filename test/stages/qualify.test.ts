@@ -14,7 +14,7 @@ import { InfrastructureFault } from "../../pipeline/executors/types.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
-import { withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
+import { RetriesExhausted, withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
 import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { qualifyByHand } from "../../stages/qualify/by-hand.ts";
 import { dockerForTests } from "../helpers/docker.ts";
@@ -111,7 +111,7 @@ describe("qualify on the demo corpus", () => {
 });
 
 describe("infrastructure faults", () => {
-  it("retries a fault at most twice, counts the retries, then rejects without caching", async () => {
+  it("retries a fault at most twice, counts the retries, then gives up saying why", async () => {
     let calls = 0;
     const flaky = async () => {
       calls++;
@@ -121,7 +121,9 @@ describe("infrastructure faults", () => {
     expect(await withInfrastructureRetries("t", silentLogger, flaky, [0])).toEqual({ value: "ok", retries: 2 });
     calls = -10;
     const error = await withInfrastructureRetries("t", silentLogger, flaky, [0]).catch((e) => e);
-    expect(error).toMatchObject({ reason: "infrastructure_fault", cacheable: false });
+    // The stage turns this into a reject that is not cached (qualify-failures.test.ts).
+    expect(error).toBeInstanceOf(RetriesExhausted);
+    expect(error).toMatchObject({ reason: "infrastructure_fault" });
     expect(error.message).toMatch(/the engine restarted \(after 2 retries\)/);
     const notAFault = await withInfrastructureRetries("t", silentLogger, async () => { throw new Error("a bug"); }, [0]).catch((e) => e);
     expect(notAFault.message).toBe("a bug");
