@@ -19,7 +19,12 @@ async function runOnce(): Promise<{ files: Map<string, string>; seconds: number 
     const summary = await runPipeline(withExecution(options, { executor })).finally(() => server.stop());
     if (!summary.ok) throw new Error("the demo run failed");
     const files = new Map<string, string>();
-    for (const [label, root] of [["artifacts", join(workDir, "artifacts")], ["manifests", join(dir, "manifests", "demo")], ["audits", join(dir, "audits", "demo")], ["corpus", join(dir, "out", "demo-corpus", "github")]] as const) {
+    for (const [label, root] of [
+      ["artifacts", join(workDir, "artifacts")],
+      ["manifests", join(dir, "manifests", "demo")],
+      ["audits", join(dir, "audits", "demo")],
+      ["corpus", join(dir, "out", "demo-corpus", "github")],
+    ] as const) {
       for (const path of listTree(root)) files.set(`${label}/${path}`, sha256(readFileSync(join(root, path))));
     }
     files.set("corpus/records.jsonl", sha256(readFileSync(join(dir, "out", "demo-corpus", "records.jsonl"))));

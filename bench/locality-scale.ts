@@ -60,5 +60,7 @@ console.log(`peak RSS: ${(peak / 2 ** 20).toFixed(1)} MiB (${((peak - baseline) 
   const sliceCounts = new LocalityIndex(slice).counts().get("bench/repo")!;
   const n2 = performance.now();
   if (sliceCounts.near !== naiveNear) throw new Error(`index and naive disagree: ${sliceCounts.near} vs ${naiveNear}`);
-  console.log(`2,000-task slice: naive all-pairs ${(n1 - n0).toFixed(1)} ms, index ${(n2 - n1).toFixed(1)} ms, ratio naive/index ${((n1 - n0) / (n2 - n1)).toFixed(1)} (same counts)`);
+  console.log(
+    `2,000-task slice: naive all-pairs ${(n1 - n0).toFixed(1)} ms, index ${(n2 - n1).toFixed(1)} ms, ratio naive/index ${((n1 - n0) / (n2 - n1)).toFixed(1)} (same counts)`,
+  );
 }

@@ -52,13 +52,26 @@ try {
 
   const median = totals[Math.floor(totals.length / 2)]!.total;
   console.log(`pull requests mined: ${prs} (3 repositories)`);
-  console.log(`cold: ${coldLog.length} requests = ${(coldLog.length / prs).toFixed(2)} per PR (REST ${coldLog.length - graphqlTotal}, of which listing ${listing}; GraphQL ${graphqlTotal}); per PR min ${totals[0]!.total}, median ${median}, max ${totals.at(-1)!.total} (target <= 8 where every list fits one page and every link is live)`);
+  console.log(
+    `cold: ${coldLog.length} requests = ${(coldLog.length / prs).toFixed(2)} per PR (REST ${coldLog.length - graphqlTotal}, of which listing ${listing}; GraphQL ${graphqlTotal}); per PR min ${totals[0]!.total}, median ${median}, max ${totals.at(-1)!.total} (target <= 8 where every list fits one page and every link is live)`,
+  );
   for (const t of over) {
-    const why = { "pages after the first": t.entries.filter((e) => /[?&]page=[2-9]/.test(e.path)).length, "301 (then the redirect)": t.entries.filter((e) => e.status === 301).length, "410": t.entries.filter((e) => e.status === 410).length };
-    console.log(`  over 8: ${t.pr} with ${t.total} (REST ${t.rest}, GraphQL ${t.graphql}); ${Object.entries(why).filter(([, n]) => n).map(([k, n]) => `${k}: ${n}`).join(", ")}`);
+    const why = {
+      "pages after the first": t.entries.filter((e) => /[?&]page=[2-9]/.test(e.path)).length,
+      "301 (then the redirect)": t.entries.filter((e) => e.status === 301).length,
+      "410": t.entries.filter((e) => e.status === 410).length,
+    };
+    console.log(
+      `  over 8: ${t.pr} with ${t.total} (REST ${t.rest}, GraphQL ${t.graphql}); ${Object.entries(why)
+        .filter(([, n]) => n)
+        .map(([k, n]) => `${k}: ${n}`)
+        .join(", ")}`,
+    );
   }
   console.log(`re-run, unchanged: ${plain.length} requests (stage ${rerun.stages[0]!.status.replaceAll("_", " ")})`);
-  console.log(`re-run, --force: ${forced.length} requests (${forced.filter((e) => e.graphql).length} GraphQL), ${forced.filter((e) => !e.conditional && !e.graphql).length} non-conditional REST (target 0), ${forced.filter((e) => e.status === 304).length} answered 304`);
+  console.log(
+    `re-run, --force: ${forced.length} requests (${forced.filter((e) => e.graphql).length} GraphQL), ${forced.filter((e) => !e.conditional && !e.graphql).length} non-conditional REST (target 0), ${forced.filter((e) => e.status === 304).length} answered 304`,
+  );
   await windowCost(dir);
 } finally {
   rmSync(dir, { recursive: true, force: true });
@@ -73,20 +86,49 @@ async function windowCost(dir: string): Promise<void> {
   const total = 5000;
   const start = Date.parse("2012-01-01T00:00:00Z");
   const at = (i: number) => new Date(start + i * 86_400_000).toISOString().replace(/\.\d{3}Z$/, "Z");
-  const pulls = Object.fromEntries(Array.from({ length: total }, (_, i) => [String(i + 1), { number: i + 1, state: "closed", created_at: at(i), updated_at: at(i), merged_at: at(i), title: `pr ${i + 1}` }]));
+  const pulls = Object.fromEntries(
+    Array.from({ length: total }, (_, i) => [
+      String(i + 1),
+      { number: i + 1, state: "closed", created_at: at(i), updated_at: at(i), merged_at: at(i), title: `pr ${i + 1}` },
+    ]),
+  );
   const recordsDir = join(dir, "long-history");
   rmSync(recordsDir, { recursive: true, force: true });
   await import("node:fs/promises").then((fs) => fs.mkdir(recordsDir, { recursive: true }));
-  writeFileSync(join(recordsDir, "o__long.json"), JSON.stringify({ repository: { id: 9, full_name: "o/long", name: "long" }, pulls, issues: {}, pull_commits: {}, pull_files: {}, reviews: {}, review_comments: {}, issue_comments: {}, timelines: {}, closing_references: {}, closers: {}, deleted: [], transferred: {} }));
+  writeFileSync(
+    join(recordsDir, "o__long.json"),
+    JSON.stringify({
+      repository: { id: 9, full_name: "o/long", name: "long" },
+      pulls,
+      issues: {},
+      pull_commits: {},
+      pull_files: {},
+      reviews: {},
+      review_comments: {},
+      issue_comments: {},
+      timelines: {},
+      closing_references: {},
+      closers: {},
+      deleted: [],
+      transferred: {},
+    }),
+  );
   const server = new FakeGithub({ recordsDir });
   const url = await server.start();
   const all = Math.ceil(total / 100);
   console.log(`date windows over ${total} closed pull requests (${all} pages of 100; listing them all costs ${all} pages):`);
-  for (const [label, from, to] of [["the last 30 days", total - 30, undefined], ["one year, in the middle", 2000, 2365], ["two years, in the middle", 1500, 2230], ["the first 90 days", 0, 90]] as const) {
+  for (const [label, from, to] of [
+    ["the last 30 days", total - 30, undefined],
+    ["one year, in the middle", 2000, 2365],
+    ["two years, in the middle", 1500, 2230],
+    ["the first 90 days", 0, 90],
+  ] as const) {
     const { octokit } = createGithubClient({ baseUrl: url, cacheDir: join(dir, `cache-${from}`), log: silentLogger, waitUnitMs: 1 });
     const before = server.log.length;
     const listed = await listMergedPulls(octokit, { repo: "o/long", since: at(from), ...(to !== undefined ? { until: at(to) } : {}) });
-    console.log(`  ${label}: ${listed.pulls.length} pull requests, ${server.log.length - before} pages read (${((server.log.length - before) / all).toFixed(3)} of the whole list)`);
+    console.log(
+      `  ${label}: ${listed.pulls.length} pull requests, ${server.log.length - before} pages read (${((server.log.length - before) / all).toFixed(3)} of the whole list)`,
+    );
   }
   await server.stop();
 }

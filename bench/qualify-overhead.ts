@@ -36,16 +36,34 @@ try {
     const runs = readMetrics().filter((m) => m.pytest_seconds !== undefined);
     const pytest = runs.reduce((s, m) => s + Number(m.pytest_seconds), 0);
     const processes = runs.reduce((s, m) => s + Number(m.wall_seconds), 0);
-    const recipes = new Set(readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).environment_key)).size;
-    console.log(`${executor}: ${warm.stages[0]!.in} tasks, ${runs.length} pytest runs, jobs ${jobs}; cold ${cold.stages[0]!.seconds.toFixed(1)}s, warm ${wall.toFixed(1)}s`);
-    console.log(`  overhead vs pytest's own session time: (${wall.toFixed(1)}s × ${jobs}) ÷ ${pytest.toFixed(1)}s = ${((wall * jobs) / pytest).toFixed(2)} (target ≤ 1.15)`);
-    console.log(`  overhead vs the test processes' wall time (interpreter start${executor === "docker" ? ", container start" : ""} included): (${wall.toFixed(1)}s × ${jobs}) ÷ ${processes.toFixed(1)}s = ${((wall * jobs) / processes).toFixed(2)}`);
-    console.log(`  environment builds in the cold run: ${builds}; distinct recipes: ${recipes}${builds ? `; ${(buildMinutes / builds).toFixed(2)} min per build` : " (all present from an earlier run)"}`);
+    const recipes = new Set(
+      readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).environment_key),
+    ).size;
+    console.log(
+      `${executor}: ${warm.stages[0]!.in} tasks, ${runs.length} pytest runs, jobs ${jobs}; cold ${cold.stages[0]!.seconds.toFixed(1)}s, warm ${wall.toFixed(1)}s`,
+    );
+    console.log(
+      `  overhead vs pytest's own session time: (${wall.toFixed(1)}s × ${jobs}) ÷ ${pytest.toFixed(1)}s = ${((wall * jobs) / pytest).toFixed(2)} (target ≤ 1.15)`,
+    );
+    console.log(
+      `  overhead vs the test processes' wall time (interpreter start${executor === "docker" ? ", container start" : ""} included): (${wall.toFixed(1)}s × ${jobs}) ÷ ${processes.toFixed(1)}s = ${((wall * jobs) / processes).toFixed(2)}`,
+    );
+    console.log(
+      `  environment builds in the cold run: ${builds}; distinct recipes: ${recipes}${builds ? `; ${(buildMinutes / builds).toFixed(2)} min per build` : " (all present from an earlier run)"}`,
+    );
   }
   await demo.server.stop();
 
   function readMetrics(): Record<string, unknown>[] {
-    return existsSync(metricsFile) ? readFileSync(metricsFile, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+    return existsSync(metricsFile)
+      ? readFileSync(metricsFile, "utf8")
+          .split("\n")
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+      : [];
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -29,11 +29,36 @@ try {
   const localOptions = withExecution({ ...timedLocal.options, workDir: local.workDir }, { executor: "local", jobs });
   const localSummary = await runPipeline(localOptions, { from: "qualify" }).finally(() => timedLocal.server.stop());
 
-  const workers = Array.from({ length: jobs }, (_, i) => spawn(process.execPath, ["bin/switch-swe.mjs", "worker", "--redis", redis.url, "--prefix", "bench", "--executor", "local", "--allow-local", "--work-dir", join(dir, `worker-${i}`), "--name", `worker-${i}`], { stdio: "ignore" }));
+  const workers = Array.from({ length: jobs }, (_, i) =>
+    spawn(
+      process.execPath,
+      [
+        "bin/switch-swe.mjs",
+        "worker",
+        "--redis",
+        redis.url,
+        "--prefix",
+        "bench",
+        "--executor",
+        "local",
+        "--allow-local",
+        "--work-dir",
+        join(dir, `worker-${i}`),
+        "--name",
+        `worker-${i}`,
+      ],
+      { stdio: "ignore" },
+    ),
+  );
   const lines: string[] = [];
   const log = createLogger({ level: "info", write: (line) => lines.push(line) });
   const queued = await prepareDemoCopy(join(dir, "queue"), { corpusDir: join(dir, "local", "out", "demo-corpus") });
-  const queueExecution = { executor: "queue" as const, queue_executor: "local" as const, jobs, queue: { redis: redis.url, name: "bench", wait_for_worker_seconds: 60 } };
+  const queueExecution = {
+    executor: "queue" as const,
+    queue_executor: "local" as const,
+    jobs,
+    queue: { redis: redis.url, name: "bench", wait_for_worker_seconds: 60 },
+  };
   // A first run builds the workers' environments; the second, forced from qualify, is timed.
   await runPipeline({ ...withExecution(queued.options, queueExecution), log });
   lines.length = 0;
@@ -44,7 +69,9 @@ try {
   const l = stageSeconds(localSummary, stages);
   const q = stageSeconds(queueSummary, stages);
   const overhead = lines.find((line) => line.includes("ms of queue overhead a job"));
-  console.log(`demo qualify + oracle, ${jobs} at once: local executor ${l.toFixed(1)} s; queue with ${jobs} local workers ${q.toFixed(1)} s; ratio ${(q / l).toFixed(3)} (goal <= 1.10)`);
+  console.log(
+    `demo qualify + oracle, ${jobs} at once: local executor ${l.toFixed(1)} s; queue with ${jobs} local workers ${q.toFixed(1)} s; ratio ${(q / l).toFixed(3)} (goal <= 1.10)`,
+  );
   console.log(overhead ?? "the queue executor reported no jobs");
 } finally {
   await redis.stop();

@@ -31,21 +31,39 @@ try {
   const agents = ["replay-reference", "noop", "wrong-checkout"].map((name) => join("data", "agents", `${name}.yaml`));
   if (executor === "docker") {
     const file = join(dir, "idle-in-environment.yaml");
-    writeFileSync(file, "name: idle-in-environment\nruns: environment\nnetwork: false\ncommand: [\"true\"]\n");
+    writeFileSync(file, 'name: idle-in-environment\nruns: environment\nnetwork: false\ncommand: ["true"]\n');
     agents.push(file);
   }
   for (const file of agents) {
     const agent = loadAgent(file);
     const name = agent.name;
     const started = Date.now();
-    const { ran, failed } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), { manifest, conditions: ["control", "switched"], agent, out: join(dir, "results", name), work: join(dir, "runs", name), jobs: 1, log });
+    const { ran, failed } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), {
+      manifest,
+      conditions: ["control", "switched"],
+      agent,
+      out: join(dir, "results", name),
+      work: join(dir, "runs", name),
+      jobs: 1,
+      log,
+    });
     const wall = (Date.now() - started) / 1000;
     const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
     const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);
     // The agent's own time, as the trajectories record it (for `true` in the environment: docker exec's cost).
-    const agentSeconds = ran.reduce((n, r) => n + readFileSync(join(dir, "results", name, r.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).reduce((m, l) => m + (JSON.parse(l) as { seconds: number }).seconds, 0), 0);
+    const agentSeconds = ran.reduce(
+      (n, r) =>
+        n +
+        readFileSync(join(dir, "results", name, r.behaviour!.trajectory), "utf8")
+          .split("\n")
+          .filter(Boolean)
+          .reduce((m, l) => m + (JSON.parse(l) as { seconds: number }).seconds, 0),
+      0,
+    );
     const resolved = (condition: string) => ran.filter((r) => r.condition === condition && r.resolved).length;
-    console.log(`${name}: ${ran.length} runs (${failed.length} failed), resolved control ${resolved("control")}/${sessions}, switched ${resolved("switched")}/${sessions}; wall ${wall.toFixed(1)} s = ${(wall / ran.length).toFixed(2)} s a run; runner ${runner.toFixed(1)} s over ${requests} requests = ${(runner / requests).toFixed(3)} s a request (goal < 5 s); agent ${(agentSeconds / requests).toFixed(3)} s a request; verification and the rest ${((wall - runner - agentSeconds) / ran.length).toFixed(2)} s a run`);
+    console.log(
+      `${name}: ${ran.length} runs (${failed.length} failed), resolved control ${resolved("control")}/${sessions}, switched ${resolved("switched")}/${sessions}; wall ${wall.toFixed(1)} s = ${(wall / ran.length).toFixed(2)} s a run; runner ${runner.toFixed(1)} s over ${requests} requests = ${(runner / requests).toFixed(3)} s a request (goal < 5 s); agent ${(agentSeconds / requests).toFixed(3)} s a request; verification and the rest ${((wall - runner - agentSeconds) / ran.length).toFixed(2)} s a run`,
+    );
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -15,9 +15,16 @@ for (let r = 0; r < 20; r++) {
   for (let i = 0; i < 1000; i++) {
     const home = dirs[Math.floor(rng() * dirs.length)]!;
     const files = new Set<string>();
-    for (let f = 1 + Math.floor(rng() * 3); f > 0; f--) files.add(`${rng() < 0.8 ? home : dirs[Math.floor(rng() * dirs.length)]}/f${Math.floor(rng() * 40)}.py`);
+    for (let f = 1 + Math.floor(rng() * 3); f > 0; f--)
+      files.add(`${rng() < 0.8 ? home : dirs[Math.floor(rng() * dirs.length)]}/f${Math.floor(rng() * 40)}.py`);
     const sourceFiles = [...files].sort();
-    tasks.push({ id: `org__repo${r}-${i + 1}`, repo: `org/repo${r}`, sourceFiles, sourceDirs: [...new Set(sourceFiles.map(parentDir))].sort(), stages: 1 + Math.floor(rng() * 4) });
+    tasks.push({
+      id: `org__repo${r}-${i + 1}`,
+      repo: `org/repo${r}`,
+      sourceFiles,
+      sourceDirs: [...new Set(sourceFiles.map(parentDir))].sort(),
+      stages: 1 + Math.floor(rng() * 4),
+    });
   }
 }
 let peak = process.memoryUsage().rss;
@@ -34,14 +41,36 @@ const [selection, selectMs] = time(() => selectSessions(tasks, { seed: "bench", 
 const byId = new Map(tasks.map((t) => [t.id, t]));
 const [specs, scheduleMs] = time(() =>
   selection.sessions.map((s) => {
-    const schedules = buildSchedules({ focus: { id: s.focus, stages: byId.get(s.focus)!.stages }, interruptions: s.interruptions.map((id) => ({ id, stages: byId.get(id)!.stages })), caseSeed: s.case_seed });
+    const schedules = buildSchedules({
+      focus: { id: s.focus, stages: byId.get(s.focus)!.stages },
+      interruptions: s.interruptions.map((id) => ({ id, stages: byId.get(id)!.stages })),
+      caseSeed: s.case_seed,
+    });
     const members = [s.focus, ...s.interruptions];
     const checkout = assignCheckouts(members, PATHS, s.case_seed);
-    const req = (x: { task: string; stage?: number; finalization: boolean }) => ({ task_id: x.task, ...(x.stage ? { stage: x.stage } : {}), finalization: x.finalization, message: { repository: s.repo, checkout: checkout.get(x.task)!, text: `${x.task}#${x.stage ?? "final"}` } });
-    return SessionSpec.parse({ session_id: `session-${s.focus}`, benchmark: "bench", repo: s.repo, focus: s.focus, interruptions: s.interruptions, locality: s.locality, seeds: { benchmark: "bench", case: s.case_seed }, checkouts: members.map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: "0".repeat(40) })), budget: { per_request_seconds: 900, timeout_continuations: 3 }, conditions: { control: schedules.control.map(req), switched: schedules.switched.map(req) } });
+    const req = (x: { task: string; stage?: number; finalization: boolean }) => ({
+      task_id: x.task,
+      ...(x.stage ? { stage: x.stage } : {}),
+      finalization: x.finalization,
+      message: { repository: s.repo, checkout: checkout.get(x.task)!, text: `${x.task}#${x.stage ?? "final"}` },
+    });
+    return SessionSpec.parse({
+      session_id: `session-${s.focus}`,
+      benchmark: "bench",
+      repo: s.repo,
+      focus: s.focus,
+      interruptions: s.interruptions,
+      locality: s.locality,
+      seeds: { benchmark: "bench", case: s.case_seed },
+      checkouts: members.map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: "0".repeat(40) })),
+      budget: { per_request_seconds: 900, timeout_continuations: 3 },
+      conditions: { control: schedules.control.map(req), switched: schedules.switched.map(req) },
+    });
   }),
 );
 const [failed, validateMs] = time(() => specs.filter((spec) => validateSession(spec, byId as never, PATHS, 4).some((c) => !c.passed)).length);
-console.log(`pool: ${tasks.length} tasks in 20 repositories; sessions: ${selection.sessions.filter((s) => s.locality === "near").length} near + ${selection.sessions.filter((s) => s.locality === "far").length} far`);
+console.log(
+  `pool: ${tasks.length} tasks in 20 repositories; sessions: ${selection.sessions.filter((s) => s.locality === "near").length} near + ${selection.sessions.filter((s) => s.locality === "far").length} far`,
+);
 console.log(`select: ${selectMs.toFixed(0)} ms; schedule: ${scheduleMs.toFixed(0)} ms; validate: ${validateMs.toFixed(0)} ms (${failed} failing)`);
 console.log(`peak RSS: ${(peak / 2 ** 20).toFixed(0)} MiB (${((peak - base) / 2 ** 20).toFixed(0)} MiB above the process's start)`);

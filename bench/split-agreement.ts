@@ -16,7 +16,11 @@ if (!file) {
   console.error("usage: npm run bench:split -- FILE.jsonl [--profiles DIR]");
   process.exit(2);
 }
-const profileFiles = existsSync(profilesDir) ? readdirSync(profilesDir).filter((f) => f.endsWith(".json")).map((f) => ({ path: join(profilesDir, f), text: readFileSync(join(profilesDir, f), "utf8") })) : [];
+const profileFiles = existsSync(profilesDir)
+  ? readdirSync(profilesDir)
+      .filter((f) => f.endsWith(".json"))
+      .map((f) => ({ path: join(profilesDir, f), text: readFileSync(join(profilesDir, f), "utf8") }))
+  : [];
 const { profiles } = loadProfiles(profileFiles);
 const { candidates, rejects } = importSwebench(file, readFileSync(file, "utf8"));
 for (const r of rejects) console.log(`not imported: ${r.message}`);
@@ -46,7 +50,9 @@ for (const c of candidates) {
   const implPlusExcluded = new Map([...oursImpl, ...excluded]);
   if (testSame && same(implPlusExcluded, theirsImpl)) {
     byDesign++;
-    disagreements.push(`${c.id}: by design: ${ours.excluded.map((e) => `${e.path} [${e.class}]`).join(", ")} kept out of the implementation patch (SWE-bench keeps it in 'patch')`);
+    disagreements.push(
+      `${c.id}: by design: ${ours.excluded.map((e) => `${e.path} [${e.class}]`).join(", ")} kept out of the implementation patch (SWE-bench keeps it in 'patch')`,
+    );
     continue;
   }
   const moved = ours.files
@@ -56,7 +62,9 @@ for (const c of candidates) {
 }
 const n = candidates.length;
 const pct = (x: number) => `${((100 * x) / n).toFixed(1)}%`;
-console.log(`records: ${n} (${file}); profiles used: ${[...profiles.keys()].filter((r) => candidates.some((c) => c.repo === r)).join(", ") || "none (default rules)"}`);
+console.log(
+  `records: ${n} (${file}); profiles used: ${[...profiles.keys()].filter((r) => candidates.some((c) => c.repo === r)).join(", ") || "none (default rules)"}`,
+);
 console.log(`identical split (file sets and hunks): ${strict}/${n} = ${pct(strict)}`);
 console.log(`identical once docs/other files, which SPEC keeps out of both patches, are added back: ${strict + byDesign}/${n} = ${pct(strict + byDesign)}`);
 for (const d of disagreements) console.log(`  ${d}`);

@@ -33,25 +33,47 @@ try {
   await runPipeline({ ...withExecution(demo.options, { executor: "local" }), stages: upTo("audit") });
   const mirrors = new MirrorCache(join(demo.workDir, "git"));
   const profileDir = join(dir, "demo", "repos");
-  const profiles = loadProfiles(readdirSync(profileDir).map((name) => ({ path: join(profileDir, name), text: readFileSync(join(profileDir, name), "utf8") }))).profiles;
+  const profiles = loadProfiles(
+    readdirSync(profileDir).map((name) => ({ path: join(profileDir, name), text: readFileSync(join(profileDir, name), "utf8") })),
+  ).profiles;
   const rulesOf = (repo: string) => profiles.get(repo)!.profile.classification;
   const scratch = join(dir, "scratch");
   mkdirSync(scratch, { recursive: true });
   for (const kind of executors) {
     const oracle = await runPipeline({ ...withExecution(demo.options, { executor: kind }), stages: upTo("oracle") }, { only: "oracle", force: true });
     const stage = oracle.stages.find((s) => s.stage === "oracle")!;
-    const heldout = readFileSync(join(demo.workDir, "artifacts", "oracle", "heldout.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => HeldoutTask.parse(JSON.parse(l)));
+    const heldout = readFileSync(join(demo.workDir, "artifacts", "oracle", "heldout.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => HeldoutTask.parse(JSON.parse(l)));
     const executor = await createExecutor({ executor: kind, limits: DEFAULT_LIMIT_SETTINGS }, { workDir: demo.workDir, log: silentLogger });
     const totals = { plain: 0, guarded: 0 };
     for (const task of heldout) {
       const env = environmentSpec(task.repo, task.environment, task.environment_as_of);
       const mirror = await mirrors.ensure(task.repo, join(demo.corpus.dir, "repos", task.repo.replace("/", "__")), task.base_commit);
-      const checkout = await freshCheckout(mirror, task.base_commit, [{ name: "reference", text: task.implementation_patch }, { name: "test", text: task.test_patch }], scratch);
+      const checkout = await freshCheckout(
+        mirror,
+        task.base_commit,
+        [
+          { name: "reference", text: task.implementation_patch },
+          { name: "test", text: task.test_patch },
+        ],
+        scratch,
+      );
       try {
-        const guarded = { submittedPaths: [...pathsOfPatch(task.implementation_patch)], protectedPaths: await testFilesOf(checkout.dir, rulesOf(task.repo), pathsOfPatch(task.test_patch)) };
+        const guarded = {
+          submittedPaths: [...pathsOfPatch(task.implementation_patch)],
+          protectedPaths: await testFilesOf(checkout.dir, rulesOf(task.repo), pathsOfPatch(task.test_patch)),
+        };
         for (let i = 0; i < REPEATS; i++) {
           for (const mode of ["plain", "guarded"] as const) {
-            const result = await executor.run({ env, checkoutDir: checkout.dir, tests: requiredTests(task), timeoutSeconds: 300, ...(mode === "guarded" ? { guarded } : {}) });
+            const result = await executor.run({
+              env,
+              checkoutDir: checkout.dir,
+              tests: requiredTests(task),
+              timeoutSeconds: 300,
+              ...(mode === "guarded" ? { guarded } : {}),
+            });
             totals[mode] += result.wallSeconds;
           }
         }
@@ -61,10 +83,17 @@ try {
     }
     const runs = heldout.length * REPEATS;
     console.log(`${kind}: ${heldout.length} tasks × ${REPEATS} runs in each mode`);
-    console.log(`  test process wall time: plain ${totals.plain.toFixed(1)}s, guarded ${totals.guarded.toFixed(1)}s, ratio ${(totals.guarded / totals.plain).toFixed(3)} (${((1000 * (totals.guarded - totals.plain)) / runs).toFixed(0)} ms a run)`);
+    console.log(
+      `  test process wall time: plain ${totals.plain.toFixed(1)}s, guarded ${totals.guarded.toFixed(1)}s, ratio ${(totals.guarded / totals.plain).toFixed(3)} (${((1000 * (totals.guarded - totals.plain)) / runs).toFixed(0)} ms a run)`,
+    );
     // A check stops at its first contrary run, so a rejected task has fewer than 6.
-    const verifierRuns = readFileSync(join(demo.workDir, "artifacts", "oracle", "results.jsonl"), "utf8").split("\n").filter(Boolean).reduce((n, l) => n + JSON.parse(l).runs.length, 0);
-    console.log(`  oracle stage: ${stage.in} tasks (${stage.rejected} rejected), ${verifierRuns} verifier runs in ${stage.seconds.toFixed(1)}s (${((1000 * stage.seconds) / verifierRuns).toFixed(0)} ms of stage wall time a run)`);
+    const verifierRuns = readFileSync(join(demo.workDir, "artifacts", "oracle", "results.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .reduce((n, l) => n + JSON.parse(l).runs.length, 0);
+    console.log(
+      `  oracle stage: ${stage.in} tasks (${stage.rejected} rejected), ${verifierRuns} verifier runs in ${stage.seconds.toFixed(1)}s (${((1000 * stage.seconds) / verifierRuns).toFixed(0)} ms of stage wall time a run)`,
+    );
   }
   await demo.server.stop();
 } finally {

@@ -4,25 +4,16 @@ import { createLogger } from "../pipeline/logger.ts";
 import { RecordError } from "../pipeline/engine/stage.ts";
 import { type Io, requirePath, RunFailed } from "./io.ts";
 
-
-
-
-
-
-
-
-
-
-
-
-
 import { formatByHand, qualifyByHand } from "../stages/qualify/by-hand.ts";
 
 /** `switch-swe qualify --task FILE`: the by-hand mode of the qualify command. */
 export const qualifyTaskCommand = {
   addOptions(command: Command): void {
     command
-      .option("--task <id|file>", "qualify one task by hand: with --config a task id (its recipe and as-of date exactly as the stage resolves them), else a split record file (one line of artifacts/split/splits.jsonl)")
+      .option(
+        "--task <id|file>",
+        "qualify one task by hand: with --config a task id (its recipe and as-of date exactly as the stage resolves them), else a split record file (one line of artifacts/split/splits.jsonl)",
+      )
       .option("--profile <file>", "with --task FILE: the repository profile (default data/repos/OWNER__NAME.json)")
       .option("--version <v>", "with --task FILE: the task's SWE-bench version, for the profile's version overrides")
       .option("--work-dir <dir>", "with --task: where environments and mirrors go", ".switch-swe/qualify")
@@ -35,7 +26,19 @@ export const qualifyTaskCommand = {
     requirePath("--profile", opts.profile, "file");
     let result;
     try {
-      result = await qualifyByHand({ stages: BUILT_STAGES, task: opts.task, config: opts.config, profile: opts.profile, executor: opts.executor, runs: opts.runs ?? 3, workDir: opts.workDir, asOf: opts.asOf, version: opts.version, fullSuite: Boolean(opts.fullSuite), log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }) });
+      result = await qualifyByHand({
+        stages: BUILT_STAGES,
+        task: opts.task,
+        config: opts.config,
+        profile: opts.profile,
+        executor: opts.executor,
+        runs: opts.runs ?? 3,
+        workDir: opts.workDir,
+        asOf: opts.asOf,
+        version: opts.version,
+        fullSuite: Boolean(opts.fullSuite),
+        log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }),
+      });
     } catch (error) {
       // The task itself could not be qualified (its environment does not build, a patch does not apply).
       if (error instanceof RecordError) throw new RunFailed(error.message);

@@ -33,7 +33,8 @@ export const splitByHand = {
     }
     if (opts.json) io.out(JSON.stringify(splitFields(result), null, 2) + "\n");
     else {
-      for (const f of result.files) io.out(`${f.class.padEnd(7)} ${f.status.padEnd(12)} ${f.old_path !== f.path ? `${f.old_path} -> ` : ""}${f.path}  (${f.rule})\n`);
+      for (const f of result.files)
+        io.out(`${f.class.padEnd(7)} ${f.status.padEnd(12)} ${f.old_path !== f.path ? `${f.old_path} -> ` : ""}${f.path}  (${f.rule})\n`);
       io.out(`C_t: ${result.sourceFiles.join(", ") || "(empty)"}\nD_t: ${result.sourceDirs.join(", ") || "(empty)"}\n`);
     }
     return 0;

@@ -1,8 +1,6 @@
 import { Option } from "commander";
 
-
 import { EXECUTOR_CHOICES } from "../pipeline/engine/settings.ts";
 
 export const executorOption = (description: string) => new Option("--executor <kind>", description).choices([...EXECUTOR_CHOICES]);
 export const redisOption = () => new Option("--redis <url>", "with --executor queue: the Redis of the queue (default: the config's execution.queue.redis)");
-

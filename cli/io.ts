@@ -38,7 +38,9 @@ export function requireWritableDir(configPath: string, dir: string): void {
     mkdirSync(dir, { recursive: true });
     accessSync(dir, constants.W_OK);
   } catch (error) {
-    throw new UsageError(`${configPath}: key work_dir: ${dir} cannot be created or written (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new UsageError(
+      `${configPath}: key work_dir: ${dir} cannot be created or written (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
 }
 

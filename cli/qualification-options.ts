@@ -1,18 +1,6 @@
 import type { Command } from "commander";
 
-
-
-
-
-
-
-
-
-
-
-
 import { executorOption, redisOption } from "./execution-options.ts";
-
 
 /**
  * The options every command that qualifies a SWE-bench-family file's tasks takes (fidelity,
@@ -27,7 +15,11 @@ export function qualificationOptions(command: Command, workDir: string, options:
     .addOption(redisOption())
     .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
     .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
-    .option("--python-downloads <when>", "use uv-managed Python downloads for versions the executor has no interpreter of: auto (if reachable), yes, no", "auto");
+    .option(
+      "--python-downloads <when>",
+      "use uv-managed Python downloads for versions the executor has no interpreter of: auto (if reachable), yes, no",
+      "auto",
+    );
   if (options.tasks !== false) command.option("--task <id...>", "only these tasks of the file");
   return command;
 }

@@ -9,7 +9,6 @@ import type { AnyStage } from "../pipeline/engine/stage.ts";
 import { type Io, requirePath, requireWritableDir } from "./io.ts";
 import { type ExecutionOverrides, type ExecutorChoice, withExecutionOverrides } from "../pipeline/engine/settings.ts";
 
-
 /** What a command line changes for one run: the execution settings, and stage config keys set by flags. */
 export interface RunOverrides extends ExecutionOverrides {
   /** Stage config keys (dotted) with their values, from the flags the stages declare. */
@@ -66,6 +65,8 @@ export function flagOption(flag: { flag: string; parse?: (value: string) => unkn
 }
 
 export function overridesFrom(opts: Record<string, unknown>, stages: AnyStage[]): RunOverrides {
-  const stageKeys = stageFlags(stages).filter((f) => opts[f.attribute] !== undefined).map((f) => ({ stage: f.stage, key: f.key, value: opts[f.attribute] }));
+  const stageKeys = stageFlags(stages)
+    .filter((f) => opts[f.attribute] !== undefined)
+    .map((f) => ({ stage: f.stage, key: f.key, value: opts[f.attribute] }));
   return { executor: opts.executor as ExecutorChoice | undefined, redis: opts.redis as string | undefined, jobs: opts.jobs as number | undefined, stageKeys };
 }

@@ -45,8 +45,33 @@ const MANY_COMMITS = 256;
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 const AUTHOR = { name: "Alice Developer", email: "alice@demo.invalid", login: "alice-dev" };
-const VERBS = ["scale", "shift", "stretch", "blend", "fold", "pack", "tally", "weigh", "trim", "tilt", "spread", "merge", "split", "carry", "mark", "tune", "count", "price", "slug", "join"];
-const NOUNS = { numeric: ["radius", "edge", "span", "angle", "depth", "width", "height", "offset", "step", "grid"], text: ["words", "title", "label", "token", "line", "phrase", "slug", "field", "name", "tag"], money: ["fee", "levy", "price", "charge", "rebate", "payout", "cost", "margin", "refund", "budget"] } as const;
+const VERBS = [
+  "scale",
+  "shift",
+  "stretch",
+  "blend",
+  "fold",
+  "pack",
+  "tally",
+  "weigh",
+  "trim",
+  "tilt",
+  "spread",
+  "merge",
+  "split",
+  "carry",
+  "mark",
+  "tune",
+  "count",
+  "price",
+  "slug",
+  "join",
+];
+const NOUNS = {
+  numeric: ["radius", "edge", "span", "angle", "depth", "width", "height", "offset", "step", "grid"],
+  text: ["words", "title", "label", "token", "line", "phrase", "slug", "field", "name", "tag"],
+  money: ["fee", "levy", "price", "charge", "rebate", "payout", "cost", "margin", "refund", "budget"],
+} as const;
 const BASE_SUFFIX: Record<FamilyName, string> = { numeric: "scale", text: "clean", money: "total" };
 
 export function demoRepoPath(outDir: string, repo: string): string {
@@ -68,7 +93,9 @@ export async function buildDemoCorpus(planPath: string, outDir: string): Promise
   const plan = parsed.data;
   const recordsFile = join(outDir, "records.jsonl");
   const stampFile = join(outDir, "corpus.sha256");
-  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts", "github-shapes.ts"].map((f) => readFileSync(new URL(`./${f}`, import.meta.url))).join("\0");
+  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts", "github-shapes.ts"]
+    .map((f) => readFileSync(new URL(`./${f}`, import.meta.url)))
+    .join("\0");
   const stamp = sha256(planText + "\0" + generator);
   const repositories = plan.repositories.map((r) => r.repo);
   if (existsSync(recordsFile) && existsSync(stampFile) && readFileSync(stampFile, "utf8").trim() === stamp) {
@@ -119,7 +146,12 @@ class RepositoryBuilder {
   private readonly gh: GithubRecorder;
   private decoyIssue = 0;
 
-  constructor(private readonly plan: RepositoryPlan, corpus: CorpusPlan, outDir: string, private readonly tracker: GithubRecorder) {
+  constructor(
+    private readonly plan: RepositoryPlan,
+    corpus: CorpusPlan,
+    outDir: string,
+    private readonly tracker: GithubRecorder,
+  ) {
     this.rng = seedrandom(`${corpus.seed}/${plan.repo}`);
     this.family = plan.family;
     this.dir = demoRepoPath(outDir, plan.repo);
@@ -175,7 +207,10 @@ class RepositoryBuilder {
   private tree(): Tree {
     const tree: Tree = new Map(this.staticFiles);
     const pythonpath = this.plan.layout === "src" ? '["src", "."]' : '["."]';
-    tree.set("pyproject.toml", `[project]\nname = "${this.plan.package}"\nversion = "0.1.0"\nrequires-python = ">=3.9"\nclassifiers = ["Programming Language :: Python :: 3.11"]\n\n[project.optional-dependencies]\ntest = ["pytest"]\n\n[tool.pytest.ini_options]\npythonpath = ${pythonpath}\ntestpaths = ["${this.testDir}"]\n`);
+    tree.set(
+      "pyproject.toml",
+      `[project]\nname = "${this.plan.package}"\nversion = "0.1.0"\nrequires-python = ">=3.9"\nclassifiers = ["Programming Language :: Python :: 3.11"]\n\n[project.optional-dependencies]\ntest = ["pytest"]\n\n[tool.pytest.ini_options]\npythonpath = ${pythonpath}\ntestpaths = ["${this.testDir}"]\n`,
+    );
     const removedNote = this.removed.length ? `\n\nRemoved modules: ${this.removed.join(", ")}.` : "";
     tree.set(`${this.packageDir}/__init__.py`, `"""${this.plan.package}: demo package.${removedNote}"""\n\n__version__ = "0.1.0"\n`);
     for (const module of this.modules.values()) {
@@ -197,7 +232,14 @@ class RepositoryBuilder {
 
   private env(at: number): Record<string, string> {
     const date = new Date(at).toISOString().replace(/\.\d{3}Z$/, "Z");
-    return { GIT_AUTHOR_NAME: AUTHOR.name, GIT_AUTHOR_EMAIL: AUTHOR.email, GIT_COMMITTER_NAME: "Demo Maintainer", GIT_COMMITTER_EMAIL: "maintainer@demo.invalid", GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date };
+    return {
+      GIT_AUTHOR_NAME: AUTHOR.name,
+      GIT_AUTHOR_EMAIL: AUTHOR.email,
+      GIT_COMMITTER_NAME: "Demo Maintainer",
+      GIT_COMMITTER_EMAIL: "maintainer@demo.invalid",
+      GIT_AUTHOR_DATE: date,
+      GIT_COMMITTER_DATE: date,
+    };
   }
 
   private run(args: string[], at?: number): Promise<string> {
@@ -239,7 +281,13 @@ class RepositoryBuilder {
       base.name = `${key.split("/").pop()}_${BASE_SUFFIX[this.family]}`;
     }
     await this.commit("Initial import", this.clock);
-    this.decoyIssue = this.gh.issue({ title: "Ideas for 1.0", body: "Collecting ideas for the 1.0 release; not tied to any one change.", author: "maintainer-bob", at: this.clock + HOUR, open: true });
+    this.decoyIssue = this.gh.issue({
+      title: "Ideas for 1.0",
+      body: "Collecting ideas for the 1.0 release; not tied to any one change.",
+      author: "maintainer-bob",
+      at: this.clock + HOUR,
+      open: true,
+    });
     this.clock += DAY;
 
     const records: string[] = [];
@@ -316,12 +364,23 @@ class RepositoryBuilder {
 
   /** A change to documentation or the changelog alone, with no test. */
   private planProse(pr: PullRequestPlan): StagePlan {
-    const file = pr.kind === "docs_only" ? (this.staticFiles.has("docs/index.rst") ? "docs/index.rst" : [...this.staticFiles.keys()].find((f) => f.startsWith("README"))!) : "CHANGES.rst";
+    const file =
+      pr.kind === "docs_only"
+        ? this.staticFiles.has("docs/index.rst")
+          ? "docs/index.rst"
+          : [...this.staticFiles.keys()].find((f) => f.startsWith("README"))!
+        : "CHANGES.rst";
     const title = pr.kind === "docs_only" ? "Document installation" : "Release notes for 0.2.0";
-    const text = pr.kind === "docs_only" ? `The documentation should explain how to install ${this.plan.package} with pip (\`pip install ${this.plan.package}\`).` : "Please add the release notes for 0.2.0 to the changelog.";
+    const text =
+      pr.kind === "docs_only"
+        ? `The documentation should explain how to install ${this.plan.package} with pip (\`pip install ${this.plan.package}\`).`
+        : "Please add the release notes for 0.2.0 to the changelog.";
     const write = () => {
       const before = String(this.staticFiles.get(file) ?? (file === "CHANGES.rst" ? "Changes\n=======\n" : ""));
-      this.staticFiles.set(file, before + (pr.kind === "docs_only" ? `\nInstall it with \`\`pip install ${this.plan.package}\`\`.\n` : "\n0.2.0\n-----\n\n- New helpers.\n"));
+      this.staticFiles.set(
+        file,
+        before + (pr.kind === "docs_only" ? `\nInstall it with \`\`pip install ${this.plan.package}\`\`.\n` : "\n0.2.0\n-----\n\n- New helpers.\n"),
+      );
     };
     return { fns: [], title, texts: [text], apply: [write], hasTests: false };
   }
@@ -336,8 +395,13 @@ class RepositoryBuilder {
     const paths = this.paths(target);
     const title = `Rename ${oldImport} to ${paths.importPath}`;
     const fns = module.functions;
-    texts.push(`Rename \`${oldImport}\` to \`${paths.importPath}\`: every function it has today (${fns.map((f) => `\`${f.name}\``).join(", ")}) must be importable from \`${paths.importPath}\`, and the old module name goes away.`);
-    if (stages > 1) texts.push(`The renamed module \`${paths.importPath}\` should declare \`__all__\` listing its public functions: ${fns.map((f) => `\`${f.name}\``).join(", ")}.`);
+    texts.push(
+      `Rename \`${oldImport}\` to \`${paths.importPath}\`: every function it has today (${fns.map((f) => `\`${f.name}\``).join(", ")}) must be importable from \`${paths.importPath}\`, and the old module name goes away.`,
+    );
+    if (stages > 1)
+      texts.push(
+        `The renamed module \`${paths.importPath}\` should declare \`__all__\` listing its public functions: ${fns.map((f) => `\`${f.name}\``).join(", ")}.`,
+      );
     apply.push(() => {
       module.file = paths.file;
       module.importPath = paths.importPath;
@@ -356,7 +420,10 @@ class RepositoryBuilder {
     const module = modules[0]!;
     const title = `Remove ${module.importPath}`;
     texts.push(`Remove the unused module \`${module.importPath}\`: importing it should raise ImportError.`);
-    if (stages > 1) texts.push(`Say in the package docstring (\`${this.plan.package}.__doc__\`) that \`${module.importPath}\` was removed, so that \`help(${this.plan.package})\` tells users.`);
+    if (stages > 1)
+      texts.push(
+        `Say in the package docstring (\`${this.plan.package}.__doc__\`) that \`${module.importPath}\` was removed, so that \`help(${this.plan.package})\` tells users.`,
+      );
     const slug = module.key.replaceAll("/", "_");
     apply.push(() => {
       this.modules.delete(module.key);
@@ -366,7 +433,9 @@ class RepositoryBuilder {
     if (stages > 1)
       apply.push(() => {
         this.removed.push(module.importPath);
-        this.packageTests.push(`def test_${slug}_removal_documented(package_name):\n    assert "${module.importPath}" in importlib.import_module(package_name).__doc__\n`);
+        this.packageTests.push(
+          `def test_${slug}_removal_documented(package_name):\n    assert "${module.importPath}" in importlib.import_module(package_name).__doc__\n`,
+        );
         intent.fail_to_pass.push(`${this.testDir}/test_package.py::test_${slug}_removal_documented`);
       });
     return { fns: [], title, texts, apply, hasTests: true };
@@ -404,7 +473,10 @@ class RepositoryBuilder {
       const tree = (await this.run(["rev-parse", "HEAD^{tree}"])).trim();
       const at = prAt - HOUR / 2;
       for (let k = 1; k <= MANY_COMMITS; k++) {
-        const message = k < MANY_COMMITS ? `Checkpoint ${k}` : `Finish ${title.toLowerCase()}${pr.link === "commit_keyword" ? `\n\nThis fixes #${this.gh.peekNumber()}.` : ""}`;
+        const message =
+          k < MANY_COMMITS
+            ? `Checkpoint ${k}`
+            : `Finish ${title.toLowerCase()}${pr.link === "commit_keyword" ? `\n\nThis fixes #${this.gh.peekNumber()}.` : ""}`;
         parent = (await git(["commit-tree", tree, "-p", parent, "-m", message], { cwd: this.dir, env: this.env(at + k * 1000) })).trim();
         commits.push({ sha: parent, message, at: at + k * 1000 });
       }
@@ -419,13 +491,21 @@ class RepositoryBuilder {
       await this.run(["merge", "--quiet", "--squash", branch]);
       await this.run(["commit", "--quiet", "--no-gpg-sign", "-m", `${title} (#${number})`], mergedAt);
     } else {
-      await this.run(["merge", "--quiet", "--no-ff", "--no-gpg-sign", "-m", `Merge pull request #${number} from ${AUTHOR.login}/${branch}\n\n${title}`, branch], mergedAt);
+      await this.run(
+        ["merge", "--quiet", "--no-ff", "--no-gpg-sign", "-m", `Merge pull request #${number} from ${AUTHOR.login}/${branch}\n\n${title}`, branch],
+        mergedAt,
+      );
     }
     const mergeCommit = (await this.run(["rev-parse", "HEAD"])).trim();
     await this.run(["update-ref", `refs/pull/${number}/head`, head]);
     await this.run(["branch", "--quiet", "-D", branch]);
     const diff = await this.run(["diff", "--binary", "--full-index", "-M", base, head]);
-    const trees = new Map((await this.run(["log", "--format=%H %T", `${base}..${head}`])).trim().split("\n").map((l) => l.split(" ") as [string, string]));
+    const trees = new Map(
+      (await this.run(["log", "--format=%H %T", `${base}..${head}`]))
+        .trim()
+        .split("\n")
+        .map((l) => l.split(" ") as [string, string]),
+    );
     return { prAt, commits: commits.map((c) => ({ ...c, tree: trees.get(c.sha)! })), roundAt, head, approvedAt, mergedAt, mergeCommit, diff };
   }
 
@@ -510,22 +590,34 @@ class RepositoryBuilder {
     await this.repairTests(fns, mergedAt);
 
     const [patch, testPatch] = swebenchStyleSplit(diff);
-    const record = canonicalJson({
-      instance_id: `${this.plan.repo.replace("/", "__")}-${github.number}`,
-      repo: this.plan.repo,
-      base_commit: base,
-      patch,
-      test_patch: testPatch,
-      problem_statement: `${github.problemTitle}\n\n${github.problemBody}\n`,
-      created_at: new Date(prAt).toISOString().replace(/\.\d{3}Z$/, "Z"),
-      version: "0.1",
-      environment_setup_commit: base,
-      FAIL_TO_PASS: "[]",
-      PASS_TO_PASS: "[]",
-    }) + "\n";
+    const record =
+      canonicalJson({
+        instance_id: `${this.plan.repo.replace("/", "__")}-${github.number}`,
+        repo: this.plan.repo,
+        base_commit: base,
+        patch,
+        test_patch: testPatch,
+        problem_statement: `${github.problemTitle}\n\n${github.problemBody}\n`,
+        created_at: new Date(prAt).toISOString().replace(/\.\d{3}Z$/, "Z"),
+        version: "0.1",
+        environment_setup_commit: base,
+        FAIL_TO_PASS: "[]",
+        PASS_TO_PASS: "[]",
+      }) + "\n";
     return {
       record,
-      intent: { repo: this.plan.repo, number: github.number, kind: pr.kind, stages: texts.length, issue: github.issue, link: pr.link, merge: pr.merge, ...intent, fail_to_pass: [...new Set(intent.fail_to_pass)].sort(), extras: pr.extras } satisfies PullIntent,
+      intent: {
+        repo: this.plan.repo,
+        number: github.number,
+        kind: pr.kind,
+        stages: texts.length,
+        issue: github.issue,
+        link: pr.link,
+        merge: pr.merge,
+        ...intent,
+        fail_to_pass: [...new Set(intent.fail_to_pass)].sort(),
+        extras: pr.extras,
+      } satisfies PullIntent,
     };
   }
 }

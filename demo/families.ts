@@ -57,7 +57,8 @@ function render(family: FamilyName, fn: DemoFunction): string {
   const lines: string[] = [];
   if (family === "numeric") {
     lines.push(`def ${fn.name}(value${fn.stage >= 3 ? ", precision=None" : ""}):`);
-    if (fn.stage >= 2) lines.push(`    if isinstance(value, bool) or not isinstance(value, (int, float)):`, `        raise TypeError("${fn.name} expects a number")`);
+    if (fn.stage >= 2)
+      lines.push(`    if isinstance(value, bool) or not isinstance(value, (int, float)):`, `        raise TypeError("${fn.name} expects a number")`);
     lines.push(`    result = value * ${fn.a} + ${fn.b}`);
     if (fn.stage >= 3) lines.push(`    if precision is not None:`, `        result = round(result, precision)`);
     lines.push(`    return result`);
@@ -98,7 +99,10 @@ export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
   if (fn.manyOf) {
     const input = family === "numeric" ? "[1, 2]" : family === "text" ? '[" a ", "b "]' : "[[1.25], [2.5]]";
     const tests = [`def test_${fn.name}():\n    module = ${imp}\n    assert module.${fn.name}(${input}) == [module.${fn.manyOf}(v) for v in ${input}]\n`];
-    if (fn.stage >= 2) tests.push(`def test_${fn.name}_rejects_tuple():\n    with pytest.raises(TypeError, match="${fn.name} expects a list"):\n        ${imp}.${fn.name}(tuple())\n`);
+    if (fn.stage >= 2)
+      tests.push(
+        `def test_${fn.name}_rejects_tuple():\n    with pytest.raises(TypeError, match="${fn.name} expects a list"):\n        ${imp}.${fn.name}(tuple())\n`,
+      );
     return tests;
   }
   if (fn.base) {
@@ -116,7 +120,13 @@ export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
   const body = [basic];
   // Flaky on purpose, the way real tests often are: state leaks between runs of one checkout,
   // so it passes on the first run and fails on the second, every time.
-  if (fn.flaky) body.push(`marker = pathlib.Path(__file__).with_name(".${fn.name}.runs")`, `runs = int(marker.read_text()) if marker.exists() else 0`, `marker.write_text(str(runs + 1))`, `assert runs % 2 == 0, "flaky on purpose: fails on every second run"`);
+  if (fn.flaky)
+    body.push(
+      `marker = pathlib.Path(__file__).with_name(".${fn.name}.runs")`,
+      `runs = int(marker.read_text()) if marker.exists() else 0`,
+      `marker.write_text(str(runs + 1))`,
+      `assert runs % 2 == 0, "flaky on purpose: fails on every second run"`,
+    );
   if (fn.binaryData) body.unshift(`assert (pathlib.Path(__file__).parent / "data" / "${fn.name}.bin").read_bytes()[:4] == b"\\x89BIN"`);
   if (fn.orderDependent) {
     tests.push(`_registered = []\n\n\ndef test_${fn.name}_zz_registry():\n    _registered.append("${fn.module}")\n    assert _registered\n`);
@@ -125,14 +135,27 @@ export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
   tests.push(`def test_${fn.name}_basic(${arg}):\n    ${body.join("\n    ")}\n`);
   if (fn.exported) tests.push(`def test_${fn.name}_listed():\n    assert "${fn.name}" in ${imp}.__all__\n`);
   if (fn.stage >= 2) {
-    if (family === "numeric") tests.push(`def test_${fn.name}_rejects_text():\n    with pytest.raises(TypeError, match="${fn.name} expects a number"):\n        ${imp}.${fn.name}("2")\n    with pytest.raises(TypeError):\n        ${imp}.${fn.name}(True)\n`);
-    else if (family === "text") tests.push(`def test_${fn.name}_rejects_bytes():\n    with pytest.raises(TypeError, match="${fn.name} expects a string"):\n        ${imp}.${fn.name}(b"a b")\n`);
-    else tests.push(`def test_${fn.name}_rejects_negative():\n    with pytest.raises(ValueError, match="${fn.name} needs a non-negative amount"):\n        ${imp}.${fn.name}(-1)\n`);
+    if (family === "numeric")
+      tests.push(
+        `def test_${fn.name}_rejects_text():\n    with pytest.raises(TypeError, match="${fn.name} expects a number"):\n        ${imp}.${fn.name}("2")\n    with pytest.raises(TypeError):\n        ${imp}.${fn.name}(True)\n`,
+      );
+    else if (family === "text")
+      tests.push(
+        `def test_${fn.name}_rejects_bytes():\n    with pytest.raises(TypeError, match="${fn.name} expects a string"):\n        ${imp}.${fn.name}(b"a b")\n`,
+      );
+    else
+      tests.push(
+        `def test_${fn.name}_rejects_negative():\n    with pytest.raises(ValueError, match="${fn.name} needs a non-negative amount"):\n        ${imp}.${fn.name}(-1)\n`,
+      );
   }
   if (fn.stage >= 3) {
-    if (family === "numeric") tests.push(`def test_${fn.name}_precision():\n    assert ${imp}.${fn.name}(0.123456, precision=2) == round(0.123456 * ${fn.a} + ${fn.b}, 2)\n`);
+    if (family === "numeric")
+      tests.push(`def test_${fn.name}_precision():\n    assert ${imp}.${fn.name}(0.123456, precision=2) == round(0.123456 * ${fn.a} + ${fn.b}, 2)\n`);
     else if (family === "text") tests.push(`def test_${fn.name}_upper():\n    assert ${imp}.${fn.name}("a b", upper=True) == "A${fn.sep.toUpperCase()}B"\n`);
-    else tests.push(`def test_${fn.name}_currency():\n    assert ${imp}.${fn.name}(100, currency="EUR") == "${(Math.round(100 * fn.a * 100) / 100).toFixed(2)} EUR"\n`);
+    else
+      tests.push(
+        `def test_${fn.name}_currency():\n    assert ${imp}.${fn.name}(100, currency="EUR") == "${(Math.round(100 * fn.a * 100) / 100).toFixed(2)} EUR"\n`,
+      );
   }
   return tests;
 }
@@ -152,19 +175,42 @@ export function renderTestFile(family: FamilyName, functions: DemoFunction[], ex
 export function requestText(family: FamilyName, stage: 1 | 2 | 3, fns: DemoFunction[]): string {
   const each = (f: (fn: DemoFunction) => string) => fns.map(f).join(" ");
   const many = fns.find((fn) => fn.manyOf);
-  if (many && stage === 1) return `Add \`${many.name}(values)\` to \`${many.module}\`: it applies \`${many.manyOf}\` to every value of a list and returns the results as a list.`;
+  if (many && stage === 1)
+    return `Add \`${many.name}(values)\` to \`${many.module}\`: it applies \`${many.manyOf}\` to every value of a list and returns the results as a list.`;
   if (many) return `\`${many.name}\` must raise TypeError with the message "${many.name} expects a list" when it is given anything but a list.`;
   if (stage === 1) {
-    if (family === "numeric") return each((fn) => `\`${fn.name}(value)\` in \`${fn.module}\` should return the value multiplied by ${fn.a}, plus ${fn.b}; for example \`${fn.name}(2)\` returns ${numericExpected(fn, 2)}.`);
-    if (family === "text") return each((fn) => `\`${fn.name}(text)\` in \`${fn.module}\` should return the text with every space replaced by "${fn.sep}"; for example \`${fn.name}("a b")\` returns "a${fn.sep}b".`);
-    return each((fn) => `\`${fn.name}(amount)\` in \`${fn.module}\` should convert an amount at the rate ${fn.a}, rounded to cents; for example \`${fn.name}(100)\` returns ${Math.round(100 * fn.a * 100) / 100}.`);
+    if (family === "numeric")
+      return each(
+        (fn) =>
+          `\`${fn.name}(value)\` in \`${fn.module}\` should return the value multiplied by ${fn.a}, plus ${fn.b}; for example \`${fn.name}(2)\` returns ${numericExpected(fn, 2)}.`,
+      );
+    if (family === "text")
+      return each(
+        (fn) =>
+          `\`${fn.name}(text)\` in \`${fn.module}\` should return the text with every space replaced by "${fn.sep}"; for example \`${fn.name}("a b")\` returns "a${fn.sep}b".`,
+      );
+    return each(
+      (fn) =>
+        `\`${fn.name}(amount)\` in \`${fn.module}\` should convert an amount at the rate ${fn.a}, rounded to cents; for example \`${fn.name}(100)\` returns ${Math.round(100 * fn.a * 100) / 100}.`,
+    );
   }
   if (stage === 2) {
-    if (family === "numeric") return each((fn) => `\`${fn.name}\` must reject input that is not a number: a string or a bool should raise TypeError with the message "${fn.name} expects a number".`);
-    if (family === "text") return each((fn) => `\`${fn.name}\` must raise TypeError with the message "${fn.name} expects a string" when it is given anything but a str (bytes included).`);
+    if (family === "numeric")
+      return each(
+        (fn) =>
+          `\`${fn.name}\` must reject input that is not a number: a string or a bool should raise TypeError with the message "${fn.name} expects a number".`,
+      );
+    if (family === "text")
+      return each(
+        (fn) => `\`${fn.name}\` must raise TypeError with the message "${fn.name} expects a string" when it is given anything but a str (bytes included).`,
+      );
     return each((fn) => `A negative amount passed to \`${fn.name}\` must raise ValueError with the message "${fn.name} needs a non-negative amount".`);
   }
-  if (family === "numeric") return each((fn) => `\`${fn.name}\` should accept a \`precision\` keyword (default None); when it is given, round the result to that many digits.`);
+  if (family === "numeric")
+    return each((fn) => `\`${fn.name}\` should accept a \`precision\` keyword (default None); when it is given, round the result to that many digits.`);
   if (family === "text") return each((fn) => `Please add an \`upper\` keyword to \`${fn.name}\` (default False) that returns the result in upper case.`);
-  return each((fn) => `Add a \`currency\` keyword to \`${fn.name}\` (default None): when it is given, return the amount with two decimals followed by the currency code, like "115.00 EUR".`);
+  return each(
+    (fn) =>
+      `Add a \`currency\` keyword to \`${fn.name}\` (default None): when it is given, return the amount with two decimals followed by the currency code, like "115.00 EUR".`,
+  );
 }

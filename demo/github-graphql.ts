@@ -32,7 +32,12 @@ function connection(items: unknown[], args: { first?: number; after?: string; la
     totalCount: items.length,
     nodes: page,
     edges: page.map((node, i) => ({ node, cursor: cursor(from + i) })),
-    pageInfo: { hasNextPage: end < items.length, hasPreviousPage: from > 0, startCursor: page.length ? cursor(from) : null, endCursor: page.length ? cursor(end - 1) : null },
+    pageInfo: {
+      hasNextPage: end < items.length,
+      hasPreviousPage: from > 0,
+      startCursor: page.length ? cursor(from) : null,
+      endCursor: page.length ? cursor(end - 1) : null,
+    },
   };
 }
 
@@ -56,9 +61,11 @@ export class GraphqlFake {
       name: name.split("/")[1],
       url: records.repository.html_url,
       databaseId: records.repository.id,
-      pullRequest: ({ number }: { number: number }) => this.pull(records, number) ?? notFound(`Could not resolve to a PullRequest with the number of ${number}.`),
+      pullRequest: ({ number }: { number: number }) =>
+        this.pull(records, number) ?? notFound(`Could not resolve to a PullRequest with the number of ${number}.`),
       issue: ({ number }: { number: number }) => this.issue(records, number) ?? notFound(`Could not resolve to an Issue with the number of ${number}.`),
-      issueOrPullRequest: ({ number }: { number: number }) => this.pull(records, number) ?? this.issue(records, number) ?? notFound(`Could not resolve to an issue or pull request with the number of ${number}.`),
+      issueOrPullRequest: ({ number }: { number: number }) =>
+        this.pull(records, number) ?? this.issue(records, number) ?? notFound(`Could not resolve to an issue or pull request with the number of ${number}.`),
     };
   }
 
@@ -113,16 +120,23 @@ export class GraphqlFake {
   }
 
   private closedEvent(closer: Closer): Node {
-    const node: Node = closer.type === "Commit" ? { __typename: "Commit", oid: closer.oid } : { ...(this.pull(this.repos.get(closer.repo.toLowerCase())!, closer.number) ?? {}) };
+    const node: Node =
+      closer.type === "Commit"
+        ? { __typename: "Commit", oid: closer.oid }
+        : { ...(this.pull(this.repos.get(closer.repo.toLowerCase())!, closer.number) ?? {}) };
     return { __typename: "ClosedEvent", closer: node };
   }
 
   /** Executes one request body; the answer is GitHub's envelope: `data`, and `errors` when any. */
-  async execute(body: { query?: unknown; variables?: unknown }, rate: { limit: number; remaining: number; used: number; resetAt: string }): Promise<Record<string, unknown>> {
+  async execute(
+    body: { query?: unknown; variables?: unknown },
+    rate: { limit: number; remaining: number; used: number; resetAt: string },
+  ): Promise<Record<string, unknown>> {
     if (typeof body.query !== "string") return { errors: [{ message: "A query attribute must be specified and must be a string." }] };
     const schema = await githubGraphqlSchema();
     const rootValue = {
-      repository: ({ owner, name }: { owner: string; name: string }) => this.repository(`${owner}/${name}`) ?? notFound(`Could not resolve to a Repository with the name '${owner}/${name}'.`),
+      repository: ({ owner, name }: { owner: string; name: string }) =>
+        this.repository(`${owner}/${name}`) ?? notFound(`Could not resolve to a Repository with the name '${owner}/${name}'.`),
       rateLimit: () => ({ cost: 1, limit: rate.limit, remaining: rate.remaining, used: rate.used, resetAt: rate.resetAt, nodeCount: 1 }),
     };
     const result = await graphql({ schema, source: body.query, rootValue, variableValues: (body.variables ?? {}) as Record<string, unknown> });

@@ -85,7 +85,9 @@ export class FakeGithub {
   private readonly renamed: Map<string, string>;
 
   constructor(options: FakeGithubOptions) {
-    for (const file of readdirSync(options.recordsDir).filter((f) => f.endsWith(".json")).sort()) {
+    for (const file of readdirSync(options.recordsDir)
+      .filter((f) => f.endsWith(".json"))
+      .sort()) {
       const records = JSON.parse(readFileSync(join(options.recordsDir, file), "utf8")) as RepoRecords;
       this.repos.set(String(records.repository.full_name).toLowerCase(), records);
       this.reposById.set(Number(records.repository.id), records);
@@ -171,7 +173,13 @@ export class FakeGithub {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     const path = url.pathname;
-    const entry: RequestLogEntry = { method: req.method ?? "GET", path: path + url.search, status: 0, conditional: Boolean(req.headers["if-none-match"]), authorized: Boolean(req.headers.authorization) };
+    const entry: RequestLogEntry = {
+      method: req.method ?? "GET",
+      path: path + url.search,
+      status: 0,
+      conditional: Boolean(req.headers["if-none-match"]),
+      authorized: Boolean(req.headers.authorization),
+    };
     this.log.push(entry);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
       entry.status = status;
@@ -193,7 +201,15 @@ export class FakeGithub {
 
     this.rollWindow();
     if (this.used >= this.limit) {
-      return send(403, basicError("API rate limit exceeded for user ID 1001. If you reach out to GitHub Support for help, please include the request ID.", `${DOCS}/overview/rate-limits-for-the-rest-api`, 403), this.rateHeaders());
+      return send(
+        403,
+        basicError(
+          "API rate limit exceeded for user ID 1001. If you reach out to GitHub Support for help, please include the request ID.",
+          `${DOCS}/overview/rate-limits-for-the-rest-api`,
+          403,
+        ),
+        this.rateHeaders(),
+      );
     }
 
     const resolved = fault?.kind === "not_found" ? undefined : this.route(path, url.searchParams);
@@ -222,18 +238,40 @@ export class FakeGithub {
     if (fault?.kind === "secondary_rate_limit" || fault?.kind === "too_many_requests") {
       const wait: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { "retry-after": String(fault.retryAfterSeconds) };
       const status = fault.kind === "too_many_requests" ? 429 : 403;
-      send(status, basicError("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, status), { ...wait, ...this.rateHeaders(resource) });
+      send(
+        status,
+        basicError(
+          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID.",
+          `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`,
+          status,
+        ),
+        { ...wait, ...this.rateHeaders(resource) },
+      );
       return true;
     }
     if (fault?.kind === "abuse_detection") {
-      send(403, basicError("You have triggered an abuse detection mechanism. Please wait a few minutes before you try again.", `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`, 403), { "retry-after": String(fault.retryAfterSeconds), ...this.rateHeaders(resource) });
+      send(
+        403,
+        basicError(
+          "You have triggered an abuse detection mechanism. Please wait a few minutes before you try again.",
+          `${DOCS}/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits`,
+          403,
+        ),
+        { "retry-after": String(fault.retryAfterSeconds), ...this.rateHeaders(resource) },
+      );
       return true;
     }
     return false;
   }
 
   /** A resource's answer: 304 to a matching ETag (free, as on GitHub), else 200 with its body. */
-  private async answerResource(req: IncomingMessage, res: ServerResponse, entry: RequestLogEntry, resolved: { body: unknown; link?: string }, fault: Fault | undefined): Promise<void> {
+  private async answerResource(
+    req: IncomingMessage,
+    res: ServerResponse,
+    entry: RequestLogEntry,
+    resolved: { body: unknown; link?: string },
+    fault: Fault | undefined,
+  ): Promise<void> {
     const { body, link } = resolved;
     const text = JSON.stringify(body);
     const etag = `W/"${createHash("sha256").update(text).digest("hex").slice(0, 40)}"`;
@@ -300,7 +338,12 @@ export class FakeGithub {
     }
     this.graphqlUsed++;
     const reset = new Date(Math.ceil((this.windowStart + this.windowMs) / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
-    const answer = await this.graphqlFake.execute(body, { limit: this.limit, remaining: Math.max(0, this.limit - this.graphqlUsed), used: this.graphqlUsed, resetAt: reset });
+    const answer = await this.graphqlFake.execute(body, {
+      limit: this.limit,
+      remaining: Math.max(0, this.limit - this.graphqlUsed),
+      used: this.graphqlUsed,
+      resetAt: reset,
+    });
     return send(200, answer, this.rateHeaders("graphql"));
   }
 
@@ -319,7 +362,8 @@ export class FakeGithub {
     const repoId = Number(records.repository.id);
     const rest = match[3] ?? "";
     if (rest === "") return { body: records.repository };
-    const list = (items: unknown[] | undefined, cap?: number) => (items ? this.paginate(`/repositories/${repoId}/${rest}`, query, cap === undefined ? items : items.slice(0, cap)) : undefined);
+    const list = (items: unknown[] | undefined, cap?: number) =>
+      items ? this.paginate(`/repositories/${repoId}/${rest}`, query, cap === undefined ? items : items.slice(0, cap)) : undefined;
     let m: RegExpExecArray | null;
     if (rest === "pulls") {
       const state = query.get("state") ?? "open";

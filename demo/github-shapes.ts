@@ -43,8 +43,46 @@ export function simpleUser(login: string, id: number, type: "User" | "Bot" | "Or
 /** The API and web addresses GitHub derives from a repository's name. */
 function repositoryUrls(fullName: string): Json {
   const url = `${API}/repos/${fullName}`;
-  const templated = { archive_url: "{archive_format}{/ref}", assignees_url: "assignees{/user}", blobs_url: "git/blobs{/sha}", branches_url: "branches{/branch}", collaborators_url: "collaborators{/collaborator}", comments_url: "comments{/number}", commits_url: "commits{/sha}", compare_url: "compare/{base}...{head}", contents_url: "contents/{+path}", git_commits_url: "git/commits{/sha}", git_refs_url: "git/refs{/sha}", git_tags_url: "git/tags{/sha}", issue_comment_url: "issues/comments{/number}", issue_events_url: "issues/events{/number}", issues_url: "issues{/number}", keys_url: "keys{/key_id}", labels_url: "labels{/name}", milestones_url: "milestones{/number}", notifications_url: "notifications{?since,all,participating}", pulls_url: "pulls{/number}", releases_url: "releases{/id}", statuses_url: "statuses/{sha}", trees_url: "git/trees{/sha}" };
-  const plain = ["contributors", "deployments", "downloads", "events", "forks", "hooks", "languages", "merges", "stargazers", "subscribers", "subscription", "tags", "teams"];
+  const templated = {
+    archive_url: "{archive_format}{/ref}",
+    assignees_url: "assignees{/user}",
+    blobs_url: "git/blobs{/sha}",
+    branches_url: "branches{/branch}",
+    collaborators_url: "collaborators{/collaborator}",
+    comments_url: "comments{/number}",
+    commits_url: "commits{/sha}",
+    compare_url: "compare/{base}...{head}",
+    contents_url: "contents/{+path}",
+    git_commits_url: "git/commits{/sha}",
+    git_refs_url: "git/refs{/sha}",
+    git_tags_url: "git/tags{/sha}",
+    issue_comment_url: "issues/comments{/number}",
+    issue_events_url: "issues/events{/number}",
+    issues_url: "issues{/number}",
+    keys_url: "keys{/key_id}",
+    labels_url: "labels{/name}",
+    milestones_url: "milestones{/number}",
+    notifications_url: "notifications{?since,all,participating}",
+    pulls_url: "pulls{/number}",
+    releases_url: "releases{/id}",
+    statuses_url: "statuses/{sha}",
+    trees_url: "git/trees{/sha}",
+  };
+  const plain = [
+    "contributors",
+    "deployments",
+    "downloads",
+    "events",
+    "forks",
+    "hooks",
+    "languages",
+    "merges",
+    "stargazers",
+    "subscribers",
+    "subscription",
+    "tags",
+    "teams",
+  ];
   return {
     url,
     ...Object.fromEntries(Object.entries(templated).map(([key, tail]) => [key, `${url}/${tail}`])),
@@ -193,10 +231,37 @@ export function pullLinks(repo: string, number: number, headSha: string): Json {
 }
 
 /** The fields `pulls.get` has and `pulls.list` leaves out. */
-export const PULL_ONLY_FIELDS = ["merged", "mergeable", "rebaseable", "mergeable_state", "merged_by", "comments", "review_comments", "maintainer_can_modify", "commits", "additions", "deletions", "changed_files"] as const;
+export const PULL_ONLY_FIELDS = [
+  "merged",
+  "mergeable",
+  "rebaseable",
+  "mergeable_state",
+  "merged_by",
+  "comments",
+  "review_comments",
+  "maintainer_can_modify",
+  "commits",
+  "additions",
+  "deletions",
+  "changed_files",
+] as const;
 
 /** A commit as `pulls.listCommits` lists it. */
-export function commitObject(repo: string, commit: { sha: string; message: string; authorName: string; authorEmail: string; committerName: string; committerEmail: string; date: string; tree: string; parents: string[]; author: Json | null }): Json {
+export function commitObject(
+  repo: string,
+  commit: {
+    sha: string;
+    message: string;
+    authorName: string;
+    authorEmail: string;
+    committerName: string;
+    committerEmail: string;
+    date: string;
+    tree: string;
+    parents: string[];
+    author: Json | null;
+  },
+): Json {
   return {
     sha: commit.sha,
     node_id: nodeId("C", parseInt(commit.sha.slice(0, 8), 16)),
@@ -219,7 +284,15 @@ export function commitObject(repo: string, commit: { sha: string; message: strin
 }
 
 /** A timeline event of the state-change family (closed, reopened, connected, merged, ...). */
-export function stateEvent(options: { id: number; repo: string; event: string; actor: Json; commitId: string | null; createdAt: string; stateReason?: string | null }): Json {
+export function stateEvent(options: {
+  id: number;
+  repo: string;
+  event: string;
+  actor: Json;
+  commitId: string | null;
+  createdAt: string;
+  stateReason?: string | null;
+}): Json {
   return {
     id: options.id,
     node_id: nodeId(`${options.event.slice(0, 2).toUpperCase()}E`, options.id),

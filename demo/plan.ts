@@ -8,7 +8,9 @@ export const PullRequestPlan = z.strictObject({
   link: z.enum(["keyword", "keyword_lower", "keyword_colon", "commit_keyword", "cross_repo", "url", "timeline", "sidebar", "none"]),
   merge: z.enum(["merge", "squash"]).default("merge"),
   rename_to: z.string().optional(),
-  extras: z.array(z.enum(["conftest", "binary", "unjustified_test", "decoy_mention", "post_merge_comment", "order_dependent", "moved_issues", "many_commits"])).default([]),
+  extras: z
+    .array(z.enum(["conftest", "binary", "unjustified_test", "decoy_mention", "post_merge_comment", "order_dependent", "moved_issues", "many_commits"]))
+    .default([]),
 });
 export type PullRequestPlan = z.infer<typeof PullRequestPlan>;
 

@@ -1,6 +1,18 @@
 import { parseGitDiff } from "../pipeline/changes/diff.ts";
 import type { DemoFunction } from "./families.ts";
-import { commitObject, fullRepositoryObject, issueObject, nodeId, pullLinks, repositoryObject, simpleUser, stateEvent, API, WEB, type Json } from "./github-shapes.ts";
+import {
+  commitObject,
+  fullRepositoryObject,
+  issueObject,
+  nodeId,
+  pullLinks,
+  repositoryObject,
+  simpleUser,
+  stateEvent,
+  API,
+  WEB,
+  type Json,
+} from "./github-shapes.ts";
 import type { PullRequestPlan } from "./plan.ts";
 
 /** An issue reference: repository and number. */
@@ -77,7 +89,8 @@ export interface PullInput {
   moduleText: (fn: DemoFunction) => { path: string; text: string } | undefined;
 }
 
-const CHECKLIST = "\n\n<!-- Thanks for filing an issue! Please fill in the sections below. -->\n### Checklist\n- [x] I searched the existing issues\n- [ ] I can help with a pull request\n";
+const CHECKLIST =
+  "\n\n<!-- Thanks for filing an issue! Please fill in the sections below. -->\n### Checklist\n- [x] I searched the existing issues\n- [ ] I can help with a pull request\n";
 
 /**
  * Records what GitHub would hold for one repository. Issues and pull requests share one number
@@ -89,9 +102,19 @@ export class GithubRecorder {
   private readonly data: RepoRecords;
   private readonly repository: Json;
 
-  constructor(readonly repo: string, start: number) {
+  constructor(
+    readonly repo: string,
+    start: number,
+  ) {
     this.nextId = 10_000 + (hashString(repo) % 1000) * 10_000;
-    this.repository = repositoryObject({ id: this.id(), fullName: repo, owner: user("maintainer-bob"), createdAt: iso(start), pushedAt: iso(start), defaultBranch: "main" });
+    this.repository = repositoryObject({
+      id: this.id(),
+      fullName: repo,
+      owner: user("maintainer-bob"),
+      createdAt: iso(start),
+      pushedAt: iso(start),
+      defaultBranch: "main",
+    });
     this.data = {
       repository: fullRepositoryObject(this.repository),
       issues: {},
@@ -171,12 +194,20 @@ export class GithubRecorder {
 
   /** A state-change event (closed, connected, merged, ...) on an issue's or pull request's timeline. */
   stateEvent(number: number, event: string, actor: string, at: number, commitId: string | null = null, stateReason?: string | null): void {
-    (this.data.timelines[number] ??= []).push(stateEvent({ id: this.id(), repo: this.repo, event, actor: user(actor), commitId, createdAt: iso(at), stateReason }));
+    (this.data.timelines[number] ??= []).push(
+      stateEvent({ id: this.id(), repo: this.repo, event, actor: user(actor), commitId, createdAt: iso(at), stateReason }),
+    );
   }
 
   /** A cross-referenced event: the issue is mentioned by the given pull request (its issue form). */
   crossReference(number: number, actor: string, at: number, source: Json): void {
-    (this.data.timelines[number] ??= []).push({ event: "cross-referenced", actor: user(actor), created_at: iso(at), updated_at: iso(at), source: { type: "issue", issue: source } });
+    (this.data.timelines[number] ??= []).push({
+      event: "cross-referenced",
+      actor: user(actor),
+      created_at: iso(at),
+      updated_at: iso(at),
+      source: { type: "issue", issue: source },
+    });
   }
 
   /**
@@ -202,8 +233,14 @@ export class GithubRecorder {
   /** Moves an issue to another repository's recorder: GitHub answers 301 at its old address. */
   transferIssue(number: number, to: GithubRecorder, at: number): IssueKey {
     const old = this.data.issues[number]!;
-    const moved = to.issue({ title: String(old.title), body: old.body as string | null, author: String((old.user as Json).login), at: Date.parse(String(old.created_at)) });
-    for (const c of this.data.issue_comments[number] ?? []) to.comment(moved, (c.user as Json).login as string, String(c.body), Date.parse(String(c.created_at)));
+    const moved = to.issue({
+      title: String(old.title),
+      body: old.body as string | null,
+      author: String((old.user as Json).login),
+      at: Date.parse(String(old.created_at)),
+    });
+    for (const c of this.data.issue_comments[number] ?? [])
+      to.comment(moved, (c.user as Json).login as string, String(c.body), Date.parse(String(c.created_at)));
     // Its state, timeline and closers move with it; the transfer itself updates it.
     Object.assign(to.data.issues[moved]!, { state: old.state, state_reason: old.state_reason, closed_at: old.closed_at, updated_at: iso(at) });
     to.data.timelines[moved] = [...(this.data.timelines[number] ?? [])];
@@ -232,8 +269,18 @@ export class GithubRecorder {
     if (plan.extras.includes("moved_issues")) {
       // Two issues the description names with closing keywords: one is deleted later (GitHub then
       // answers 410), the other moved to the tracker (GitHub then answers 301 at its old address).
-      const deleted = this.issue({ title: "Installing from a wheel prints a warning", body: "Spam? This looks like a duplicate of something else.", author: "erin-user", at: input.issueAt + MIN });
-      const transferred = this.issue({ title: "Installation instructions are missing", body: `Nothing in the documentation says how to install ${this.repo.split("/")[1]}.`, author: "dave-user", at: input.issueAt + 2 * MIN });
+      const deleted = this.issue({
+        title: "Installing from a wheel prints a warning",
+        body: "Spam? This looks like a duplicate of something else.",
+        author: "erin-user",
+        at: input.issueAt + MIN,
+      });
+      const transferred = this.issue({
+        title: "Installation instructions are missing",
+        body: `Nothing in the documentation says how to install ${this.repo.split("/")[1]}.`,
+        author: "dave-user",
+        at: input.issueAt + 2 * MIN,
+      });
       this.comment(transferred, "maintainer-bob", "Good point, the docs should say it.", input.issueAt + HOUR);
       moved = { deleted, transferred };
     }
@@ -250,18 +297,22 @@ export class GithubRecorder {
     // A pull request opened with an empty description has a null body on GitHub.
     if (plan.link === "commit_keyword" && plan.extras.includes("many_commits")) return null;
     const summary = `This pull request implements the request.`;
-    return {
-      keyword: `${summary}\n\nFixes ${ref}`,
-      keyword_lower: `${summary}\n\ncloses ${ref}`,
-      keyword_colon: `${summary}\n\nResolves: ${ref}`,
-      commit_keyword: summary,
-      cross_repo: `${summary}\n\nCloses ${ref}`,
-      url: `${summary}\n\nResolved ${WEB}/${issueRepo}/issues/${issueNumber}`,
-      timeline: `Follow-up to the discussion in ${ref}.`,
-      // Linked in the "Development" sidebar: the description names no issue at all.
-      sidebar: summary,
-      none: input.texts[0]!,
-    }[plan.link] + decoy + moved;
+    return (
+      {
+        keyword: `${summary}\n\nFixes ${ref}`,
+        keyword_lower: `${summary}\n\ncloses ${ref}`,
+        keyword_colon: `${summary}\n\nResolves: ${ref}`,
+        commit_keyword: summary,
+        cross_repo: `${summary}\n\nCloses ${ref}`,
+        url: `${summary}\n\nResolved ${WEB}/${issueRepo}/issues/${issueNumber}`,
+        timeline: `Follow-up to the discussion in ${ref}.`,
+        // Linked in the "Development" sidebar: the description names no issue at all.
+        sidebar: summary,
+        none: input.texts[0]!,
+      }[plan.link] +
+      decoy +
+      moved
+    );
   }
 
   /** The pull request as GitHub lists it, as an issue, and its commits and files. */
@@ -348,8 +399,13 @@ export class GithubRecorder {
   /** The review rounds: each round's ask in reviews and inline comments, with the noise real reviews have. */
   private recordReviews(number: number, input: PullInput): void {
     const { review, reviewComment } = this.reviewWriters(number, input);
-    this.comment(number, "codecov[bot]", "## Codecov Report\nAll modified and coverable lines are covered by tests :white_check_mark:\n> Project coverage is 94.12%. Comparing base to head.", input.prAt + 10 * MIN);
-    const headBefore = (round: number) => input.commits[Math.min(input.commits.length - 1, (input.commits.length - input.roundAt.length) - 1 + round)]!.sha;
+    this.comment(
+      number,
+      "codecov[bot]",
+      "## Codecov Report\nAll modified and coverable lines are covered by tests :white_check_mark:\n> Project coverage is 94.12%. Comparing base to head.",
+      input.prAt + 10 * MIN,
+    );
+    const headBefore = (round: number) => input.commits[Math.min(input.commits.length - 1, input.commits.length - input.roundAt.length - 1 + round)]!.sha;
     input.roundAt.forEach((at, r) => {
       const stageText = input.texts[r + 1]!;
       const commit = headBefore(r);
@@ -361,11 +417,20 @@ export class GithubRecorder {
         const first = reviewComment(id, "maintainer-bob", remark, at, commit, fn);
         reviewComment(id, "maintainer-bob", remark, at + MIN, commit, fn);
         reviewComment(id, "alice-dev", "Will do.", at + 2 * HOUR, commit, fn, first);
-        if (input.index % 3 === 0) reviewComment(review("carol-reviews", "COMMENTED", "", at + 30 * MIN, commit), "carol-reviews", "Why not use a list comprehension here?", at + 30 * MIN, commit, fn);
+        if (input.index % 3 === 0)
+          reviewComment(
+            review("carol-reviews", "COMMENTED", "", at + 30 * MIN, commit),
+            "carol-reviews",
+            "Why not use a list comprehension here?",
+            at + 30 * MIN,
+            commit,
+            fn,
+          );
         if (input.index % 4 === 1 && fn) {
           review("carol-reviews", "DISMISSED", `Please rename \`${fn.name}\` to something shorter.`, at + 40 * MIN, commit);
         }
-        if (input.plan.extras.includes("decoy_mention")) reviewComment(id, "maintainer-bob", "Do it the way I did in my commit 3f2a9c1, see the diff above.", at + 3 * MIN, commit, fn);
+        if (input.plan.extras.includes("decoy_mention"))
+          reviewComment(id, "maintainer-bob", "Do it the way I did in my commit 3f2a9c1, see the diff above.", at + 3 * MIN, commit, fn);
       } else {
         // Round two: the ask spread over inline comments, one carrying a suggestion block.
         const id = review("carol-reviews", "COMMENTED", "A couple more things.", at, commit);
@@ -393,7 +458,19 @@ export class GithubRecorder {
       const id = this.id();
       const html = `${WEB}/${this.repo}/pull/${number}#pullrequestreview-${id}`;
       // A PENDING review (started, never submitted) has no submitted_at; only its author sees it.
-      reviews.push({ id, node_id: nodeId("PRR", id), user: user(author), body: text, state, html_url: html, pull_request_url: pullUrl, _links: { html: { href: html }, pull_request: { href: pullUrl } }, ...(at === null ? {} : { submitted_at: iso(at) }), commit_id: commit, author_association: "MEMBER" });
+      reviews.push({
+        id,
+        node_id: nodeId("PRR", id),
+        user: user(author),
+        body: text,
+        state,
+        html_url: html,
+        pull_request_url: pullUrl,
+        _links: { html: { href: html }, pull_request: { href: pullUrl } },
+        ...(at === null ? {} : { submitted_at: iso(at) }),
+        commit_id: commit,
+        author_association: "MEMBER",
+      });
       return id;
     };
     const reviewComment = (reviewId: number, author: string, text: string, at: number, commit: string, fn: DemoFunction | undefined, inReplyTo?: number) => {

@@ -92,9 +92,7 @@ export function listTree(dir: string, prefix = ""): string[] {
   } catch {
     return [];
   }
-  return entries
-    .flatMap((e) => (e.isDirectory() ? listTree(dir, prefix ? `${prefix}/${e.name}` : e.name) : [prefix ? `${prefix}/${e.name}` : e.name]))
-    .sort();
+  return entries.flatMap((e) => (e.isDirectory() ? listTree(dir, prefix ? `${prefix}/${e.name}` : e.name) : [prefix ? `${prefix}/${e.name}` : e.name])).sort();
 }
 
 /**
@@ -107,7 +105,9 @@ export function listTree(dir: string, prefix = ""): string[] {
 export async function replaceDirectoryAtomic(dir: string, files: ReadonlyMap<string, string>, mayReplace: (existing: string[]) => boolean): Promise<void> {
   const existing = listTree(dir);
   if (existing.length && !existing.includes(PUBLISH_MARKER) && !mayReplace(existing)) {
-    throw new Error(`${dir} holds files switch-swe did not publish (${existing.slice(0, 3).join(", ")}${existing.length > 3 ? ", …" : ""}); give this output a directory of its own`);
+    throw new Error(
+      `${dir} holds files switch-swe did not publish (${existing.slice(0, 3).join(", ")}${existing.length > 3 ? ", …" : ""}); give this output a directory of its own`,
+    );
   }
   const staging = `${siblingMark(dir, "staging")}${process.pid}-${Math.random().toString(36).slice(2)}`;
   await mkdir(staging, { recursive: true });

@@ -10,7 +10,8 @@ const PROJECT_ROOT = fileURLToPath(new URL("../", import.meta.url));
  * and files it reads next to itself (`new URL("./runner.py", import.meta.url)`). Package imports
  * are not followed: the lock file pins them.
  */
-const DEPENDENCY = /\b(?:import|export)\s[^;]*?\bfrom\s*["'](\.[^"']*)["']|\bimport\s*\(\s*["'](\.[^"']*)["']\s*\)|\bimport\s*["'](\.[^"']*)["']|new URL\(\s*["'](\.[^"']*)["']\s*,\s*import\.meta\.url\s*\)/g;
+const DEPENDENCY =
+  /\b(?:import|export)\s[^;]*?\bfrom\s*["'](\.[^"']*)["']|\bimport\s*\(\s*["'](\.[^"']*)["']\s*\)|\bimport\s*["'](\.[^"']*)["']|new URL\(\s*["'](\.[^"']*)["']\s*,\s*import\.meta\.url\s*\)/g;
 
 interface FileFacts {
   mtimeMs: number;

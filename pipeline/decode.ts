@@ -22,7 +22,7 @@ export interface ExternalFile {
 
 /** The index of the first byte of `bytes` that does not belong to a valid UTF-8 sequence, or -1. */
 export function firstInvalidUtf8(bytes: Uint8Array): number {
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const b = bytes[i]!;
     const length = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
     if (!length || i + length > bytes.length) return i;

@@ -32,7 +32,10 @@ export function isNoSpace(error: unknown): boolean {
 export function writingTo<T>(path: string, write: () => T): T {
   try {
     const result = write();
-    if (result instanceof Promise) return result.catch((error: unknown) => { throw isNoSpace(error) ? new NoSpaceLeft(path) : error; }) as T;
+    if (result instanceof Promise)
+      return result.catch((error: unknown) => {
+        throw isNoSpace(error) ? new NoSpaceLeft(path) : error;
+      }) as T;
     return result;
   } catch (error) {
     throw isNoSpace(error) ? new NoSpaceLeft(path) : error;
@@ -41,12 +44,29 @@ export function writingTo<T>(path: string, write: () => T): T {
 
 /** errno codes that describe the machine or the network, never the input. */
 const TRANSIENT_CODES = new Set([
-  "ENOSPC", "EDQUOT", "EIO", "EMFILE", "ENFILE", "ENOMEM", "EROFS",
-  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "ENOTFOUND", "ENETUNREACH", "EHOSTUNREACH", "UND_ERR_SOCKET", "UND_ERR_CONNECT_TIMEOUT",
+  "ENOSPC",
+  "EDQUOT",
+  "EIO",
+  "EMFILE",
+  "ENFILE",
+  "ENOMEM",
+  "EROFS",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "ENETUNREACH",
+  "EHOSTUNREACH",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
 ]);
 
 /** Words tools print for the same conditions (pip, uv, git, apt, Python's OSError). */
-const TRANSIENT_TEXT = /No space left on device|Disk quota exceeded|\[Errno 28\]|ENOSPC|Connection refused|Connection reset by peer|Temporary failure in name resolution|Could not resolve host|Network is unreachable|Failed to establish a new connection|Read timed out|connection timed out|error sending request for url|failed to fetch|Could not connect to/i;
+const TRANSIENT_TEXT =
+  /No space left on device|Disk quota exceeded|\[Errno 28\]|ENOSPC|Connection refused|Connection reset by peer|Temporary failure in name resolution|Could not resolve host|Network is unreachable|Failed to establish a new connection|Read timed out|connection timed out|error sending request for url|failed to fetch|Could not connect to/i;
 
 /** The error and the errors it wraps (`cause`), outermost first. */
 function chain(error: unknown): unknown[] {

@@ -45,7 +45,11 @@ export async function git(args: string[], options: { cwd?: string; input?: strin
 }
 
 export class GitError extends Error {
-  constructor(readonly args: string[], readonly code: number, readonly stderr: string) {
+  constructor(
+    readonly args: string[],
+    readonly code: number,
+    readonly stderr: string,
+  ) {
     super(`git ${args[0]} failed (exit ${code}): ${stderr.trim().split("\n").slice(0, 3).join(" | ")}`);
     this.name = "GitError";
   }
@@ -113,7 +117,10 @@ export class MirrorCache {
   async ensureSome(repo: string, source: string, commits: string[]): Promise<{ path: string; missing: string[] }> {
     const previous = this.pending.get(repo) ?? Promise.resolve("");
     const next = previous.catch(() => "").then(() => this.ensureNow(repo, source, commits));
-    this.pending.set(repo, next.then(({ path }) => path));
+    this.pending.set(
+      repo,
+      next.then(({ path }) => path),
+    );
     return next;
   }
 
@@ -141,7 +148,10 @@ export class MirrorCache {
 /** Commits a repository's clone source does not have (force-pushed away, never pushed): a fact about its history. */
 export class CommitNotInSource extends Error {
   override name = "CommitNotInSource";
-  constructor(readonly commits: string[], readonly source: string) {
+  constructor(
+    readonly commits: string[],
+    readonly source: string,
+  ) {
     super(`${commits.length === 1 ? `commit ${commits[0]} is` : `commits ${commits.join(", ")} are`} not in ${source}`);
   }
 }
@@ -178,7 +188,13 @@ export async function applyCheck(gitDir: string, commit: string, patch: string):
 /** The source has a commit but not the contents of some of its files (a partial clone, a snapshot without its large files). */
 export class IncompleteSource extends Error {
   override name = "IncompleteSource";
-  constructor(readonly commit: string, readonly paths: string[], readonly mirror: string) {
-    super(`the clone source lacks the contents of ${paths.length} file(s) of ${commit.slice(0, 12)} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", …" : ""}): it is a partial clone or a snapshot without its large files, so no checkout of that commit can be made from it`);
+  constructor(
+    readonly commit: string,
+    readonly paths: string[],
+    readonly mirror: string,
+  ) {
+    super(
+      `the clone source lacks the contents of ${paths.length} file(s) of ${commit.slice(0, 12)} (${paths.slice(0, 5).join(", ")}${paths.length > 5 ? ", …" : ""}): it is a partial clone or a snapshot without its large files, so no checkout of that commit can be made from it`,
+    );
   }
 }

@@ -20,7 +20,11 @@ function completeJsonBodies(octokit: { hook: Octokit["hook"] }): void {
     const response = await request(options);
     const type = String(response.headers["content-type"] ?? "");
     if (/json/i.test(type) && (typeof response.data === "string" || response.data === undefined)) {
-      throw new RequestError(`the response body of ${options.method} ${options.url} is not complete JSON (${String(response.data ?? "").length} characters received); it may have been cut short`, 502, { request: options as never, response: response as never });
+      throw new RequestError(
+        `the response body of ${options.method} ${options.url} is not complete JSON (${String(response.data ?? "").length} characters received); it may have been cut short`,
+        502,
+        { request: options as never, response: response as never },
+      );
     }
     return response;
   });
@@ -51,7 +55,11 @@ function nameSecondaryLimits(octokit: { hook: Octokit["hook"] }): void {
 function isConnectionFailure(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(code)) return true;
+    if (
+      typeof code === "string" &&
+      /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(code)
+    )
+      return true;
   }
   return (error as { status?: number }).status === 500 && /fetch failed|other side closed|socket hang up/i.test(String((error as Error).message));
 }
@@ -228,7 +236,10 @@ class ConditionalGets {
   private readonly renamed: RenamedRepositories;
   private readonly base: string;
 
-  constructor(private readonly options: GithubClientOptions, private readonly counts: RequestCounts) {
+  constructor(
+    private readonly options: GithubClientOptions,
+    private readonly counts: RequestCounts,
+  ) {
     this.renamed = new RenamedRepositories(options);
     this.base = options.baseUrl.replace(/\/$/, "");
   }
@@ -272,7 +283,11 @@ class ConditionalGets {
     try {
       const response = await request(requestOptions);
       this.renamed.note(repoMatch, response.url);
-      if (!isJsonDocument(response.data)) throw new RequestError(`the response body of GET ${path} is not a JSON document; not cached`, 502, { request: requestOptions as never, response: response as never });
+      if (!isJsonDocument(response.data))
+        throw new RequestError(`the response body of GET ${path} is not a JSON document; not cached`, 502, {
+          request: requestOptions as never,
+          response: response as never,
+        });
       // Links name the server; stored without it so a recording replays against any base URL.
       const link = response.headers.link?.split(this.base).join("{base}");
       const entry: CachedResponse = { key: `GET ${path}`, status: response.status, etag: response.headers.etag, link, data: response.data };
@@ -295,16 +310,32 @@ class ConditionalGets {
     const status = (error as { status?: number }).status;
     const body = (error as { response?: { data?: unknown } }).response?.data;
     if ((status === 404 || status === 410) && isJsonDocument(body)) {
-      await writeFileAtomic(file, canonicalJson({ key: `GET ${path}`, status, data: body, ...(status === 404 ? { recorded_at: new Date().toISOString() } : {}) } satisfies CachedResponse));
+      await writeFileAtomic(
+        file,
+        canonicalJson({
+          key: `GET ${path}`,
+          status,
+          data: body,
+          ...(status === 404 ? { recorded_at: new Date().toISOString() } : {}),
+        } satisfies CachedResponse),
+      );
     }
   }
 
   private replay(c: CachedResponse, url: string, path: string, requestOptions: HookOptions): unknown {
     if (c.status === 404 || c.status === 410) {
       const response = { status: c.status, url, headers: {}, data: c.data };
-      throw new RequestError(`${(c.data as { message?: string }).message ?? "Not Found"} (recorded answer to GET ${path})`, c.status, { request: requestOptions as never, response: response as never });
+      throw new RequestError(`${(c.data as { message?: string }).message ?? "Not Found"} (recorded answer to GET ${path})`, c.status, {
+        request: requestOptions as never,
+        response: response as never,
+      });
     }
-    return { status: 200, url, headers: { ...(c.etag ? { etag: c.etag } : {}), ...(c.link ? { link: c.link.replaceAll("<{base}", `<${this.base}`) } : {}) }, data: c.data };
+    return {
+      status: 200,
+      url,
+      headers: { ...(c.etag ? { etag: c.etag } : {}), ...(c.link ? { link: c.link.replaceAll("<{base}", `<${this.base}`) } : {}) },
+      data: c.data,
+    };
   }
 }
 
@@ -341,7 +372,9 @@ class RenamedRepositories {
     const name = `${match[1]}/${match[2]}`.toLowerCase();
     if (!id || this.moved.has(name)) return;
     this.moved.set(name, `/repositories/${id}`);
-    this.options.log.warn(`GitHub redirects ${match[1]}/${match[2]} to repository ${id} (renamed or moved): its requests now go there directly; its records keep the name ${match[1]}/${match[2]} (rename it in the config and its profile to follow GitHub)`);
+    this.options.log.warn(
+      `GitHub redirects ${match[1]}/${match[2]} to repository ${id} (renamed or moved): its requests now go there directly; its records keep the name ${match[1]}/${match[2]} (rename it in the config and its profile to follow GitHub)`,
+    );
   }
 }
 
@@ -360,7 +393,10 @@ function cachedGraphql(octokit: GithubClient, options: GithubClientOptions, coun
       else counts.graphqlReused++;
       return cached.data as GraphqlAnswer;
     }
-    if (options.offline) throw new OfflineMiss(`offline: the GraphQL query for ${JSON.stringify(variables)} is not in the recording ${options.cacheDir}; run once online to record it`);
+    if (options.offline)
+      throw new OfflineMiss(
+        `offline: the GraphQL query for ${JSON.stringify(variables)} is not in the recording ${options.cacheDir}; run once online to record it`,
+      );
     counts.graphql++;
     let answer: GraphqlAnswer;
     try {

@@ -90,7 +90,10 @@ export class LocalityIndex {
   eligiblePartners(id: string, group: LocalityClass): string[] {
     const close = this.closePartners(id);
     if (group === "near") {
-      return [...close].filter(([, c]) => c.eligible && c.class === "near").map(([other]) => other).sort(compareKeys);
+      return [...close]
+        .filter(([, c]) => c.eligible && c.class === "near")
+        .map(([other]) => other)
+        .sort(compareKeys);
     }
     const repo = this.get(id).repo;
     return this.tasksOf(repo)

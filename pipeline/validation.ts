@@ -37,12 +37,17 @@ export function firstIssue(error: z.ZodError, input: unknown): FirstIssue {
   const field = path.map(String).join(".");
   if (issue.code === "unrecognized_keys") {
     const keys = (issue as { keys: string[] }).keys;
-    return { field: [field, keys[0]].filter(Boolean).join("."), missing: false, message: "unknown key (expected one of the documented keys; check its spelling)" };
+    return {
+      field: [field, keys[0]].filter(Boolean).join("."),
+      missing: false,
+      message: "unknown key (expected one of the documented keys; check its spelling)",
+    };
   }
   const value = valueAt(input, path);
   // Whatever zod calls it (a type, a union, a refinement), an absent field is missing.
   if (value === undefined) return { field, missing: true, message: "is required" };
-  if (issue.code === "invalid_type") return { field, missing: false, message: `expected ${(issue as { expected: string }).expected}, got ${jsonTypeOf(value)}` };
+  if (issue.code === "invalid_type")
+    return { field, missing: false, message: `expected ${(issue as { expected: string }).expected}, got ${jsonTypeOf(value)}` };
   return { field, missing: false, message: issue.message };
 }
 

@@ -15,4 +15,16 @@ import { splitStage } from "./split/index.ts";
  * The stages this build has, in any order (the engine orders them by SPEC §2). A stage missing
  * here shows as "not built" in every run summary.
  */
-export const BUILT_STAGES: StageDefinition<any>[] = [mineStage, splitStage, qualifyStage, reconstructStage, auditStage, oracleStage, localityStage, selectStage, scheduleStage, validateStage, emitStage];
+export const BUILT_STAGES: StageDefinition<any>[] = [
+  mineStage,
+  splitStage,
+  qualifyStage,
+  reconstructStage,
+  auditStage,
+  oracleStage,
+  localityStage,
+  selectStage,
+  scheduleStage,
+  validateStage,
+  emitStage,
+];

@@ -16,12 +16,15 @@ async function serveDemoApi(io: Io, configPath: string, recordsDir: string): Pro
   const apiUrl = (loaded.config.stages.mine as { github?: { api_url?: string } } | undefined)?.github?.api_url;
   if (!apiUrl) return undefined;
   const url = new URL(apiUrl);
-  if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost") throw new UsageError(`the demo serves its GitHub records on loopback only; ${configPath}: key stages.mine.github.api_url is ${apiUrl}`);
+  if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost")
+    throw new UsageError(`the demo serves its GitHub records on loopback only; ${configPath}: key stages.mine.github.api_url is ${apiUrl}`);
   const server = new FakeGithub({ recordsDir });
   try {
     await server.start(Number(url.port));
   } catch (error) {
-    throw new UsageError(`cannot serve the demo's GitHub API on ${apiUrl} (${(error as Error).message}); free the port or change stages.mine.github.api_url in ${configPath}`);
+    throw new UsageError(
+      `cannot serve the demo's GitHub API on ${apiUrl} (${(error as Error).message}); free the port or change stages.mine.github.api_url in ${configPath}`,
+    );
   }
   io.err(`demo GitHub API: serving ${recordsDir} on ${server.url}\n`);
   return server;
@@ -45,10 +48,15 @@ export function registerDemo(program: Command, io: Io, exit: ExitCode): void {
         requirePath("--corpus", opts.corpus, "file");
         requirePath("--config", opts.config, "file");
         const corpus = await buildDemoCorpus(opts.corpus, opts.out);
-        io.err(`demo corpus: ${corpus.records} pull requests in ${corpus.repositories.join(", ")} (${corpus.built ? "built" : "already built"}) at ${corpus.dir}\n`);
+        io.err(
+          `demo corpus: ${corpus.records} pull requests in ${corpus.repositories.join(", ")} (${corpus.built ? "built" : "already built"}) at ${corpus.dir}\n`,
+        );
         const server = await serveDemoApi(io, opts.config, join(corpus.dir, "github"));
         try {
-          return await runWithConfig(io, opts.config, { force: opts.force, keepGoing: opts.keepGoing }, Boolean(opts.quiet), { executor: opts.executor, jobs: opts.jobs });
+          return await runWithConfig(io, opts.config, { force: opts.force, keepGoing: opts.keepGoing }, Boolean(opts.quiet), {
+            executor: opts.executor,
+            jobs: opts.jobs,
+          });
         } finally {
           await server?.stop();
         }

@@ -64,7 +64,13 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<D
 
   const pythonVersion = await version("python3", ["--version"]);
   const pythonOk = Boolean(pythonVersion && /Python 3\.(\d+)/.exec(pythonVersion) && Number(/Python 3\.(\d+)/.exec(pythonVersion)![1]) >= 8);
-  checks.push({ name: "python", ok: pythonOk, required: true, detail: pythonVersion ?? "python3 not found on PATH", fix: "apt-get install python3 python3-venv (3.8 or newer; the local executor makes one virtual environment per recipe)" });
+  checks.push({
+    name: "python",
+    ok: pythonOk,
+    required: true,
+    detail: pythonVersion ?? "python3 not found on PATH",
+    fix: "apt-get install python3 python3-venv (3.8 or newer; the local executor makes one virtual environment per recipe)",
+  });
 
   const socket = dockerSocketPath(env);
   const ping = await dockerGet("/_ping", socket);
@@ -93,7 +99,9 @@ export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<D
     ok: hasToken,
     required: false,
     // Only whether it is set: the token itself is never printed.
-    detail: hasToken ? "set (value not shown)" : "not set; mining GitHub is limited to 60 unauthenticated requests an hour, and without GraphQL (sidebar links are not found)",
+    detail: hasToken
+      ? "set (value not shown)"
+      : "not set; mining GitHub is limited to 60 unauthenticated requests an hour, and without GraphQL (sidebar links are not found)",
     fix: "export GITHUB_TOKEN=... (a fine-grained token with read access to public repositories), or pass --token-file",
   });
   return { ok: checks.every((c) => c.ok || !c.required), checks };
@@ -109,7 +117,9 @@ export function registerDoctor(program: Command, io: Io, exit: ExitCode): void {
       exit.act(async (opts) => {
         const report = await runDoctor();
         if (opts.json) io.out(JSON.stringify(report, null, 2) + "\n");
-        else for (const check of report.checks) io.out(`${check.ok ? "ok  " : check.required ? "FAIL" : "warn"}  ${check.name}: ${check.detail}${check.ok ? "" : `\n      fix: ${check.fix}`}\n`);
+        else
+          for (const check of report.checks)
+            io.out(`${check.ok ? "ok  " : check.required ? "FAIL" : "warn"}  ${check.name}: ${check.detail}${check.ok ? "" : `\n      fix: ${check.fix}`}\n`);
         return report.ok ? 0 : 1;
       }),
     );

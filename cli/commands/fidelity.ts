@@ -4,11 +4,6 @@ import { writeFileAtomic } from "../../pipeline/atomic.ts";
 import { explained } from "../../pipeline/fidelity/compare.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 
-
-
-
-
-
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { measureFidelity, formatFidelity } from "../../pipeline/fidelity/run.ts";
 import { qualificationOptions } from "../qualification-options.ts";
@@ -29,7 +24,20 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
         requirePath("<records>", records, "file");
         requirePath("--profiles", opts.profiles, "directory");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const result = await measureFidelity({ stages: BUILT_STAGES, records, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, pythonDownloads: opts.pythonDownloads, log });
+        const result = await measureFidelity({
+          stages: BUILT_STAGES,
+          records,
+          profilesDir: opts.profiles,
+          workDir: opts.workDir,
+          executor: opts.executor,
+          redis: opts.redis,
+          runs: opts.runs,
+          jobs: opts.jobs,
+          tasks: opts.task,
+          mirrors: opts.mirrors,
+          pythonDownloads: opts.pythonDownloads,
+          log,
+        });
         io.out(formatFidelity(result));
         if (opts.json) await writeFileAtomic(opts.json, JSON.stringify(result, null, 2) + "\n");
         return result.tasks.every((t) => t.environment.built && explained(t)) ? 0 : 1;

@@ -3,10 +3,6 @@ import { tmpdir } from "node:os";
 import type { Command } from "commander";
 import Docker from "dockerode";
 
-
-
-
-
 import { buildBaseImage } from "../../pipeline/executors/docker.ts";
 import { listImages, pruneImages } from "../../pipeline/executors/images.ts";
 import { createLogger } from "../../pipeline/logger.ts";
@@ -23,7 +19,9 @@ export function registerImages(program: Command, io: Io, exit: ExitCode): void {
     .addHelpText("after", "\nExample:\n  switch-swe images base --suite bookworm")
     .action(
       exit.act(async (opts) => {
-        io.out(`built ${await buildBaseImage({ suite: opts.suite, mirror: opts.mirror, log: createLogger({ write: (line) => io.err(line + "\n") }), workDir: tmpdir() })}\n`);
+        io.out(
+          `built ${await buildBaseImage({ suite: opts.suite, mirror: opts.mirror, log: createLogger({ write: (line) => io.err(line + "\n") }), workDir: tmpdir() })}\n`,
+        );
         return 0;
       }),
     );
@@ -36,7 +34,11 @@ export function registerImages(program: Command, io: Io, exit: ExitCode): void {
       exit.act(async (opts) => {
         requirePath("--config", opts.config, "file");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        await buildPipelineImages(opts.config, BUILT_STAGES, log, (image) => io.out(`${image.built ? "built" : "present"} ${image.tag}  ${image.repo}${image.baseCommit ? ` at ${image.baseCommit.slice(0, 12)}` : ""}  as of ${image.asOf ?? "today"}\n`));
+        await buildPipelineImages(opts.config, BUILT_STAGES, log, (image) =>
+          io.out(
+            `${image.built ? "built" : "present"} ${image.tag}  ${image.repo}${image.baseCommit ? ` at ${image.baseCommit.slice(0, 12)}` : ""}  as of ${image.asOf ?? "today"}\n`,
+          ),
+        );
         return 0;
       }),
     );

@@ -1,7 +1,6 @@
 import { BUILT_STAGES } from "../../stages/index.ts";
 import type { Command } from "commander";
 
-
 import { createLogger } from "../../pipeline/logger.ts";
 import { InputError } from "../../pipeline/validation.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
@@ -20,14 +19,30 @@ export function registerRepoCheck(repo: Command, io: Io, exit: ExitCode): void {
     { profiles: false, tasks: false },
   )
     .option("--sample <n>", "tasks checked per era", (v) => Number(v), 1)
-    .addHelpText("after", "\nExample:\n  switch-swe repo check data/repos/pylint-dev__astroid.json --tasks ../shared/data/swebench-lite-dev.jsonl --sample 2 --executor docker")
+    .addHelpText(
+      "after",
+      "\nExample:\n  switch-swe repo check data/repos/pylint-dev__astroid.json --tasks ../shared/data/swebench-lite-dev.jsonl --sample 2 --executor docker",
+    )
     .action(
       exit.act(async (profile: string, opts) => {
         requirePath("<profile>", profile, "file");
         requirePath("--tasks", opts.tasks, "file");
-        if (!Number.isInteger(opts.sample) || opts.sample < 1) throw new InputError(`--sample: expected a whole number of tasks per era, 1 or more (got ${opts.sample})`);
+        if (!Number.isInteger(opts.sample) || opts.sample < 1)
+          throw new InputError(`--sample: expected a whole number of tasks per era, 1 or more (got ${opts.sample})`);
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const eras = await checkProfile({ stages: BUILT_STAGES, profile, tasks: opts.tasks, sample: opts.sample, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, jobs: opts.jobs, mirrors: opts.mirrors, pythonDownloads: opts.pythonDownloads, log });
+        const eras = await checkProfile({
+          stages: BUILT_STAGES,
+          profile,
+          tasks: opts.tasks,
+          sample: opts.sample,
+          workDir: opts.workDir,
+          executor: opts.executor,
+          redis: opts.redis,
+          jobs: opts.jobs,
+          mirrors: opts.mirrors,
+          pythonDownloads: opts.pythonDownloads,
+          log,
+        });
         io.out(formatProfileCheck(readProfile(profile).repo, eras));
         return eras.every((e) => e.sampled.every(works)) ? 0 : 1;
       }),

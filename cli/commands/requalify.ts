@@ -2,8 +2,6 @@ import { BUILT_STAGES } from "../../stages/index.ts";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 
-
-
 import { createLogger } from "../../pipeline/logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { qualificationOptions } from "../qualification-options.ts";
@@ -26,9 +24,29 @@ export function registerRequalify(program: Command, io: Io, exit: ExitCode): voi
         requirePath("--profiles", opts.profiles, "directory");
         if (!Number.isInteger(opts.runs) || opts.runs < 1) throw new Error(`--runs: expected a whole number of runs, 1 or more (got ${opts.runs})`);
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const report = await requalify({ stages: BUILT_STAGES, swebench: opts.swebench, profilesDir: opts.profiles, workDir: opts.workDir, executor: opts.executor, redis: opts.redis, runs: opts.runs, jobs: opts.jobs, tasks: opts.task, mirrors: opts.mirrors, pythonDownloads: opts.pythonDownloads, log });
+        const report = await requalify({
+          stages: BUILT_STAGES,
+          swebench: opts.swebench,
+          profilesDir: opts.profiles,
+          workDir: opts.workDir,
+          executor: opts.executor,
+          redis: opts.redis,
+          runs: opts.runs,
+          jobs: opts.jobs,
+          tasks: opts.task,
+          mirrors: opts.mirrors,
+          pythonDownloads: opts.pythonDownloads,
+          log,
+        });
         const files = await writeRequalifyReport(report, resolve(opts.out));
-        io.out(`${report.records.length} records; with defects: ${report.records.filter((r) => r.defects.length).length}; ${Object.entries(report.by_kind).filter(([, n]) => n).map(([k, n]) => `${k} ${n}`).join(", ") || "no defects"}\n`);
+        io.out(
+          `${report.records.length} records; with defects: ${report.records.filter((r) => r.defects.length).length}; ${
+            Object.entries(report.by_kind)
+              .filter(([, n]) => n)
+              .map(([k, n]) => `${k} ${n}`)
+              .join(", ") || "no defects"
+          }\n`,
+        );
         io.out(`wrote ${files.join(", ")}\n`);
         return 0;
       }),

@@ -2,9 +2,6 @@ import { Command } from "commander";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { orderStages } from "../../pipeline/engine/engine.ts";
 
-
-
-
 import { splitByHand } from "../by-hand-split.ts";
 import { qualifyTaskCommand } from "../by-hand-qualify.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
@@ -27,7 +24,17 @@ export function registerRun(program: Command, io: Io, exit: ExitCode): void {
   for (const flag of stageFlags(BUILT_STAGES)) run.addOption(flagOption(flag, `${flag.stage}: ${flag.description}`));
   run
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
-    .action(exit.act(async (opts) => runWithConfig(io, opts.config, { force: opts.force, keepGoing: opts.keepGoing, from: opts.from, only: opts.only }, Boolean(opts.quiet), overridesFrom(opts, BUILT_STAGES))));
+    .action(
+      exit.act(async (opts) =>
+        runWithConfig(
+          io,
+          opts.config,
+          { force: opts.force, keepGoing: opts.keepGoing, from: opts.from, only: opts.only },
+          Boolean(opts.quiet),
+          overridesFrom(opts, BUILT_STAGES),
+        ),
+      ),
+    );
 }
 
 /** One command per stage (`switch-swe split -c CONFIG` = `run --only split`), with the flags the stage declares. */
@@ -41,14 +48,21 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
       .option("-q, --quiet", "print only warnings, errors and the summary")
       .addHelpText("after", `\nExample:\n  ${stage.example.split("   |   ").join("\n  ")}`);
     for (const flag of stage.flags ?? []) command.addOption(flagOption(flag, flag.description));
-    if (stage.settings?.includes("execution")) command.addOption(executorOption("docker, local, auto (Docker when an engine answers), or queue (workers on other hosts)")).addOption(redisOption()).option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
+    if (stage.settings?.includes("execution"))
+      command
+        .addOption(executorOption("docker, local, auto (Docker when an engine answers), or queue (workers on other hosts)"))
+        .addOption(redisOption())
+        .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
     if (stage.name === "split") splitByHand.addOptions(command);
     if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);
     command.action(
       exit.act(async (opts) => {
         if (stage.name === "split" && opts.diff) return splitByHand.run(io, opts);
         if (stage.name === "qualify" && opts.task) return qualifyTaskCommand.run(io, opts);
-        if (!opts.config) throw new UsageError(`'${stage.name}' needs --config FILE${stage.name === "split" ? " (or --diff FILE)" : stage.name === "qualify" ? " (or --task FILE)" : ""}`);
+        if (!opts.config)
+          throw new UsageError(
+            `'${stage.name}' needs --config FILE${stage.name === "split" ? " (or --diff FILE)" : stage.name === "qualify" ? " (or --task FILE)" : ""}`,
+          );
         return runWithConfig(io, opts.config, { only: stage.name, force: opts.force }, Boolean(opts.quiet), overridesFrom(opts, [stage]));
       }),
     );

@@ -11,38 +11,65 @@ import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 export function registerSession(program: Command, io: Io, exit: ExitCode): void {
   const session = program.command("session").description("run a coding agent through the benchmark's sessions and score it");
   const logger = (quiet: boolean) => createLogger({ level: quiet ? "warn" : "info", write: (line) => io.err(line + "\n") });
-  withRunnerOptions(session
-    .command("run")
-    .description("drive an agent through one condition of one session: provision the five checkouts, deliver each request, verify the focus artifact")
-    .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
-    .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
-    .addOption(new Option("--condition <condition>", "control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
-    .requiredOption("--agent <file>", "the agent description (AGENT.yaml; see data/agents/)")
-    .requiredOption("--out <dir>", "the agent's results directory: the verification report is written there as <session>.<condition>.json"))
-    .addHelpText("after", "\nExample:\n  switch-swe session run -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --condition switched --agent data/agents/replay-reference.yaml --out results/replay-reference")
+  withRunnerOptions(
+    session
+      .command("run")
+      .description("drive an agent through one condition of one session: provision the five checkouts, deliver each request, verify the focus artifact")
+      .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
+      .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
+      .addOption(new Option("--condition <condition>", "control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
+      .requiredOption("--agent <file>", "the agent description (AGENT.yaml; see data/agents/)")
+      .requiredOption("--out <dir>", "the agent's results directory: the verification report is written there as <session>.<condition>.json"),
+  )
+    .addHelpText(
+      "after",
+      "\nExample:\n  switch-swe session run -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --condition switched --agent data/agents/replay-reference.yaml --out results/replay-reference",
+    )
     .action(
       exit.act(async (opts) => {
-        for (const [flag, kind] of [["--config", "file"], ["--session", "file"], ["--agent", "file"]] as const) requirePath(flag, opts[flag.slice(2)], kind);
+        for (const [flag, kind] of [
+          ["--config", "file"],
+          ["--session", "file"],
+          ["--agent", "file"],
+        ] as const)
+          requirePath(flag, opts[flag.slice(2)], kind);
         const log = logger(Boolean(opts.quiet));
         const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { overrides: { executor: opts.executor, redis: opts.redis }, log });
-        const report = await runAndScoreSession(bench, { session: opts.session, condition: opts.condition, agent: loadAgent(opts.agent), out: opts.out, work: opts.work, log }).finally(() => bench.close());
+        const report = await runAndScoreSession(bench, {
+          session: opts.session,
+          condition: opts.condition,
+          agent: loadAgent(opts.agent),
+          out: opts.out,
+          work: opts.work,
+          log,
+        }).finally(() => bench.close());
         io.out(formatVerification(report));
         return report.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
       }),
     );
-  withRunnerOptions(session
-    .command("run-all")
-    .description("run an agent through every session of an emitted benchmark; sessions already scored are not run again")
-    .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
-    .requiredOption("--manifest <dir>", "the emitted benchmark (its sessions/ directory and index)")
-    .requiredOption("--agent <file>", "the agent description (AGENT.yaml)")
-    .addOption(new Option("--conditions <which>", "control, switched, or both").choices(["control", "switched", "both"]).default("both"))
-    .option("--out <dir>", "the agent's results directory (default: results/<agent name>)")
-    .option("--jobs <n>", "sessions run at once", "1"))
-    .addHelpText("after", "\nExample:\n  switch-swe session run-all -c data/demo/pipeline.yaml --manifest manifests/demo --agent data/agents/noop.yaml --conditions both --jobs 2")
+  withRunnerOptions(
+    session
+      .command("run-all")
+      .description("run an agent through every session of an emitted benchmark; sessions already scored are not run again")
+      .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
+      .requiredOption("--manifest <dir>", "the emitted benchmark (its sessions/ directory and index)")
+      .requiredOption("--agent <file>", "the agent description (AGENT.yaml)")
+      .addOption(new Option("--conditions <which>", "control, switched, or both").choices(["control", "switched", "both"]).default("both"))
+      .option("--out <dir>", "the agent's results directory (default: results/<agent name>)")
+      .option("--jobs <n>", "sessions run at once", "1"),
+  )
+    .addHelpText(
+      "after",
+      "\nExample:\n  switch-swe session run-all -c data/demo/pipeline.yaml --manifest manifests/demo --agent data/agents/noop.yaml --conditions both --jobs 2",
+    )
     .action(
       exit.act(async (opts) => {
-        for (const [flag, kind] of [["--config", "file"], ["--manifest", "directory"], ["--agent", "file"]] as const) requirePath(flag, opts[flag.slice(2)], kind);
+        for (const [flag, kind] of [
+          ["--config", "file"],
+          ["--manifest", "directory"],
+          ["--agent", "file"],
+        ] as const)
+          requirePath(flag, opts[flag.slice(2)], kind);
         const jobs = Number(opts.jobs);
         if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs: expected a positive whole number, got '${opts.jobs}'`);
         const agent = loadAgent(opts.agent);
@@ -50,8 +77,12 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
         const out = opts.out ?? join("results", agent.name);
         const log = logger(Boolean(opts.quiet));
         const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { overrides: { executor: opts.executor, redis: opts.redis }, log });
-        const { ran, skipped, failed } = await runAllSessions(bench, { manifest: opts.manifest, conditions, agent, out, work: opts.work, jobs, log }).finally(() => bench.close());
-        io.out(`${agent.name}: ran ${ran.length} session run(s), ${ran.filter((r) => r.resolved).length} resolved; ${skipped} already scored; ${failed.length} failed to run (run again to retry them); reports in ${out}\n`);
+        const { ran, skipped, failed } = await runAllSessions(bench, { manifest: opts.manifest, conditions, agent, out, work: opts.work, jobs, log }).finally(
+          () => bench.close(),
+        );
+        io.out(
+          `${agent.name}: ran ${ran.length} session run(s), ${ran.filter((r) => r.resolved).length} resolved; ${skipped} already scored; ${failed.length} failed to run (run again to retry them); reports in ${out}\n`,
+        );
         return failed.length ? 1 : ran.some((r) => r.infrastructure_fault) ? 3 : 0;
       }),
     );

@@ -16,14 +16,21 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
     .option("--artifact <patch>", "the focus artifact as a git diff against the focus base commit")
     .option("--checkout <dir>", "collect the focus artifact from this checkout (committed and uncommitted changes, new and deleted files)")
     // Required: a report filed under the wrong condition would silently skew Table 1.
-    .addOption(new Option("--condition <condition>", "which run of the session the artifact comes from: control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
+    .addOption(
+      new Option("--condition <condition>", "which run of the session the artifact comes from: control (uninterrupted) or switched")
+        .choices(["control", "switched"])
+        .makeOptionMandatory(),
+    )
     .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
     .addOption(executorOption("docker, local, auto, or queue (workers on other hosts) (default: the config's execution.executor)"))
     .addOption(redisOption())
     .option("--out <file>", "also write the verification report (JSON) to this file")
     .option("--save-artifact <file>", "also write the artifact that was scored (as collected) to this file")
     .option("--json", "print the verification report as JSON")
-    .addHelpText("after", "\nExit status: 0 resolved, 1 not resolved, 3 infrastructure fault after two re-runs, 2 bad input.\n\nExample:\n  switch-swe verify -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --checkout /workspace/w02 --condition switched --out results/agent-a/S.switched.json")
+    .addHelpText(
+      "after",
+      "\nExit status: 0 resolved, 1 not resolved, 3 infrastructure fault after two re-runs, 2 bad input.\n\nExample:\n  switch-swe verify -c data/demo/pipeline.yaml --session manifests/demo/sessions/S.json --checkout /workspace/w02 --condition switched --out results/agent-a/S.switched.json",
+    )
     .action(
       exit.act(async (opts) => {
         requirePath("--config", opts.config, "file");
@@ -32,8 +39,18 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
         requirePath("--checkout", opts.checkout, "directory");
         requirePath("--heldout", opts.heldout, "directory");
         const log = createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") });
-        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { overrides: { executor: opts.executor, redis: opts.redis }, heldoutDir: opts.heldout, log });
-        const result = await verifySubmission(bench, { session: opts.session, artifact: opts.artifact, checkout: opts.checkout, condition: opts.condition, log }).finally(() => bench.close());
+        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, {
+          overrides: { executor: opts.executor, redis: opts.redis },
+          heldoutDir: opts.heldout,
+          log,
+        });
+        const result = await verifySubmission(bench, {
+          session: opts.session,
+          artifact: opts.artifact,
+          checkout: opts.checkout,
+          condition: opts.condition,
+          log,
+        }).finally(() => bench.close());
         const { report } = result;
         if (opts.out) await writeFileAtomic(opts.out, JSON.stringify(report, null, 2) + "\n");
         if (opts.saveArtifact) await writeFileAtomic(opts.saveArtifact, result.artifact);

@@ -79,7 +79,9 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
             return 0;
           }
           for (const w of workers) {
-            io.out(`${w.id}  ${w.executor}  Python ${w.pythons.join(",")}  ${w.active}/${w.concurrency} busy  ${w.jobs_done} done  ${w.jobs_failed} errors  ${(w.free_disk_bytes / 2 ** 30).toFixed(1)} GiB free  since ${w.started_at}\n`);
+            io.out(
+              `${w.id}  ${w.executor}  Python ${w.pythons.join(",")}  ${w.active}/${w.concurrency} busy  ${w.jobs_done} done  ${w.jobs_failed} errors  ${(w.free_disk_bytes / 2 ** 30).toFixed(1)} GiB free  since ${w.started_at}\n`,
+            );
           }
           return 0;
         } finally {

@@ -15,11 +15,23 @@ const CHANGELOG = /^(changes|changelog|history|news|release[-_]?notes|whatsnew)(
  * astropy's `docs/changes/`, pylint's `doc/whatsnew/`), wherever they sit: everything in them but
  * Python code is docs (a package that happens to be called `changes` keeps its modules).
  */
-const NEWS_DIRS = new Set(["changelog", "changelog.d", "newsfragments", "news", "changes", "release-notes", "releasenotes", "whatsnew", "whats-new", "whats_new"]);
+const NEWS_DIRS = new Set([
+  "changelog",
+  "changelog.d",
+  "newsfragments",
+  "news",
+  "changes",
+  "release-notes",
+  "releasenotes",
+  "whatsnew",
+  "whats-new",
+  "whats_new",
+]);
 const DOC_EXTENSIONS = /\.(rst|md|txt|adoc)$/i;
 const CI_DIRS = new Set([".github", ".circleci", ".azure-pipelines", ".gitlab", ".ci"]);
 /** Packaging, CI and tooling files at the repository root: project metadata, not code under test. */
-const METADATA = /^(setup\.py|setup\.cfg|pyproject\.toml|manifest\.in|tox\.ini|noxfile\.py|pytest\.ini|requirements.*\.(txt|in)|pipfile(\.lock)?|poetry\.lock|uv\.lock|makefile|\.travis\.yml|\.gitlab-ci\.yml|appveyor\.yml|azure-pipelines\.yml|codecov\.ya?ml|\.coveragerc|\.flake8|\.pylintrc|\.pre-commit-config\.yaml|\.readthedocs\.ya?ml|\.gitignore|\.gitattributes|\.mailmap|\.editorconfig|license(\.[a-z]+)?|copying|authors(\.[a-z]+)?|contributors(\.[a-z]+)?|codeowners|\.git-blame-ignore-revs)$/i;
+const METADATA =
+  /^(setup\.py|setup\.cfg|pyproject\.toml|manifest\.in|tox\.ini|noxfile\.py|pytest\.ini|requirements.*\.(txt|in)|pipfile(\.lock)?|poetry\.lock|uv\.lock|makefile|\.travis\.yml|\.gitlab-ci\.yml|appveyor\.yml|azure-pipelines\.yml|codecov\.ya?ml|\.coveragerc|\.flake8|\.pylintrc|\.pre-commit-config\.yaml|\.readthedocs\.ya?ml|\.gitignore|\.gitattributes|\.mailmap|\.editorconfig|license(\.[a-z]+)?|copying|authors(\.[a-z]+)?|contributors(\.[a-z]+)?|codeowners|\.git-blame-ignore-revs)$/i;
 
 /**
  * Classifies a repository path as test, source, docs or other, by path segments and file-name

@@ -19,7 +19,10 @@ export interface FileDiff {
 }
 
 export class DiffParseError extends Error {
-  constructor(message: string, readonly line: number) {
+  constructor(
+    message: string,
+    readonly line: number,
+  ) {
     super(`line ${line}: ${message}`);
     this.name = "DiffParseError";
   }
@@ -29,7 +32,8 @@ const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
 /** A commit header: `git log -p` (`commit <sha>`) or an mbox of `git format-patch` (`From <sha> …`). */
 const COMMIT_HEADER = /^(commit [0-9a-f]{7,40}\b|From [0-9a-f]{40} )/;
 /** Lines only a `diff --git` section's extended header has. */
-const GIT_HEADER_LINE = /^(index [0-9a-f]+\.\.[0-9a-f]+|old mode |new mode |deleted file mode |new file mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |GIT binary patch$)/;
+const GIT_HEADER_LINE =
+  /^(index [0-9a-f]+\.\.[0-9a-f]+|old mode |new mode |deleted file mode |new file mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |GIT binary patch$)/;
 /** Base85 data lines of a git binary patch: a length character, then 5 characters per 4 bytes. */
 const BASE85_LINE = /^[A-Za-z][0-9A-Za-z!#$%&()*+;<=>?@^_`{|}~-]+$/;
 
@@ -60,8 +64,10 @@ export function parseGitDiff(text: string): FileDiff[] {
       const line = lines[i]!;
       if (line.startsWith("diff --git ") || isPlainFileStart(lines, i)) return;
       assertNotCombined(line, i);
-      if (GIT_HEADER_LINE.test(line)) throw new DiffParseError(`${JSON.stringify(line.slice(0, 80))} belongs to a file section whose 'diff --git' line is missing (a damaged diff?)`, i + 1);
-      if (COMMIT_HEADER.test(line) && ++commits > 1) throw new DiffParseError("the input holds more than one commit; split takes one change: give `git diff BASE HEAD` (or one format-patch mail)", i + 1);
+      if (GIT_HEADER_LINE.test(line))
+        throw new DiffParseError(`${JSON.stringify(line.slice(0, 80))} belongs to a file section whose 'diff --git' line is missing (a damaged diff?)`, i + 1);
+      if (COMMIT_HEADER.test(line) && ++commits > 1)
+        throw new DiffParseError("the input holds more than one commit; split takes one change: give `git diff BASE HEAD` (or one format-patch mail)", i + 1);
     }
   };
   preamble();
@@ -84,9 +90,11 @@ export function parseGitDiff(text: string): FileDiff[] {
       i++; // the command line `diff -ruN old/x new/x` before a plain section
       continue;
     }
-    if (line.startsWith("Only in ")) throw new DiffParseError(`${JSON.stringify(line)}: a file only one side has is not in the diff (use diff -N, or git diff)`, i + 1);
+    if (line.startsWith("Only in "))
+      throw new DiffParseError(`${JSON.stringify(line)}: a file only one side has is not in the diff (use diff -N, or git diff)`, i + 1);
     assertNotCombined(line, i);
-    if (COMMIT_HEADER.test(line)) throw new DiffParseError("the input holds more than one commit; split takes one change: give `git diff BASE HEAD` (or one format-patch mail)", i + 1);
+    if (COMMIT_HEADER.test(line))
+      throw new DiffParseError("the input holds more than one commit; split takes one change: give `git diff BASE HEAD` (or one format-patch mail)", i + 1);
     throw new DiffParseError(`unexpected line after the file ${files.at(-1)!.path} (from line ${start + 1}): ${JSON.stringify(line.slice(0, 80))}`, i + 1);
   }
   if (!files.length && text.trim()) {
@@ -155,7 +163,8 @@ function readBinaryPatch(lines: string[], i: number, name: string): number {
       const line = lines[i]!;
       const code = line.charCodeAt(0);
       const bytes = code >= 65 && code <= 90 ? code - 64 : code >= 97 && code <= 122 ? code - 96 + 26 : -1;
-      if (!BASE85_LINE.test(line) || line.length !== 1 + Math.ceil(bytes / 4) * 5) throw new DiffParseError(`a line of the binary patch of ${name} is cut short or damaged`, i + 1);
+      if (!BASE85_LINE.test(line) || line.length !== 1 + Math.ceil(bytes / 4) * 5)
+        throw new DiffParseError(`a line of the binary patch of ${name} is cut short or damaged`, i + 1);
       data++;
     }
     if (i >= lines.length || data === 0) throw new DiffParseError(`the binary patch of ${name} ends before its block does (truncated?)`, i + 1);
@@ -259,7 +268,8 @@ function readPlainSection(lines: string[], start: number): { file: FileDiff; nex
   if (minus === "/dev/null" && plus === "/dev/null") throw new DiffParseError("both sides of the file are /dev/null", start + 1);
   const path = plus === "/dev/null" ? minus : plus;
   const oldPath = minus === "/dev/null" ? plus : minus;
-  if (minus !== "/dev/null" && plus !== "/dev/null" && minus !== plus) throw new DiffParseError(`a plain diff between two different paths (${minus}, ${plus}) is not one file's change`, start + 1);
+  if (minus !== "/dev/null" && plus !== "/dev/null" && minus !== plus)
+    throw new DiffParseError(`a plain diff between two different paths (${minus}, ${plus}) is not one file's change`, start + 1);
   const { next, hunks } = readHunks(lines, start + 2, path);
   // `diff -N` shows a missing side as an empty file, not /dev/null: one hunk from or to nothing.
   const only = hunks === 1 ? HUNK_HEADER.exec(lines[start + 2]!) : null;
@@ -267,9 +277,25 @@ function readPlainSection(lines: string[], start: number): { file: FileDiff; nex
   const toNothing = plus === "/dev/null" || (only !== null && only[3] === "0" && only[4] === "0");
   const status: FileStatus = fromNothing ? "added" : toNothing ? "deleted" : "modified";
   // The same content under a git header, so every later step (apply, classify) sees one format.
-  const header = [`diff --git a/${path} b/${path}`, ...(status === "added" ? ["new file mode 100644"] : status === "deleted" ? ["deleted file mode 100644"] : []), `--- ${status === "added" ? "/dev/null" : `a/${path}`}`, `+++ ${status === "deleted" ? "/dev/null" : `b/${path}`}`];
+  const header = [
+    `diff --git a/${path} b/${path}`,
+    ...(status === "added" ? ["new file mode 100644"] : status === "deleted" ? ["deleted file mode 100644"] : []),
+    `--- ${status === "added" ? "/dev/null" : `a/${path}`}`,
+    `+++ ${status === "deleted" ? "/dev/null" : `b/${path}`}`,
+  ];
   const raw = [...header, ...lines.slice(start + 2, next)].join("\n") + "\n";
-  return { file: { path, oldPath, status, binary: false, raw, hunks, ...(status === "added" ? { newMode: "100644" } : status === "deleted" ? { oldMode: "100644" } : {}) }, next };
+  return {
+    file: {
+      path,
+      oldPath,
+      status,
+      binary: false,
+      raw,
+      hunks,
+      ...(status === "added" ? { newMode: "100644" } : status === "deleted" ? { oldMode: "100644" } : {}),
+    },
+    next,
+  };
 }
 
 function stripPrefix(path: string, prefix: string): string {

@@ -2,7 +2,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { git, GitError, IncompleteSource } from "../git.ts";
 
-
 /**
  * How a prepared checkout was made: a mirror (whose clone source its git config records), a
  * commit and the patches applied in order. What another machine needs to make the same checkout.
@@ -29,7 +28,12 @@ export class PatchDoesNotApply extends Error {
  * A fresh checkout of `commit` from a bare mirror (sharing its objects, so it is cheap), with the
  * patches applied in order. The caller removes it with `dispose`.
  */
-export async function freshCheckout(mirror: string, commit: string, patches: { name: string; text: string }[], parent: string): Promise<{ dir: string; dispose: () => Promise<void>; origin: CheckoutOrigin }> {
+export async function freshCheckout(
+  mirror: string,
+  commit: string,
+  patches: { name: string; text: string }[],
+  parent: string,
+): Promise<{ dir: string; dispose: () => Promise<void>; origin: CheckoutOrigin }> {
   const root = await mkdtemp(join(parent, "checkout-"));
   const dir = join(root, "repo");
   const dispose = () => rm(root, { recursive: true, force: true });
@@ -45,7 +49,9 @@ export async function freshCheckout(mirror: string, commit: string, patches: { n
       try {
         await git(["apply", "--whitespace=nowarn", "--binary", "-"], { cwd: dir, input: patch.text });
       } catch (error) {
-        throw new PatchDoesNotApply(`the ${patch.name} patch does not apply to ${commit}: ${error instanceof GitError ? error.stderr.trim().split("\n").slice(0, 2).join(" | ") : (error as Error).message}`);
+        throw new PatchDoesNotApply(
+          `the ${patch.name} patch does not apply to ${commit}: ${error instanceof GitError ? error.stderr.trim().split("\n").slice(0, 2).join(" | ") : (error as Error).message}`,
+        );
       }
     }
     return { dir, dispose, origin: { mirror, commit, patches } };

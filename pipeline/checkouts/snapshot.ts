@@ -6,7 +6,20 @@ import { git } from "../git.ts";
 import type { CheckoutChanges } from "../schemas/agent.ts";
 
 /** Directories a snapshot does not read: version control, caches and environments. */
-const SKIPPED_DIRS = new Set([".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".venv", "venv", "node_modules", ".cache"]);
+const SKIPPED_DIRS = new Set([
+  ".git",
+  "__pycache__",
+  ".pytest_cache",
+  ".mypy_cache",
+  ".ruff_cache",
+  ".hypothesis",
+  ".tox",
+  ".nox",
+  ".venv",
+  "venv",
+  "node_modules",
+  ".cache",
+]);
 
 /**
  * A checkout of `commit` at `dir` with no history: the tree exported from our mirror and committed
@@ -17,7 +30,14 @@ export async function provisionCheckout(mirror: string, commit: string, dir: str
   await rm(dir, { recursive: true, force: true });
   await mkdir(dir, { recursive: true });
   await exportTree(mirror, commit, dir);
-  const env = { GIT_AUTHOR_NAME: "switch-swe", GIT_AUTHOR_EMAIL: "switch-swe@localhost", GIT_COMMITTER_NAME: "switch-swe", GIT_COMMITTER_EMAIL: "switch-swe@localhost", GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z" };
+  const env = {
+    GIT_AUTHOR_NAME: "switch-swe",
+    GIT_AUTHOR_EMAIL: "switch-swe@localhost",
+    GIT_COMMITTER_NAME: "switch-swe",
+    GIT_COMMITTER_EMAIL: "switch-swe@localhost",
+    GIT_AUTHOR_DATE: "2000-01-01T00:00:00Z",
+    GIT_COMMITTER_DATE: "2000-01-01T00:00:00Z",
+  };
   await git(["init", "--quiet", "--initial-branch=main"], { cwd: dir });
   await git(["add", "--all", "--force"], { cwd: dir });
   await git(["commit", "--quiet", "--no-gpg-sign", "--allow-empty", "-m", "base"], { cwd: dir, env });
@@ -69,7 +89,9 @@ export async function snapshot(dir: string, cache?: HashCache): Promise<Snapshot
           files.set(childRel, known.hash);
           continue;
         }
-        const hash = createHash("sha1").update(await readFile(path)).digest("hex");
+        const hash = createHash("sha1")
+          .update(await readFile(path))
+          .digest("hex");
         cache?.set(path, { size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, hash });
         files.set(childRel, hash);
       }

@@ -15,9 +15,11 @@ export async function readSplitArtifacts(configPath: string, stages: AnyStage[])
   const config = loadConfig(configPath, stages);
   const store = new ArtifactStore(config.workDir);
   const read = async (stage: StageName, name: string) =>
-    (await store.readRecords(stage, name).catch(() => {
-      throw new InputError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${configPath}' up to split first`);
-    })).records;
+    (
+      await store.readRecords(stage, name).catch(() => {
+        throw new InputError(`${store.artifactPath(stage, name)} is missing: run 'switch-swe run --config ${configPath}' up to split first`);
+      })
+    ).records;
   const splits = (await read("split", "splits")).map((r) => SplitChange.parse(r));
   const candidates = new Map((await read("mine", "candidates")).map((r) => Candidate.parse(r)).map((c) => [c.id, c]));
   return { config, splits, candidates, splitsPath: store.artifactPath("split", "splits"), ...loadProfilesDir(config.config.profiles_dir, config.baseDir) };

@@ -34,7 +34,14 @@ export class OpenedBenchmark {
   readonly heldoutDir: string;
   readonly sessionsDir: string;
 
-  private constructor(readonly configPath: string, readonly loaded: LoadedConfig, readonly execution: ExecutionSettings, readonly workspace: Workspace, locations: BenchmarkLocations, heldoutDir?: string) {
+  private constructor(
+    readonly configPath: string,
+    readonly loaded: LoadedConfig,
+    readonly execution: ExecutionSettings,
+    readonly workspace: Workspace,
+    locations: BenchmarkLocations,
+    heldoutDir?: string,
+  ) {
     this.heldoutDir = heldoutDir ? resolve(heldoutDir) : resolve(loaded.baseDir, locations.heldout_dir);
     this.sessionsDir = resolve(loaded.baseDir, locations.out_dir, "sessions");
     this.profiles = loadProfilesDir(loaded.config.profiles_dir, loaded.baseDir);
@@ -45,7 +52,14 @@ export class OpenedBenchmark {
     const loaded = loadConfig(configPath, stages);
     const execution = withExecutionOverrides(loaded.config.execution, options.overrides ?? {});
     const locations = BenchmarkLocations.parse((loaded.config.stages as Record<string, unknown>).emit ?? {});
-    return new OpenedBenchmark(configPath, loaded, execution, Workspace.open(loaded.workDir, execution, options.log, { scratch: "verify-scratch" }), locations, options.heldoutDir);
+    return new OpenedBenchmark(
+      configPath,
+      loaded,
+      execution,
+      Workspace.open(loaded.workDir, execution, options.log, { scratch: "verify-scratch" }),
+      locations,
+      options.heldoutDir,
+    );
   }
 
   /** A repository's profile, or an error naming the profiles directory and why there is none. */
@@ -69,7 +83,10 @@ export class OpenedBenchmark {
   /** A task's held-out asset; its absence is the caller's input error, said with where it was looked for. */
   requireHeldout(taskId: string, why: string): HeldoutTask {
     const task = this.heldout(taskId);
-    if (!task) throw new InputError(`${join(this.heldoutDir, `${taskId}.json`)}: no held-out asset of ${taskId}, ${why} (is emit.heldout_dir in ${this.configPath} the benchmark's? pass --heldout DIR otherwise)`);
+    if (!task)
+      throw new InputError(
+        `${join(this.heldoutDir, `${taskId}.json`)}: no held-out asset of ${taskId}, ${why} (is emit.heldout_dir in ${this.configPath} the benchmark's? pass --heldout DIR otherwise)`,
+      );
     return task;
   }
 

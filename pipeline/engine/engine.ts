@@ -67,7 +67,6 @@ export interface RunSummary {
   stages: StageSummary[];
 }
 
-
 /**
  * The stage graph, in SPEC §2 order, checked when the pipeline is built (before any stage runs):
  * every input a stage declares is an output of an earlier stage, with the same schema. A stage
@@ -82,7 +81,8 @@ export function orderStages(stages: AnyStage[]): AnyStage[] {
       const producer = ordered.slice(0, index).find((s) => s.name === spec.stage);
       const output = producer?.outputs.find((o) => o.name === spec.name);
       if (!output) throw new PipelineError(`stage ${stage.name}: input '${arg}' reads ${spec.stage}/${spec.name}, which no earlier stage writes`);
-      if (output.schema !== spec.schema) throw new PipelineError(`stage ${stage.name}: input '${arg}' expects another schema than ${spec.stage} writes for ${spec.name}`);
+      if (output.schema !== spec.schema)
+        throw new PipelineError(`stage ${stage.name}: input '${arg}' expects another schema than ${spec.stage} writes for ${spec.name}`);
     }
   }
   return ordered;
@@ -103,7 +103,8 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
     if (leftovers.length) options.log.info(`removed what an interrupted run left behind: ${leftovers.join(", ")}`);
     let removed = removeStaleTempFiles(options.workDir);
     for (const entry of Object.values(store.readLock().stages)) {
-      for (const dir of entry?.published_dirs ?? []) removed += recoverPublishedDirectory(resolve(options.baseDir, dir)) + removeStaleTempFiles(resolve(options.baseDir, dir));
+      for (const dir of entry?.published_dirs ?? [])
+        removed += recoverPublishedDirectory(resolve(options.baseDir, dir)) + removeStaleTempFiles(resolve(options.baseDir, dir));
     }
     if (removed) options.log.info(`removed ${removed} temporary file(s) left by an interrupted run`);
     const settings = options.settings ?? PipelineSettings.parse({});
@@ -156,7 +157,9 @@ async function runStages(store: ArtifactStore, run: RunResources, options: Engin
         failed = true;
         if (!runOptions.keepGoing) {
           stopped = true;
-          options.log.warn(`${name}: stopping here; later stages keep the outputs of their last complete run (run again once the cause is gone, or pass --keep-going)`);
+          options.log.warn(
+            `${name}: stopping here; later stages keep the outputs of their last complete run (run again once the cause is gone, or pass --keep-going)`,
+          );
         }
       }
     } catch (error) {
@@ -182,21 +185,29 @@ export function formatSummary(summary: RunSummary): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const table = rows.map((r) => r.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
   // What could not be done this time, first: these stages run again next time.
-  const unfinished = summary.stages.filter((s) => s.status === "incomplete" || s.status === "failed").map((s) =>
-    s.status === "failed"
-      ? `  ${s.stage}: failed: ${s.error}`
-      : [`  ${s.stage}: records failed for reasons that may not recur (nothing of theirs was cached):`, ...(s.transient ?? []).map((t) => `    ${t}`)].join("\n"),
-  );
+  const unfinished = summary.stages
+    .filter((s) => s.status === "incomplete" || s.status === "failed")
+    .map((s) =>
+      s.status === "failed"
+        ? `  ${s.stage}: failed: ${s.error}`
+        : [`  ${s.stage}: records failed for reasons that may not recur (nothing of theirs was cached):`, ...(s.transient ?? []).map((t) => `    ${t}`)].join(
+            "\n",
+          ),
+    );
   // Why records left, stage by stage; a gate's verdict is always stated, rejects or not.
   const reasons = summary.stages
     .filter((s) => s.rejected > 0 || (s.gate && (s.status === "ran" || s.status === "incomplete" || s.status === "up_to_date")))
     .map((s) => {
-      const list = Object.entries(s.by_reason ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([reason, n]) => `${reason} ${n}`).join(", ");
-      return s.gate ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}` : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
+      const list = Object.entries(s.by_reason ?? {})
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([reason, n]) => `${reason} ${n}`)
+        .join(", ");
+      return s.gate
+        ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}`
+        : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
     });
   const sections = [table];
   if (unfinished.length) sections.push(`not finished (the run exits non-zero; run it again once the cause is gone):\n${unfinished.join("\n")}`);
   if (reasons.length) sections.push(`rejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}`);
   return sections.join("\n\n");
 }
-

@@ -38,9 +38,21 @@ export async function buildPipelineImages(configPath: string, stages: AnyStage[]
       const key = revision ? `${env.key}@${split.base_commit}` : env.key;
       if (done.has(key)) continue;
       done.add(key);
-      const mirror = revision ? await workspace.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loadedProfile, (p) => resolve(loaded.baseDir, p)), split.base_commit) : "";
+      const mirror = revision
+        ? await workspace.mirrors.ensure(
+            split.repo,
+            cloneSourceOf(split.repo, loadedProfile, (p) => resolve(loaded.baseDir, p)),
+            split.base_commit,
+          )
+        : "";
       const { built } = await executor.ensureEnvironment(env, workspace.baseRevision(mirror, split.base_commit));
-      each({ tag: revision ? DockerExecutor.revisionTag(env, split.base_commit) : DockerExecutor.imageTag(env), repo: env.repo, built, ...(revision ? { baseCommit: split.base_commit } : {}), asOf: env.asOf });
+      each({
+        tag: revision ? DockerExecutor.revisionTag(env, split.base_commit) : DockerExecutor.imageTag(env),
+        repo: env.repo,
+        built,
+        ...(revision ? { baseCommit: split.base_commit } : {}),
+        asOf: env.asOf,
+      });
     }
   } finally {
     await workspace.close();

@@ -86,12 +86,46 @@ async function runRecord<T, R>(stage: StageName, id: string, record: T, map: Map
       return { results: partial, reject, cacheable: error.cacheable };
     }
     // A transient failure that outlived its retries: rejected for now, never cached.
-    if (error instanceof RetriesExhausted) return { results: [], reject: Reject.parse({ stage, record_id: id, reason: error.reason, message: error.message.startsWith(id) ? error.message : `${id}: ${error.message}`, ...where }), cacheable: false };
+    if (error instanceof RetriesExhausted)
+      return {
+        results: [],
+        reject: Reject.parse({
+          stage,
+          record_id: id,
+          reason: error.reason,
+          message: error.message.startsWith(id) ? error.message : `${id}: ${error.message}`,
+          ...where,
+        }),
+        cacheable: false,
+      };
     // A commit the repository's clone source does not have is a fact about its history, not a bug.
-    if (error instanceof IncompleteSource) return { results: [], reject: Reject.parse({ stage, record_id: id, reason: "incomplete_source", message: `${id}: ${error.message} (remembered: after completing the source, run again with --force)`, ...where }), cacheable: true };
-    if (error instanceof CommitNotInSource) return { results: [], reject: Reject.parse({ stage, record_id: id, reason: "commits_not_in_git", message: `${id}: ${error.message} (a fact about the source's history, remembered: after updating the source, run again with --force)`, ...where }), cacheable: true };
+    if (error instanceof IncompleteSource)
+      return {
+        results: [],
+        reject: Reject.parse({
+          stage,
+          record_id: id,
+          reason: "incomplete_source",
+          message: `${id}: ${error.message} (remembered: after completing the source, run again with --force)`,
+          ...where,
+        }),
+        cacheable: true,
+      };
+    if (error instanceof CommitNotInSource)
+      return {
+        results: [],
+        reject: Reject.parse({
+          stage,
+          record_id: id,
+          reason: "commits_not_in_git",
+          message: `${id}: ${error.message} (a fact about the source's history, remembered: after updating the source, run again with --force)`,
+          ...where,
+        }),
+        cacheable: true,
+      };
     const cause = transientCause(error);
-    if (cause !== undefined) return { results: [], reject: { stage, record_id: id, reason: "transient_failure", message: `${id}: ${cause}`, ...where }, cacheable: false };
+    if (cause !== undefined)
+      return { results: [], reject: { stage, record_id: id, reason: "transient_failure", message: `${id}: ${cause}`, ...where }, cacheable: false };
     const message = error instanceof Error ? error.message : String(error);
     // Unexpected errors are not cached either: a bug that a fix should retry.
     return { results: [], reject: { stage, record_id: id, reason: "internal_error", message: `${id}: ${message}`, ...where }, cacheable: false };

@@ -27,7 +27,10 @@ export const ExecutionSettings = z.strictObject({
     .strictObject({
       redis: z.string().default("redis://127.0.0.1:6379"),
       /** Prefix of the queue's keys in Redis, so several benchmarks can share one Redis. */
-      name: z.string().regex(/^[A-Za-z0-9_-]+$/).default("switch-swe"),
+      name: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]+$/)
+        .default("switch-swe"),
       /** How long a job may wait for a worker that can run it before it fails as an infrastructure fault. */
       wait_for_worker_seconds: z.number().int().positive().default(60),
     })
@@ -43,7 +46,13 @@ export const ExecutionSettings = z.strictObject({
    */
   python_downloads: z.enum(["auto", "yes", "no"]).default("auto"),
   /** Per Docker test container. */
-  limits: z.strictObject({ memory_mb: z.number().int().positive().default(2048), pids: z.number().int().positive().default(512), cpus: z.number().positive().default(1) }).default({ memory_mb: 2048, pids: 512, cpus: 1 }),
+  limits: z
+    .strictObject({
+      memory_mb: z.number().int().positive().default(2048),
+      pids: z.number().int().positive().default(512),
+      cpus: z.number().positive().default(1),
+    })
+    .default({ memory_mb: 2048, pids: 512, cpus: 1 }),
 });
 export type ExecutionSettings = z.infer<typeof ExecutionSettings>;
 
@@ -85,7 +94,13 @@ export interface ExecutionOverrides {
 
 /** The config's execution settings with the command line's overrides applied; `--redis` without the queue is refused. */
 export function withExecutionOverrides(configured: ExecutionSettings, overrides: ExecutionOverrides): ExecutionSettings {
-  const execution = { ...configured, ...(overrides.executor ? { executor: overrides.executor } : {}), ...(overrides.jobs ? { jobs: overrides.jobs } : {}), ...(overrides.redis ? { queue: { ...configured.queue, redis: overrides.redis } } : {}) };
-  if (overrides.redis && execution.executor !== "queue") throw new InputError("--redis is the queue's address: it goes with --executor queue (or execution.executor: queue in the config)");
+  const execution = {
+    ...configured,
+    ...(overrides.executor ? { executor: overrides.executor } : {}),
+    ...(overrides.jobs ? { jobs: overrides.jobs } : {}),
+    ...(overrides.redis ? { queue: { ...configured.queue, redis: overrides.redis } } : {}),
+  };
+  if (overrides.redis && execution.executor !== "queue")
+    throw new InputError("--redis is the queue's address: it goes with --executor queue (or execution.executor: queue in the config)");
   return execution;
 }

@@ -91,7 +91,8 @@ async function readInputs(store: ArtifactStore, stage: AnyStage): Promise<Record
     const { records } = await store.readRecords(spec.stage, spec.name);
     inputs[arg] = records.map((record, index) => {
       const parsed = spec.schema.safeParse(record);
-      if (!parsed.success) throw new PipelineError(`${store.artifactPath(spec.stage, spec.name)} line ${index + 1}: ${describeFirstIssue(parsed.error, record)}`);
+      if (!parsed.success)
+        throw new PipelineError(`${store.artifactPath(spec.stage, spec.name)} line ${index + 1}: ${describeFirstIssue(parsed.error, record)}`);
       return parsed.data;
     });
   }
@@ -108,7 +109,10 @@ function outputsIntact(store: ArtifactStore, stage: AnyStage, entry: LockEntry, 
   }
   // A published directory holds exactly what was published: an extra file is a change too.
   for (const dir of entry.published_dirs) {
-    const expected = Object.keys(entry.published).filter((p) => p.startsWith(`${dir}/`)).map((p) => p.slice(dir.length + 1)).sort();
+    const expected = Object.keys(entry.published)
+      .filter((p) => p.startsWith(`${dir}/`))
+      .map((p) => p.slice(dir.length + 1))
+      .sort();
     const actual = listTree(resolve(baseDir, dir)).filter((p) => p !== PUBLISH_MARKER);
     if (actual.join("\0") !== expected.join("\0")) return false;
   }
@@ -152,7 +156,16 @@ async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage
   const seed = stage.usesSeed ? run.seed : null;
   const recordKeyBase = { code, config: configHash, settings, seed };
   const key = hashValue({ stage: stage.name, ...recordKeyBase, inputs: inputHashes, files: fileHashes });
-  return { key, code, configHash, inputHashes, fileHashes, recordKeyBase, files, ...(uses("profiles") ? { profiles: { ...loadProfiles(profileFiles), dir: run.settings.profiles_dir } } : {}) };
+  return {
+    key,
+    code,
+    configHash,
+    inputHashes,
+    fileHashes,
+    recordKeyBase,
+    files,
+    ...(uses("profiles") ? { profiles: { ...loadProfiles(profileFiles), dir: run.settings.profiles_dir } } : {}),
+  };
 }
 
 /** Published files and directories of one stage run, for its lock entry. */
@@ -161,7 +174,17 @@ class Publications {
   readonly dirs: string[] = [];
 }
 
-function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: StageKey, tally: RecordTally, published: Publications, previous: LockEntry | undefined, force: boolean, store: ArtifactStore): StageContext<unknown> {
+function stageContext(
+  run: RunResources,
+  stage: AnyStage,
+  config: unknown,
+  key: StageKey,
+  tally: RecordTally,
+  published: Publications,
+  previous: LockEntry | undefined,
+  force: boolean,
+  store: ArtifactStore,
+): StageContext<unknown> {
   const log = run.log.child(stage.name);
   const undeclared = (name: SettingName): never => {
     throw new PipelineError(`stage ${stage.name} uses the '${name}' settings without declaring them (StageDefinition.settings)`);
@@ -193,7 +216,11 @@ function stageContext(run: RunResources, stage: AnyStage, config: unknown, key: 
       const absolute = resolve(run.baseDir, dir);
       const rel = relative(run.baseDir, absolute);
       // Only what an earlier run of this stage published there may be replaced.
-      const before = new Set(Object.keys(previous?.published ?? {}).filter((p) => p.startsWith(`${rel}/`)).map((p) => p.slice(rel.length + 1)));
+      const before = new Set(
+        Object.keys(previous?.published ?? {})
+          .filter((p) => p.startsWith(`${rel}/`))
+          .map((p) => p.slice(rel.length + 1)),
+      );
       await replaceDirectoryAtomic(absolute, files, (existing) => existing.every((p) => before.has(p)));
       for (const [path, content] of files) published.files[`${rel}/${path}`] = sha256(content);
       published.dirs.push(rel);
@@ -240,7 +267,13 @@ function validateOutputs(stage: AnyStage, produced: Record<string, unknown[]>, t
       } catch {
         // a record too broken to name
       }
-      const bug: Reject = { stage: stage.name, record_id: id, reason: "internal_error", field: firstIssue(parsed.error, record).field, message: `output ${spec.name} record ${id}: ${describeFirstIssue(parsed.error, record)}` };
+      const bug: Reject = {
+        stage: stage.name,
+        record_id: id,
+        reason: "internal_error",
+        field: firstIssue(parsed.error, record).field,
+        message: `output ${spec.name} record ${id}: ${describeFirstIssue(parsed.error, record)}`,
+      };
       tally.rejects.push(bug);
       tally.transient.add(bug);
     }
@@ -258,7 +291,14 @@ function validateOutputs(stage: AnyStage, produced: Record<string, unknown[]>, t
  * outputs replace the last complete ones only with --keep-going (or when there are none), so
  * nothing good is lost to a passing fault.
  */
-export async function runStage(store: ArtifactStore, run: RunResources, stage: AnyStage, rawConfig: unknown, force: boolean, keepGoing: boolean): Promise<StageOutcome> {
+export async function runStage(
+  store: ArtifactStore,
+  run: RunResources,
+  stage: AnyStage,
+  rawConfig: unknown,
+  force: boolean,
+  keepGoing: boolean,
+): Promise<StageOutcome> {
   const log = run.log.child(stage.name);
   const config = parseStageConfig(stage, rawConfig);
   const key = await stageKey(store, run, stage, config);
@@ -291,9 +331,25 @@ export async function runStage(store: ArtifactStore, run: RunResources, stage: A
     const outputs: Record<string, string> = {};
     for (const [name, valid] of validated) outputs[name] = await store.writeRecords(stage.name, name, valid);
     outputs[REJECTS] = await store.writeRecords(stage.name, REJECTS, rejects);
-    fresh.stages[stage.name] = { key: incomplete ? "" : key.key, code: key.code, config: key.configHash, inputs: key.inputHashes, files: key.fileHashes, outputs, published: published.files, published_dirs: published.dirs.sort(), counts };
+    fresh.stages[stage.name] = {
+      key: incomplete ? "" : key.key,
+      code: key.code,
+      config: key.configHash,
+      inputs: key.inputHashes,
+      files: key.fileHashes,
+      outputs,
+      published: published.files,
+      published_dirs: published.dirs.sort(),
+      counts,
+    };
   }
   await store.writeLock(fresh);
   if (rejects.length) log.info(`${rejects.length} record(s) rejected; see ${relative(process.cwd(), store.artifactPath(stage.name, REJECTS))}`);
-  return { stage: stage.name, status: incomplete ? "incomplete" : "ran", ...counts, reused: tally.reused, ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}) };
+  return {
+    stage: stage.name,
+    status: incomplete ? "incomplete" : "ran",
+    ...counts,
+    reused: tally.reused,
+    ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}),
+  };
 }

@@ -103,12 +103,23 @@ export interface StageContext<C> {
    * A fresh checkout of `commit` from a mirror, with `patches` applied in order (PatchDoesNotApply
    * names the one that does not), in the scratch directory; `dispose` removes it.
    */
-  checkout(mirror: string, commit: string, patches: { name: string; text: string }[]): Promise<{ dir: string; dispose: () => Promise<void>; origin: CheckoutOrigin }>;
+  checkout(
+    mirror: string,
+    commit: string,
+    patches: { name: string; text: string }[],
+  ): Promise<{ dir: string; dispose: () => Promise<void>; origin: CheckoutOrigin }>;
   /**
    * A GitHub client (Octokit with throttling and retry) whose responses are cached, and recorded
    * for offline replay, under the work directory. The token comes from GITHUB_TOKEN or a file.
    */
-  github(options: { baseUrl: string; offline: boolean; tokenFile?: string; waitUnitMs?: number; secondaryFallbackSeconds?: number; graphqlSpacingMs?: number }): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql; token?: string };
+  github(options: {
+    baseUrl: string;
+    offline: boolean;
+    tokenFile?: string;
+    waitUnitMs?: number;
+    secondaryFallbackSeconds?: number;
+    graphqlSpacingMs?: number;
+  }): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql; token?: string };
   /**
    * Runs `work` on each record independently: a record that throws becomes a reject and the
    * others go on. Results are cached per record, so an unchanged record does no work again.

@@ -22,7 +22,12 @@ export class Workspace {
   readonly mirrors: MirrorCache;
   private made?: Promise<Executor>;
 
-  private constructor(dir: string, readonly execution: ExecutionSettings, readonly log: Logger, private readonly scratchName: string) {
+  private constructor(
+    dir: string,
+    readonly execution: ExecutionSettings,
+    readonly log: Logger,
+    private readonly scratchName: string,
+  ) {
     this.dir = resolve(dir);
     this.mirrors = new MirrorCache(join(this.dir, "git"));
   }

@@ -9,16 +9,41 @@ import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { ChannelReader, channelToken } from "./guarded.ts";
 import { hashValue } from "../canonical.ts";
-import { environmentLayerKey, environmentScript, needsRevisionLayer, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import {
+  environmentLayerKey,
+  environmentScript,
+  needsRevisionLayer,
+  revisionKey,
+  revisionScript,
+  revisionVersion,
+  SYNC_SCRIPT_NAME,
+} from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
 import { type PythonDownloads, pythonOffer } from "./python-offer.ts";
-import { assertNotKilled, RUN_OUTPUT_LIMIT, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, InfrastructureFault, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
+import {
+  assertNotKilled,
+  RUN_OUTPUT_LIMIT,
+  BuildFailed,
+  buildFailure,
+  BuildOnce,
+  buildNetworkSettings,
+  saveBuildLog,
+  InfrastructureFault,
+  type EnvironmentSpec,
+  type Executor,
+  type PythonOffer,
+  type TestRunRequest,
+  type TestRunResult,
+} from "./types.ts";
 import { type BaseRevision } from "../checkouts/checkout.ts";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
 export const BASE_REPOSITORY = "switch-swe-base";
-const describeSuites = () => Object.entries(DEBIAN_FOR_PYTHON).map(([v, suite]) => `${v} (${suite})`).join(", ");
+const describeSuites = () =>
+  Object.entries(DEBIAN_FOR_PYTHON)
+    .map(([v, suite]) => `${v} (${suite})`)
+    .join(", ");
 export const ENV_REPOSITORY = "switch-swe-env";
 export const REVISION_REPOSITORY = "switch-swe-rev";
 const LABEL = "org.switch-swe.environment";
@@ -170,7 +195,11 @@ export class DockerExecutor implements Executor {
   private readonly limits: DockerLimits;
   private readonly labels: Record<string, string>;
 
-  constructor(private readonly docker: Docker, private readonly log: Logger, private readonly options: DockerExecutorOptions = {}) {
+  constructor(
+    private readonly docker: Docker,
+    private readonly log: Logger,
+    private readonly options: DockerExecutorOptions = {},
+  ) {
     this.limits = options.limits ?? DEFAULT_LIMITS;
     this.labels = options.labels ?? {};
   }
@@ -215,13 +244,22 @@ export class DockerExecutor implements Executor {
     const tag = DockerExecutor.imageTag(env);
     if (await this.imageExists(tag)) return { built: false };
     const { image: base, interpreter } = baseImageFor(env.recipe.python);
-    if (!(await this.imageExists(base))) throw new InfrastructureFault(`base image ${base} is missing; build it with 'switch-swe images base --suite ${base.split(":")[1]}'`);
+    if (!(await this.imageExists(base)))
+      throw new InfrastructureFault(`base image ${base} is missing; build it with 'switch-swe images base --suite ${base.split(":")[1]}'`);
     this.log.info(`building image ${tag} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`);
-    const packages = env.recipe.debian_packages.length ? `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${env.recipe.debian_packages.join(" ")}\n` : "";
+    const packages = env.recipe.debian_packages.length
+      ? `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${env.recipe.debian_packages.join(" ")}\n`
+      : "";
     const script = packages + environmentScript(env, { ...IN_IMAGE, interpreter });
     const started = performance.now();
     const key = environmentLayerKey(env);
-    await this.buildLayer({ from: base, tag, script, what: `building the environment of ${env.repo}`, labels: { [LABEL]: key, "org.switch-swe.repo": env.repo } });
+    await this.buildLayer({
+      from: base,
+      tag,
+      script,
+      what: `building the environment of ${env.repo}`,
+      labels: { [LABEL]: key, "org.switch-swe.repo": env.repo },
+    });
     this.built.push(key);
     this.buildSeconds.set(key, (performance.now() - started) / 1000);
     return { built: true };
@@ -236,8 +274,16 @@ export class DockerExecutor implements Executor {
     try {
       const copy = `mkdir -p ${IN_IMAGE.work} && /env/bin/python ${IN_IMAGE.config}/${SYNC_SCRIPT_NAME} overlay /checkout ${IN_IMAGE.work} /dev/null\n`;
       // The tests, run as RUN_USER, may write in their checkout (many do), so it is theirs.
-      const script = copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" }, await revisionVersion(checkout.dir)) + `chown -R ${RUN_USER} ${IN_IMAGE.work}\n`;
-      await this.buildLayer({ from: DockerExecutor.imageTag(env), tag, script, what: `installing ${env.repo} at ${base.commit.slice(0, 12)}`, labels: { [LABEL]: revisionKey(env, base.commit), "org.switch-swe.repo": env.repo, "org.switch-swe.base-commit": base.commit }, binds: [`${resolve(checkout.dir)}:/checkout:ro`] });
+      const script =
+        copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" }, await revisionVersion(checkout.dir)) + `chown -R ${RUN_USER} ${IN_IMAGE.work}\n`;
+      await this.buildLayer({
+        from: DockerExecutor.imageTag(env),
+        tag,
+        script,
+        what: `installing ${env.repo} at ${base.commit.slice(0, 12)}`,
+        labels: { [LABEL]: revisionKey(env, base.commit), "org.switch-swe.repo": env.repo, "org.switch-swe.base-commit": base.commit },
+        binds: [`${resolve(checkout.dir)}:/checkout:ro`],
+      });
     } finally {
       await checkout.dispose();
     }
@@ -250,13 +296,24 @@ export class DockerExecutor implements Executor {
    * Runs a build script in a container from `from` and commits it as `tag`. Building is the one
    * time a container may reach the network (the package indexes). The whole log is saved.
    */
-  private async buildLayer(layer: { from: string; tag: string; script: string; what: string; labels: Record<string, string>; binds?: string[] }): Promise<void> {
+  private async buildLayer(layer: {
+    from: string;
+    tag: string;
+    script: string;
+    what: string;
+    labels: Record<string, string>;
+    binds?: string[];
+  }): Promise<void> {
     let container: Docker.Container | undefined;
     let lifeline: { release: () => void } | undefined;
     try {
       const network = buildNetworkSettings();
       const ca = network.caBundle ? ["SSL_CERT_FILE=/run/host-ca.crt", "PIP_CERT=/run/host-ca.crt"] : [];
-      const binds = [...(layer.binds ?? []), ...(network.caBundle ? [`${network.caBundle}:/run/host-ca.crt:ro`] : []), ...(this.options.cacheDir ? [`${resolve(this.options.cacheDir)}:${IN_IMAGE.cache}`] : [])];
+      const binds = [
+        ...(layer.binds ?? []),
+        ...(network.caBundle ? [`${network.caBundle}:/run/host-ca.crt:ro`] : []),
+        ...(this.options.cacheDir ? [`${resolve(this.options.cacheDir)}:${IN_IMAGE.cache}`] : []),
+      ];
       if (this.options.cacheDir) await mkdir(this.options.cacheDir, { recursive: true });
       container = await this.docker.createContainer({
         Image: layer.from,
@@ -275,7 +332,14 @@ export class DockerExecutor implements Executor {
       if (result.StatusCode !== 0) {
         // The engine's data root filling up is the machine's moment, whatever the build printed.
         const root = ((await this.docker.info().catch(() => ({}))) as { DockerRootDir?: string }).DockerRootDir;
-        buildFailure(`${layer.what} failed (exit ${result.StatusCode})`, logs, result.StatusCode === 137 || result.StatusCode === 143, root ? lowDiskSpace(root) : undefined, logPath, `the docker executor's base images give ${describeSuites()}`);
+        buildFailure(
+          `${layer.what} failed (exit ${result.StatusCode})`,
+          logs,
+          result.StatusCode === 137 || result.StatusCode === 143,
+          root ? lowDiskSpace(root) : undefined,
+          logPath,
+          `the docker executor's base images give ${describeSuites()}`,
+        );
       }
       const [repository, tag] = layer.tag.split(":") as [string, string];
       // An image carries its container's labels: the work directory's are emptied, its own set;
@@ -311,7 +375,13 @@ export class DockerExecutor implements Executor {
       // files, on both executors. The oracle then checks each task under the verifier's conditions.
       const prepared = revision ? { prepared: { checkout: "/checkout", work: IN_IMAGE.work, baseFiles: IN_IMAGE.baseFiles, config: IN_IMAGE.config } } : {};
       const layout = guarded
-        ? { python: "/env/bin/python", resultsDir: "/results", channelOnStdout: true, runAs: RUN_USER, ...(revision ? prepared : { copyFrom: { from: "/checkout", to: "/tmp/work" } }) }
+        ? {
+            python: "/env/bin/python",
+            resultsDir: "/results",
+            channelOnStdout: true,
+            runAs: RUN_USER,
+            ...(revision ? prepared : { copyFrom: { from: "/checkout", to: "/tmp/work" } }),
+          }
         : { python: "/env/bin/python", resultsDir: "/results", ...prepared };
       await prepareRunFiles(results, recipe, layout, guarded);
       await writeFile(join(results, "run.sh"), runScript(recipe, request.tests, layout, Boolean(guarded)));
@@ -331,12 +401,17 @@ export class DockerExecutor implements Executor {
       const { timedOut, exitCode } = await waitOrKill(container, request.timeoutSeconds);
       // What the container wrote before it exited is still on its way: wait for the stream's end (a few seconds at most).
       if (channel && !timedOut) await Promise.race([channel.ended, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
-      const state = (await container.inspect().catch((error) => { throw engineFault(error, "inspecting a test container"); })).State;
+      const state = (
+        await container.inspect().catch((error) => {
+          throw engineFault(error, "inspecting a test container");
+        })
+      ).State;
       if (state.OOMKilled) throw new InfrastructureFault(`the test container ran out of memory (${this.limits.memoryBytes} bytes)`);
       if (!timedOut && !guarded) assertNotKilled(exitCode);
       const logs = demultiplex(await container.logs({ stdout: true, stderr: true }).catch(() => Buffer.from("")));
       const wallSeconds = (performance.now() - started) / 1000;
-      if (channel) return { timedOut, exitCode, wallSeconds, outputTail: logs.slice(-RUN_OUTPUT_LIMIT), ...(timedOut ? {} : { channel: channel.reader.channel }) };
+      if (channel)
+        return { timedOut, exitCode, wallSeconds, outputTail: logs.slice(-RUN_OUTPUT_LIMIT), ...(timedOut ? {} : { channel: channel.reader.channel }) };
       // A timed-out run's files are never read: whatever they say was not finished.
       const junit = join(results, REPORT_NAME);
       const junitXml = !timedOut && existsSync(junit) ? await readFile(junit, "utf8") : undefined;
@@ -363,9 +438,14 @@ export class DockerExecutor implements Executor {
       HostConfig: {
         NetworkMode: "none",
         // Bind mounts take absolute host paths only.
-        Binds: [revision || guarded ? `${resolve(request.checkoutDir)}:/checkout:ro` : `${resolve(request.checkoutDir)}:/work`, `${results}:/results${guarded ? ":ro" : ""}`],
+        Binds: [
+          revision || guarded ? `${resolve(request.checkoutDir)}:/checkout:ro` : `${resolve(request.checkoutDir)}:/work`,
+          `${results}:/results${guarded ? ":ro" : ""}`,
+        ],
         // What preparing a guarded run's checkout as root takes, and nothing once it runs as RUN_USER.
-        ...(guarded ? { CapDrop: ["ALL"], CapAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "SETPCAP"], SecurityOpt: ["no-new-privileges"] } : {}),
+        ...(guarded
+          ? { CapDrop: ["ALL"], CapAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "SETPCAP"], SecurityOpt: ["no-new-privileges"] }
+          : {}),
         Memory: this.limits.memoryBytes,
         MemorySwap: this.limits.memoryBytes,
         PidsLimit: this.limits.pids,
@@ -433,7 +513,10 @@ export async function buildBaseImage(options: { suite: string; mirror: string; l
     options.log.info(`debootstrap ${options.suite} from ${options.mirror} (a few minutes)`);
     await run("debootstrap", ["--variant=minbase", "--include=python3,python3-venv,python3-pip,ca-certificates,git", options.suite, rootfs, options.mirror]);
     options.log.info(`importing the root filesystem as ${tag}`);
-    await run("sh", ["-c", `tar -C '${rootfs}' -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'LABEL org.switch-swe.base=${options.suite}' - '${tag}'`]);
+    await run("sh", [
+      "-c",
+      `tar -C '${rootfs}' -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'LABEL org.switch-swe.base=${options.suite}' - '${tag}'`,
+    ]);
     return tag;
   } finally {
     await rm(rootfs, { recursive: true, force: true });

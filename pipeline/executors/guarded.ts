@@ -48,7 +48,10 @@ export class ChannelReader {
   readonly channel: GuardChannel = { records: [], finished: false, foreign: [] };
   private pending: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly token: string, private readonly onFinish: () => void) {}
+  constructor(
+    private readonly token: string,
+    private readonly onFinish: () => void,
+  ) {}
 
   push(chunk: Buffer): void {
     if (this.channel.finished) return;

@@ -38,14 +38,29 @@ export async function createExecutor(settings: ExecutorSettings, place: { workDi
   const pythonDownloads = settings.python_downloads ?? "auto";
   if (settings.executor === "queue") {
     const queue = settings.queue ?? DEFAULT_QUEUE;
-    return QueueExecutor.connect({ redis: queue.redis, prefix: queue.name, workerExecutor: settings.queue_executor ?? "docker", waitForWorkerSeconds: queue.wait_for_worker_seconds, limits, log: place.log, pythonDownloads });
+    return QueueExecutor.connect({
+      redis: queue.redis,
+      prefix: queue.name,
+      workerExecutor: settings.queue_executor ?? "docker",
+      waitForWorkerSeconds: queue.wait_for_worker_seconds,
+      limits,
+      log: place.log,
+      pythonDownloads,
+    });
   }
   const envRoot = place.envRoot ?? join(place.workDir, "envs");
   const docker = new Docker();
-  const dockerOptions = { limits, labels: { [WORK_LABEL]: place.workDir }, cacheDir: join(envRoot, "uv-cache"), logDir: join(envRoot, "build-logs"), pythonDownloads };
+  const dockerOptions = {
+    limits,
+    labels: { [WORK_LABEL]: place.workDir },
+    cacheDir: join(envRoot, "uv-cache"),
+    logDir: join(envRoot, "build-logs"),
+    pythonDownloads,
+  };
   if (settings.executor === "docker") return new DockerExecutor(docker, place.log, dockerOptions);
   if (settings.executor === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, place.log, dockerOptions);
-  if (settings.executor === "auto") place.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
+  if (settings.executor === "auto")
+    place.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
   return new LocalExecutor(envRoot, place.log, { pythonDownloads });
 }
 

@@ -7,10 +7,32 @@ import { basename, join } from "node:path";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { ChannelReader, channelToken } from "./guarded.ts";
-import { environmentLayerKey, environmentScript, needsRevisionLayer, quote, revisionKey, revisionScript, revisionVersion, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
+import {
+  environmentLayerKey,
+  environmentScript,
+  needsRevisionLayer,
+  quote,
+  revisionKey,
+  revisionScript,
+  revisionVersion,
+  SYNC_SCRIPT_NAME,
+} from "./recipe-scripts.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
 import { hostPythons, type PythonDownloads, pythonOffer } from "./python-offer.ts";
-import { assertNotKilled, RUN_OUTPUT_LIMIT, BuildFailed, buildFailure, BuildOnce, buildNetworkSettings, saveBuildLog, type EnvironmentSpec, type Executor, type PythonOffer, type TestRunRequest, type TestRunResult } from "./types.ts";
+import {
+  assertNotKilled,
+  RUN_OUTPUT_LIMIT,
+  BuildFailed,
+  buildFailure,
+  BuildOnce,
+  buildNetworkSettings,
+  saveBuildLog,
+  type EnvironmentSpec,
+  type Executor,
+  type PythonOffer,
+  type TestRunRequest,
+  type TestRunResult,
+} from "./types.ts";
 import { type BaseRevision } from "../checkouts/checkout.ts";
 
 interface Completed {
@@ -60,7 +82,7 @@ export function killMarkedProcesses(runId: string): number {
  * pipe, and the watcher leaves without killing anything (the group's id may be reused by then).
  */
 const ORPHAN_WATCHER = [
-  'IFS= read -r line',
+  "IFS= read -r line",
   '[ "$line" = done ] && exit 0',
   'kill -KILL -- "-$1" 2>/dev/null',
   'for p in /proc/[0-9]*; do grep -qxzF -- "$2" "$p/environ" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null; done',
@@ -68,7 +90,11 @@ const ORPHAN_WATCHER = [
 ].join("\n");
 
 function watchForOrphans(group: number, runId: string): { release: () => void } {
-  const watcher = spawn("sh", ["-c", ORPHAN_WATCHER, "orphan-watcher", String(group), `${RUN_MARKER}=${runId}`], { detached: true, stdio: ["pipe", "ignore", "ignore"], env: BASE_ENV });
+  const watcher = spawn("sh", ["-c", ORPHAN_WATCHER, "orphan-watcher", String(group), `${RUN_MARKER}=${runId}`], {
+    detached: true,
+    stdio: ["pipe", "ignore", "ignore"],
+    env: BASE_ENV,
+  });
   watcher.on("error", () => undefined);
   watcher.stdin.on("error", () => undefined);
   watcher.unref();
@@ -113,15 +139,30 @@ class OutputTail {
 export function runProcess(
   command: string,
   args: string[],
-  options: { cwd: string; env: Record<string, string>; timeoutSeconds: number; input?: string; outputLimit?: number; channel?: (chunk: Buffer, stop: () => void) => void; ownPidNamespace?: boolean; killWhenOrphaned?: boolean },
+  options: {
+    cwd: string;
+    env: Record<string, string>;
+    timeoutSeconds: number;
+    input?: string;
+    outputLimit?: number;
+    channel?: (chunk: Buffer, stop: () => void) => void;
+    ownPidNamespace?: boolean;
+    killWhenOrphaned?: boolean;
+  },
 ): Promise<Completed> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const runId = randomUUID();
     // In a PID namespace of its own, every descendant dies with the run's first process, whatever
     // session, group or environment it moved to.
-    const [file, argv] = options.ownPidNamespace && pidNamespaceAvailable() ? ["unshare", ["--pid", "--fork", "--kill-child", "--", command, ...args]] : [command, args];
-    const child = spawn(file, argv, { cwd: options.cwd, env: { ...options.env, [RUN_MARKER]: runId }, detached: true, stdio: options.channel ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"] });
+    const [file, argv] =
+      options.ownPidNamespace && pidNamespaceAvailable() ? ["unshare", ["--pid", "--fork", "--kill-child", "--", command, ...args]] : [command, args];
+    const child = spawn(file, argv, {
+      cwd: options.cwd,
+      env: { ...options.env, [RUN_MARKER]: runId },
+      detached: true,
+      stdio: options.channel ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"],
+    });
     const orphans = options.killWhenOrphaned && child.pid ? watchForOrphans(child.pid, runId) : undefined;
     const output = new OutputTail(options.outputLimit ?? RUN_OUTPUT_LIMIT);
     const keep = (d: Buffer) => output.add(d);
@@ -199,7 +240,11 @@ export class LocalExecutor implements Executor {
   /** One run at a time per prepared revision: its checkout is shared, and restored before each run. */
   private readonly revisionLocks = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly root: string, private readonly log: Logger, private readonly options: { pythonDownloads?: PythonDownloads } = {}) {}
+  constructor(
+    private readonly root: string,
+    private readonly log: Logger,
+    private readonly options: { pythonDownloads?: PythonDownloads } = {},
+  ) {}
 
   /** This machine's interpreters (python3, python3.X), and uv's downloads where they can be had. */
   pythonOffer(): Promise<PythonOffer> {
@@ -228,9 +273,23 @@ export class LocalExecutor implements Executor {
   private async runBuildScript(script: string, cwd: string, env: EnvironmentSpec, what: string, logName: string): Promise<void> {
     const network = buildNetworkSettings();
     const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: network.caBundle, PIP_CERT: network.caBundle } : {};
-    const result = await runProcess("sh", ["-c", script], { cwd, env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() }, timeoutSeconds: env.recipe.install_timeout_seconds, outputLimit: 16_000_000, killWhenOrphaned: true });
+    const result = await runProcess("sh", ["-c", script], {
+      cwd,
+      env: { ...BASE_ENV, ...network.vars, ...ca, HOME: tmpdir() },
+      timeoutSeconds: env.recipe.install_timeout_seconds,
+      outputLimit: 16_000_000,
+      killWhenOrphaned: true,
+    });
     const logPath = await saveBuildLog(join(this.root, "build-logs"), logName, result.output);
-    if (result.code !== 0 || result.timedOut) buildFailure(`${what} failed`, result.output, result.timedOut || Boolean(result.signal), lowDiskSpace(this.root), logPath, "the local executor found no such interpreter on this machine's PATH");
+    if (result.code !== 0 || result.timedOut)
+      buildFailure(
+        `${what} failed`,
+        result.output,
+        result.timedOut || Boolean(result.signal),
+        lowDiskSpace(this.root),
+        logPath,
+        "the local executor found no such interpreter on this machine's PATH",
+      );
   }
 
   private async checkDebianPackages(env: EnvironmentSpec): Promise<void> {
@@ -239,7 +298,10 @@ export class LocalExecutor implements Executor {
       const result = await runProcess("dpkg-query", ["-W", "-f=${Status}", name], { cwd: tmpdir(), env: BASE_ENV, timeoutSeconds: 30 }).catch(() => undefined);
       if (!result || result.code !== 0 || !result.output.includes("install ok installed")) missing.push(name);
     }
-    if (missing.length) throw new BuildFailed(`the recipe of ${env.repo} needs Debian packages this machine lacks: ${missing.join(", ")} (the local executor cannot install them; install them or use the docker executor)`);
+    if (missing.length)
+      throw new BuildFailed(
+        `the recipe of ${env.repo} needs Debian packages this machine lacks: ${missing.join(", ")} (the local executor cannot install them; install them or use the docker executor)`,
+      );
   }
 
   private async buildEnvironment(env: EnvironmentSpec): Promise<{ built: boolean }> {
@@ -251,10 +313,17 @@ export class LocalExecutor implements Executor {
     await rm(partial, { recursive: true, force: true });
     await mkdir(this.root, { recursive: true });
     const key = environmentLayerKey(env);
-    this.log.info(`building environment ${key.slice(0, 12)} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`);
+    this.log.info(
+      `building environment ${key.slice(0, 12)} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`,
+    );
     const started = performance.now();
     try {
-      const script = environmentScript(env, { venv: partial, config: join(partial, ".switch-swe"), cache: this.cacheDir, interpreter: interpreter && quote(interpreter) });
+      const script = environmentScript(env, {
+        venv: partial,
+        config: join(partial, ".switch-swe"),
+        cache: this.cacheDir,
+        interpreter: interpreter && quote(interpreter),
+      });
       await this.runBuildScript(script, this.root, env, `building the environment of ${env.repo}`, key.slice(0, 16));
       await writeFile(join(partial, ".recipe.json"), JSON.stringify({ repo: env.repo, recipe: env.recipe, asOf: env.asOf }, null, 2));
       await writeFile(join(partial, ".ready"), "");
@@ -281,14 +350,25 @@ export class LocalExecutor implements Executor {
     const interpreter = await this.findPython(env.recipe.python);
     await rm(dir, { recursive: true, force: true });
     await mkdir(dir, { recursive: true });
-    this.log.info(`building environment ${basename(dir)}: ${env.repo} at ${base.commit.slice(0, 12)} (Python ${env.recipe.python}, as of ${env.asOf ?? "today"})`);
-    const paths = { venv: join(dir, "venv"), config: join(dir, "config"), cache: this.cacheDir, work: join(dir, "work"), baseFiles: join(dir, "base-files.txt") };
+    this.log.info(
+      `building environment ${basename(dir)}: ${env.repo} at ${base.commit.slice(0, 12)} (Python ${env.recipe.python}, as of ${env.asOf ?? "today"})`,
+    );
+    const paths = {
+      venv: join(dir, "venv"),
+      config: join(dir, "config"),
+      cache: this.cacheDir,
+      work: join(dir, "work"),
+      baseFiles: join(dir, "base-files.txt"),
+    };
     const checkout = await base.checkout();
     const started = performance.now();
     try {
       const python = quote(join(paths.venv, "bin", "python"));
       const copy = `mkdir -p ${quote(paths.work)} && ${python} ${quote(join(paths.config, SYNC_SCRIPT_NAME))} overlay ${quote(checkout.dir)} ${quote(paths.work)} /dev/null\n`;
-      const script = environmentScript(env, { ...paths, interpreter: interpreter && quote(interpreter) }) + copy + revisionScript(env, { ...paths, python }, await revisionVersion(checkout.dir));
+      const script =
+        environmentScript(env, { ...paths, interpreter: interpreter && quote(interpreter) }) +
+        copy +
+        revisionScript(env, { ...paths, python }, await revisionVersion(checkout.dir));
       await this.runBuildScript(script, dir, env, `installing ${env.repo} at ${base.commit.slice(0, 12)}`, basename(dir));
       await cp(paths.work, join(dir, "pristine"), { recursive: true, verbatimSymlinks: true });
       await writeFile(join(dir, ".ready"), "");
@@ -306,7 +386,11 @@ export class LocalExecutor implements Executor {
   /** This machine's interpreter of that version, or null: the build then asks uv for a managed one. */
   private async findPython(version: string): Promise<string | null> {
     for (const candidate of [`python${version}`, "python3"]) {
-      const result = await runProcess(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { cwd: tmpdir(), env: BASE_ENV, timeoutSeconds: 30 }).catch(() => undefined);
+      const result = await runProcess(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], {
+        cwd: tmpdir(),
+        env: BASE_ENV,
+        timeoutSeconds: 30,
+      }).catch(() => undefined);
       if (result?.code === 0 && result.output.trim() === version) return candidate;
     }
     return null;
@@ -319,11 +403,18 @@ export class LocalExecutor implements Executor {
     const dir = this.revisionDir(env, request.baseCommit);
     // One run at a time in a prepared checkout, restored to its pristine state first.
     const previous = this.revisionLocks.get(dir) ?? Promise.resolve();
-    const mine = previous.catch(() => undefined).then(async () => {
-      await rm(join(dir, "work"), { recursive: true, force: true });
-      await cp(join(dir, "pristine"), join(dir, "work"), { recursive: true, verbatimSymlinks: true });
-      return this.runIn(request, join(dir, "venv", "bin", "python"), join(dir, "venv"), { checkout: request.checkoutDir, work: join(dir, "work"), baseFiles: join(dir, "base-files.txt"), config: join(dir, "config") });
-    });
+    const mine = previous
+      .catch(() => undefined)
+      .then(async () => {
+        await rm(join(dir, "work"), { recursive: true, force: true });
+        await cp(join(dir, "pristine"), join(dir, "work"), { recursive: true, verbatimSymlinks: true });
+        return this.runIn(request, join(dir, "venv", "bin", "python"), join(dir, "venv"), {
+          checkout: request.checkoutDir,
+          work: join(dir, "work"),
+          baseFiles: join(dir, "base-files.txt"),
+          config: join(dir, "config"),
+        });
+      });
     this.revisionLocks.set(dir, mine);
     try {
       return await mine;
@@ -360,7 +451,14 @@ export class LocalExecutor implements Executor {
         const channel = done.timedOut ? undefined : (reader?.channel ?? { records: [], finished: false, foreign: [] });
         return { timedOut: done.timedOut, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output, ...(channel ? { channel } : {}) };
       }
-      const done = await runProcess("bash", ["-s"], { cwd: request.checkoutDir, env, timeoutSeconds: request.timeoutSeconds, input: script, ownPidNamespace: true, killWhenOrphaned: true });
+      const done = await runProcess("bash", ["-s"], {
+        cwd: request.checkoutDir,
+        env,
+        timeoutSeconds: request.timeoutSeconds,
+        input: script,
+        ownPidNamespace: true,
+        killWhenOrphaned: true,
+      });
       if (!done.timedOut) assertNotKilled(done.code, done.signal ? `signal ${done.signal}` : undefined);
       // A timed-out run's files are never read: whatever they say was not finished.
       const junit = join(results, REPORT_NAME);

@@ -72,8 +72,20 @@ export const RunResultSchema = z.strictObject({
 
 /** A job's return value: the structured result, or the error the worker's executor threw (by class name). */
 export const JobResult = z.union([
-  z.strictObject({ worker: z.string(), ok: z.literal(true), built: z.boolean().optional(), result: RunResultSchema.optional(), written: z.array(WrittenFile).optional(), seconds: z.number().optional() }),
-  z.strictObject({ worker: z.string(), ok: z.literal(false), error: z.strictObject({ name: z.string(), message: z.string() }), seconds: z.number().optional() }),
+  z.strictObject({
+    worker: z.string(),
+    ok: z.literal(true),
+    built: z.boolean().optional(),
+    result: RunResultSchema.optional(),
+    written: z.array(WrittenFile).optional(),
+    seconds: z.number().optional(),
+  }),
+  z.strictObject({
+    worker: z.string(),
+    ok: z.literal(false),
+    error: z.strictObject({ name: z.string(), message: z.string() }),
+    seconds: z.number().optional(),
+  }),
 ]);
 export type JobResult = z.infer<typeof JobResult>;
 
@@ -104,7 +116,9 @@ export const WORKER_TTL_SECONDS = 10;
 
 /** A clone URL carrying credentials never goes on the queue (anyone who can read Redis could read them). */
 export function assertNoCredentials(url: string): void {
-  if (/^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url) || /^[a-z][a-z0-9+.-]*:\/\/[^/@]*@/i.test(url) && !/^ssh:\/\//i.test(url)) {
-    throw new Error(`the clone URL ${url.replace(/\/\/[^@]*@/, "//***@")} carries credentials, which never go on the queue: give the workers a URL without them (and their own access)`);
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/@]*:[^/@]*@/i.test(url) || (/^[a-z][a-z0-9+.-]*:\/\/[^/@]*@/i.test(url) && !/^ssh:\/\//i.test(url))) {
+    throw new Error(
+      `the clone URL ${url.replace(/\/\/[^@]*@/, "//***@")} carries credentials, which never go on the queue: give the workers a URL without them (and their own access)`,
+    );
   }
 }

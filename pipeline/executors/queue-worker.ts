@@ -40,23 +40,37 @@ export interface QueueWorkerOptions {
 async function imagePythons(docker: Docker): Promise<string[]> {
   const found: string[] = [];
   for (const [python, suite] of Object.entries(DEBIAN_FOR_PYTHON)) {
-    if (await docker.getImage(`${BASE_REPOSITORY}:${suite}`).inspect().then(() => true, () => false)) found.push(python);
+    if (
+      await docker
+        .getImage(`${BASE_REPOSITORY}:${suite}`)
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        )
+    )
+      found.push(python);
   }
   return found.sort();
 }
 
 /** The Python versions this worker can run, or why it cannot work at all (one line). */
 async function workerPythons(options: QueueWorkerOptions): Promise<string[]> {
-  if (options.executor === "local" && !options.allowLocal) throw new Error("a worker with the local executor runs the repositories' tests unsandboxed on this machine: start it with --allow-local if that is what you want, or use --executor docker");
+  if (options.executor === "local" && !options.allowLocal)
+    throw new Error(
+      "a worker with the local executor runs the repositories' tests unsandboxed on this machine: start it with --allow-local if that is what you want, or use --executor docker",
+    );
   if (options.executor === "local") {
     const pythons = hostPythons();
     if (!pythons.length) throw new Error("no Python interpreter found on this machine (python3, python3.X)");
     return pythons;
   }
   const docker = new Docker();
-  if (!(await dockerAvailable(docker))) throw new Error("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
+  if (!(await dockerAvailable(docker)))
+    throw new Error("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
   const pythons = await imagePythons(docker);
-  if (!pythons.length) throw new Error(`this Docker engine has no base image (${BASE_REPOSITORY}:<suite>): build one with 'switch-swe images base --suite bookworm'`);
+  if (!pythons.length)
+    throw new Error(`this Docker engine has no base image (${BASE_REPOSITORY}:<suite>): build one with 'switch-swe images base --suite bookworm'`);
   return pythons;
 }
 
@@ -84,8 +98,14 @@ function limited<A, R>(limit: number, work: (arg: A) => Promise<R>): (arg: A) =>
 async function resultForQueue(result: TestRunResult, worker: string, logFile: string): Promise<TestRunResult> {
   const readable = result.channel ? result.channel.finished : Boolean(result.junitXml) && result.exitCode !== 3 && result.exitCode !== 4;
   if (readable) return { ...result, outputTail: "" };
-  const kept = await writeFileAtomic(logFile, result.outputTail).then(() => true, () => false);
-  return { ...result, outputTail: `(whole output on worker ${worker}${kept ? `: ${logFile}` : ""})\n${result.outputTail.trimEnd().split("\n").slice(-20).join("\n")}` };
+  const kept = await writeFileAtomic(logFile, result.outputTail).then(
+    () => true,
+    () => false,
+  );
+  return {
+    ...result,
+    outputTail: `(whole output on worker ${worker}${kept ? `: ${logFile}` : ""})\n${result.outputTail.trimEnd().split("\n").slice(-20).join("\n")}`,
+  };
 }
 
 /**
@@ -113,8 +133,24 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   const mirrors = new MirrorCache(join(workDir, "git"));
   const counters = { done: 0, failed: 0, active: 0 };
   const startedAt = new Date().toISOString();
-  const info = (): WorkerInfo => ({ id, host: hostname(), pid: process.pid, executor: options.executor, pythons, python_downloads: pythonDownloads, concurrency: options.concurrency, free_disk_bytes: freeDisk(workDir), started_at: startedAt, jobs_done: counters.done, jobs_failed: counters.failed, active: counters.active });
-  const announce = () => redis.set(workerKey(options.prefix, id), JSON.stringify(info()), "EX", WORKER_TTL_SECONDS).catch((error) => options.log.warn(`worker ${id}: cannot announce itself to Redis: ${(error as Error).message}`));
+  const info = (): WorkerInfo => ({
+    id,
+    host: hostname(),
+    pid: process.pid,
+    executor: options.executor,
+    pythons,
+    python_downloads: pythonDownloads,
+    concurrency: options.concurrency,
+    free_disk_bytes: freeDisk(workDir),
+    started_at: startedAt,
+    jobs_done: counters.done,
+    jobs_failed: counters.failed,
+    active: counters.active,
+  });
+  const announce = () =>
+    redis
+      .set(workerKey(options.prefix, id), JSON.stringify(info()), "EX", WORKER_TTL_SECONDS)
+      .catch((error) => options.log.warn(`worker ${id}: cannot announce itself to Redis: ${(error as Error).message}`));
   await announce();
   const heartbeat = setInterval(announce, HEARTBEAT_SECONDS * 1000);
 
@@ -133,7 +169,9 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
     }
   });
   const consumers = consumeQueues(options, pythons, process_, id);
-  options.log.info(`worker ${id}: ${options.executor} executor, Python ${pythons.join(", ")}, ${options.concurrency} at a time, on ${redactUrl(options.redis)} (prefix ${options.prefix})`);
+  options.log.info(
+    `worker ${id}: ${options.executor} executor, Python ${pythons.join(", ")}, ${options.concurrency} at a time, on ${redactUrl(options.redis)} (prefix ${options.prefix})`,
+  );
   return {
     id,
     info,
@@ -151,11 +189,19 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
 class ExecutorsByLimits {
   private readonly made = new Map<string, Promise<Executor>>();
 
-  constructor(private readonly options: QueueWorkerOptions, private readonly workDir: string, private readonly pythonDownloads: boolean) {}
+  constructor(
+    private readonly options: QueueWorkerOptions,
+    private readonly workDir: string,
+    private readonly pythonDownloads: boolean,
+  ) {}
 
   for(limits: DockerLimits | undefined): Promise<Executor> {
     const key = JSON.stringify(limits ?? null);
-    const settings = { executor: this.options.executor, limits: limits ? { memory_mb: limits.memoryBytes / 2 ** 20, pids: limits.pids, cpus: limits.cpus } : DEFAULT_LIMIT_SETTINGS, python_downloads: this.pythonDownloads ? ("yes" as const) : ("no" as const) };
+    const settings = {
+      executor: this.options.executor,
+      limits: limits ? { memory_mb: limits.memoryBytes / 2 ** 20, pids: limits.pids, cpus: limits.cpus } : DEFAULT_LIMIT_SETTINGS,
+      python_downloads: this.pythonDownloads ? ("yes" as const) : ("no" as const),
+    };
     if (!this.made.has(key)) this.made.set(key, createExecutor(settings, { workDir: this.workDir, log: this.options.log }));
     return this.made.get(key)!;
   }
@@ -206,9 +252,27 @@ function freeDisk(dir: string): number {
 }
 
 /** One job: the same checkout the coordinator made, from this worker's own mirror, then the executor's build or run. */
-async function runJob(job: Job, context: { id: string; executorFor: (limits: DockerLimits | undefined) => Promise<Executor>; mirrors: MirrorCache; scratch: string; logs: string; log: Logger }): Promise<JobResult> {
+async function runJob(
+  job: Job,
+  context: {
+    id: string;
+    executorFor: (limits: DockerLimits | undefined) => Promise<Executor>;
+    mirrors: MirrorCache;
+    scratch: string;
+    logs: string;
+    log: Logger;
+  },
+): Promise<JobResult> {
   const parsed = RunJob.safeParse(job.data);
-  if (!parsed.success) return { worker: context.id, ok: false, error: { name: "ProtocolError", message: `job ${job.id} is not a job of this version of switch-swe (protocol ${QUEUE_PROTOCOL}): ${parsed.error.issues[0]?.message}` } };
+  if (!parsed.success)
+    return {
+      worker: context.id,
+      ok: false,
+      error: {
+        name: "ProtocolError",
+        message: `job ${job.id} is not a job of this version of switch-swe (protocol ${QUEUE_PROTOCOL}): ${parsed.error.issues[0]?.message}`,
+      },
+    };
   const data = parsed.data;
   try {
     // Chosen once the job is known to be well formed: its limits say which executor runs it.
@@ -223,7 +287,14 @@ async function runJob(job: Job, context: { id: string; executorFor: (limits: Doc
     try {
       await applyWrittenFiles(checkout.dir, data.overlay);
       const before = await checkoutState(checkout.dir);
-      const result = await executor.run({ env: data.env, checkoutDir: checkout.dir, tests: data.tests, timeoutSeconds: data.timeout_seconds ?? data.env.recipe.test_timeout_seconds, ...(data.base_commit ? { baseCommit: data.base_commit } : {}), ...(data.guarded ? { guarded: data.guarded } : {}) });
+      const result = await executor.run({
+        env: data.env,
+        checkoutDir: checkout.dir,
+        tests: data.tests,
+        timeoutSeconds: data.timeout_seconds ?? data.env.recipe.test_timeout_seconds,
+        ...(data.base_commit ? { baseCommit: data.base_commit } : {}),
+        ...(data.guarded ? { guarded: data.guarded } : {}),
+      });
       const written = await writtenSince(checkout.dir, before);
       return { worker: context.id, ok: true, built, result: await resultForQueue(result, context.id, join(context.logs, `${job.id}.log`)), written };
     } finally {

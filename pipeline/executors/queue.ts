@@ -9,9 +9,28 @@ import type { Logger } from "../logger.ts";
 import { DEBIAN_FOR_PYTHON, type DockerLimits } from "./docker.ts";
 import type { PythonDownloads } from "./python-offer.ts";
 import { needsRevisionLayer } from "./recipe-scripts.ts";
-import { assertNoCredentials, JobResult, type JobSource, QUEUE_PROTOCOL, queueNameFor, RunJob, WORKER_PATTERN, WorkerInfo, type WrittenFile } from "./queue-protocol.ts";
+import {
+  assertNoCredentials,
+  JobResult,
+  type JobSource,
+  QUEUE_PROTOCOL,
+  queueNameFor,
+  RunJob,
+  WORKER_PATTERN,
+  WorkerInfo,
+  type WrittenFile,
+} from "./queue-protocol.ts";
 import { applyWrittenFiles } from "./written-files.ts";
-import { BuildFailed, type EnvironmentSpec, type Executor, InfrastructureFault, type PythonOffer, RunTimedOut, type TestRunRequest, type TestRunResult } from "./types.ts";
+import {
+  BuildFailed,
+  type EnvironmentSpec,
+  type Executor,
+  InfrastructureFault,
+  type PythonOffer,
+  RunTimedOut,
+  type TestRunRequest,
+  type TestRunResult,
+} from "./types.ts";
 import { type BaseRevision, type CheckoutOrigin } from "../checkouts/checkout.ts";
 
 export interface QueueExecutorOptions {
@@ -36,7 +55,13 @@ const CONNECT_TIMEOUT_MS = 5000;
 
 /** Opens a Redis connection, or says in one line why it cannot (within CONNECT_TIMEOUT_MS). */
 export async function connectRedis(url: string, forWorker = false): Promise<Redis> {
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: CONNECT_TIMEOUT_MS, maxRetriesPerRequest: forWorker ? null : 1, retryStrategy: () => null, enableOfflineQueue: false });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: forWorker ? null : 1,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
   redis.on("error", () => undefined);
   try {
     await redis.connect();
@@ -99,7 +124,10 @@ export class QueueExecutor implements Executor {
   readonly timing = { jobs: 0, roundTripSeconds: 0, workerSeconds: 0 };
   private progressTimer?: NodeJS.Timeout;
 
-  private constructor(private readonly redis: Redis, private readonly options: QueueExecutorOptions) {}
+  private constructor(
+    private readonly redis: Redis,
+    private readonly options: QueueExecutorOptions,
+  ) {}
 
   get kind(): "docker" | "local" {
     return this.options.workerExecutor;
@@ -120,7 +148,10 @@ export class QueueExecutor implements Executor {
         this.connections.push(redis);
         return redis;
       };
-      entry = { queue: new Queue(name, { connection: connection(), prefix: this.options.prefix }), events: new QueueEvents(name, { connection: connection(), prefix: this.options.prefix }) };
+      entry = {
+        queue: new Queue(name, { connection: connection(), prefix: this.options.prefix }),
+        events: new QueueEvents(name, { connection: connection(), prefix: this.options.prefix }),
+      };
       this.queues.set(name, entry);
       await entry.events.waitUntilReady();
     }
@@ -151,7 +182,18 @@ export class QueueExecutor implements Executor {
     const dir = resolve(request.checkoutDir);
     for (const gone of [...this.written.keys()].filter((d) => !existsSync(d))) this.written.delete(gone);
     const overlay = [...(this.written.get(dir)?.values() ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1));
-    const result = await this.submit({ protocol: QUEUE_PROTOCOL, type: "run", env: request.env, source, base_commit: request.baseCommit, tests: request.tests, timeout_seconds: request.timeoutSeconds, overlay, ...(this.options.limits ? { limits: this.options.limits } : {}), ...(request.guarded ? { guarded: request.guarded } : {}) });
+    const result = await this.submit({
+      protocol: QUEUE_PROTOCOL,
+      type: "run",
+      env: request.env,
+      source,
+      base_commit: request.baseCommit,
+      tests: request.tests,
+      timeout_seconds: request.timeoutSeconds,
+      overlay,
+      ...(this.options.limits ? { limits: this.options.limits } : {}),
+      ...(request.guarded ? { guarded: request.guarded } : {}),
+    });
     if (!result.result) throw new InfrastructureFault("a worker answered a run without its result");
     // What the run wrote in its checkout is written here too, and goes with the checkout's next run.
     if (result.written?.length) {
@@ -192,7 +234,8 @@ export class QueueExecutor implements Executor {
       const existing = await this.reusable(queue, jobId);
       // A result already there needs no worker; anything else does.
       if (!existing || !(await existing.isCompleted())) await this.awaitWorker(job.env.recipe.python);
-      const added = existing ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
+      const added =
+        existing ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
       const sent = performance.now();
       const value = await this.finished(queue, added, events, job.env.recipe.python);
       const parsed = JobResult.safeParse(value);
@@ -251,7 +294,11 @@ export class QueueExecutor implements Executor {
         const capable = (await liveWorkers(this.redis, this.options.prefix).catch(() => [])).filter((w) => this.canRun(w, python));
         if (capable.length) silentSince = Date.now();
         else if (Date.now() - silentSince > this.options.waitForWorkerSeconds * 1000) {
-          reject(new InfrastructureFault(`no live worker could run job ${job.id} (${this.options.workerExecutor} executor, Python ${python}) for ${this.options.waitForWorkerSeconds} s`));
+          reject(
+            new InfrastructureFault(
+              `no live worker could run job ${job.id} (${this.options.workerExecutor} executor, Python ${python}) for ${this.options.waitForWorkerSeconds} s`,
+            ),
+          );
           return;
         }
         watchdog = setTimeout(check, 2000);
@@ -278,8 +325,13 @@ export class QueueExecutor implements Executor {
     const workers = (await liveWorkers(this.redis, this.options.prefix)).filter((w) => w.executor === this.options.workerExecutor);
     const setting = this.options.pythonDownloads ?? "auto";
     const downloads = setting === "auto" ? workers.length > 0 && workers.every((w) => w.python_downloads) : setting === "yes";
-    if (this.options.workerExecutor === "docker") return { installed: Object.keys(DEBIAN_FOR_PYTHON).sort(), downloads, describe: "the Docker workers' Debian base images" };
-    return { installed: [...new Set(workers.flatMap((w) => w.pythons))].sort(), downloads, describe: `the interpreters of ${workers.length} connected local worker(s)` };
+    if (this.options.workerExecutor === "docker")
+      return { installed: Object.keys(DEBIAN_FOR_PYTHON).sort(), downloads, describe: "the Docker workers' Debian base images" };
+    return {
+      installed: [...new Set(workers.flatMap((w) => w.pythons))].sort(),
+      downloads,
+      describe: `the interpreters of ${workers.length} connected local worker(s)`,
+    };
   }
 
   private canRun(worker: WorkerInfo, python: string): boolean {
@@ -294,7 +346,9 @@ export class QueueExecutor implements Executor {
       if (workers.some((w) => this.canRun(w, python))) return;
       if (Date.now() > deadline) {
         const who = workers.length ? workers.map((w) => `${w.id} (${w.executor}: Python ${w.pythons.join(", ") || "none"})`).join("; ") : "none";
-        throw new InfrastructureFault(`no connected worker runs Python ${python} with the ${this.options.workerExecutor} executor (waited ${this.options.waitForWorkerSeconds} s; connected: ${who})`);
+        throw new InfrastructureFault(
+          `no connected worker runs Python ${python} with the ${this.options.workerExecutor} executor (waited ${this.options.waitForWorkerSeconds} s; connected: ${who})`,
+        );
       }
       await new Promise((r) => setTimeout(r, 1000));
     }
@@ -305,7 +359,10 @@ export class QueueExecutor implements Executor {
     if (!every || this.progressTimer) return;
     this.progressTimer = setInterval(() => {
       if (!this.outstanding) return;
-      void this.progressLine().then((line) => this.options.log.info(line), () => undefined);
+      void this.progressLine().then(
+        (line) => this.options.log.info(line),
+        () => undefined,
+      );
     }, every * 1000);
     this.progressTimer.unref();
   }
@@ -317,14 +374,20 @@ export class QueueExecutor implements Executor {
       const counts = await queue.getJobCounts("waiting", "active", "completed", "failed");
       for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += counts[key] ?? 0;
     }
-    const workers = [...this.perWorker.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([w, n]) => `${w} ${n}`).join(", ");
+    const workers = [...this.perWorker.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([w, n]) => `${w} ${n}`)
+      .join(", ");
     return `queue: ${totals.waiting} waiting, ${totals.active} active, ${totals.completed} done, ${totals.failed} failed; this run's jobs by worker: ${workers || "none yet"}`;
   }
 
   async close(): Promise<void> {
     clearInterval(this.progressTimer);
     const t = this.timing;
-    if (t.jobs) this.options.log.info(`queue: ${t.jobs} job(s); ${t.roundTripSeconds.toFixed(1)} s from sending to result, ${t.workerSeconds.toFixed(1)} s of it on the workers: ${(((t.roundTripSeconds - t.workerSeconds) / t.jobs) * 1000).toFixed(1)} ms of queue overhead a job`);
+    if (t.jobs)
+      this.options.log.info(
+        `queue: ${t.jobs} job(s); ${t.roundTripSeconds.toFixed(1)} s from sending to result, ${t.workerSeconds.toFixed(1)} s of it on the workers: ${(((t.roundTripSeconds - t.workerSeconds) / t.jobs) * 1000).toFixed(1)} ms of queue overhead a job`,
+      );
     for (const { queue, id } of this.answered.splice(0)) await queue.remove(id).catch(() => undefined);
     for (const { queue, events } of this.queues.values()) {
       await events.close().catch(() => undefined);

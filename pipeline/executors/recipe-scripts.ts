@@ -83,7 +83,12 @@ export function uvFiles(env: EnvironmentSpec): { "uv.toml": string; "constraints
   const toml = ["[pip]"];
   if (env.asOf) toml.push(`exclude-newer = "${normaliseInstant(env.asOf)}"`);
   if (env.asOf && exceptions.size) {
-    toml.push(`exclude-newer-package = { ${[...exceptions].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, date]) => `"${name}" = "${date}"`).join(", ")} }`);
+    toml.push(
+      `exclude-newer-package = { ${[...exceptions]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([name, date]) => `"${name}" = "${date}"`)
+        .join(", ")} }`,
+    );
   }
   if (recipe.no_build_isolation.length) toml.push(`no-build-isolation-package = [${recipe.no_build_isolation.map((n) => `"${n}"`).join(", ")}]`);
   return {
@@ -121,7 +126,9 @@ export function uvEnvironment(paths: { venv: string; config: string; cache: stri
 }
 
 function exports(vars: Record<string, string>): string {
-  return Object.entries(vars).map(([k, v]) => `export ${k}=${quote(v)}\n`).join("");
+  return Object.entries(vars)
+    .map(([k, v]) => `export ${k}=${quote(v)}\n`)
+    .join("");
 }
 
 const step = (what: string) => `echo ${quote(`${STEP_MARKER} ${what}`)}\n`;
@@ -173,7 +180,11 @@ export function environmentScript(env: EnvironmentSpec, paths: { venv: string; c
  * removes those its own checkout lacks), then the requirements files, the project and the
  * recipe's install commands.
  */
-export function revisionScript(env: EnvironmentSpec, paths: { venv: string; config: string; cache: string; work: string; baseFiles: string; python: string }, version: string): string {
+export function revisionScript(
+  env: EnvironmentSpec,
+  paths: { venv: string; config: string; cache: string; work: string; baseFiles: string; python: string },
+  version: string,
+): string {
   const { recipe } = env;
   const uv = `${paths.venv}/bin/uv`;
   let script = "set -eu\n";

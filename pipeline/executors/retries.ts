@@ -10,7 +10,10 @@ export const MAX_INFRASTRUCTURE_RETRIES = 2;
  */
 export class RetriesExhausted extends Error {
   override name = "RetriesExhausted";
-  constructor(readonly reason: "timeout" | "infrastructure_fault", message: string) {
+  constructor(
+    readonly reason: "timeout" | "infrastructure_fault",
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -23,7 +26,12 @@ export const DEFAULT_INFRASTRUCTURE_BACKOFF_MS = [15_000, 30_000];
  * disk met by a build, a timeout) at most twice, after a pause each time; says how many re-runs it
  * took. When it persists, the reject is not cacheable: the next run tries again.
  */
-export async function withInfrastructureRetries<T>(what: string, log: Logger, attempt: () => Promise<T>, backoffMs: readonly number[] = DEFAULT_INFRASTRUCTURE_BACKOFF_MS): Promise<{ value: T; retries: number }> {
+export async function withInfrastructureRetries<T>(
+  what: string,
+  log: Logger,
+  attempt: () => Promise<T>,
+  backoffMs: readonly number[] = DEFAULT_INFRASTRUCTURE_BACKOFF_MS,
+): Promise<{ value: T; retries: number }> {
   for (let retries = 0; ; retries++) {
     try {
       return { value: await attempt(), retries };
@@ -33,9 +41,10 @@ export async function withInfrastructureRetries<T>(what: string, log: Logger, at
         throw new RetriesExhausted(error instanceof RunTimedOut ? "timeout" : "infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`);
       }
       const pause = backoffMs[retries] ?? backoffMs.at(-1) ?? 0;
-      log.warn(`${what}: ${error instanceof RunTimedOut ? "timed out" : "infrastructure fault"}, retrying in ${pause / 1000}s (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`);
+      log.warn(
+        `${what}: ${error instanceof RunTimedOut ? "timed out" : "infrastructure fault"}, retrying in ${pause / 1000}s (${retries + 1}/${MAX_INFRASTRUCTURE_RETRIES}): ${error.message}`,
+      );
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 }
-

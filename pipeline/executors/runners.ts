@@ -11,11 +11,14 @@ import { GUARDED_CONFIG_NAME, GUARDED_RUNNER, GUARDED_RUNNER_NAME, type GuardedR
  * a submission) so that these win.
  */
 export const PYTEST_OPTIONS = [
-  "-p", "no:cacheprovider",
+  "-p",
+  "no:cacheprovider",
   // xunit1 records each test's file, so results map back to exact node ids
-  "-o", "junit_family=xunit1",
+  "-o",
+  "junit_family=xunit1",
   // a non-strict XPASS looks like a pass in JUnit; strict makes it a failure we can see
-  "-o", "xfail_strict=true",
+  "-o",
+  "xfail_strict=true",
   // a repository's -x (maxfail=1) in addopts would leave later tests unrun; 0 is no limit
   "--maxfail=0",
   "-q",
@@ -74,13 +77,32 @@ export function runnerArgv(recipe: EnvironmentRecipe, tests: string[], layout: R
     case "pytest":
     case "sympy": {
       // A guarded run reports on its channel; it writes no JUnit file (nothing would read it).
-      if (guarded) return { argv: [layout.python, `${layout.resultsDir}/${GUARDED_RUNNER_NAME}`, `${layout.resultsDir}/${GUARDED_CONFIG_NAME}`, ...recipe.test_options, ...tests, ...PYTEST_OPTIONS], env: {} };
+      if (guarded)
+        return {
+          argv: [
+            layout.python,
+            `${layout.resultsDir}/${GUARDED_RUNNER_NAME}`,
+            `${layout.resultsDir}/${GUARDED_CONFIG_NAME}`,
+            ...recipe.test_options,
+            ...tests,
+            ...PYTEST_OPTIONS,
+          ],
+          env: {},
+        };
       return { argv: [layout.python, "-m", "pytest", ...recipe.test_options, ...tests, ...PYTEST_OPTIONS, `--junitxml=${junit}`], env: {} };
     }
     case "django":
       if (guarded) throw new Error("the django runner cannot run guarded (verify scores pytest-based runners only)");
       return {
-        argv: [layout.python, "tests/runtests.py", `--settings=${DJANGO_SETTINGS_MODULE}`, "--parallel=1", "--verbosity=2", ...recipe.test_options, ...[...new Set(tests.map(djangoLabel))]],
+        argv: [
+          layout.python,
+          "tests/runtests.py",
+          `--settings=${DJANGO_SETTINGS_MODULE}`,
+          "--parallel=1",
+          "--verbosity=2",
+          ...recipe.test_options,
+          ...[...new Set(tests.map(djangoLabel))],
+        ],
         // our settings module sits in the results directory; runtests.py puts tests/ on the path itself
         env: { PYTHONPATH: layout.resultsDir },
       };
@@ -100,7 +122,8 @@ export function runScript(recipe: EnvironmentRecipe, tests: string[], layout: Ru
   // In a container the channel leaves on standard output, which nothing else may write to: the
   // run's own output goes to standard error.
   if (guarded && layout.channelOnStdout) script += "exec 3>&1 1>&2\n";
-  if (layout.copyFrom) script += `mkdir -p ${quote(layout.copyFrom.to)}\ncp -RP --preserve=mode ${quote(`${layout.copyFrom.from}/.`)} ${quote(layout.copyFrom.to)}\ncd ${quote(layout.copyFrom.to)}\n`;
+  if (layout.copyFrom)
+    script += `mkdir -p ${quote(layout.copyFrom.to)}\ncp -RP --preserve=mode ${quote(`${layout.copyFrom.from}/.`)} ${quote(layout.copyFrom.to)}\ncd ${quote(layout.copyFrom.to)}\n`;
   if (layout.prepared) {
     const { checkout, work, baseFiles, config } = layout.prepared;
     script += `${quote(layout.python)} ${quote(`${config}/${SYNC_SCRIPT_NAME}`)} overlay ${quote(checkout)} ${quote(work)} ${quote(baseFiles)}\n`;

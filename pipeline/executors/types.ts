@@ -16,7 +16,6 @@ export interface EnvironmentSpec {
   key: string;
 }
 
-
 export interface TestRunRequest {
   env: EnvironmentSpec;
   /** A prepared checkout on the host (patches applied). */
@@ -38,7 +37,6 @@ export interface TestRunRequest {
    */
   guarded?: GuardedRun;
 }
-
 
 /** How much of a run's output is kept (its end): what a failed run's saved log holds. */
 export const RUN_OUTPUT_LIMIT = 1_000_000;
@@ -99,7 +97,19 @@ export interface Executor {
   close?(): Promise<void>;
 }
 
-const BUILD_PASSTHROUGH = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_DEFAULT_INDEX"];
+const BUILD_PASSTHROUGH = [
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "PIP_INDEX_URL",
+  "PIP_EXTRA_INDEX_URL",
+  "UV_INDEX_URL",
+  "UV_EXTRA_INDEX_URL",
+  "UV_DEFAULT_INDEX",
+];
 const CA_CANDIDATES = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE"];
 
 /**
@@ -110,7 +120,9 @@ const CA_CANDIDATES = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE"];
 export function buildNetworkSettings(env: NodeJS.ProcessEnv = process.env): { vars: Record<string, string>; caBundle?: string } {
   const vars: Record<string, string> = {};
   for (const key of BUILD_PASSTHROUGH) if (env[key]) vars[key] = env[key]!;
-  const caBundle = CA_CANDIDATES.map((k) => env[k]).find((v): v is string => Boolean(v)) ?? (existsSync("/etc/ssl/certs/ca-certificates.crt") ? "/etc/ssl/certs/ca-certificates.crt" : undefined);
+  const caBundle =
+    CA_CANDIDATES.map((k) => env[k]).find((v): v is string => Boolean(v)) ??
+    (existsSync("/etc/ssl/certs/ca-certificates.crt") ? "/etc/ssl/certs/ca-certificates.crt" : undefined);
   return { vars, caBundle };
 }
 
@@ -143,7 +155,11 @@ export function summariseBuildLog(output: string): string {
   });
   const step = stepAt >= 0 ? lines[stepAt]!.slice(STEP_MARKER.length).trim() : undefined;
   const after = lines.slice(stepAt + 1).filter((l) => l.trim());
-  const errors = after.filter((l) => /^\s*(×|╰─▶|error|ERROR|Error|hint|Because|And because|Caused by|help:)|No solution found|No matching distribution|Could not find a version|ModuleNotFoundError|ImportError|SyntaxError/.test(l));
+  const errors = after.filter((l) =>
+    /^\s*(×|╰─▶|error|ERROR|Error|hint|Because|And because|Caused by|help:)|No solution found|No matching distribution|Could not find a version|ModuleNotFoundError|ImportError|SyntaxError/.test(
+      l,
+    ),
+  );
   const shown = (errors.length ? errors : after.slice(-5)).slice(0, 12).map((l) => l.trim());
   return `${step ? `step '${step}' failed` : "the build failed"}: ${shown.join(" | ")}`;
 }
@@ -158,8 +174,14 @@ export function buildFailure(what: string, output: string, interrupted: boolean,
   const log = logPath ? ` (whole log: ${logPath})` : "";
   // No interpreter of the version, and no way to download one: a property of this setup, said plainly.
   const managed = /^step 'downloading a uv-managed Python ([\d.]+)'/.exec(summary);
-  if (managed && !interrupted && !lowSpace) throw new BuildFailed(`${what}: Python ${managed[1]} is not available here${pythons ? ` (${pythons})` : ""} and uv could not download a managed Python ${managed[1]} (no internet?): ${summary}${log}`);
-  if (interrupted || lowSpace || outputLooksTransient(output)) throw new InfrastructureFault(`${what} for a reason that may not recur${interrupted ? " (interrupted or timed out)" : ""}${lowSpace ? ` (${lowSpace})` : ""}: ${summary}${log}`);
+  if (managed && !interrupted && !lowSpace)
+    throw new BuildFailed(
+      `${what}: Python ${managed[1]} is not available here${pythons ? ` (${pythons})` : ""} and uv could not download a managed Python ${managed[1]} (no internet?): ${summary}${log}`,
+    );
+  if (interrupted || lowSpace || outputLooksTransient(output))
+    throw new InfrastructureFault(
+      `${what} for a reason that may not recur${interrupted ? " (interrupted or timed out)" : ""}${lowSpace ? ` (${lowSpace})` : ""}: ${summary}${log}`,
+    );
   throw new BuildFailed(`${what}: ${summary}${log}`);
 }
 
@@ -170,7 +192,8 @@ export function buildFailure(what: string, output: string, interrupted: boolean,
  * submission's own code could kill the run to have it called an infrastructure fault.
  */
 export function assertNotKilled(exitCode: number, signal?: string): void {
-  if (exitCode === 137 || exitCode === 143) throw new InfrastructureFault(`the test run was killed from outside (exit ${exitCode}${signal ? `, ${signal}` : ""}) before it finished`);
+  if (exitCode === 137 || exitCode === 143)
+    throw new InfrastructureFault(`the test run was killed from outside (exit ${exitCode}${signal ? `, ${signal}` : ""}) before it finished`);
 }
 
 /**

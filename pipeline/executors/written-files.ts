@@ -43,7 +43,8 @@ export async function writtenSince(dir: string, before: Snapshot): Promise<Writt
     }
     const content = (await readFile(full)).toString("base64");
     bytes += content.length;
-    if (bytes > MAX_WRITTEN_BYTES) throw new InfrastructureFault(`the run wrote more than ${MAX_WRITTEN_BYTES / 2 ** 20} MiB of files in its checkout, more than the queue carries back`);
+    if (bytes > MAX_WRITTEN_BYTES)
+      throw new InfrastructureFault(`the run wrote more than ${MAX_WRITTEN_BYTES / 2 ** 20} MiB of files in its checkout, more than the queue carries back`);
     files.push({ path, content_base64: content });
   }
   return files.sort((a, b) => (a.path < b.path ? -1 : 1));

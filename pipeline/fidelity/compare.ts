@@ -62,7 +62,12 @@ function sameTestSpeltDifferently(a: string, b: string): boolean {
  * Compares one of our sets (F2P or P2P, as SWE-bench ids) with the record's. Every difference is
  * classified from what our qualification saw of that test.
  */
-export function compareSet(ours: string[], theirs: string[], qualification: QualificationRecord, options: { theirOther?: string[]; failToPass?: boolean } = {}): SetComparison {
+export function compareSet(
+  ours: string[],
+  theirs: string[],
+  qualification: QualificationRecord,
+  options: { theirOther?: string[]; failToPass?: boolean } = {},
+): SetComparison {
   const toTheirs = (id: string) => normaliseTestId(swebenchTestId(qualification.test_runner, id));
   const ourIds = new Map(ours.map((id) => [toTheirs(id), id]));
   const theirIds = new Set(theirs.map(normaliseTestId));
@@ -97,8 +102,14 @@ export function compareSet(ours: string[], theirs: string[], qualification: Qual
   };
   return {
     agreement: agreementOf(new Set(ourIds.keys()), theirIds),
-    missing: [...theirIds].filter((t) => !ourIds.has(t)).sort().map((test) => ({ test, class: classifyMissing(test) })),
-    extra: [...ourIds.keys()].filter((t) => !theirIds.has(t)).sort().map((test) => ({ test, class: classifyExtra(test) })),
+    missing: [...theirIds]
+      .filter((t) => !ourIds.has(t))
+      .sort()
+      .map((test) => ({ test, class: classifyMissing(test) })),
+    extra: [...ourIds.keys()]
+      .filter((t) => !theirIds.has(t))
+      .sort()
+      .map((test) => ({ test, class: classifyExtra(test) })),
   };
 }
 

@@ -27,7 +27,8 @@ export const DEFECT_MEANINGS: Record<DefectKind, string> = {
   f2p_not_collected: "an F2P test the record names is never reported: it does not exist at that revision, or cannot be collected",
   p2p_fails: "a P2P test does not pass in every run, before or after the gold patch",
   p2p_not_collected: "a P2P test the record names is never reported",
-  malformed_id: "an id cut short (SWE-bench's log parser cut parametrized ids at their first space) or embedding a path of the machine that ran it; the test(s) it stands for are named",
+  malformed_id:
+    "an id cut short (SWE-bench's log parser cut parametrized ids at their first space) or embedding a path of the machine that ran it; the test(s) it stands for are named",
   f2p_set_differs: "the tests that fail before and pass after the gold patch here are not the record's F2P list",
 };
 
@@ -63,7 +64,13 @@ function statusesOf(q: QualificationRecord, test: string, state: "before" | "aft
  * state, by `qualify`): every defect of the record, each with the tests it concerns, sorted.
  */
 export function auditRecord(record: RecordClaims, q: QualificationRecord | undefined, notRun?: NotRequalified): RecordAudit {
-  if (!q) return { instance_id: record.id, repo: record.repo, requalified: false, defects: [{ kind: "not_requalified", tests: [], detail: notRun ? `${notRun.reason}: ${notRun.message.split("\n")[0]!.slice(0, 400)}` : "not qualified" }] };
+  if (!q)
+    return {
+      instance_id: record.id,
+      repo: record.repo,
+      requalified: false,
+      defects: [{ kind: "not_requalified", tests: [], detail: notRun ? `${notRun.reason}: ${notRun.message.split("\n")[0]!.slice(0, 400)}` : "not qualified" }],
+    };
   // Our ids as the record spells them (sympy's are bare names), and the cut forms several may share.
   const spelt = (id: string) => swebenchTestId(q.test_runner, id);
   const ours = new Map(q.designated_tests.map((id) => [spelt(id), id]));
@@ -118,10 +125,16 @@ export function auditRecord(record: RecordClaims, q: QualificationRecord | undef
     .map(([kind, tests]) => {
       const sorted = [...tests].sort();
       const detail =
-        kind === "malformed_id" ? sorted.map((t) => `${t} → ${notes.get(t)}`).join("; ")
-        : kind === "f2p_set_differs" ? `${missing.length} of the record's F2P are not F2P here, ${extra.length} F2P here are not the record's`
-        : RUN_DETAIL.has(kind) ? sorted.map((t) => `${t}: ${describeRuns(q, resolveId(t, ours, cutForms))}`).join("; ").slice(0, 2000)
-        : DEFECT_MEANINGS[kind];
+        kind === "malformed_id"
+          ? sorted.map((t) => `${t} → ${notes.get(t)}`).join("; ")
+          : kind === "f2p_set_differs"
+            ? `${missing.length} of the record's F2P are not F2P here, ${extra.length} F2P here are not the record's`
+            : RUN_DETAIL.has(kind)
+              ? sorted
+                  .map((t) => `${t}: ${describeRuns(q, resolveId(t, ours, cutForms))}`)
+                  .join("; ")
+                  .slice(0, 2000)
+              : DEFECT_MEANINGS[kind];
       return { kind, tests: sorted, detail };
     })
     .sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));

@@ -49,14 +49,18 @@ export function sampleEras(profile: RepoProfile, lines: TaskLine[], sample: numb
   const eras = new Map<string, { python: string; all: TaskLine[]; sampled: TaskLine[] }>();
   for (const line of lines.filter((l) => l.repo === profile.repo)) {
     const recipe = recipeFor(profile, { id: line.instance_id, ...(line.version ? { version: line.version } : {}) });
-    const overrides = profile.environment_overrides.flatMap((o, i) => (o.tasks.includes(line.instance_id) || (line.version !== undefined && o.versions.includes(line.version)) ? [`override ${i + 1}`] : []));
+    const overrides = profile.environment_overrides.flatMap((o, i) =>
+      o.tasks.includes(line.instance_id) || (line.version !== undefined && o.versions.includes(line.version)) ? [`override ${i + 1}`] : [],
+    );
     const era = `version ${line.version ?? "(none)"}, ${overrides.length ? overrides.join(" + ") : "base recipe"}`;
     const entry = eras.get(era) ?? { python: recipe.python, all: [], sampled: [] };
     entry.all.push(line);
     eras.set(era, entry);
   }
   for (const entry of eras.values()) {
-    const ordered = [...entry.all].sort((a, b) => ((a.created_at ?? "") < (b.created_at ?? "") ? -1 : (a.created_at ?? "") > (b.created_at ?? "") ? 1 : a.instance_id < b.instance_id ? -1 : 1));
+    const ordered = [...entry.all].sort((a, b) =>
+      (a.created_at ?? "") < (b.created_at ?? "") ? -1 : (a.created_at ?? "") > (b.created_at ?? "") ? 1 : a.instance_id < b.instance_id ? -1 : 1,
+    );
     const count = Math.min(sample, ordered.length);
     const picks = new Set(Array.from({ length: count }, (_, i) => (count === 1 ? 0 : Math.round((i * (ordered.length - 1)) / (count - 1)))));
     entry.sampled = [...picks].map((i) => ordered[i]!);
@@ -70,14 +74,16 @@ export function sampleEras(profile: RepoProfile, lines: TaskLine[], sample: numb
  */
 export async function checkProfile(options: RepoCheckOptions): Promise<EraCheck[]> {
   const profile = readProfile(options.profile);
-  const lines = readFileSync(options.tasks, "utf8").split("\n").flatMap((line, index) => {
-    if (!line.trim()) return [];
-    try {
-      return [JSON.parse(line) as TaskLine];
-    } catch {
-      throw new InputError(`${options.tasks}: line ${index + 1}: not JSON`);
-    }
-  });
+  const lines = readFileSync(options.tasks, "utf8")
+    .split("\n")
+    .flatMap((line, index) => {
+      if (!line.trim()) return [];
+      try {
+        return [JSON.parse(line) as TaskLine];
+      } catch {
+        throw new InputError(`${options.tasks}: line ${index + 1}: not JSON`);
+      }
+    });
   const eras = sampleEras(profile, lines, options.sample);
   if (!eras.size) throw new InputError(`${options.tasks}: no task of ${profile.repo} (field repo)`);
   // The profile alone, as the pipeline will load it.
@@ -86,13 +92,28 @@ export async function checkProfile(options: RepoCheckOptions): Promise<EraCheck[
   mkdirSync(profiles, { recursive: true });
   writeFileSync(join(profiles, basename(options.profile)), readFileSync(options.profile, "utf8"));
   const sampled = [...eras.values()].flatMap((e) => e.sampled.map((t) => t.instance_id));
-  const result = await measureFidelity({ stages: options.stages, records: options.tasks, profilesDir: profiles, workDir, executor: options.executor, redis: options.redis, runs: 1, jobs: options.jobs, tasks: sampled, ...(options.mirrors ? { mirrors: options.mirrors } : {}), ...(options.pythonDownloads ? { pythonDownloads: options.pythonDownloads } : {}), log: options.log });
+  const result = await measureFidelity({
+    stages: options.stages,
+    records: options.tasks,
+    profilesDir: profiles,
+    workDir,
+    executor: options.executor,
+    redis: options.redis,
+    runs: 1,
+    jobs: options.jobs,
+    tasks: sampled,
+    ...(options.mirrors ? { mirrors: options.mirrors } : {}),
+    ...(options.pythonDownloads ? { pythonDownloads: options.pythonDownloads } : {}),
+    log: options.log,
+  });
   const byTask = new Map(result.tasks.map((t) => [t.task, t]));
   return [...eras].map(([era, entry]) => ({
     era,
     python: entry.python,
     tasks: entry.all.length,
-    sampled: entry.sampled.map((t) => byTask.get(t.instance_id) ?? { task: t.instance_id, environment: { built: false, reason: "not_run", message: "not qualified" } }),
+    sampled: entry.sampled.map(
+      (t) => byTask.get(t.instance_id) ?? { task: t.instance_id, environment: { built: false, reason: "not_run", message: "not qualified" } },
+    ),
   }));
 }
 
@@ -103,10 +124,15 @@ export const works = (t: TaskFidelity) => t.environment.built && explained(t);
 export function formatProfileCheck(repo: string, eras: EraCheck[]): string {
   const lines = [`${repo}: ${eras.length} era(s)`];
   for (const era of eras) {
-    lines.push(`  ${era.era} (Python ${era.python}; ${era.tasks} task(s), ${era.sampled.length} checked): ${era.sampled.every(works) ? "works" : "DOES NOT WORK"}`);
+    lines.push(
+      `  ${era.era} (Python ${era.python}; ${era.tasks} task(s), ${era.sampled.length} checked): ${era.sampled.every(works) ? "works" : "DOES NOT WORK"}`,
+    );
     for (const t of era.sampled) {
       if (!t.environment.built) lines.push(`    ${t.task}: not qualified: ${t.environment.reason}: ${t.environment.message.split("\n")[0]!.slice(0, 300)}`);
-      else lines.push(`    ${t.task}: environment built; F2P ${t.failToPass!.agreement}${explained(t) ? "" : " (a difference of class 'other': look at it)"}; P2P ${t.passToPass!.agreement}${t.kept ? "" : "; rejected"}`);
+      else
+        lines.push(
+          `    ${t.task}: environment built; F2P ${t.failToPass!.agreement}${explained(t) ? "" : " (a difference of class 'other': look at it)"}; P2P ${t.passToPass!.agreement}${t.kept ? "" : "; rejected"}`,
+        );
     }
   }
   return lines.join("\n") + "\n";

@@ -5,7 +5,6 @@ import { auditRecord, DEFECT_MEANINGS } from "./defects.ts";
 import { DefectKind, RequalifyReport } from "../schemas/requalify.ts";
 import { type FidelityOptions, qualifyRecords } from "./run.ts";
 
-
 /** What requalify takes: what fidelity does, with the file named `swebench`. */
 export type RequalifyOptions = Omit<FidelityOptions, "records"> & { swebench: string };
 
@@ -18,16 +17,29 @@ export type RequalifyOptions = Omit<FidelityOptions, "records"> & { swebench: st
 export async function requalify(options: RequalifyOptions): Promise<RequalifyReport> {
   const { swebench, ...rest } = options;
   const { candidates, qualifications, rejects } = await qualifyRecords({ ...rest, records: swebench });
-  const audited = candidates.map((c) => auditRecord({ id: c.id, repo: c.repo, failToPass: c.upstream_fail_to_pass, passToPass: c.upstream_pass_to_pass }, qualifications.get(c.id), rejects.get(c.id)));
+  const audited = candidates.map((c) =>
+    auditRecord(
+      { id: c.id, repo: c.repo, failToPass: c.upstream_fail_to_pass, passToPass: c.upstream_pass_to_pass },
+      qualifications.get(c.id),
+      rejects.get(c.id),
+    ),
+  );
   // Records mine could not read are in the report too, with why.
   const seen = new Set(audited.map((a) => a.instance_id));
   for (const [id, reject] of rejects) {
-    if (!seen.has(id) && (!options.tasks?.length || options.tasks.includes(id))) audited.push(auditRecord({ id, repo: "", failToPass: [], passToPass: [] }, undefined, reject));
+    if (!seen.has(id) && (!options.tasks?.length || options.tasks.includes(id)))
+      audited.push(auditRecord({ id, repo: "", failToPass: [], passToPass: [] }, undefined, reject));
   }
   audited.sort((a, b) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0));
   const byKind = Object.fromEntries(DefectKind.options.map((kind) => [kind, audited.filter((a) => a.defects.some((d) => d.kind === kind)).length]));
   // The report names what ran the tests: through the queue, its workers' Docker executor.
-  return RequalifyReport.parse({ source: options.swebench, runs_per_state: options.runs, executor: options.executor === "queue" ? "docker" : options.executor, records: audited, by_kind: byKind });
+  return RequalifyReport.parse({
+    source: options.swebench,
+    runs_per_state: options.runs,
+    executor: options.executor === "queue" ? "docker" : options.executor,
+    records: audited,
+    by_kind: byKind,
+  });
 }
 
 /** The defects report as Markdown: what each kind means and how many records have it, then record by record. */
@@ -46,14 +58,27 @@ export function renderRequalifyMarkdown(report: RequalifyReport): string {
   for (const record of report.records) {
     lines.push("", `### ${record.instance_id}`, "");
     if (!record.defects.length) lines.push("No defect found.");
-    for (const defect of record.defects) lines.push(`- **${defect.kind}** (${defect.tests.length} test${defect.tests.length === 1 ? "" : "s"}): ${defect.detail.replaceAll("|", "\\|")}`);
+    for (const defect of record.defects)
+      lines.push(`- **${defect.kind}** (${defect.tests.length} test${defect.tests.length === 1 ? "" : "s"}): ${defect.detail.replaceAll("|", "\\|")}`);
   }
   return lines.join("\n") + "\n";
 }
 
 /** One row per record and defect (a record without any has one row, kind empty). */
 export function renderRequalifyCsv(report: RequalifyReport): string {
-  const rows = report.records.flatMap((r) => (r.defects.length ? r.defects.map((d) => ({ instance_id: r.instance_id, repo: r.repo, requalified: String(r.requalified), kind: d.kind, tests: d.tests.length, test_ids: d.tests.join(" ; "), detail: d.detail })) : [{ instance_id: r.instance_id, repo: r.repo, requalified: String(r.requalified), kind: "", tests: 0, test_ids: "", detail: "" }]));
+  const rows = report.records.flatMap((r) =>
+    r.defects.length
+      ? r.defects.map((d) => ({
+          instance_id: r.instance_id,
+          repo: r.repo,
+          requalified: String(r.requalified),
+          kind: d.kind,
+          tests: d.tests.length,
+          test_ids: d.tests.join(" ; "),
+          detail: d.detail,
+        }))
+      : [{ instance_id: r.instance_id, repo: r.repo, requalified: String(r.requalified), kind: "", tests: 0, test_ids: "", detail: "" }],
+  );
   return stringify(rows, { header: true, columns: ["instance_id", "repo", "requalified", "kind", "tests", "test_ids", "detail"] });
 }
 

@@ -56,7 +56,13 @@ export interface QualifiedRecords {
 export async function qualifyRecords(options: FidelityOptions): Promise<QualifiedRecords> {
   const workDir = resolve(options.workDir);
   mkdirSync(workDir, { recursive: true });
-  const settings = PipelineSettings.parse({ profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir), execution: withExecutionOverrides(ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }), { executor: options.executor, redis: options.redis }) });
+  const settings = PipelineSettings.parse({
+    profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir),
+    execution: withExecutionOverrides(
+      ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }),
+      { executor: options.executor, redis: options.redis },
+    ),
+  });
   // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.
   let records = resolve(options.records);
   if (options.tasks?.length) {
@@ -69,12 +75,24 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
         return undefined;
       }
     };
-    const lines = readFileSync(records, "utf8").split("\n").filter((line) => line.trim() && (idOf(line) === undefined || wanted.has(idOf(line)!)));
+    const lines = readFileSync(records, "utf8")
+      .split("\n")
+      .filter((line) => line.trim() && (idOf(line) === undefined || wanted.has(idOf(line)!)));
     records = join(workDir, "records.jsonl");
     await writeFileAtomic(records, lines.map((l) => `${l}\n`).join(""));
   }
   const stageConfigs = { mine: { swebench: [records] }, split: {}, qualify: { runs: options.runs } };
-  const engine = { workDir, baseDir: workDir, stages: options.stages, stageConfigs, settings, seed: "fidelity", name: "fidelity", log: options.log, progress: silentProgress };
+  const engine = {
+    workDir,
+    baseDir: workDir,
+    stages: options.stages,
+    stageConfigs,
+    settings,
+    seed: "fidelity",
+    name: "fidelity",
+    log: options.log,
+    progress: silentProgress,
+  };
   const metrics = join(workDir, "logs", "metrics.jsonl");
   mkdirSync(join(workDir, "logs"), { recursive: true });
   writeFileSync(metrics, "");
@@ -82,15 +100,22 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
 
   const store = new ArtifactStore(workDir);
   const candidates = (await store.readRecords("mine", "candidates")).records.map((r) => Candidate.parse(r));
-  const qualifications = new Map((await store.readRecords("qualify", "qualifications")).records.map((r) => QualificationRecord.parse(r)).map((q) => [q.task_id, q]));
+  const qualifications = new Map(
+    (await store.readRecords("qualify", "qualifications")).records.map((r) => QualificationRecord.parse(r)).map((q) => [q.task_id, q]),
+  );
   const rejects = new Map<string, Reject>();
   for (const stage of ["mine", "split", "qualify"] as const) {
     const stored = await store.readRecords(stage, "rejects").catch(() => ({ records: [] as unknown[] }));
     for (const r of stored.records.map((x) => Reject.parse(x))) rejects.set(r.record_id, r);
   }
   const environments = new Set([...qualifications.values()].map((q) => q.environment_key)).size;
-  const measured = readFileSync(metrics, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-  const builds = measured.filter((m) => m.stage === "qualify" && m.environment_built).map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
+  const measured = readFileSync(metrics, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const builds = measured
+    .filter((m) => m.stage === "qualify" && m.environment_built)
+    .map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
   return { candidates: candidates.filter((c) => !options.tasks?.length || options.tasks.includes(c.id)), qualifications, rejects, environments, builds };
 }
 
@@ -98,19 +123,19 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
 export async function measureFidelity(options: FidelityOptions): Promise<FidelityResult> {
   const { candidates, qualifications, rejects, environments, builds } = await qualifyRecords(options);
   const tasks: TaskFidelity[] = candidates.map((candidate) => {
-      const q = qualifications.get(candidate.id);
-      if (!q) {
-        const reject = rejects.get(candidate.id);
-        return { task: candidate.id, environment: { built: false, reason: reject?.reason ?? "not_run", message: reject?.message ?? "not qualified" } };
-      }
-      return {
-        task: candidate.id,
-        environment: { built: true },
-        kept: q.kept,
-        failToPass: compareSet(q.fail_to_pass, candidate.upstream_fail_to_pass, q, { theirOther: candidate.upstream_pass_to_pass, failToPass: true }),
-        passToPass: compareSet(q.pass_to_pass, candidate.upstream_pass_to_pass, q, { theirOther: candidate.upstream_fail_to_pass }),
-      };
-    });
+    const q = qualifications.get(candidate.id);
+    if (!q) {
+      const reject = rejects.get(candidate.id);
+      return { task: candidate.id, environment: { built: false, reason: reject?.reason ?? "not_run", message: reject?.message ?? "not qualified" } };
+    }
+    return {
+      task: candidate.id,
+      environment: { built: true },
+      kept: q.kept,
+      failToPass: compareSet(q.fail_to_pass, candidate.upstream_fail_to_pass, q, { theirOther: candidate.upstream_pass_to_pass, failToPass: true }),
+      passToPass: compareSet(q.pass_to_pass, candidate.upstream_pass_to_pass, q, { theirOther: candidate.upstream_fail_to_pass }),
+    };
+  });
   return { tasks, environments, builds };
 }
 
@@ -134,7 +159,8 @@ function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, w
 /** The report a maintainer reads: a line per task, then the totals. */
 export function formatFidelity(result: FidelityResult): string {
   const lines: string[] = [];
-  const differences = (c: TaskFidelity["failToPass"]) => (c ? [...c.missing.map((d) => `-${d.test} [${d.class}]`), ...c.extra.map((d) => `+${d.test} [${d.class}]`)] : []);
+  const differences = (c: TaskFidelity["failToPass"]) =>
+    c ? [...c.missing.map((d) => `-${d.test} [${d.class}]`), ...c.extra.map((d) => `+${d.test} [${d.class}]`)] : [];
   for (const t of result.tasks) {
     if (!t.environment.built) {
       lines.push(`${t.task}: not qualified: ${t.environment.reason}: ${t.environment.message.split("\n")[0]!.slice(0, 400)}`);
@@ -154,7 +180,9 @@ export function formatFidelity(result: FidelityResult): string {
   lines.push("");
   lines.push(`tasks: ${n}; qualified (environment built and every run reported): ${built.length}/${n}; kept: ${built.filter((t) => t.kept).length}`);
   const agreements: Agreement[] = ["exact", "subset", "superset", "overlap", "disjoint"];
-  lines.push(`F2P: ${agreements.map((a) => `${a} ${count("failToPass", a)}`).join(", ")}; exact or every difference explained: ${built.filter(explained).length}/${n}`);
+  lines.push(
+    `F2P: ${agreements.map((a) => `${a} ${count("failToPass", a)}`).join(", ")}; exact or every difference explained: ${built.filter(explained).length}/${n}`,
+  );
   lines.push(`P2P: ${agreements.map((a) => `${a} ${count("passToPass", a)}`).join(", ")}`);
   lines.push(`F2P differences by class: ${[...classes].map(([c, k]) => `${c} ${k}`).join(", ") || "none"}`);
   const notBuilt = new Map<string, number>();
@@ -162,6 +190,8 @@ export function formatFidelity(result: FidelityResult): string {
   if (notBuilt.size) lines.push(`not qualified, by reason: ${[...notBuilt].map(([r, k]) => `${r} ${k}`).join(", ")}`);
   const timed = result.builds.filter((b) => b.seconds !== undefined);
   const seconds = timed.reduce((s, b) => s + b.seconds!, 0);
-  lines.push(`environments: ${result.environments} distinct; layers built by this run: ${result.builds.length}${timed.length ? `, ${(seconds / timed.length).toFixed(1)} s per build, ${(seconds / 60).toFixed(1)} min in all` : ""}`);
+  lines.push(
+    `environments: ${result.environments} distinct; layers built by this run: ${result.builds.length}${timed.length ? `, ${(seconds / timed.length).toFixed(1)} s per build, ${(seconds / 60).toFixed(1)} min in all` : ""}`,
+  );
   return lines.join("\n") + "\n";
 }

@@ -2,9 +2,6 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { DEBIAN_FOR_PYTHON } from "../executors/docker.ts";
 import { git } from "../git.ts";
 
-
-
-
 import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
 import { InputError } from "../validation.ts";
@@ -31,7 +28,9 @@ const DOCS_DIR_NAMES = ["docs", "doc", "documentation"];
 const SKIP_DIRS = new Set([".git", ".tox", ".nox", "node_modules", ".venv", "venv", "build", "dist", "__pycache__", ".eggs"]);
 const TEST_EXTRAS = ["test", "tests", "testing", "dev"];
 /** The Python versions an executor can give without downloading one: Debian's (docker executor). */
-const OFFERED_PYTHONS = Object.keys(DEBIAN_FOR_PYTHON).map((v) => Number(v.split(".")[1])).sort((a, b) => a - b);
+const OFFERED_PYTHONS = Object.keys(DEBIAN_FOR_PYTHON)
+  .map((v) => Number(v.split(".")[1]))
+  .sort((a, b) => a - b);
 
 /** The files of one revision of the repository: the working tree of a clone, or a commit in it. */
 interface SourceTree {
@@ -45,7 +44,10 @@ function workingTree(root: string): SourceTree {
   return {
     label: "the working tree",
     read: (path) => (existsSync(join(root, path)) && statSync(join(root, path)).isFile() ? readFileSync(join(root, path), "utf8") : undefined),
-    list: (dir) => (existsSync(join(root, dir)) && statSync(join(root, dir)).isDirectory() ? readdirSync(join(root, dir), { withFileTypes: true }).map((e) => ({ name: e.name, dir: e.isDirectory() })) : []),
+    list: (dir) =>
+      existsSync(join(root, dir)) && statSync(join(root, dir)).isDirectory()
+        ? readdirSync(join(root, dir), { withFileTypes: true }).map((e) => ({ name: e.name, dir: e.isDirectory() }))
+        : [],
   };
 }
 
@@ -122,8 +124,11 @@ function pythonVersion(texts: string[], notes: string[], where: string): string 
     return "3.11";
   }
   const newest = minors.at(-1)!;
-  const offered = OFFERED_PYTHONS.filter((m) => m <= newest && m >= minors[0]!).at(-1) ?? OFFERED_PYTHONS.find((m) => m >= minors[0]!) ?? OFFERED_PYTHONS.at(-1)!;
-  notes.push(`${where}: python 3.${offered}: ${source} name 3.${minors.join(", 3.")}; the executors offer 3.${OFFERED_PYTHONS.join(", 3.")} without a download${minors.includes(offered) ? "" : ` (3.${offered} is not among them: check the suite runs on it, or use a uv-managed Python on a machine with internet)`}`);
+  const offered =
+    OFFERED_PYTHONS.filter((m) => m <= newest && m >= minors[0]!).at(-1) ?? OFFERED_PYTHONS.find((m) => m >= minors[0]!) ?? OFFERED_PYTHONS.at(-1)!;
+  notes.push(
+    `${where}: python 3.${offered}: ${source} name 3.${minors.join(", 3.")}; the executors offer 3.${OFFERED_PYTHONS.join(", 3.")} without a download${minors.includes(offered) ? "" : ` (3.${offered} is not among them: check the suite runs on it, or use a uv-managed Python on a machine with internet)`}`,
+  );
   return `3.${offered}`;
 }
 
@@ -138,7 +143,18 @@ function testExtra(pyproject: string, setupCfg: string, setupPy: string): string
 }
 
 function requirementFiles(tree: SourceTree): string[] {
-  const candidates = ["requirements-test.txt", "requirements-tests.txt", "test-requirements.txt", "requirements_test.txt", "requirements-dev.txt", "requirements_dev.txt", "requirements/test.txt", "requirements/tests.txt", "requirements/testing.txt", "requirements/dev.txt"];
+  const candidates = [
+    "requirements-test.txt",
+    "requirements-tests.txt",
+    "test-requirements.txt",
+    "requirements_test.txt",
+    "requirements-dev.txt",
+    "requirements_dev.txt",
+    "requirements/test.txt",
+    "requirements/tests.txt",
+    "requirements/testing.txt",
+    "requirements/dev.txt",
+  ];
   return candidates.filter((c) => tree.read(c) !== undefined);
 }
 
@@ -160,7 +176,9 @@ function draftRecipe(tree: SourceTree, notes: string[]): EnvironmentRecipeInput 
   const extra = testExtra(pyproject, setupCfg, setupPy);
   const reqs = requirementFiles(tree);
   const runner = testRunner(tree, packageRoots(tree));
-  notes.push(`${where}: installs the repository (editable${extra ? `, extra '${extra}'` : ""})${reqs.length ? ` and ${reqs.join(", ")}` : ""}; test runner ${runner}`);
+  notes.push(
+    `${where}: installs the repository (editable${extra ? `, extra '${extra}'` : ""})${reqs.length ? ` and ${reqs.join(", ")}` : ""}; test runner ${runner}`,
+  );
   const toxCommand = /^\s*commands\s*=\s*(.*pytest.*)$/m.exec(toxIni)?.[1]?.trim();
   if (toxCommand) notes.push(`${where}: tox runs '${toxCommand}'; the repository's pytest configuration is kept, put extra options in test_options`);
   return { python, project: { editable: true, extras: extra ? [extra] : [] }, requirements_files: reqs, test_runner: runner };
@@ -176,7 +194,11 @@ function draftClassification(tree: SourceTree, notes: string[]): NonNullable<Rep
   const overrides: NonNullable<RepoProfileInput["classification"]>["overrides"] = [];
   // A package directory called test/testing (django.test, numpy.testing) is public API, not tests.
   for (const dir of testDirs) {
-    if (tree.read(`${dir}/__init__.py`) !== undefined && roots.some((r) => dir.startsWith(r + "/")) && !tree.list(dir).some((f) => !f.dir && /^test_.*\.py$/.test(f.name))) {
+    if (
+      tree.read(`${dir}/__init__.py`) !== undefined &&
+      roots.some((r) => dir.startsWith(r + "/")) &&
+      !tree.list(dir).some((f) => !f.dir && /^test_.*\.py$/.test(f.name))
+    ) {
       overrides!.push({ globs: [`${dir}/**`], class: "source", why: `${dir} is a package module without test_*.py files (public testing helpers)` });
       notes.push(`${dir} looks like library code named like a test directory; classified as source by an override`);
     }
@@ -195,7 +217,10 @@ function draftClassification(tree: SourceTree, notes: string[]): NonNullable<Rep
  * other era is an override, by SWE-bench version when its tasks' versions are theirs alone, else
  * by task id.
  */
-function recipesByEra(eras: { tasks: DraftTask[]; recipe: EnvironmentRecipeInput }[]): { environment: EnvironmentRecipeInput; overrides: RepoProfileInput["environment_overrides"] } {
+function recipesByEra(eras: { tasks: DraftTask[]; recipe: EnvironmentRecipeInput }[]): {
+  environment: EnvironmentRecipeInput;
+  overrides: RepoProfileInput["environment_overrides"];
+} {
   const groups = new Map<string, { tasks: DraftTask[]; recipe: EnvironmentRecipeInput }>();
   for (const era of eras) {
     const key = JSON.stringify(era.recipe);
@@ -210,9 +235,16 @@ function recipesByEra(eras: { tasks: DraftTask[]; recipe: EnvironmentRecipeInput
   for (const group of ordered) {
     if (group === base) continue;
     const versions = [...new Set(group.tasks.map((t) => t.version))] as (string | undefined)[];
-    const theirsAlone = versions.every((v) => v !== undefined) && ordered.every((g) => g === group || g.tasks.every((t) => !versions.includes(t.version as string)));
-    const patch = Object.fromEntries(Object.entries(group.recipe).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify((base.recipe as Record<string, unknown>)[k])));
-    overrides.push({ ...(theirsAlone ? { versions: versions as string[] } : { tasks: group.tasks.map((t) => t.id).sort() }), recipe: patch, why: `drafted from ${group.tasks.map((t) => t.baseCommit.slice(0, 12)).join(", ")}` });
+    const theirsAlone =
+      versions.every((v) => v !== undefined) && ordered.every((g) => g === group || g.tasks.every((t) => !versions.includes(t.version as string)));
+    const patch = Object.fromEntries(
+      Object.entries(group.recipe).filter(([k, v]) => JSON.stringify(v) !== JSON.stringify((base.recipe as Record<string, unknown>)[k])),
+    );
+    overrides.push({
+      ...(theirsAlone ? { versions: versions as string[] } : { tasks: group.tasks.map((t) => t.id).sort() }),
+      recipe: patch,
+      why: `drafted from ${group.tasks.map((t) => t.baseCommit.slice(0, 12)).join(", ")}`,
+    });
   }
   return { environment: base.recipe, overrides };
 }
@@ -223,7 +255,11 @@ function recipesByEra(eras: { tasks: DraftTask[]; recipe: EnvironmentRecipeInput
  * every one between: a recipe is drafted per base revision) instead of the working tree, since
  * a repository's HEAD says little about how it was built years ago.
  */
-export async function draftProfile(repo: string, clonePath: string, options: { out?: string; force?: boolean; tasks?: DraftTask[] } = {}): Promise<DraftResult> {
+export async function draftProfile(
+  repo: string,
+  clonePath: string,
+  options: { out?: string; force?: boolean; tasks?: DraftTask[] } = {},
+): Promise<DraftResult> {
   const repoName: RepoNameT = RepoName.parse(repo);
   const root = resolve(clonePath);
   if (!existsSync(root) || !statSync(root).isDirectory()) throw new InputError(`--clone ${clonePath}: not a directory`);
@@ -240,7 +276,9 @@ export async function draftProfile(repo: string, clonePath: string, options: { o
       dated.push({ task, date: date.trim() });
     }
     dated.sort((a, b) => (a.date < b.date ? -1 : a.date > b.date ? 1 : 0));
-    notes.push(`read at the base revisions of ${options.tasks.length} task(s), from ${dated[0]!.task.baseCommit.slice(0, 12)} (${dated[0]!.date.slice(0, 10)}) to ${dated.at(-1)!.task.baseCommit.slice(0, 12)} (${dated.at(-1)!.date.slice(0, 10)})`);
+    notes.push(
+      `read at the base revisions of ${options.tasks.length} task(s), from ${dated[0]!.task.baseCommit.slice(0, 12)} (${dated[0]!.date.slice(0, 10)}) to ${dated.at(-1)!.task.baseCommit.slice(0, 12)} (${dated.at(-1)!.date.slice(0, 10)})`,
+    );
     const eras: { tasks: DraftTask[]; recipe: EnvironmentRecipeInput }[] = [];
     const trees = new Map<string, SourceTree>();
     for (const { task } of dated) {
@@ -289,7 +327,10 @@ export function readDraftTasks(file: string): DraftTask[] {
         throw new InputError(`${file}: line ${number}: not valid JSON (${(error as Error).message})`);
       }
       const id = raw.instance_id ?? raw.task_id ?? raw.id;
-      if (typeof id !== "string" || typeof raw.base_commit !== "string") throw new InputError(`${file}: line ${number}: field ${typeof id !== "string" ? "instance_id" : "base_commit"}: missing (expected a SWE-bench record or a split record)`);
+      if (typeof id !== "string" || typeof raw.base_commit !== "string")
+        throw new InputError(
+          `${file}: line ${number}: field ${typeof id !== "string" ? "instance_id" : "base_commit"}: missing (expected a SWE-bench record or a split record)`,
+        );
       return { id, baseCommit: raw.base_commit, ...(typeof raw.version === "string" ? { version: raw.version } : {}) };
     });
 }

@@ -20,7 +20,9 @@ export function effectiveAsOf(tasksAsOf: string | null, notBefore: string | null
  * and a version share one environment, and a 2023 task does not get 2019's dependencies because
  * its recipe is the same as an old task's. Tasks without a version group by recipe alone.
  */
-export function planEnvironments<T extends { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null; version?: string }>(tasks: T[]): Map<string, EnvironmentSpec> {
+export function planEnvironments<T extends { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null; version?: string }>(
+  tasks: T[],
+): Map<string, EnvironmentSpec> {
   const groupOf = (task: T) => hashValue({ repo: task.repo, recipe: task.recipe, version: task.version ?? null });
   const earliest = new Map<string, { repo: string; recipe: EnvironmentRecipe; asOf: string | null }>();
   for (const task of tasks) {
@@ -43,7 +45,12 @@ export function planEnvironments<T extends { id: string; repo: string; recipe: E
  * from what the executor offers, as of the earliest PR sharing it; or, for a task whose recipe
  * accepts no Python the executor has, why not (in `unavailable`).
  */
-export function environmentsForTasks(splits: SplitChange[], candidates: Map<string, Candidate>, profiles: Map<string, LoadedProfile>, offer: PythonOffer): { environments: Map<string, EnvironmentSpec>; unavailable: Map<string, NoAcceptedPython> } {
+export function environmentsForTasks(
+  splits: SplitChange[],
+  candidates: Map<string, Candidate>,
+  profiles: Map<string, LoadedProfile>,
+  offer: PythonOffer,
+): { environments: Map<string, EnvironmentSpec>; unavailable: Map<string, NoAcceptedPython> } {
   const unavailable = new Map<string, NoAcceptedPython>();
   const planned: { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null; version?: string }[] = [];
   for (const s of splits) {

@@ -8,22 +8,38 @@ import { readProfile } from "./load.ts";
 
 /** The profiles a command names: files, or every `*.json` of a directory. */
 export function profileFiles(paths: string[]): string[] {
-  return paths.flatMap((path) => (statSync(path).isDirectory() ? readdirSync(path).filter((f) => f.endsWith(".json")).sort().map((f) => join(path, f)) : [path]));
+  return paths.flatMap((path) =>
+    statSync(path).isDirectory()
+      ? readdirSync(path)
+          .filter((f) => f.endsWith(".json"))
+          .sort()
+          .map((f) => join(path, f))
+      : [path],
+  );
 }
 
 /** Records of SWE-bench-family files (JSON Lines), for the eras and dates they give; a bad line names its file and line. */
 export function readLintRecords(files: string[]): LintRecord[] {
   return files.flatMap((file) =>
-    readFileSync(file, "utf8").split("\n").flatMap((line, index) => {
-      if (!line.trim()) return [];
-      try {
-        const r = JSON.parse(line) as Record<string, unknown>;
-        if (typeof r.instance_id !== "string" || typeof r.repo !== "string") throw new Error("no instance_id or repo");
-        return [{ instance_id: r.instance_id, repo: r.repo, ...(typeof r.version === "string" ? { version: r.version } : {}), ...(typeof r.created_at === "string" ? { created_at: r.created_at } : {}) }];
-      } catch (error) {
-        throw new InputError(`${file}: line ${index + 1}: not a SWE-bench record (${(error as Error).message})`);
-      }
-    }),
+    readFileSync(file, "utf8")
+      .split("\n")
+      .flatMap((line, index) => {
+        if (!line.trim()) return [];
+        try {
+          const r = JSON.parse(line) as Record<string, unknown>;
+          if (typeof r.instance_id !== "string" || typeof r.repo !== "string") throw new Error("no instance_id or repo");
+          return [
+            {
+              instance_id: r.instance_id,
+              repo: r.repo,
+              ...(typeof r.version === "string" ? { version: r.version } : {}),
+              ...(typeof r.created_at === "string" ? { created_at: r.created_at } : {}),
+            },
+          ];
+        } catch (error) {
+          throw new InputError(`${file}: line ${index + 1}: not a SWE-bench record (${(error as Error).message})`);
+        }
+      }),
   );
 }
 

@@ -16,7 +16,8 @@ export const LINT_RULES = {
   "pin-vs-requirement": "a pin outside the version range a requirement of the same recipe asks for",
   "pin-not-on-pypi": "a pinned version PyPI does not have",
   "python-not-offered": "a recipe whose every accepted Python needs a download the executors cannot make offline: add a fallback they offer",
-  "override-never-applies": "an override naming a version no record has and that is no release line of the project (X.Y, or the development line after a released X.(Y-1)), a task no record is, or a Python no era accepts",
+  "override-never-applies":
+    "an override naming a version no record has and that is no release line of the project (X.Y, or the development line after a released X.(Y-1)), a task no record is, or a Python no era accepts",
   "no-release-as-of": "a requirement with no release satisfying it (for the Python of the recipe) as of the era's date: uv finds no solution",
   "unknown-project": "a requirement or pin of a project PyPI does not know",
 } as const;
@@ -68,7 +69,11 @@ interface Era {
 /** The eras to check: each version a record has or an override names, each task an override names, and the base recipe. */
 function erasOf(profile: RepoProfile, records: LintRecord[]): Era[] {
   const mine = records.filter((r) => r.repo === profile.repo);
-  const earliest = (rs: LintRecord[]) => rs.map((r) => r.created_at).filter((d): d is string => Boolean(d)).sort()[0] ?? null;
+  const earliest = (rs: LintRecord[]) =>
+    rs
+      .map((r) => r.created_at)
+      .filter((d): d is string => Boolean(d))
+      .sort()[0] ?? null;
   const versions = new Set<string | undefined>([undefined, ...mine.map((r) => r.version), ...profile.environment_overrides.flatMap((o) => o.versions)]);
   const eras: Era[] = [...versions].map((version) => ({
     label: version === undefined ? "the base recipe" : `version ${version}`,
@@ -96,7 +101,8 @@ export async function lintProfile(file: string, profile: RepoProfile, options: L
       throw error;
     }
   };
-  const unreachable = (field: string, what: string) => add(field, "unknown-project", `${what} could not be checked: PyPI could not be asked (see the message above); run the lint again`);
+  const unreachable = (field: string, what: string) =>
+    add(field, "unknown-project", `${what} could not be checked: PyPI could not be asked (see the message above); run the lint again`);
 
   const eras = erasOf(profile, options.records);
   const everAccepted = new Set<string>();
@@ -104,7 +110,11 @@ export async function lintProfile(file: string, profile: RepoProfile, options: L
     const accepted = acceptedPythons(profile, era.task);
     accepted.forEach((p) => everAccepted.add(p));
     if (!accepted.some((p) => options.offered.includes(p))) {
-      add(fieldSource(profile, era.task, accepted[0]!, "python"), "python-not-offered", `${era.label} accepts Python ${accepted.join(", ")}; the executors offer ${options.offered.join(", ")} without a download, so offline it can never be built: add one of those as a fallback`);
+      add(
+        fieldSource(profile, era.task, accepted[0]!, "python"),
+        "python-not-offered",
+        `${era.label} accepts Python ${accepted.join(", ")}; the executors offer ${options.offered.join(", ")} without a download, so offline it can never be built: add one of those as a fallback`,
+      );
     }
     for (const python of accepted) await lintRecipe(profile, era, python, recipeFor(profile, era.task, python), options, add, pypi, unreachable);
   }
@@ -131,14 +141,33 @@ interface RecipeContext {
   unreachable: (field: string, what: string) => void;
 }
 
-async function lintRecipe(profile: RepoProfile, era: Era, python: string, recipe: EnvironmentRecipe, options: LintOptions, add: Add, pypi: Ask, unreachable: (field: string, what: string) => void): Promise<void> {
+async function lintRecipe(
+  profile: RepoProfile,
+  era: Era,
+  python: string,
+  recipe: EnvironmentRecipe,
+  options: LintOptions,
+  add: Add,
+  pypi: Ask,
+  unreachable: (field: string, what: string) => void,
+): Promise<void> {
   const pins = new Map<string, string[]>();
   for (const pin of recipe.pins) {
     const [name, version] = pin.split("==") as [string, string];
     const key = normaliseName(name.replace(/\[.*\]$/, ""));
     pins.set(key, [...(pins.get(key) ?? []), version]);
   }
-  const context: RecipeContext = { era, python, recipe, where: (field) => fieldSource(profile, era.task, python, field), on: `${era.label} on Python ${python}`, pins, add, pypi, unreachable };
+  const context: RecipeContext = {
+    era,
+    python,
+    recipe,
+    where: (field) => fieldSource(profile, era.task, python, field),
+    on: `${era.label} on Python ${python}`,
+    pins,
+    add,
+    pypi,
+    unreachable,
+  };
   lintPinsAgainstRequirements(context);
   await lintPinsOnPypi(context);
   await lintRequirementsAsOf(context);
@@ -149,7 +178,11 @@ function lintPinsAgainstRequirements({ recipe, where, on, pins, add }: RecipeCon
   for (const [name, versions] of pins) {
     if (new Set(versions).size > 1) add(where("pins"), "pin-twice", `${on}: ${name} is pinned to ${[...new Set(versions)].join(" and ")}`);
   }
-  const requirementSets: [keyof EnvironmentRecipe | "runner", string[]][] = [["build_tools", recipe.build_tools.requirements], ["pip_requirements", recipe.pip_requirements], ["runner", runnerRequirements(recipe)]];
+  const requirementSets: [keyof EnvironmentRecipe | "runner", string[]][] = [
+    ["build_tools", recipe.build_tools.requirements],
+    ["pip_requirements", recipe.pip_requirements],
+    ["runner", runnerRequirements(recipe)],
+  ];
   for (const [field, requirements] of requirementSets) {
     for (const text of requirements) {
       const parsed = parseRequirement(text);
@@ -159,7 +192,12 @@ function lintPinsAgainstRequirements({ recipe, where, on, pins, add }: RecipeCon
         const v = parseVersion(version);
         if (v && !satisfies(v, parsed.clauses)) {
           const rule: LintRule = field === "build_tools" ? "pin-vs-build-tools" : "pin-vs-requirement";
-          const whose = field === "build_tools" ? `the build tools' requirement ${text} (${where("build_tools")})` : field === "runner" ? `the ${recipe.test_runner} runner's own requirement ${text}` : `the requirement ${text}`;
+          const whose =
+            field === "build_tools"
+              ? `the build tools' requirement ${text} (${where("build_tools")})`
+              : field === "runner"
+                ? `the ${recipe.test_runner} runner's own requirement ${text}`
+                : `the requirement ${text}`;
           add(where("pins"), rule, `${on}: the pin ${parsed.name}==${version} contradicts ${whose}`);
         }
       }
@@ -195,9 +233,14 @@ async function lintRequirementsAsOf({ era, python, recipe, where, on, pins, add,
   const eraAsOf = effectiveAsOf(era.asOf, recipe.as_of_not_before);
   if (!eraAsOf) return;
   const buildToolsAsOf = later(eraAsOf, recipe.build_tools.as_of.length === 10 ? `${recipe.build_tools.as_of}T00:00:00Z` : recipe.build_tools.as_of);
-  const exceptions = new Map(Object.entries(recipe.as_of_exceptions).map(([k, v]) => [normaliseName(k), later(eraAsOf, v.length === 10 ? `${v}T00:00:00Z` : v)]));
+  const exceptions = new Map(
+    Object.entries(recipe.as_of_exceptions).map(([k, v]) => [normaliseName(k), later(eraAsOf, v.length === 10 ? `${v}T00:00:00Z` : v)]),
+  );
   const buildToolNames = new Set([...recipe.build_tools.requirements.map(packageName), ...recipe.build_tools.backends.map(normaliseName)]);
-  const resolved: [string, string][] = [...recipe.pip_requirements.map((r): [string, string] => [r, "pip_requirements"]), ...runnerRequirements(recipe).map((r): [string, string] => [r, "runner"])];
+  const resolved: [string, string][] = [
+    ...recipe.pip_requirements.map((r): [string, string] => [r, "pip_requirements"]),
+    ...runnerRequirements(recipe).map((r): [string, string] => [r, "runner"]),
+  ];
   for (const [text, field] of resolved) {
     const parsed = parseRequirement(text);
     if (!parsed || pins.has(parsed.name)) continue;
@@ -223,13 +266,28 @@ async function lintRequirementsAsOf({ era, python, recipe, where, on, pins, add,
     if (!releases.some((r) => r.uploaded <= asOf && fits(r))) {
       const first = releases.find(fits);
       const whose = field === "runner" ? ` (the ${recipe.test_runner} runner's own requirement)` : "";
-      const moved = exceptions.has(parsed.name) ? "moved by as_of_exceptions" : eraAsOf !== era.asOf ? "the recipe's as_of_not_before" : "the era's earliest record";
-      add(fieldName, "no-release-as-of", `${on}: ${text}${whose} has no release for Python ${python} as of ${day(asOf)} (${moved})${first ? `; the first is ${first.version} of ${day(first.uploaded)}: add ${parsed.name} to as_of_exceptions, or pin it` : "; none at all"}`);
+      const moved = exceptions.has(parsed.name)
+        ? "moved by as_of_exceptions"
+        : eraAsOf !== era.asOf
+          ? "the recipe's as_of_not_before"
+          : "the era's earliest record";
+      add(
+        fieldName,
+        "no-release-as-of",
+        `${on}: ${text}${whose} has no release for Python ${python} as of ${day(asOf)} (${moved})${first ? `; the first is ${first.version} of ${day(first.uploaded)}: add ${parsed.name} to as_of_exceptions, or pin it` : "; none at all"}`,
+      );
     }
   }
 }
 
-async function lintOverrides(profile: RepoProfile, options: LintOptions, everAccepted: Set<string>, add: Add, pypi: Ask, unreachable: (field: string, what: string) => void): Promise<void> {
+async function lintOverrides(
+  profile: RepoProfile,
+  options: LintOptions,
+  everAccepted: Set<string>,
+  add: Add,
+  pypi: Ask,
+  unreachable: (field: string, what: string) => void,
+): Promise<void> {
   const mine = options.records.filter((r) => r.repo === profile.repo);
   const versions = new Set(mine.map((r) => r.version).filter(Boolean));
   const ids = new Set(mine.map((r) => r.instance_id));
@@ -243,10 +301,22 @@ async function lintOverrides(profile: RepoProfile, options: LintOptions, everAcc
         unreachable(`environment_overrides[${i}].versions`, `version ${version}`);
         continue;
       }
-      if (!isReleaseLine(version, releases ?? [])) add(`environment_overrides[${i}].versions`, "override-never-applies", `no record has version ${version}${releases ? `, and it is no release line of ${projectName} on PyPI (nor the development line after one)` : ` (and PyPI has no project ${projectName}: set pypi_name)`}`);
+      if (!isReleaseLine(version, releases ?? []))
+        add(
+          `environment_overrides[${i}].versions`,
+          "override-never-applies",
+          `no record has version ${version}${releases ? `, and it is no release line of ${projectName} on PyPI (nor the development line after one)` : ` (and PyPI has no project ${projectName}: set pypi_name)`}`,
+        );
     }
-    if (mine.length) for (const id of override.tasks) if (!ids.has(id)) add(`environment_overrides[${i}].tasks`, "override-never-applies", `no record is task ${id}`);
-    for (const python of override.pythons) if (!everAccepted.has(python)) add(`environment_overrides[${i}].pythons`, "override-never-applies", `no era of the profile accepts Python ${python}, so this override is never chosen`);
+    if (mine.length)
+      for (const id of override.tasks) if (!ids.has(id)) add(`environment_overrides[${i}].tasks`, "override-never-applies", `no record is task ${id}`);
+    for (const python of override.pythons)
+      if (!everAccepted.has(python))
+        add(
+          `environment_overrides[${i}].pythons`,
+          "override-never-applies",
+          `no era of the profile accepts Python ${python}, so this override is never chosen`,
+        );
   }
 }
 
@@ -258,7 +328,12 @@ async function lintOverrides(profile: RepoProfile, options: LintOptions, everAcc
 export function isReleaseLine(version: string, releases: PypiRelease[]): boolean {
   const m = /^v?(\d+)\.(\d+)$/.exec(version);
   if (!m) return false;
-  const lines = new Set(releases.flatMap((r) => { const v = parseVersion(r.version); return v ? [`${v.release[0]}.${v.release[1] ?? 0}`] : []; }));
+  const lines = new Set(
+    releases.flatMap((r) => {
+      const v = parseVersion(r.version);
+      return v ? [`${v.release[0]}.${v.release[1] ?? 0}`] : [];
+    }),
+  );
   const [major, minor] = [Number(m[1]), Number(m[2])];
   return lines.has(`${major}.${minor}`) || (minor > 0 && lines.has(`${major}.${minor - 1}`));
 }

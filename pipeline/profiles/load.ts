@@ -36,7 +36,11 @@ export function profileFileName(repo: string): string {
  */
 export function loadProfilesDir(dir: string, baseDir: string): ProfileSet & { dir: string } {
   const absolute = resolve(baseDir, dir);
-  const names = existsSync(absolute) ? readdirSync(absolute).filter((f) => f.endsWith(".json")).sort() : [];
+  const names = existsSync(absolute)
+    ? readdirSync(absolute)
+        .filter((f) => f.endsWith(".json"))
+        .sort()
+    : [];
   return { dir: absolute, ...loadProfiles(names.map((f) => ({ path: join(dir, f), text: readFileSync(join(absolute, f), "utf8") }))) };
 }
 

@@ -30,7 +30,12 @@ export function parseVersion(text: string): Version | null {
     pre: g.pre ? [PRE_NAMES[g.pre.toLowerCase()]!, Number(g.preN ?? 0)] : null,
     post,
     dev: g.dev ? Number(g.devN ?? 0) : null,
-    local: g.local ? g.local.toLowerCase().split(/[-_.]/).map((p) => (/^\d+$/.test(p) ? Number(p) : p)) : [],
+    local: g.local
+      ? g.local
+          .toLowerCase()
+          .split(/[-_.]/)
+          .map((p) => (/^\d+$/.test(p) ? Number(p) : p))
+      : [],
     text,
   };
 }
@@ -126,9 +131,15 @@ export function satisfiesClause(version: Version, clause: Clause): boolean {
       return compareVersions(version, target, false) >= 0;
     // < and > exclude the pre- and post-releases of the version named (PEP 440)
     case "<":
-      return compareVersions(version, target, false) < 0 && !(isPrerelease(version) && !isPrerelease(target) && compareRelease(version.release, target.release) === 0);
+      return (
+        compareVersions(version, target, false) < 0 &&
+        !(isPrerelease(version) && !isPrerelease(target) && compareRelease(version.release, target.release) === 0)
+      );
     case ">":
-      return compareVersions(version, target, false) > 0 && !(version.post !== null && target.post === null && compareRelease(version.release, target.release) === 0 && version.pre === null);
+      return (
+        compareVersions(version, target, false) > 0 &&
+        !(version.post !== null && target.post === null && compareRelease(version.release, target.release) === 0 && version.pre === null)
+      );
     case "~=": {
       if (target.release.length < 2) return false;
       const upper = target.release.slice(0, -1);
@@ -140,7 +151,8 @@ export function satisfiesClause(version: Version, clause: Clause): boolean {
 export const satisfies = (version: Version, clauses: Clause[]): boolean => clauses.every((c) => satisfiesClause(version, c));
 
 /** True when the clauses admit a pre-release on their own terms (one of them names one). */
-export const clausesNamePrerelease = (clauses: Clause[]): boolean => clauses.some((c) => {
-  const v = parseVersion(c.version.replace(/\.\*$/, ""));
-  return v !== null && isPrerelease(v);
-});
+export const clausesNamePrerelease = (clauses: Clause[]): boolean =>
+  clauses.some((c) => {
+    const v = parseVersion(c.version.replace(/\.\*$/, ""));
+    return v !== null && isPrerelease(v);
+  });

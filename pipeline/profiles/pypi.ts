@@ -18,7 +18,6 @@ export const PypiRelease = z.strictObject({
   sdist: z.boolean(),
   /** The Requires-Python of its files, when they say one. */
   requires_python: z.string().nullable(),
-
 });
 export type PypiRelease = z.infer<typeof PypiRelease>;
 
@@ -30,13 +29,27 @@ export class PypiUnreachable extends TransientFailure {
 }
 
 /** The JSON API's answer for one project, reduced to what PypiRelease keeps. */
-export function releasesOf(json: { releases?: Record<string, { upload_time_iso_8601?: string; upload_time?: string; yanked?: boolean; packagetype?: string; filename?: string; requires_python?: string | null }[]> }): PypiRelease[] {
+export function releasesOf(json: {
+  releases?: Record<
+    string,
+    { upload_time_iso_8601?: string; upload_time?: string; yanked?: boolean; packagetype?: string; filename?: string; requires_python?: string | null }[]
+  >;
+}): PypiRelease[] {
   const out: PypiRelease[] = [];
   for (const [version, files] of Object.entries(json.releases ?? {})) {
     if (!files.length) continue;
-    const times = files.map((f) => f.upload_time_iso_8601 ?? (f.upload_time ? `${f.upload_time}Z` : "")).filter(Boolean).sort();
+    const times = files
+      .map((f) => f.upload_time_iso_8601 ?? (f.upload_time ? `${f.upload_time}Z` : ""))
+      .filter(Boolean)
+      .sort();
     const requiresPython = files.map((f) => f.requires_python).find((r): r is string => Boolean(r)) ?? null;
-    out.push({ version, uploaded: times[0]!, yanked: files.every((f) => f.yanked), sdist: files.some((f) => f.packagetype === "sdist"), requires_python: requiresPython });
+    out.push({
+      version,
+      uploaded: times[0]!,
+      yanked: files.every((f) => f.yanked),
+      sdist: files.some((f) => f.packagetype === "sdist"),
+      requires_python: requiresPython,
+    });
   }
   return out.sort((a, b) => (a.uploaded < b.uploaded ? -1 : a.uploaded > b.uploaded ? 1 : a.version < b.version ? -1 : 1));
 }
@@ -55,10 +68,12 @@ export class PypiIndex {
     const key = normaliseName(name);
     const known = this.memory.get(key);
     if (known && !wantVersion) return known;
-    const pending = (known ?? Promise.resolve(undefined)).catch(() => undefined).then((previous) => {
-      if (previous !== undefined && (!wantVersion || previous === null || previous.some((r) => r.version === wantVersion))) return previous;
-      return this.load(key, wantVersion);
-    });
+    const pending = (known ?? Promise.resolve(undefined))
+      .catch(() => undefined)
+      .then((previous) => {
+        if (previous !== undefined && (!wantVersion || previous === null || previous.some((r) => r.version === wantVersion))) return previous;
+        return this.load(key, wantVersion);
+      });
     this.memory.set(key, pending);
     pending.catch(() => this.memory.delete(key));
     return pending;
@@ -72,7 +87,8 @@ export class PypiIndex {
     const path = this.cachePath(key);
     if (existsSync(path)) {
       const cached = CachedProject.safeParse(JSON.parse(readFileSync(path, "utf8")));
-      if (cached.success && (!wantVersion || cached.data.releases === null || cached.data.releases.some((r) => r.version === wantVersion))) return cached.data.releases;
+      if (cached.success && (!wantVersion || cached.data.releases === null || cached.data.releases.some((r) => r.version === wantVersion)))
+        return cached.data.releases;
     }
     const url = `${this.options.url.replace(/\/+$/, "")}/${key}/json`;
     let response: Response;

@@ -51,7 +51,8 @@ export function acceptedPythons(profile: RepoProfile, task: TaskRef): string[] {
 export function recipeFor(profile: RepoProfile, task: TaskRef, python?: string): EnvironmentRecipe {
   const accepted = acceptedPythons(profile, task);
   const chosen = python ?? accepted[0]!;
-  if (!accepted.includes(chosen)) throw new Error(`${task.id}: the recipe of ${profile.repo} does not accept Python ${chosen} (it accepts ${accepted.join(", ")})`);
+  if (!accepted.includes(chosen))
+    throw new Error(`${task.id}: the recipe of ${profile.repo} does not accept Python ${chosen} (it accepts ${accepted.join(", ")})`);
   let recipe = taskRecipe(profile, task);
   for (const override of profile.environment_overrides) {
     if (override.pythons.includes(chosen) && overrideNames(override, task)) recipe = applyRecipePatch(recipe, override.recipe);
@@ -72,5 +73,7 @@ export function choosePython(accepted: string[], offer: PythonOffer): string {
   if (offer.downloads) return accepted[0]!;
   const found = accepted.find((v) => offer.installed.includes(v));
   if (found) return found;
-  throw new NoAcceptedPython(`the recipe accepts Python ${accepted.join(", ")}; the executor offers ${offer.installed.join(", ") || "none"} (${offer.describe}) and no uv-managed download (none can be had from here): add a fallback the executor offers to the recipe's python list, or provide an interpreter of one of those versions`);
+  throw new NoAcceptedPython(
+    `the recipe accepts Python ${accepted.join(", ")}; the executor offers ${offer.installed.join(", ") || "none"} (${offer.describe}) and no uv-managed download (none can be had from here): add a fallback the executor offers to the recipe's python list, or provide an interpreter of one of those versions`,
+  );
 }

@@ -130,13 +130,23 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
       const found: LoadedReport[] = bySession.get(sessionId)?.get(condition) ?? [];
       if (!found.length) return "missing";
       if (found.length > 1) {
-        problems.push(`${configuration}: ${found.length} ${condition} reports for ${sessionId} (${found.map((f) => f.file).join(", ")}); counted as resolved only if all are`);
+        problems.push(
+          `${configuration}: ${found.length} ${condition} reports for ${sessionId} (${found.map((f) => f.file).join(", ")}); counted as resolved only if all are`,
+        );
       }
       return found.every((f) => f.report.resolved) ? "resolved" : "unresolved";
     };
     for (const group of GROUPS) {
       const members = sessions.filter((s) => group === "overall" || s.locality === group);
-      const row: GroupRow = { configuration, group, sessions: members.length, uninterrupted_resolved: 0, switched_resolved: 0, uninterrupted_missing: 0, switched_missing: 0 };
+      const row: GroupRow = {
+        configuration,
+        group,
+        sessions: members.length,
+        uninterrupted_resolved: 0,
+        switched_resolved: 0,
+        uninterrupted_missing: 0,
+        switched_missing: 0,
+      };
       for (const s of members) {
         const control = outcome(s.session_id, "control");
         const switched = outcome(s.session_id, "switched");
@@ -159,13 +169,19 @@ const median = (values: number[]): number | null => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-function behaviourRows(sessions: readonly ScoredSession[], configurations: string[], seen: Map<string, Map<string, Map<string, LoadedReport[]>>>): BehaviourRow[] {
+function behaviourRows(
+  sessions: readonly ScoredSession[],
+  configurations: string[],
+  seen: Map<string, Map<string, Map<string, LoadedReport[]>>>,
+): BehaviourRow[] {
   const rows: BehaviourRow[] = [];
   for (const configuration of configurations) {
     for (const condition of ["control", "switched"] as const) {
       for (const group of GROUPS) {
         const members = sessions.filter((s) => group === "overall" || s.locality === group);
-        const records = members.flatMap((s) => seen.get(configuration)?.get(s.session_id)?.get(condition) ?? []).flatMap((l) => (l.report.behaviour ? [l.report.behaviour] : []));
+        const records = members
+          .flatMap((s) => seen.get(configuration)?.get(s.session_id)?.get(condition) ?? [])
+          .flatMap((l) => (l.report.behaviour ? [l.report.behaviour] : []));
         if (!records.length) continue;
         const recoveries = records.flatMap((b) => b.focus_recovery_seconds);
         const measured = recoveries.filter((v): v is number => v !== null);

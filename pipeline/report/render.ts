@@ -19,7 +19,21 @@ export function renderCsv(aggregation: Aggregation): string {
       uninterrupted_missing: r.uninterrupted_missing,
       switched_missing: r.switched_missing,
     })),
-    { header: true, columns: ["configuration", "group", "sessions", "uninterrupted_resolved", "switched_resolved", "uninterrupted_pct", "switched_pct", "gap_pp", "uninterrupted_missing", "switched_missing"] },
+    {
+      header: true,
+      columns: [
+        "configuration",
+        "group",
+        "sessions",
+        "uninterrupted_resolved",
+        "switched_resolved",
+        "uninterrupted_pct",
+        "switched_pct",
+        "gap_pp",
+        "uninterrupted_missing",
+        "switched_missing",
+      ],
+    },
   );
 }
 
@@ -53,8 +67,17 @@ export function renderMarkdown(aggregation: Aggregation): string {
     });
     lines.push(`| ${configuration} | ${cells.join(" | ")} |`);
   }
-  lines.push("", "## Coverage", "", "| Configuration | Group | Sessions | Unint. resolved | Switch resolved | Unint. missing | Switch missing |", "|---|---|---:|---:|---:|---:|---:|");
-  for (const r of aggregation.rows) lines.push(`| ${r.configuration} | ${GROUP_TITLES[r.group]} | ${r.sessions} | ${r.uninterrupted_resolved} | ${r.switched_resolved} | ${r.uninterrupted_missing} | ${r.switched_missing} |`);
+  lines.push(
+    "",
+    "## Coverage",
+    "",
+    "| Configuration | Group | Sessions | Unint. resolved | Switch resolved | Unint. missing | Switch missing |",
+    "|---|---|---:|---:|---:|---:|---:|",
+  );
+  for (const r of aggregation.rows)
+    lines.push(
+      `| ${r.configuration} | ${GROUP_TITLES[r.group]} | ${r.sessions} | ${r.uninterrupted_resolved} | ${r.switched_resolved} | ${r.uninterrupted_missing} | ${r.switched_missing} |`,
+    );
   lines.push(
     "",
     "## Suspicious constructs (for auditors)",
@@ -64,7 +87,14 @@ export function renderMarkdown(aggregation: Aggregation): string {
     "| Configuration | Condition | Reports | Flagged | Resolved and flagged | Findings by rule |",
     "|---|---|---:|---:|---:|---|",
   );
-  for (const r of aggregation.suspicious) lines.push(`| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${r.reports} | ${r.reports_flagged} | ${r.resolved_flagged} | ${Object.entries(r.by_rule).map(([rule, n]) => `${rule} ${n}`).join(", ") || "none"} |`);
+  for (const r of aggregation.suspicious)
+    lines.push(
+      `| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${r.reports} | ${r.reports_flagged} | ${r.resolved_flagged} | ${
+        Object.entries(r.by_rule)
+          .map(([rule, n]) => `${rule} ${n}`)
+          .join(", ") || "none"
+      } |`,
+    );
   if (aggregation.behaviour.length) {
     lines.push(
       "",
@@ -76,7 +106,9 @@ export function renderMarkdown(aggregation: Aggregation): string {
       "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     );
     for (const r of aggregation.behaviour) {
-      lines.push(`| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${GROUP_TITLES[r.group]} | ${r.runs} | ${r.runs_with_cross_task_writes} | ${r.cross_task_write_files} | ${r.focus_returns} (${r.focus_returns_with_change}) | ${r.median_focus_recovery_seconds === null ? "–" : r.median_focus_recovery_seconds.toFixed(1)} | ${r.work_lost_files} | ${r.continuations_used} | ${r.timed_out_requests} |`);
+      lines.push(
+        `| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${GROUP_TITLES[r.group]} | ${r.runs} | ${r.runs_with_cross_task_writes} | ${r.cross_task_write_files} | ${r.focus_returns} (${r.focus_returns_with_change}) | ${r.median_focus_recovery_seconds === null ? "–" : r.median_focus_recovery_seconds.toFixed(1)} | ${r.work_lost_files} | ${r.continuations_used} | ${r.timed_out_requests} |`,
+      );
     }
   }
   if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
@@ -112,16 +144,23 @@ export function renderSvg(aggregation: Aggregation): string {
     parts.push(`<g><text x="${left + panelWidth / 2}" y="20" text-anchor="middle" font-size="13" font-weight="bold">${escapeXml(configuration)}</text>`);
     for (const tick of [0, 25, 50, 75, 100]) {
       const y = baseY - (tick / 100) * plotHeight;
-      parts.push(`<line x1="${axisX}" y1="${y}" x2="${left + panelWidth - 10}" y2="${y}" stroke="#dddddd"/><text x="${axisX - 4}" y="${y + 4}" text-anchor="end">${tick}%</text>`);
+      parts.push(
+        `<line x1="${axisX}" y1="${y}" x2="${left + panelWidth - 10}" y2="${y}" stroke="#dddddd"/><text x="${axisX - 4}" y="${y + 4}" text-anchor="end">${tick}%</text>`,
+      );
     }
     GROUPS.forEach((group, g) => {
       const row = groups.get(group)!;
       const slot = axisX + 10 + g * 100;
-      const bars: [keyof typeof colors, number][] = [["uninterrupted", percent(row.uninterrupted_resolved, row.sessions)], ["switched", percent(row.switched_resolved, row.sessions)]];
+      const bars: [keyof typeof colors, number][] = [
+        ["uninterrupted", percent(row.uninterrupted_resolved, row.sessions)],
+        ["switched", percent(row.switched_resolved, row.sessions)],
+      ];
       bars.forEach(([condition, value], b) => {
         const h = (value / 100) * plotHeight;
         const x = slot + b * 36;
-        parts.push(`<rect x="${x}" y="${(baseY - h).toFixed(1)}" width="32" height="${h.toFixed(1)}" fill="${colors[condition]}"><title>${escapeXml(`${configuration}, ${GROUP_TITLES[group]}, ${condition}: ${fixed(value)}%`)}</title></rect>`);
+        parts.push(
+          `<rect x="${x}" y="${(baseY - h).toFixed(1)}" width="32" height="${h.toFixed(1)}" fill="${colors[condition]}"><title>${escapeXml(`${configuration}, ${GROUP_TITLES[group]}, ${condition}: ${fixed(value)}%`)}</title></rect>`,
+        );
         parts.push(`<text x="${x + 16}" y="${(baseY - h - 3).toFixed(1)}" text-anchor="middle">${fixed(value)}</text>`);
       });
       parts.push(`<text x="${slot + 34}" y="${baseY + 16}" text-anchor="middle">${GROUP_TITLES[group]} (n=${row.sessions})</text>`);

@@ -33,12 +33,14 @@ function jsonFiles(dir: string): string[] {
 export function loadSessions(dir: string): ScoredSession[] {
   if (!existsSync(dir)) throw new ReportInputError(`${dir}: no such directory of session specifications`);
   const indexFile = join(dir, "index.json");
-  if (!existsSync(indexFile)) throw new ReportInputError(`${indexFile}: missing; the sessions directory of an emitted benchmark lists its sessions there (re-run 'switch-swe emit')`);
+  if (!existsSync(indexFile))
+    throw new ReportInputError(`${indexFile}: missing; the sessions directory of an emitted benchmark lists its sessions there (re-run 'switch-swe emit')`);
   const index = readJsonFile(indexFile, SessionIndex, "the benchmark's list of sessions");
   const sessions = index.sessions.map((entry) => {
     const file = join(dir, entry.file);
     const spec = readJsonFile(file, SessionSpec, "a session specification");
-    if (spec.session_id !== entry.session_id) throw new ReportInputError(`${file}: field session_id: is ${spec.session_id}, but ${indexFile} lists ${entry.session_id} in this file`);
+    if (spec.session_id !== entry.session_id)
+      throw new ReportInputError(`${file}: field session_id: is ${spec.session_id}, but ${indexFile} lists ${entry.session_id} in this file`);
     return { session_id: spec.session_id, focus: spec.focus, locality: spec.locality };
   });
   if (!sessions.length) throw new ReportInputError(`${indexFile}: lists no sessions`);
@@ -79,7 +81,10 @@ export function loadReports(dir: string): { reports: LoadedReport[]; problems: s
 export async function writeResultsReport(resultsDir: string, sessionsDir: string, outDir: string): Promise<{ aggregation: Aggregation; files: string[] }> {
   const sessions = loadSessions(sessionsDir);
   const { reports, problems } = loadReports(resultsDir);
-  if (!reports.length) throw new ReportInputError(`${resultsDir}: no verification reports found${problems.length ? ` (${problems.length} file(s) were not reports: ${problems[0]})` : ""}`);
+  if (!reports.length)
+    throw new ReportInputError(
+      `${resultsDir}: no verification reports found${problems.length ? ` (${problems.length} file(s) were not reports: ${problems[0]})` : ""}`,
+    );
   const aggregated = aggregateResults(sessions, reports);
   const aggregation = { ...aggregated, problems: [...problems, ...aggregated.problems] };
   const files = [join(outDir, "table1.md"), join(outDir, "table1.csv"), join(outDir, "resolution.svg")];

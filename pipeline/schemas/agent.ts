@@ -39,9 +39,18 @@ export const AgentSpec = z
     env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]),
   })
   .refine((a) => Boolean(a.scripted) !== Boolean(a.command), { message: "give exactly one of scripted and command", path: ["command"] })
-  .refine((a) => [...(a.command ?? []), ...(a.continue_command ?? [])].every((part) => (part.match(/\{[a-z_]+\}/g) ?? []).every((p) => (AGENT_PLACEHOLDERS as readonly string[]).includes(p))), { message: `a command may use only the placeholders ${AGENT_PLACEHOLDERS.join(", ")}`, path: ["command"] })
+  .refine(
+    (a) =>
+      [...(a.command ?? []), ...(a.continue_command ?? [])].every((part) =>
+        (part.match(/\{[a-z_]+\}/g) ?? []).every((p) => (AGENT_PLACEHOLDERS as readonly string[]).includes(p)),
+      ),
+    { message: `a command may use only the placeholders ${AGENT_PLACEHOLDERS.join(", ")}`, path: ["command"] },
+  )
   .refine((a) => !a.scripted || a.runs === "host", { message: "a scripted agent is built into switch-swe and runs on the host", path: ["runs"] })
-  .refine((a) => a.runs === "environment" || a.setup.length === 0, { message: "setup commands are run in the environment: set runs: environment", path: ["setup"] });
+  .refine((a) => a.runs === "environment" || a.setup.length === 0, {
+    message: "setup commands are run in the environment: set runs: environment",
+    path: ["setup"],
+  });
 export type AgentSpec = z.infer<typeof AgentSpec>;
 
 /** What changed in one checkout during one request, relative to its state before the request. */

@@ -15,8 +15,6 @@ export const AuditRecord = z.object({
     }),
   ),
   flags: z.array(z.object({ flag: AuditFlag, subject: z.string(), detail: z.string() })),
-  decision: z
-    .object({ verdict: z.enum(["approve", "exclude"]), auditor: z.string(), reason: z.string() })
-    .optional(),
+  decision: z.object({ verdict: z.enum(["approve", "exclude"]), auditor: z.string(), reason: z.string() }).optional(),
 });
 export type AuditRecord = z.infer<typeof AuditRecord>;

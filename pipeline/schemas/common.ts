@@ -1,35 +1,19 @@
 import { z } from "zod";
 
 /** `owner/name`, as GitHub spells it. */
-export const RepoName = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9_.-]+$/, "expected owner/name, for example psf/requests");
+export const RepoName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9_.-]+$/, "expected owner/name, for example psf/requests");
 export type RepoName = z.infer<typeof RepoName>;
 
 /** A full 40-hex git object id; abbreviated ids are refused because they are not stable. */
 export const CommitSha = z.string().regex(/^[0-9a-f]{40}$/, "expected a full 40-character lowercase hex commit id");
 
 /** Task ids follow SWE-bench's `owner__name-NUMBER` so records from both sources share one namespace. */
-export const TaskId = z
-  .string()
-  .regex(/^[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-[0-9]+$/, "expected owner__name-NUMBER, for example psf__requests-1234");
+export const TaskId = z.string().regex(/^[A-Za-z0-9_.-]+__[A-Za-z0-9_.-]+-[0-9]+$/, "expected owner__name-NUMBER, for example psf__requests-1234");
 export type TaskId = z.infer<typeof TaskId>;
 
 export const IsoTimestamp = z.iso.datetime({ offset: true });
 
-export const StageName = z.enum([
-  "mine",
-  "split",
-  "qualify",
-  "reconstruct",
-  "audit",
-  "oracle",
-  "locality",
-  "select",
-  "schedule",
-  "validate",
-  "emit",
-]);
+export const StageName = z.enum(["mine", "split", "qualify", "reconstruct", "audit", "oracle", "locality", "select", "schedule", "validate", "emit"]);
 export type StageName = z.infer<typeof StageName>;
 export const STAGE_ORDER: readonly StageName[] = StageName.options;
 

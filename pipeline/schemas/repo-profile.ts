@@ -28,13 +28,24 @@ export const ClassificationRules = z.object({
 export type ClassificationRules = z.infer<typeof ClassificationRules>;
 
 /** An RFC 3339 instant or a plain date (midnight UTC), as uv's `--exclude-newer` takes it. */
-const Instant = z.string().regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}))?$/, "expected a date (2019-08-21) or an RFC 3339 instant (2019-08-21T10:00:00Z)");
+const Instant = z
+  .string()
+  .regex(
+    /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2}))?$/,
+    "expected a date (2019-08-21) or an RFC 3339 instant (2019-08-21T10:00:00Z)",
+  );
 /** A PyPI distribution name, as PEP 508 spells one. */
 const PackageName = z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/, "expected a package name such as setuptools");
 /** One PEP 508 requirement; quotes and shell characters are refused because requirements reach a shell. */
-const Requirement = z.string().min(1).refine((r) => !/[;&|`$'"\\\n]/.test(r), "expected a requirement such as pytest>=6 (no quotes or shell characters)");
+const Requirement = z
+  .string()
+  .min(1)
+  .refine((r) => !/[;&|`$'"\\\n]/.test(r), "expected a requirement such as pytest>=6 (no quotes or shell characters)");
 /** A path inside the repository's checkout: relative, and never leaving it. */
-const CheckoutPath = z.string().min(1).refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "expected a path relative to the repository root, without '..'");
+const CheckoutPath = z
+  .string()
+  .min(1)
+  .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "expected a path relative to the repository root, without '..'");
 
 /**
  * The test runner a repository's suite needs. Every runner's results come from a structured
@@ -58,7 +69,9 @@ export const BuildTools = z.strictObject({
    * need that is newer than they are (tomli): not installed, but resolved as of `as_of` too
    * (setuptools-scm>=6.2 did not exist in 2020, nor tomli, which it needs).
    */
-  backends: z.array(PackageName).default(["setuptools-scm", "tomli", "flit-core", "hatchling", "hatch-vcs", "poetry-core", "pdm-backend", "versioneer", "cython"]),
+  backends: z
+    .array(PackageName)
+    .default(["setuptools-scm", "tomli", "flit-core", "hatchling", "hatch-vcs", "poetry-core", "pdm-backend", "versioneer", "cython"]),
   /**
    * The releases of these tools considered: as of this date, or the task's own as-of date if that is
    * later. A fixed date keeps builds reproducible; a late one lets a 2015 sdist build.
@@ -89,7 +102,9 @@ const RECIPE_FIELDS = {
   /** Installed into the environment, resolved as of the as-of date (uv --exclude-newer). */
   pip_requirements: z.array(Requirement).default([]),
   /** Exact versions that win over anything else asks for (uv --constraints); exempt from the as-of date. */
-  pins: z.array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.*+!_-]+$/, "expected an exact pin such as pytest==6.2.5")).default([]),
+  pins: z
+    .array(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.*+!_-]+$/, "expected an exact pin such as pytest==6.2.5"))
+    .default([]),
   /**
    * Per-package exceptions to the as-of date (uv --exclude-newer-package): package → a date it is
    * resolved as of instead, when that is later than the task's (a package whose old releases were
@@ -175,7 +190,9 @@ export const RecipePatch = z.strictObject({
   pins: RECIPE_FIELDS.pins.removeDefault().optional(),
   as_of_exceptions: z.record(PackageName, Instant).optional(),
   as_of_not_before: Instant.nullable().optional(),
-  build_tools: z.strictObject({ requirements: z.array(Requirement).optional(), backends: z.array(PackageName).optional(), as_of: Instant.optional() }).optional(),
+  build_tools: z
+    .strictObject({ requirements: z.array(Requirement).optional(), backends: z.array(PackageName).optional(), as_of: Instant.optional() })
+    .optional(),
   no_build_isolation: z.array(PackageName).optional(),
   requirements_files: z.array(CheckoutPath).optional(),
   project: ProjectInstall.nullable().optional(),
@@ -201,8 +218,14 @@ export const RecipeOverride = z
     recipe: RecipePatch,
     why: z.string().optional(),
   })
-  .refine((o) => o.versions.length + o.tasks.length + o.pythons.length > 0, { message: "an override must name versions, tasks or pythons (it would apply to nothing)", path: ["versions"] })
-  .refine((o) => !(o.pythons.length && o.recipe.python !== undefined), { message: "an override chosen by the Python it runs on cannot change the Python", path: ["recipe", "python"] });
+  .refine((o) => o.versions.length + o.tasks.length + o.pythons.length > 0, {
+    message: "an override must name versions, tasks or pythons (it would apply to nothing)",
+    path: ["versions"],
+  })
+  .refine((o) => !(o.pythons.length && o.recipe.python !== undefined), {
+    message: "an override chosen by the Python it runs on cannot change the Python",
+    path: ["recipe", "python"],
+  });
 
 /** One task a profile was qualified on here, and how our F2P compared with the record's. */
 export const ProfileVerification = z.strictObject({

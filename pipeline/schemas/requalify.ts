@@ -1,7 +1,18 @@
 import { z } from "zod";
 
 /** The defects `switch-swe requalify` finds in a SWE-bench-family record (see DEFECT_MEANINGS). */
-export const DefectKind = z.enum(["not_requalified", "gold_patch_fails", "f2p_passes_before", "f2p_unstable", "f2p_needs_network", "f2p_not_collected", "p2p_fails", "p2p_not_collected", "malformed_id", "f2p_set_differs"]);
+export const DefectKind = z.enum([
+  "not_requalified",
+  "gold_patch_fails",
+  "f2p_passes_before",
+  "f2p_unstable",
+  "f2p_needs_network",
+  "f2p_not_collected",
+  "p2p_fails",
+  "p2p_not_collected",
+  "malformed_id",
+  "f2p_set_differs",
+]);
 export type DefectKind = z.infer<typeof DefectKind>;
 
 export const RecordDefect = z.strictObject({

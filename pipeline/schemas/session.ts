@@ -51,6 +51,13 @@ export type SessionSpec = z.infer<typeof SessionSpec>;
 /** `sessions/index.json` of an emitted benchmark: its sessions, the fixed denominators of every table. */
 export const SessionIndex = z.object({
   benchmark: z.string(),
-  sessions: z.array(z.object({ session_id: z.string(), file: z.string().regex(/^[^/]+\.json$/, "expected a file name in the sessions directory"), focus: TaskId, locality: LocalityClass })),
+  sessions: z.array(
+    z.object({
+      session_id: z.string(),
+      file: z.string().regex(/^[^/]+\.json$/, "expected a file name in the sessions directory"),
+      focus: TaskId,
+      locality: LocalityClass,
+    }),
+  ),
 });
 export type SessionIndex = z.infer<typeof SessionIndex>;

@@ -13,9 +13,7 @@ export const ProvenanceSource = z.object({
 export const Provenance = z.object({
   sources: z.array(ProvenanceSource).min(1),
   /** Set when a maintainer's curation file changed this request; never applied silently. */
-  curation: z
-    .object({ action: z.enum(["edit", "merge", "drop", "add"]), reviewer: z.string(), reason: z.string(), file: z.string() })
-    .optional(),
+  curation: z.object({ action: z.enum(["edit", "merge", "drop", "add"]), reviewer: z.string(), reason: z.string(), file: z.string() }).optional(),
 });
 export type Provenance = z.infer<typeof Provenance>;
 
@@ -56,7 +54,21 @@ export const CommentClassRecord = z.object({
   created_at: IsoTimestamp,
   url: z.string(),
   round: z.number().int().nonnegative().nullable(),
-  class: z.enum(["substantive", "suggestion", "bot", "approval_only", "progress_only", "duplicate", "question", "dismissed", "needs_reference", "no_requirement", "author", "post_merge", "empty"]),
+  class: z.enum([
+    "substantive",
+    "suggestion",
+    "bot",
+    "approval_only",
+    "progress_only",
+    "duplicate",
+    "question",
+    "dismissed",
+    "needs_reference",
+    "no_requirement",
+    "author",
+    "post_merge",
+    "empty",
+  ]),
   reason: z.string(),
   stage: z.number().int().positive().nullable(),
 });

@@ -14,7 +14,19 @@ export type DroppedPath = z.infer<typeof DroppedPath>;
  * fixes and common in cheats: for auditors. It never changes the verdict.
  */
 export const SuspiciousFinding = z.strictObject({
-  rule: z.enum(["reads_test_files", "reads_source", "heap_walk", "caller_frames", "atexit", "hard_exit", "code_assignment", "plugin_registration", "eq_always_true", "module_getattr", "runtime"]),
+  rule: z.enum([
+    "reads_test_files",
+    "reads_source",
+    "heap_walk",
+    "caller_frames",
+    "atexit",
+    "hard_exit",
+    "code_assignment",
+    "plugin_registration",
+    "eq_always_true",
+    "module_getattr",
+    "runtime",
+  ]),
   /** The submitted file and its line (static findings); null for what the runner saw at run time. */
   path: z.string().nullable(),
   line: z.number().int().positive().nullable(),

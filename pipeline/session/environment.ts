@@ -37,7 +37,11 @@ const DRAIN_MS = 10_000;
  * held-out assets never enter it. Each attempt is a `docker exec` in the active checkout.
  */
 export class AgentEnvironment {
-  private constructor(private readonly docker: Docker, private readonly container: Docker.Container, private readonly options: AgentEnvironmentOptions) {}
+  private constructor(
+    private readonly docker: Docker,
+    private readonly container: Docker.Container,
+    private readonly options: AgentEnvironmentOptions,
+  ) {}
 
   static async start(options: AgentEnvironmentOptions): Promise<AgentEnvironment> {
     const container = await options.docker.createContainer({
@@ -46,7 +50,11 @@ export class AgentEnvironment {
       Cmd: ["sleep", "infinity"],
       Env: ["LANG=C.UTF-8", `HOME=${options.home}`],
       Labels: options.labels,
-      HostConfig: { Binds: options.mounts.map((m) => `${m.host}:${m.container}${m.readOnly ? ":ro" : ""}`), NetworkMode: options.network ? "bridge" : "none", Init: true },
+      HostConfig: {
+        Binds: options.mounts.map((m) => `${m.host}:${m.container}${m.readOnly ? ":ro" : ""}`),
+        NetworkMode: options.network ? "bridge" : "none",
+        Init: true,
+      },
     });
     try {
       await container.start();
@@ -62,7 +70,10 @@ export class AgentEnvironment {
    * process group at `budgetSeconds`. `env` is passed to this exec only (never to the container's
    * configuration, where `docker inspect` would show an API key).
    */
-  async exec(argv: string[], options: { cwd: string; env: Record<string, string>; budgetSeconds: number; logFile: string; asRoot?: boolean }): Promise<Attempt> {
+  async exec(
+    argv: string[],
+    options: { cwd: string; env: Record<string, string>; budgetSeconds: number; logFile: string; asRoot?: boolean },
+  ): Promise<Attempt> {
     const exec = await this.container.exec({
       Cmd: [...ATTEMPT_WRAPPER, ...argv],
       WorkingDir: options.cwd,
@@ -104,7 +115,12 @@ export class AgentEnvironment {
   /** Kills the running attempt's process group (as root: the agent may have changed its own user). */
   private async killAttempt(): Promise<void> {
     try {
-      const kill = await this.container.exec({ Cmd: ["sh", "-c", `kill -KILL -"$(cat ${ATTEMPT_PID_FILE})" 2>/dev/null; true`], User: "0:0", AttachStdout: true, AttachStderr: true });
+      const kill = await this.container.exec({
+        Cmd: ["sh", "-c", `kill -KILL -"$(cat ${ATTEMPT_PID_FILE})" 2>/dev/null; true`],
+        User: "0:0",
+        AttachStdout: true,
+        AttachStderr: true,
+      });
       const stream = await kill.start({ hijack: true, stdin: false });
       stream.resume();
       await new Promise<void>((resolve) => {

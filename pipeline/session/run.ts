@@ -70,7 +70,13 @@ type ScriptedStep = (index: number, request: AgentRequest) => Promise<void>;
  * applies the focus task's reference to the checkout of the request before, at the focus's first
  * return from another checkout (switched) or, when it never leaves (control), at its last request.
  */
-function scriptedAgent(kind: NonNullable<AgentSpec["scripted"]>, schedule: ScheduledRequest[], focus: string, hostPath: (path: string) => string, heldout: SessionRunOptions["heldout"]): ScriptedStep {
+function scriptedAgent(
+  kind: NonNullable<AgentSpec["scripted"]>,
+  schedule: ScheduledRequest[],
+  focus: string,
+  hostPath: (path: string) => string,
+  heldout: SessionRunOptions["heldout"],
+): ScriptedStep {
   const lastIndex = new Map(schedule.map((r, i) => [r.task_id, i] as const));
   const firstReturn = schedule.findIndex((r, i) => i > 0 && r.task_id === focus && schedule[i - 1]!.message.checkout !== r.message.checkout);
   const wrongAt = firstReturn >= 0 ? firstReturn : lastIndex.get(focus)!;
@@ -99,7 +105,14 @@ function scriptedAgent(kind: NonNullable<AgentSpec["scripted"]>, schedule: Sched
 /** A command agent's argv for a request, its placeholders filled in. */
 export function agentArgv(agent: AgentSpec, request: AgentRequest, paths: AgentPaths, conversation: string): string[] {
   const template = request.continued && agent.continue_command ? agent.continue_command : agent.command!;
-  const values: Record<string, string> = { "{text}": request.text, "{checkout}": request.checkout, "{workspace}": paths.workspace, "{repository}": request.repository, "{session_dir}": paths.sessionDir, "{conversation}": conversation };
+  const values: Record<string, string> = {
+    "{text}": request.text,
+    "{checkout}": request.checkout,
+    "{workspace}": paths.workspace,
+    "{repository}": request.repository,
+    "{session_dir}": paths.sessionDir,
+    "{conversation}": conversation,
+  };
   return template.map((part) => part.replace(/\{(text|checkout|workspace|repository|session_dir|conversation)\}/g, (m) => values[m]!));
 }
 
@@ -136,7 +149,8 @@ async function runCommand(argv: string[], cwd: string, env: NodeJS.ProcessEnv, b
 /** The variables a command agent gets from the user's environment: the ones its spec names (and, on the host, enough to run). */
 function agentVariables(agent: AgentSpec, host: boolean): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const key of [...(host ? ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM"] : []), ...agent.env]) if (process.env[key] !== undefined) env[key] = process.env[key]!;
+  for (const key of [...(host ? ["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "TERM"] : []), ...agent.env])
+    if (process.env[key] !== undefined) env[key] = process.env[key]!;
   return env;
 }
 
@@ -178,11 +192,17 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
   // With the network, the container reaches it as image builds do: the host's proxy settings and
   // the CA bundle it trusts (behind a TLS-intercepting proxy nothing connects without it).
   const network = agent.network ? buildNetworkSettings() : { vars: {} };
-  const ca: Record<string, string> = network.caBundle ? { SSL_CERT_FILE: "/run/host-ca.crt", PIP_CERT: "/run/host-ca.crt", REQUESTS_CA_BUNDLE: "/run/host-ca.crt", NODE_EXTRA_CA_CERTS: "/run/host-ca.crt" } : {};
+  const ca: Record<string, string> = network.caBundle
+    ? { SSL_CERT_FILE: "/run/host-ca.crt", PIP_CERT: "/run/host-ca.crt", REQUESTS_CA_BUNDLE: "/run/host-ca.crt", NODE_EXTRA_CA_CERTS: "/run/host-ca.crt" }
+    : {};
   const environment = await AgentEnvironment.start({
     docker: options.environment.docker,
     image: options.environment.image,
-    mounts: [...spec.checkouts.map((c) => ({ host: hostPath(c.path), container: c.path })), { host: agentDir, container: "/agent" }, ...(network.caBundle ? [{ host: network.caBundle, container: "/run/host-ca.crt", readOnly: true }] : [])],
+    mounts: [
+      ...spec.checkouts.map((c) => ({ host: hostPath(c.path), container: c.path })),
+      { host: agentDir, container: "/agent" },
+      ...(network.caBundle ? [{ host: network.caBundle, container: "/run/host-ca.crt", readOnly: true }] : []),
+    ],
     home: "/agent",
     user: `${uid}:${gid}`,
     network: agent.network,
@@ -193,7 +213,10 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
     for (const [i, command] of agent.setup.entries()) {
       const logFile = join(logs, `setup-${i}.log`);
       const result = await environment.exec(command, { cwd: "/", env: variables, budgetSeconds: agent.setup_timeout_seconds, logFile, asRoot: true });
-      if (result.exit !== 0) throw new Error(`the agent ${agent.name}'s setup command ${JSON.stringify(command)} ${result.timedOut ? `took more than ${agent.setup_timeout_seconds}s` : `exited with ${result.exit}`} (its output: ${logFile})`);
+      if (result.exit !== 0)
+        throw new Error(
+          `the agent ${agent.name}'s setup command ${JSON.stringify(command)} ${result.timedOut ? `took more than ${agent.setup_timeout_seconds}s` : `exited with ${result.exit}`} (its output: ${logFile})`,
+        );
     }
   } catch (error) {
     await environment.stop();
@@ -281,7 +304,11 @@ interface Delivery {
 async function deliverRequests(options: SessionRunOptions, d: Delivery): Promise<{ lines: TrajectoryRequest[]; everChanged: Set<string>; agentMs: number }> {
   const { spec, condition, agent, log } = options;
   const schedule = spec.conditions[condition];
-  const conversation = createHash("sha256").update(`${spec.session_id}/${condition}/${agent.name}`).digest("hex").slice(0, 32).replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5");
+  const conversation = createHash("sha256")
+    .update(`${spec.session_id}/${condition}/${agent.name}`)
+    .digest("hex")
+    .slice(0, 32)
+    .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5");
   const scripted = agent.scripted ? scriptedAgent(agent.scripted, schedule, spec.focus, d.hostPath, options.heldout) : undefined;
   const budget = spec.budget.per_request_seconds;
   const everChanged = new Set<string>();
@@ -292,25 +319,41 @@ async function deliverRequests(options: SessionRunOptions, d: Delivery): Promise
     const isFocus = scheduled.task_id === spec.focus;
     const focusReturn = isFocus && index > 0 && schedule[index - 1]!.task_id !== spec.focus;
     const started = Date.now();
-    const watcher = focusReturn ? watchFirstChange(d.hostPath(d.focusPath), d.snapshots.get(d.focusPath)!, started, options.pollSeconds ?? 0.5, d.hashes) : undefined;
+    const watcher = focusReturn
+      ? watchFirstChange(d.hostPath(d.focusPath), d.snapshots.get(d.focusPath)!, started, options.pollSeconds ?? 0.5, d.hashes)
+      : undefined;
     const exits: (number | null)[] = [];
     let continuations = 0;
     let timedOut = false;
     for (let attempt = 0; ; attempt++) {
-      const request: AgentRequest = { repository: scheduled.message.repository, checkout: d.place ? d.place.checkout(active) : d.hostPath(active), text: attempt === 0 ? scheduled.message.text : CONTINUATION_MESSAGE, continued: index > 0 || attempt > 0 };
+      const request: AgentRequest = {
+        repository: scheduled.message.repository,
+        checkout: d.place ? d.place.checkout(active) : d.hostPath(active),
+        text: attempt === 0 ? scheduled.message.text : CONTINUATION_MESSAGE,
+        continued: index > 0 || attempt > 0,
+      };
       const attemptStarted = Date.now();
       const logFile = join(d.logs, `request-${String(index).padStart(2, "0")}-attempt-${attempt}.log`);
-      const result: Attempt = scripted ? await scripted(index, request).then(() => ({ exit: 0, timedOut: false })) : await d.place!.attempt(agentArgv(agent, request, d.place!.paths, conversation), request.checkout, budget, logFile);
+      const result: Attempt = scripted
+        ? await scripted(index, request).then(() => ({ exit: 0, timedOut: false }))
+        : await d.place!.attempt(agentArgv(agent, request, d.place!.paths, conversation), request.checkout, budget, logFile);
       agentMs += Date.now() - attemptStarted;
       exits.push(result.exit);
       timedOut = result.timedOut;
       if (!result.timedOut || continuations >= spec.budget.timeout_continuations) break;
       continuations++;
-      log.info(`${spec.session_id} (${condition}) request ${index}: out of its ${budget}s budget; continuation ${continuations} of ${spec.budget.timeout_continuations}`);
+      log.info(
+        `${spec.session_id} (${condition}) request ${index}: out of its ${budget}s budget; continuation ${continuations} of ${spec.budget.timeout_continuations}`,
+      );
     }
     const firstChange = watcher ? await watcher.stop() : undefined;
     const ended = Date.now();
-    const changes = await recordChanges(spec.checkouts.map((c) => c.path), d.hostPath, d.snapshots, d.hashes);
+    const changes = await recordChanges(
+      spec.checkouts.map((c) => c.path),
+      d.hostPath,
+      d.snapshots,
+      d.hashes,
+    );
     for (const p of pick(changes, d.focusPath)) everChanged.add(p);
     // A change seen only at the end of the request still counts as the first, at its end.
     const focusFirst = focusReturn ? (firstChange ?? (changes[d.focusPath] ? (ended - started) / 1000 : null)) : undefined;
@@ -353,7 +396,12 @@ function summarise(agent: string, lines: TrajectoryRequest[], workLostFiles: num
 }
 
 /** Snapshots every checkout after a request, updates `snapshots`, and says what changed where. */
-async function recordChanges(paths: string[], hostPath: (path: string) => string, snapshots: Map<string, Snapshot>, hashes: HashCache): Promise<TrajectoryRequest["changes"]> {
+async function recordChanges(
+  paths: string[],
+  hostPath: (path: string) => string,
+  snapshots: Map<string, Snapshot>,
+  hashes: HashCache,
+): Promise<TrajectoryRequest["changes"]> {
   const changes: TrajectoryRequest["changes"] = {};
   for (const path of paths) {
     const after = await snapshot(hostPath(path), hashes);

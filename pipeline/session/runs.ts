@@ -81,8 +81,14 @@ export async function runAndScoreSession(bench: OpenedBenchmark, options: Sessio
   for (const checkout of spec.checkouts) mirror = await bench.workspace.mirrors.ensure(spec.repo, source, checkout.base_commit);
   const runDir = resolve(options.work ?? join(bench.loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
   const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
-  const kept = options.reverify?.behaviour && existsSync(focusCheckoutIn(runDir, spec)) ? { focusCheckout: focusCheckoutIn(runDir, spec), behaviour: options.reverify.behaviour } : undefined;
-  if (kept) options.log.info(`session ${spec.session_id} (${options.condition}): its verification met an infrastructure fault; verifying the kept focus checkout again (the agent is not run again)`);
+  const kept =
+    options.reverify?.behaviour && existsSync(focusCheckoutIn(runDir, spec))
+      ? { focusCheckout: focusCheckoutIn(runDir, spec), behaviour: options.reverify.behaviour }
+      : undefined;
+  if (kept)
+    options.log.info(
+      `session ${spec.session_id} (${options.condition}): its verification met an infrastructure fault; verifying the kept focus checkout again (the agent is not run again)`,
+    );
   const run = kept ?? (await runAgent(bench, options, { spec, mirror, runDir, reportFile }));
   const { report } = await verifySubmission(bench, { session: options.session, checkout: run.focusCheckout, condition: options.condition, log: options.log });
   const withBehaviour = VerificationReport.parse({ ...report, behaviour: run.behaviour });
@@ -106,9 +112,15 @@ async function runAgent(bench: OpenedBenchmark, options: SessionRunOptions, at: 
  * environment: the image the verifier runs the focus task's tests in, so the agent's tests see
  * what the verifier's will. Only the recipe is read from the held-out asset, on the host.
  */
-async function agentImage(bench: OpenedBenchmark, spec: SessionSpec, mirror: string, log: Logger): Promise<{ docker: Docker; image: string; labels: Record<string, string> }> {
+async function agentImage(
+  bench: OpenedBenchmark,
+  spec: SessionSpec,
+  mirror: string,
+  log: Logger,
+): Promise<{ docker: Docker; image: string; labels: Record<string, string> }> {
   const docker = new Docker();
-  if (!(await dockerAvailable(docker))) throw new Error("the agent runs in the environment (runs: environment), but no Docker engine answers: start dockerd, or run the agent on the host");
+  if (!(await dockerAvailable(docker)))
+    throw new Error("the agent runs in the environment (runs: environment), but no Docker engine answers: start dockerd, or run the agent on the host");
   const focus = bench.requireHeldout(spec.focus, "whose environment the agent runs in");
   const env = environmentSpec(focus.repo, focus.environment, focus.environment_as_of);
   // Docker's whatever the verification's executor: the image is the environment the agent works in.
@@ -126,7 +138,10 @@ async function agentImage(bench: OpenedBenchmark, spec: SessionSpec, mirror: str
  * session and condition whose report exists is not run again, and a killed run left no report (it
  * is written whole, at the end), so it runs again from scratch.
  */
-export async function runAllSessions(bench: OpenedBenchmark, options: { manifest: string; conditions: Condition[]; agent: AgentSpec; out: string; work?: string; jobs: number; log: Logger; only?: string[] }): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
+export async function runAllSessions(
+  bench: OpenedBenchmark,
+  options: { manifest: string; conditions: Condition[]; agent: AgentSpec; out: string; work?: string; jobs: number; log: Logger; only?: string[] },
+): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
   const sessionsDir = join(options.manifest, "sessions");
   const index = readJsonFile(join(sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
   const work = index.sessions
@@ -152,7 +167,17 @@ export async function runAllSessions(bench: OpenedBenchmark, options: { manifest
       const item = todo[next++]!;
       options.log.info(`session ${item.sessionId} (${item.condition}) with ${options.agent.name}`);
       try {
-        ran.push(await runAndScoreSession(bench, { session: item.file, condition: item.condition, agent: options.agent, out: options.out, work: options.work, ...(item.report ? { reverify: item.report } : {}), log: options.log }));
+        ran.push(
+          await runAndScoreSession(bench, {
+            session: item.file,
+            condition: item.condition,
+            agent: options.agent,
+            out: options.out,
+            work: options.work,
+            ...(item.report ? { reverify: item.report } : {}),
+            log: options.log,
+          }),
+        );
       } catch (error) {
         // One session that cannot run does not stop the others; it has no report, so the next run-all tries it again.
         const message = (error as Error).message.split("\n")[0]!;

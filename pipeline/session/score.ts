@@ -27,14 +27,19 @@ export interface SubmissionOptions {
  * checkout, against the focus task's held-out verifier, with the benchmark's executor (and
  * limits): the one its execution settings name, which the oracle used too.
  */
-export async function verifySubmission(bench: OpenedBenchmark, options: SubmissionOptions): Promise<{ report: VerificationReport; artifact: string; excluded: string[] }> {
+export async function verifySubmission(
+  bench: OpenedBenchmark,
+  options: SubmissionOptions,
+): Promise<{ report: VerificationReport; artifact: string; excluded: string[] }> {
   if (Boolean(options.artifact) === Boolean(options.checkout)) throw new VerifyInputError("give exactly one of --artifact PATCH and --checkout DIR");
   const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
   const focusCheckout = spec.checkouts.find((c) => c.task_id === spec.focus);
   if (!focusCheckout) throw new VerifyInputError(`${options.session}: field checkouts: no checkout of the focus task ${spec.focus}`);
   const heldout = bench.requireHeldout(spec.focus, "whose held-out verifier scores the session");
   if (heldout.repo !== spec.repo || heldout.base_commit !== focusCheckout.base_commit) {
-    throw new VerifyInputError(`${bench.heldoutDir}/${spec.focus}.json: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`);
+    throw new VerifyInputError(
+      `${bench.heldoutDir}/${spec.focus}.json: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`,
+    );
   }
   const profile = bench.profile(spec.repo);
   const { workspace } = bench;
@@ -56,7 +61,19 @@ export async function verifySubmission(bench: OpenedBenchmark, options: Submissi
   }
   const executor = await workspace.executor();
   const env = environmentSpec(heldout.repo, heldout.environment, heldout.environment_as_of);
-  const outcome = await verifyArtifact(executor, { task: heldout, env, mirror, artifact, rules: profile.profile.classification, scratch: workspace.scratch, infrastructureBackoffMs: bench.execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, options.log);
+  const outcome = await verifyArtifact(
+    executor,
+    {
+      task: heldout,
+      env,
+      mirror,
+      artifact,
+      rules: profile.profile.classification,
+      scratch: workspace.scratch,
+      infrastructureBackoffMs: bench.execution.infrastructure_backoff_seconds.map((s) => s * 1000),
+    },
+    options.log,
+  );
   const report = VerificationReport.parse({ session_id: spec.session_id, task_id: spec.focus, condition: options.condition, ...outcome });
   return { report, artifact, excluded };
 }
@@ -68,11 +85,13 @@ export function formatVerification(report: VerificationReport): string {
   for (const d of report.dropped_paths) lines.push(`  dropped ${d.path} (${d.reason.replaceAll("_", " ")}): its held-out or base version was used`);
   const tests = Object.entries(report.tests);
   const failing = tests.filter(([, s]) => s !== "passed");
-  if (report.applied) lines.push(`  required tests: ${tests.length - failing.length} of ${tests.length} passed${report.timed_out ? " (the run timed out)" : ""}`);
+  if (report.applied)
+    lines.push(`  required tests: ${tests.length - failing.length} of ${tests.length} passed${report.timed_out ? " (the run timed out)" : ""}`);
   for (const [test, status] of failing) lines.push(`    ${status.padEnd(8)} ${test}`);
   for (const problem of report.integrity_problems) lines.push(`  integrity: ${problem}`);
   // Hints for an auditor, never part of the verdict.
-  for (const finding of report.suspicious) lines.push(`  suspicious (${finding.rule.replaceAll("_", " ")}): ${finding.path ? `${finding.path}:${finding.line} ` : ""}${finding.detail}`);
+  for (const finding of report.suspicious)
+    lines.push(`  suspicious (${finding.rule.replaceAll("_", " ")}): ${finding.path ? `${finding.path}:${finding.line} ` : ""}${finding.detail}`);
   if (report.infrastructure_fault) lines.push(`  infrastructure fault after ${report.infrastructure_retries} re-run(s): ${report.infrastructure_fault}`);
   return lines.join("\n") + "\n";
 }

@@ -18,7 +18,12 @@ export interface IdScheme {
   python: string;
 }
 
-const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "", isArray: (name) => ["testsuite", "testcase", "skipped", "failure", "error", "properties", "property"].includes(name), parseTagValue: false });
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: "",
+  isArray: (name) => ["testsuite", "testcase", "skipped", "failure", "error", "properties", "property"].includes(name),
+  parseTagValue: false,
+});
 
 /**
  * Reads pytest's JUnit XML (written with `-o junit_family=xunit1`, which records each test's file)

@@ -25,7 +25,11 @@ export function djangoLabel(arg: string): string {
     return owner.endsWith(`.${method}`) ? owner : `${owner}.${method}`;
   }
   const [file, ...rest] = arg.split("::");
-  const module = file!.replace(/^tests\//, "").replace(/\.py$/, "").replace(/\/__init__$/, "").replaceAll("/", ".");
+  const module = file!
+    .replace(/^tests\//, "")
+    .replace(/\.py$/, "")
+    .replace(/\/__init__$/, "")
+    .replaceAll("/", ".");
   return [module, ...rest].join(".");
 }
 

@@ -5,7 +5,23 @@ import { freshCheckout } from "../checkouts/checkout.ts";
 import { git } from "../git.ts";
 
 /** Directories that hold environments, caches and tool state, never the artifact. */
-const EXCLUDED_DIRS = new Set([".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".tox", ".nox", ".venv", "venv", ".eggs", "node_modules", "htmlcov", ".ipynb_checkpoints", ".cache"]);
+const EXCLUDED_DIRS = new Set([
+  ".git",
+  "__pycache__",
+  ".pytest_cache",
+  ".mypy_cache",
+  ".ruff_cache",
+  ".hypothesis",
+  ".tox",
+  ".nox",
+  ".venv",
+  "venv",
+  ".eggs",
+  "node_modules",
+  "htmlcov",
+  ".ipynb_checkpoints",
+  ".cache",
+]);
 /** Build outputs, excluded at the top level only (a package may have a `build` module). */
 const EXCLUDED_TOP_DIRS = new Set(["build", "dist"]);
 /** Byte code, logs and coverage data. */
@@ -37,7 +53,14 @@ export async function collectCheckoutArtifact(checkoutDir: string, mirror: strin
   const clean = await freshCheckout(mirror, baseCommit, [], scratch);
   try {
     const tracked = new Set((await git(["ls-files", "-z"], { cwd: clean.dir })).split("\0").filter(Boolean));
-    const trackedDirs = new Set([...tracked].flatMap((p) => p.split("/").slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join("/"))));
+    const trackedDirs = new Set(
+      [...tracked].flatMap((p) =>
+        p
+          .split("/")
+          .slice(0, -1)
+          .map((_, i, parts) => parts.slice(0, i + 1).join("/")),
+      ),
+    );
     for (const entry of await readdir(clean.dir)) if (entry !== ".git") await rm(join(clean.dir, entry), { recursive: true, force: true });
 
     const excluded: string[] = [];

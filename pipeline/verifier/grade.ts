@@ -41,16 +41,21 @@ export function gradeRun(required: readonly string[], run: { channel?: GuardChan
     if (record.kind === "test") {
       const seen = phases.get(record.nodeid) ?? {};
       const previous = seen[record.when];
-      if (previous !== undefined && previous !== record.outcome) integrityProblems.push(`${record.nodeid}: its ${record.when} was reported twice, ${previous} and then ${record.outcome}`);
+      if (previous !== undefined && previous !== record.outcome)
+        integrityProblems.push(`${record.nodeid}: its ${record.when} was reported twice, ${previous} and then ${record.outcome}`);
       seen[record.when] = previous ?? record.outcome;
       phases.set(record.nodeid, seen);
     } else if (record.kind === "problem") integrityProblems.push(`tampering: ${record.text}`);
     else if (record.kind === "suspicious") suspicious.push(record.text);
     else if (record.kind === "finish") for (const problem of record.problems) integrityProblems.push(`tampering: ${problem}`);
   }
-  if (channel?.foreign.length) integrityProblems.push(`the results channel carried ${channel.foreign.length} line(s) the runner did not write, e.g. ${JSON.stringify(channel.foreign[0])}`);
+  if (channel?.foreign.length)
+    integrityProblems.push(
+      `the results channel carried ${channel.foreign.length} line(s) the runner did not write, e.g. ${JSON.stringify(channel.foreign[0])}`,
+    );
   if (run.timedOut) integrityProblems.push("the run did not finish within its timeout");
-  else if (!channel?.finished) integrityProblems.push(`the test session ended before pytest finished it (exit code ${run.exitCode}); its results cannot be confirmed`);
+  else if (!channel?.finished)
+    integrityProblems.push(`the test session ended before pytest finished it (exit code ${run.exitCode}); its results cannot be confirmed`);
   const tests: Record<string, TestStatus> = {};
   for (const test of [...required].sort()) tests[test] = run.timedOut && !phases.has(test) ? "timeout" : statusFromPhases(phases.get(test));
   return { tests, integrityProblems: [...new Set(integrityProblems)], suspicious: [...new Set(suspicious)].sort(), timedOut: run.timedOut };
@@ -58,5 +63,12 @@ export function gradeRun(required: readonly string[], run: { channel?: GuardChan
 
 /** SPEC §3: applied, finished within its timeout, nothing undermines the run, and every required test was collected, executed and passed. */
 export function isResolved(applied: boolean, graded: GradedRun | undefined): boolean {
-  return applied && graded !== undefined && !graded.timedOut && graded.integrityProblems.length === 0 && Object.keys(graded.tests).length > 0 && Object.values(graded.tests).every((s) => s === "passed");
+  return (
+    applied &&
+    graded !== undefined &&
+    !graded.timedOut &&
+    graded.integrityProblems.length === 0 &&
+    Object.keys(graded.tests).length > 0 &&
+    Object.values(graded.tests).every((s) => s === "passed")
+  );
 }

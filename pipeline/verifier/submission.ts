@@ -34,7 +34,12 @@ export function protectedPathReason(path: string, rules: ClassificationRules, he
   const name = segments.at(-1)!;
   if (heldoutTestPaths.has(path)) return "held_out_test_path";
   if (TEST_CONFIGURATION.has(name)) return "test_configuration";
-  if (RUNNER_MODULES.has(name) || name.endsWith(".pth") || segments.slice(0, -1).some((s) => RUNNER_PACKAGES.has(s) || s.endsWith(".dist-info") || s.endsWith(".egg-info"))) return "test_runner_shadow";
+  if (
+    RUNNER_MODULES.has(name) ||
+    name.endsWith(".pth") ||
+    segments.slice(0, -1).some((s) => RUNNER_PACKAGES.has(s) || s.endsWith(".dist-info") || s.endsWith(".egg-info"))
+  )
+    return "test_runner_shadow";
   if (classifyPath(path, rules).class === "test") return "test_file";
   return undefined;
 }
@@ -42,7 +47,8 @@ export function protectedPathReason(path: string, rules: ClassificationRules, he
 /** Refuses a path that is absolute, climbs out of the repository, or reaches into `.git`. */
 export function assertInsideRepository(path: string): void {
   const segments = path.split("/");
-  if (path.startsWith("/") || /^[A-Za-z]:/.test(path) || path.includes("\\") || path.includes("\0")) throw new UnsafeSubmission(`${JSON.stringify(path)} is not a path inside the repository`);
+  if (path.startsWith("/") || /^[A-Za-z]:/.test(path) || path.includes("\\") || path.includes("\0"))
+    throw new UnsafeSubmission(`${JSON.stringify(path)} is not a path inside the repository`);
   if (segments.includes("..")) throw new UnsafeSubmission(`${JSON.stringify(path)} climbs out of the repository with '..'`);
   if (segments.some((s) => s.toLowerCase() === ".git")) throw new UnsafeSubmission(`${JSON.stringify(path)} reaches into the repository's .git directory`);
 }
@@ -61,8 +67,10 @@ function symlinkTarget(file: FileDiff): string | undefined {
 export function assertSymlinkInside(path: string, target: string): void {
   if (target.startsWith("/")) throw new UnsafeSubmission(`the symlink ${path} points outside the repository (to ${JSON.stringify(target)})`);
   const resolved = posix.normalize(posix.join(posix.dirname(path), target));
-  if (resolved === ".." || resolved.startsWith("../")) throw new UnsafeSubmission(`the symlink ${path} points outside the repository (to ${JSON.stringify(target)})`);
-  if (resolved.split("/").some((s) => s.toLowerCase() === ".git")) throw new UnsafeSubmission(`the symlink ${path} points into the repository's .git directory`);
+  if (resolved === ".." || resolved.startsWith("../"))
+    throw new UnsafeSubmission(`the symlink ${path} points outside the repository (to ${JSON.stringify(target)})`);
+  if (resolved.split("/").some((s) => s.toLowerCase() === ".git"))
+    throw new UnsafeSubmission(`the symlink ${path} points into the repository's .git directory`);
 }
 
 /**
@@ -92,7 +100,11 @@ export function planSubmission(patchText: string, rules: ClassificationRules, he
 
 /** Paths a patch touches, old and new names both: the held-out test patch's files are protected. */
 export function pathsOfPatch(patchText: string): Set<string> {
-  return new Set(parseGitDiff(patchText).flatMap((f) => [f.oldPath, f.path]).filter((p) => p !== "/dev/null"));
+  return new Set(
+    parseGitDiff(patchText)
+      .flatMap((f) => [f.oldPath, f.path])
+      .filter((p) => p !== "/dev/null"),
+  );
 }
 
 /**
@@ -103,7 +115,7 @@ export function pathsOfPatch(patchText: string): Set<string> {
 export function assertResolvesInside(checkoutDir: string, path: string): void {
   const pending = path.split("/").filter(Boolean);
   const resolved: string[] = [];
-  for (let hops = 0; pending.length; ) {
+  for (let hops = 0; pending.length;) {
     const part = pending.shift()!;
     if (part === ".") continue;
     if (part === "..") {

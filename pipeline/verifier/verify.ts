@@ -97,7 +97,15 @@ type Checkout = Awaited<ReturnType<typeof freshCheckout>>;
 async function submittedCheckout(input: VerifyInput, plan: ReturnType<typeof planSubmission>): Promise<{ checkout: Checkout } | { refused: string }> {
   let checkout: Checkout;
   try {
-    checkout = await freshCheckout(input.mirror, input.task.base_commit, [{ name: "submitted", text: plan.patch }, { name: "held-out test", text: input.task.test_patch }], input.scratch);
+    checkout = await freshCheckout(
+      input.mirror,
+      input.task.base_commit,
+      [
+        { name: "submitted", text: plan.patch },
+        { name: "held-out test", text: input.task.test_patch },
+      ],
+      input.scratch,
+    );
   } catch (error) {
     if (error instanceof PatchDoesNotApply) return { refused: error.message };
     throw error;
@@ -114,19 +122,46 @@ async function submittedCheckout(input: VerifyInput, plan: ReturnType<typeof pla
 }
 
 /** The guarded run of the required tests on a prepared checkout, graded. */
-async function runVerifier(executor: Executor, input: VerifyInput, plan: ReturnType<typeof planSubmission>, checkout: Checkout, base: VerifyOutcome, required: string[], log: Logger): Promise<VerifyOutcome> {
+async function runVerifier(
+  executor: Executor,
+  input: VerifyInput,
+  plan: ReturnType<typeof planSubmission>,
+  checkout: Checkout,
+  base: VerifyOutcome,
+  required: string[],
+  log: Logger,
+): Promise<VerifyOutcome> {
   const { task } = input;
   // Code from these may not act as a test or a plugin; the protected files are compared with what runs.
   const submittedPaths = [...new Set(plan.applied.flatMap((f) => [f.path, f.oldPath]))].sort();
   const protectedPaths = await testFilesOf(checkout.dir, input.rules, pathsOfPatch(task.test_patch));
-  const faulted = (message: string, retries: number): VerifyOutcome => ({ ...base, applied: true, infrastructure_retries: retries, infrastructure_fault: message });
+  const faulted = (message: string, retries: number): VerifyOutcome => ({
+    ...base,
+    applied: true,
+    infrastructure_retries: retries,
+    infrastructure_fault: message,
+  });
   let outcome;
   try {
-    await withInfrastructureRetries(`${task.task_id}: building its environment`, log, () => executor.ensureEnvironment(input.env, baseRevision(input.mirror, task.base_commit, input.scratch)), input.infrastructureBackoffMs);
+    await withInfrastructureRetries(
+      `${task.task_id}: building its environment`,
+      log,
+      () => executor.ensureEnvironment(input.env, baseRevision(input.mirror, task.base_commit, input.scratch)),
+      input.infrastructureBackoffMs,
+    );
     outcome = await withInfrastructureRetries(
       `${task.task_id}: verifier run`,
       log,
-      () => executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: required, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: task.base_commit, guarded: { submittedPaths, protectedPaths } }),
+      () =>
+        executor.run({
+          env: input.env,
+          checkoutDir: checkout.dir,
+          source: checkout.origin,
+          tests: required,
+          timeoutSeconds: input.env.recipe.test_timeout_seconds,
+          baseCommit: task.base_commit,
+          guarded: { submittedPaths, protectedPaths },
+        }),
       input.infrastructureBackoffMs,
     );
   } catch (error) {
@@ -158,7 +193,12 @@ export async function testFilesOf(dir: string, rules: ClassificationRules, heldo
       const path = relative ? `${relative}/${entry.name}` : entry.name;
       if (entry.isDirectory()) {
         if (entry.name !== ".git" && entry.name !== "__pycache__") await walk(path);
-      } else if (entry.isFile() && path.endsWith(".py") && (heldoutTestPaths.has(path) || entry.name === "conftest.py" || classifyPath(path, rules).class === "test")) found.push(path);
+      } else if (
+        entry.isFile() &&
+        path.endsWith(".py") &&
+        (heldoutTestPaths.has(path) || entry.name === "conftest.py" || classifyPath(path, rules).class === "test")
+      )
+        found.push(path);
     }
   };
   await walk("");

@@ -26,7 +26,8 @@ export function alignTask(task: Task, contracts: Record<string, string> = {}): P
     const contract = contracts[test];
     if (!source) {
       links.push({ test, stages: [], evidence: [], ...(contract ? { public_contract: contract } : {}) });
-      if (!contract) flags.push({ flag: "unjustified_test", subject: test, detail: "its source is not in the test patch, so no request can be checked against it" });
+      if (!contract)
+        flags.push({ flag: "unjustified_test", subject: test, detail: "its source is not in the test patch, so no request can be checked against it" });
       continue;
     }
     const evidence = changedEvidence(source, name);
@@ -51,7 +52,8 @@ export function alignTask(task: Task, contracts: Record<string, string> = {}): P
   }
   for (const request of task.requests) {
     if (!REQUIREMENT.test(request.text)) flags.push({ flag: "not_substantive", subject: `stage ${request.stage}`, detail: "states no requested behaviour" });
-    else if (!verified.has(request.stage)) flags.push({ flag: "unverified_stage", subject: `stage ${request.stage}`, detail: "no fail-to-pass test checks what it asks" });
+    else if (!verified.has(request.stage))
+      flags.push({ flag: "unverified_stage", subject: `stage ${request.stage}`, detail: "no fail-to-pass test checks what it asks" });
   }
   return { links, flags };
 }

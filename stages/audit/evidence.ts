@@ -8,7 +8,53 @@ export interface TestEvidence {
   behaviour: string[];
 }
 
-const SCAFFOLDING = new Set(["assert", "pytest", "raises", "match", "approx", "importlib", "import_module", "pathlib", "Path", "__file__", "parent", "read_bytes", "read_text", "write_text", "exists", "with_name", "module", "random", "int", "str", "len", "set", "list", "tuple", "dict", "isinstance", "True", "False", "None", "in", "not", "and", "or", "for", "v", "with", "def", "return", "marker", "runs", "self", "monkeypatch", "tmp_path", "capsys", "request"]);
+const SCAFFOLDING = new Set([
+  "assert",
+  "pytest",
+  "raises",
+  "match",
+  "approx",
+  "importlib",
+  "import_module",
+  "pathlib",
+  "Path",
+  "__file__",
+  "parent",
+  "read_bytes",
+  "read_text",
+  "write_text",
+  "exists",
+  "with_name",
+  "module",
+  "random",
+  "int",
+  "str",
+  "len",
+  "set",
+  "list",
+  "tuple",
+  "dict",
+  "isinstance",
+  "True",
+  "False",
+  "None",
+  "in",
+  "not",
+  "and",
+  "or",
+  "for",
+  "v",
+  "with",
+  "def",
+  "return",
+  "marker",
+  "runs",
+  "self",
+  "monkeypatch",
+  "tmp_path",
+  "capsys",
+  "request",
+]);
 
 /**
  * One test function as the test patch leaves it (context and added lines, from its `def` to the
@@ -56,7 +102,12 @@ export function changedEvidence(test: { source: string; added: string; removed: 
 }
 
 export function evidenceOf(source: string, testName: string): TestEvidence {
-  const params = new Set((/def \w+\(([^)]*)\)/.exec(source)?.[1] ?? "").split(",").map((p) => p.trim().split(/[:=]/)[0]!).filter(Boolean));
+  const params = new Set(
+    (/def \w+\(([^)]*)\)/.exec(source)?.[1] ?? "")
+      .split(",")
+      .map((p) => p.trim().split(/[:=]/)[0]!)
+      .filter(Boolean),
+  );
   const body = source.split("\n").slice(1).join("\n");
   const strings = [...body.matchAll(/(?<![\w])b?(["'])((?:\\.|(?!\1).)*)\1/g)].map((m) => m[2]!);
   const withoutStrings = body.replace(/(["'])(?:\\.|(?!\1).)*\1/g, " ");
@@ -71,7 +122,14 @@ export function evidenceOf(source: string, testName: string): TestEvidence {
   const subject = [...new Set([...called.filter((c) => !exceptions.includes(c) && !/^[A-Z]/.test(c)), ...names].filter(keep))].sort();
   // 0, 1 and 2 are too common in tests to say what a request asked for.
   const distinctiveNumbers = numbers.filter((n) => !["0", "1", "2"].includes(n));
-  const behaviour = [...new Set([...[...strings.filter((s) => s.length > 1 && !names.includes(s)), ...keywords, ...attributes.filter((a) => !subject.includes(a)), ...exceptions].filter(keep), ...distinctiveNumbers])].sort();
+  const behaviour = [
+    ...new Set([
+      ...[...strings.filter((s) => s.length > 1 && !names.includes(s)), ...keywords, ...attributes.filter((a) => !subject.includes(a)), ...exceptions].filter(
+        keep,
+      ),
+      ...distinctiveNumbers,
+    ]),
+  ].sort();
   return { subject, behaviour };
 }
 

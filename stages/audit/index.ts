@@ -65,12 +65,24 @@ export const auditStage = defineStage({
       work: (task): { record: AuditRecord; task?: Task } => {
         const decision = decisions.get(task.id);
         const { links, flags } = alignTask(task, decision?.contracts);
-        const record = AuditRecord.parse({ task_id: task.id, links, flags, ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}) });
+        const record = AuditRecord.parse({
+          task_id: task.id,
+          links,
+          flags,
+          ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}),
+        });
         // An excluded task keeps its audit record: the report shows why it left.
-        if (decision?.verdict === "exclude") throw new RecordError("audit_excluded", `${task.id}: excluded by ${decision.auditor}: ${decision.reason}`, { file: file.path }, true, { record });
+        if (decision?.verdict === "exclude")
+          throw new RecordError("audit_excluded", `${task.id}: excluded by ${decision.auditor}: ${decision.reason}`, { file: file.path }, true, { record });
         const unjustified = flags.filter((f) => f.flag === "unjustified_test");
         if (unjustified.length && decision?.verdict !== "approve") {
-          throw new RecordError("unjustified_test", `${task.id}: ${unjustified.length} fail-to-pass test(s) no request justifies: ${unjustified.map((f) => f.subject).join(", ")}; approve with a public contract in ${file.path}, or curate the requests`, { field: "verifier.fail_to_pass" }, true, { record });
+          throw new RecordError(
+            "unjustified_test",
+            `${task.id}: ${unjustified.length} fail-to-pass test(s) no request justifies: ${unjustified.map((f) => f.subject).join(", ")}; approve with a public contract in ${file.path}, or curate the requests`,
+            { field: "verifier.fail_to_pass" },
+            true,
+            { record },
+          );
         }
         return { record, task };
       },
@@ -79,7 +91,13 @@ export const auditStage = defineStage({
     const passed = results.flatMap((r) => (r.task ? [r.task] : []));
     const byId = new Map(tasks.map((t) => [t.id, t]));
     // Published whole, as emit's folder is: nothing an earlier run (or anyone) left there survives.
-    await ctx.publishDirectory(ctx.config.report_dir, new Map([["alignment.csv", alignmentCsv(records, byId)], ["index.html", htmlReport(records, byId)]]));
+    await ctx.publishDirectory(
+      ctx.config.report_dir,
+      new Map([
+        ["alignment.csv", alignmentCsv(records, byId)],
+        ["index.html", htmlReport(records, byId)],
+      ]),
+    );
     return { records, tasks: passed };
   },
 });

@@ -12,7 +12,10 @@ export function alignmentCsv(records: AuditRecord[], tasks: Map<string, Task>): 
       stages: l.stages.join(" "),
       evidence: l.evidence.map((e) => `${e.stage}:${e.token}`).join(" "),
       public_contract: l.public_contract ?? "",
-      flags: r.flags.filter((f) => f.subject === l.test).map((f) => f.flag).join(" "),
+      flags: r.flags
+        .filter((f) => f.subject === l.test)
+        .map((f) => f.flag)
+        .join(" "),
       decision: r.decision ? `${r.decision.verdict} (${r.decision.auditor})` : "",
     })),
   );
@@ -62,8 +65,16 @@ export function htmlReport(records: AuditRecord[], tasks: Map<string, Task>): st
     const flags = [...new Set(record.flags.map((f) => f.flag))];
     const stages = task.requests
       .map((r) => {
-        const links = r.provenance.sources.map((s) => (s.url ? `<a href="${esc(s.url)}" data-record="${esc(s.record_id)}">${esc(s.kind)} ${esc(s.record_id)}</a>` : `<span>${esc(s.kind)} ${esc(s.record_id)}</span>`)).join("");
-        const curated = r.provenance.curation ? ` · curated (${esc(r.provenance.curation.action)} by ${esc(r.provenance.curation.reviewer)}: ${esc(r.provenance.curation.reason)})` : "";
+        const links = r.provenance.sources
+          .map((s) =>
+            s.url
+              ? `<a href="${esc(s.url)}" data-record="${esc(s.record_id)}">${esc(s.kind)} ${esc(s.record_id)}</a>`
+              : `<span>${esc(s.kind)} ${esc(s.record_id)}</span>`,
+          )
+          .join("");
+        const curated = r.provenance.curation
+          ? ` · curated (${esc(r.provenance.curation.action)} by ${esc(r.provenance.curation.reviewer)}: ${esc(r.provenance.curation.reason)})`
+          : "";
         return `<li><div class="text">${esc(r.text)}</div><div class="prov">${links}${curated}</div></li>`;
       })
       .join("");
@@ -72,12 +83,20 @@ export function htmlReport(records: AuditRecord[], tasks: Map<string, Task>): st
         const unjustified = record.flags.some((f) => f.flag === "unjustified_test" && f.subject === l.test);
         const byStage = new Map<number, string[]>();
         for (const e of l.evidence) byStage.set(e.stage, [...(byStage.get(e.stage) ?? []), e.token]);
-        const evidence = [...byStage].map(([stage, tokens]) => `<div><span class="stage">stage ${stage}</span> ${tokens.map((t) => `<span class="token">${esc(t)}</span>`).join("")}</div>`).join("");
+        const evidence = [...byStage]
+          .map(
+            ([stage, tokens]) => `<div><span class="stage">stage ${stage}</span> ${tokens.map((t) => `<span class="token">${esc(t)}</span>`).join("")}</div>`,
+          )
+          .join("");
         return `<tr class="${unjustified ? "unjustified" : ""}"><td class="test">${esc(l.test)}</td><td>${l.stages.join(", ") || "—"}</td><td>${evidence || (l.public_contract ? `contract: ${esc(l.public_contract)}` : "—")}</td></tr>`;
       })
       .join("");
-    const flagList = record.flags.length ? `<ul class="flags">${record.flags.map((f) => `<li><b>${esc(f.flag.replaceAll("_", " "))}</b> — ${esc(f.subject)}: ${esc(f.detail)}</li>`).join("")}</ul>` : "";
-    const decision = record.decision ? `<span class="decision">${esc(record.decision.verdict)} by ${esc(record.decision.auditor)}: ${esc(record.decision.reason)}</span>` : "";
+    const flagList = record.flags.length
+      ? `<ul class="flags">${record.flags.map((f) => `<li><b>${esc(f.flag.replaceAll("_", " "))}</b> — ${esc(f.subject)}: ${esc(f.detail)}</li>`).join("")}</ul>`
+      : "";
+    const decision = record.decision
+      ? `<span class="decision">${esc(record.decision.verdict)} by ${esc(record.decision.auditor)}: ${esc(record.decision.reason)}</span>`
+      : "";
     return `<article id="${esc(record.task_id)}" data-repo="${esc(task.snapshot.repo)}" data-flags="${esc(flags.join(" "))}">
 <h2>${esc(record.task_id)} <span class="repo">${esc(task.snapshot.repo)} @ ${esc(task.snapshot.base_commit.slice(0, 12))}</span>${flags.length ? flags.map((f) => `<span class="flag">${esc(f.replaceAll("_", " "))}</span>`).join("") : `<span class="clean">aligned</span>`}${decision}</h2>${flagList}
 <ol class="stages">${stages}</ol>

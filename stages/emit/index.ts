@@ -35,10 +35,23 @@ function taskUses(specs: SessionSpec[]) {
 }
 
 /** One manifest line: a task the benchmark uses, with its sources, tests, links and validation (SPEC §2.10). */
-function manifestEntry(id: string, task: Task, candidate: Candidate | undefined, audit: AuditRecord | undefined, checks: ValidationReport["checks"], roles: Set<"focus" | "interruption">, cloneUrl: string): ManifestEntry {
-  const source = candidate?.source.kind === "github"
-    ? { kind: "github" as const, ids: [id, ...candidate.issues.map((i) => `${i.repo}#${i.number}`)], urls: [candidate.source.api_url, ...candidate.issues.map((i) => i.url)] }
-    : { kind: "swebench" as const, ids: [id], urls: [] };
+function manifestEntry(
+  id: string,
+  task: Task,
+  candidate: Candidate | undefined,
+  audit: AuditRecord | undefined,
+  checks: ValidationReport["checks"],
+  roles: Set<"focus" | "interruption">,
+  cloneUrl: string,
+): ManifestEntry {
+  const source =
+    candidate?.source.kind === "github"
+      ? {
+          kind: "github" as const,
+          ids: [id, ...candidate.issues.map((i) => `${i.repo}#${i.number}`)],
+          urls: [candidate.source.api_url, ...candidate.issues.map((i) => i.url)],
+        }
+      : { kind: "swebench" as const, ids: [id], urls: [] };
   return ManifestEntry.parse({
     task_id: id,
     repo: task.snapshot.repo,
@@ -51,7 +64,10 @@ function manifestEntry(id: string, task: Task, candidate: Candidate | undefined,
     source_files: task.source_files,
     source_dirs: task.source_dirs,
     requirement_tests: (audit?.links ?? []).map((l) => ({ test: l.test, stages: l.stages })),
-    validation: { passed: checks.every((c) => c.passed), checks: [...new Map(checks.map((c) => [c.check, c])).values()].map(({ check, passed }) => ({ check, passed })) },
+    validation: {
+      passed: checks.every((c) => c.passed),
+      checks: [...new Map(checks.map((c) => [c.check, c])).values()].map(({ check, passed }) => ({ check, passed })),
+    },
     roles: [...roles].sort(),
   });
 }
@@ -71,10 +87,48 @@ export function cloneUrlFor(repo: string, profiles: ProfileSet, resolvePath: (p:
 /** The CSV tables of the released benchmark. */
 function tables(specs: SessionSpec[], manifest: ManifestEntry[], pairs: LocalityPair[]): [string, string][] {
   const used = new Set(manifest.map((m) => m.task_id));
-  const sessionRows = specs.map((s) => ({ session_id: s.session_id, repo: s.repo, focus: s.focus, locality: s.locality, interruptions: s.interruptions.join(" "), focus_checkout: s.checkouts.find((c) => c.task_id === s.focus)!.path, control_requests: s.conditions.control.length, ...switchedFigures(s) }));
-  const taskRows = manifest.map((m) => ({ task_id: m.task_id, repo: m.repo, roles: m.roles.join(" "), stages: m.requests.length, fail_to_pass: m.tests.fail_to_pass.length, pass_to_pass: m.tests.pass_to_pass.length, source_files: m.source_files.join(" ") }));
-  const pairRows = pairs.filter((p) => used.has(p.task_a) && used.has(p.task_b)).map((p) => ({ repo: p.repo, task_a: p.task_a, task_b: p.task_b, class: p.eligible ? p.class : "ineligible", shared_dirs: p.shared_dirs.join(" "), shared_files: p.shared_files.join(" ") }));
-  const requestRows = specs.flatMap((s) => (["control", "switched"] as const).flatMap((condition) => s.conditions[condition].map((r, i) => ({ session_id: s.session_id, condition, position: i + 1, task_id: r.task_id, stage: r.stage ?? "", finalization: r.finalization, checkout: r.message.checkout }))));
+  const sessionRows = specs.map((s) => ({
+    session_id: s.session_id,
+    repo: s.repo,
+    focus: s.focus,
+    locality: s.locality,
+    interruptions: s.interruptions.join(" "),
+    focus_checkout: s.checkouts.find((c) => c.task_id === s.focus)!.path,
+    control_requests: s.conditions.control.length,
+    ...switchedFigures(s),
+  }));
+  const taskRows = manifest.map((m) => ({
+    task_id: m.task_id,
+    repo: m.repo,
+    roles: m.roles.join(" "),
+    stages: m.requests.length,
+    fail_to_pass: m.tests.fail_to_pass.length,
+    pass_to_pass: m.tests.pass_to_pass.length,
+    source_files: m.source_files.join(" "),
+  }));
+  const pairRows = pairs
+    .filter((p) => used.has(p.task_a) && used.has(p.task_b))
+    .map((p) => ({
+      repo: p.repo,
+      task_a: p.task_a,
+      task_b: p.task_b,
+      class: p.eligible ? p.class : "ineligible",
+      shared_dirs: p.shared_dirs.join(" "),
+      shared_files: p.shared_files.join(" "),
+    }));
+  const requestRows = specs.flatMap((s) =>
+    (["control", "switched"] as const).flatMap((condition) =>
+      s.conditions[condition].map((r, i) => ({
+        session_id: s.session_id,
+        condition,
+        position: i + 1,
+        task_id: r.task_id,
+        stage: r.stage ?? "",
+        finalization: r.finalization,
+        checkout: r.message.checkout,
+      })),
+    ),
+  );
   return [
     ["tables/sessions.csv", stringify(sessionRows, { header: true })],
     ["tables/tasks.csv", stringify(taskRows, { header: true })],
@@ -84,12 +138,21 @@ function tables(specs: SessionSpec[], manifest: ManifestEntry[], pairs: Locality
 }
 
 /** Every file of the released benchmark's directory, by path inside it. */
-function benchmarkFiles(benchmark: string, specs: SessionSpec[], manifest: ManifestEntry[], pairs: LocalityPair[], profile: ReturnType<typeof benchmarkProfile>): Map<string, string> {
+function benchmarkFiles(
+  benchmark: string,
+  specs: SessionSpec[],
+  manifest: ManifestEntry[],
+  pairs: LocalityPair[],
+  profile: ReturnType<typeof benchmarkProfile>,
+): Map<string, string> {
   const files = new Map<string, string>();
   files.set("manifest.jsonl", manifest.map((m) => canonicalJson(m) + "\n").join(""));
   for (const spec of specs) files.set(`sessions/${spec.session_id}.json`, json(spec));
   // The sessions of this benchmark, which `report` takes as its fixed denominators.
-  files.set("sessions/index.json", json({ benchmark, sessions: specs.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })) }));
+  files.set(
+    "sessions/index.json",
+    json({ benchmark, sessions: specs.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })) }),
+  );
   for (const [name, text] of renderSchemaFiles()) files.set(`schema/${name}`, text);
   for (const [name, text] of tables(specs, manifest, pairs)) files.set(name, text);
   files.set("profile.json", json(profile));
@@ -129,11 +192,26 @@ export const emitStage = defineStage({
     const manifest = await ctx.mapRecords(used, {
       id: (id) => id,
       cache: false,
-      work: (id) => manifestEntry(id, tasks.get(id)!, candidates.get(id), audits.get(id), (sessionsOf.get(id) ?? []).flatMap((sid) => reports.get(sid)?.checks ?? []), roles.get(id)!, cloneUrl(tasks.get(id)!.snapshot.repo, ctx.resolvePath(out))),
+      work: (id) =>
+        manifestEntry(
+          id,
+          tasks.get(id)!,
+          candidates.get(id),
+          audits.get(id),
+          (sessionsOf.get(id) ?? []).flatMap((sid) => reports.get(sid)?.checks ?? []),
+          roles.get(id)!,
+          cloneUrl(tasks.get(id)!.snapshot.repo, ctx.resolvePath(out)),
+        ),
     });
     const profile = benchmarkProfile(specs);
     const sessionsDir = join(ctx.resolvePath(out), "sessions");
-    const files = benchmarkFiles(ctx.benchmark, specs.map((s) => ({ ...s, clone_url: cloneUrl(s.repo, sessionsDir) })), manifest, pairs, profile);
+    const files = benchmarkFiles(
+      ctx.benchmark,
+      specs.map((s) => ({ ...s, clone_url: cloneUrl(s.repo, sessionsDir) })),
+      manifest,
+      pairs,
+      profile,
+    );
     // Held-out assets: only the verifier reads these. Every one passed the oracle. Inside out_dir
     // they are part of its one swap; elsewhere they are a directory of their own.
     const heldoutFiles = new Map(used.map((id) => [`${id}.json`, json(heldout.get(id)!)]));

@@ -11,7 +11,11 @@ function median(values: number[]): number {
 /** Per-session figures of the switched condition (SPEC §2.10). */
 export function switchedFigures(spec: SessionSpec) {
   const checkoutOf = new Map(spec.checkouts.map((c) => [c.task_id, c.path]));
-  return sessionFigures(spec.conditions.switched.map((r) => ({ task: r.task_id, stage: r.stage, finalization: r.finalization })), (t) => checkoutOf.get(t)!, spec.focus);
+  return sessionFigures(
+    spec.conditions.switched.map((r) => ({ task: r.task_id, stage: r.stage, finalization: r.finalization })),
+    (t) => checkoutOf.get(t)!,
+    spec.focus,
+  );
 }
 
 /**

@@ -100,7 +100,14 @@ async function listWindow(octokit: GithubClient, target: MineTarget): Promise<{ 
   const page = async (n: number): Promise<Raw[]> => {
     let items = pages.get(n);
     if (!items) {
-      const response = await octokit.rest.pulls.list({ ...split(target.repo), state: "closed", sort: "created", direction: "desc", per_page: PER_PAGE, page: n });
+      const response = await octokit.rest.pulls.list({
+        ...split(target.repo),
+        state: "closed",
+        sort: "created",
+        direction: "desc",
+        per_page: PER_PAGE,
+        page: n,
+      });
       items = response.data as Raw[];
       pages.set(n, items);
       if (n === 1) last = lastPage(response.headers.link) ?? 1;
@@ -199,7 +206,10 @@ const CLOSERS = `__typename
  */
 function linkQuery(mentionCount: number): string {
   const vars = Array.from({ length: mentionCount }, (_, i) => `, $m${i}o: String!, $m${i}n: String!, $m${i}i: Int!`).join("");
-  const parts = Array.from({ length: mentionCount }, (_, i) => `  m${i}: repository(owner: $m${i}o, name: $m${i}n) {\n    issueOrPullRequest(number: $m${i}i) {\n      ${CLOSERS}\n    }\n  }`).join("\n");
+  const parts = Array.from(
+    { length: mentionCount },
+    (_, i) => `  m${i}: repository(owner: $m${i}o, name: $m${i}n) {\n    issueOrPullRequest(number: $m${i}i) {\n      ${CLOSERS}\n    }\n  }`,
+  ).join("\n");
   return `query SwitchSweLinks($owner: String!, $name: String!, $number: Int!, $after: String${vars}) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
@@ -231,11 +241,14 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
     ...commits.flatMap((c) => closingReferences(c.message, pull.repo, "commit_message").map((ref) => [ref, "commit_keyword"] as [IssueRef, LinkSource])),
   ];
   const keyworded = new Set(keyword.map(([ref]) => refKey(ref)));
-  const mentioned = mentions(pr.body ?? "", pull.repo).filter((ref) => !keyworded.has(refKey(ref)) && refKey(ref) !== refKey({ repo: pull.repo, number: pull.number }));
+  const mentioned = mentions(pr.body ?? "", pull.repo).filter(
+    (ref) => !keyworded.has(refKey(ref)) && refKey(ref) !== refKey({ repo: pull.repo, number: pull.number }),
+  );
 
   if (graphql) {
     const asked = mentioned.slice(0, MAX_MENTIONS_PER_QUERY);
-    if (mentioned.length > asked.length) notes.push(`the description mentions ${mentioned.length} issues; what closed them was asked for the first ${asked.length} only`);
+    if (mentioned.length > asked.length)
+      notes.push(`the description mentions ${mentioned.length} issues; what closed them was asked for the first ${asked.length} only`);
     const variables: Record<string, unknown> = { owner: split(pull.repo).owner, name: split(pull.repo).repo, number: pull.number, after: null };
     asked.forEach((ref, i) => Object.assign(variables, { [`m${i}o`]: split(ref.repo).owner, [`m${i}n`]: split(ref.repo).repo, [`m${i}i`]: ref.number }));
     const query = linkQuery(asked.length);
@@ -245,10 +258,17 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
     let answer = first;
     for (;;) {
       const refs = (answer.data.repository as Raw | null)?.pullRequest?.closingIssuesReferences;
-      if (!refs) throw new Error(`GitHub's GraphQL API returned no closing references for ${pull.repo}#${pull.number}: ${answer.errors.map((e) => e.message).join("; ") || "no data"}`);
+      if (!refs)
+        throw new Error(
+          `GitHub's GraphQL API returned no closing references for ${pull.repo}#${pull.number}: ${answer.errors.map((e) => e.message).join("; ") || "no data"}`,
+        );
       for (const node of refs.nodes as Raw[]) closingRefs.push({ repo: node.repository.nameWithOwner, number: node.number });
       if (!refs.pageInfo.hasNextPage) break;
-      answer = await graphql(linkQuery(0), { owner: variables.owner, name: variables.name, number: pull.number, after: refs.pageInfo.endCursor }, String(pr.updated_at));
+      answer = await graphql(
+        linkQuery(0),
+        { owner: variables.owner, name: variables.name, number: pull.number, after: refs.pageInfo.endCursor },
+        String(pr.updated_at),
+      );
     }
     for (const ref of closingRefs) links.add(ref, "closing_reference");
     for (const [ref, source] of keyword) links.add(ref, source);
@@ -258,7 +278,8 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
       if (!issue || issue.__typename !== "Issue") return;
       const closedByThis = (issue.timelineItems?.nodes ?? []).some((n: Raw) => {
         const closer = n?.closer;
-        if (closer?.__typename === "PullRequest") return closer.number === pull.number && String(closer.repository?.nameWithOwner).toLowerCase() === pull.repo.toLowerCase();
+        if (closer?.__typename === "PullRequest")
+          return closer.number === pull.number && String(closer.repository?.nameWithOwner).toLowerCase() === pull.repo.toLowerCase();
         return closer?.__typename === "Commit" && prCommits.has(closer.oid);
       });
       if (closedByThis) links.add(ref, "timeline");
@@ -269,7 +290,8 @@ async function findLinks(options: MinePullOptions, pull: PullSummary, pr: Raw, c
   for (const [ref, source] of keyword) links.add(ref, source);
   // Each mention costs its timeline's pages: a bot's description can name dozens.
   const followed = mentioned.slice(0, MAX_MENTIONS_REST);
-  if (mentioned.length > followed.length) notes.push(`the description mentions ${mentioned.length} issues; the timelines of the first ${followed.length} only were read`);
+  if (mentioned.length > followed.length)
+    notes.push(`the description mentions ${mentioned.length} issues; the timelines of the first ${followed.length} only were read`);
   for (const ref of followed) {
     let timeline: Raw[];
     try {
@@ -306,7 +328,9 @@ async function fetchIssues(octokit: GithubClient, links: Link[], notes: string[]
     } catch (error) {
       const status = isGone(error);
       if (!status) throw error;
-      notes.push(`linked issue ${ref.repo}#${ref.number} (${sources.join(", ")}) ${status === 410 ? "was deleted (410 Gone)" : "does not exist (404)"}; the link is skipped`);
+      notes.push(
+        `linked issue ${ref.repo}#${ref.number} (${sources.join(", ")}) ${status === 410 ? "was deleted (410 Gone)" : "does not exist (404)"}; the link is skipped`,
+      );
       continue;
     }
     if (issue.pull_request) continue;
@@ -330,7 +354,9 @@ async function fetchIssues(octokit: GithubClient, links: Link[], notes: string[]
       // Deleted between the two requests: as gone as if the first had said so.
       const status = isGone(error);
       if (!status) throw error;
-      notes.push(`linked issue ${at.repo}#${at.number} (${sources.join(", ")}) ${status === 410 ? "was deleted (410 Gone)" : "does not exist (404)"} while its comments were read; the link is skipped`);
+      notes.push(
+        `linked issue ${at.repo}#${at.number} (${sources.join(", ")}) ${status === 410 ? "was deleted (410 Gone)" : "does not exist (404)"} while its comments were read; the link is skipped`,
+      );
       continue;
     }
     if (moved) notes.push(`linked issue ${ref.repo}#${ref.number} was transferred to ${at.repo}#${at.number} (301); followed`);
@@ -346,7 +372,9 @@ async function fetchIssues(octokit: GithubClient, links: Link[], notes: string[]
       linked_by: ordered[0]!,
       link_sources: ordered,
       ...(moved ? { transferred_from: `${ref.repo}#${ref.number}` } : {}),
-      comments: issueComments.map((c) => discussionItem("issue_comment", c as Raw, String(issue.html_url ?? `https://github.com/${at.repo}/issues/${at.number}`))).sort(byTime),
+      comments: issueComments
+        .map((c) => discussionItem("issue_comment", c as Raw, String(issue.html_url ?? `https://github.com/${at.repo}/issues/${at.number}`)))
+        .sort(byTime),
     });
   }
   return issues;
@@ -359,7 +387,12 @@ async function fetchIssues(octokit: GithubClient, links: Link[], notes: string[]
  * has none of these (force-pushed away, a merge GitHub computed and never pushed), the pull
  * request is rejected naming what is missing: a fact about the repository, cached.
  */
-async function referenceChange(options: MinePullOptions, pull: PullSummary, pr: Raw, id: string): Promise<{ base: string; target: string; headInGit: boolean; diff: string; git: (args: string[]) => Promise<string>; notes: string[] }> {
+async function referenceChange(
+  options: MinePullOptions,
+  pull: PullSummary,
+  pr: Raw,
+  id: string,
+): Promise<{ base: string; target: string; headInGit: boolean; diff: string; git: (args: string[]) => Promise<string>; notes: string[] }> {
   const source = options.cloneSource(pull.repo);
   const wanted = [pr.head?.sha, pr.base?.sha, pr.merge_commit_sha].filter((c): c is string => typeof c === "string" && c.length > 0);
   const { path: mirror, missing } = await options.mirrors.ensureSome(pull.repo, source, wanted);
@@ -384,11 +417,22 @@ async function referenceChange(options: MinePullOptions, pull: PullSummary, pr: 
   else if (has(pr.merge_commit_sha)) {
     base = (await git(["rev-parse", `${pr.merge_commit_sha}^1`]).catch(() => "")).trim();
     target = pr.merge_commit_sha;
-    if (base) notes.push(`the head ${pr.head?.sha} ${head ? "has no merge base with the base branch in git" : "is not in git"}; the change is the merge commit ${String(pr.merge_commit_sha).slice(0, 12)} against its first parent`);
+    if (base)
+      notes.push(
+        `the head ${pr.head?.sha} ${head ? "has no merge base with the base branch in git" : "is not in git"}; the change is the merge commit ${String(pr.merge_commit_sha).slice(0, 12)} against its first parent`,
+      );
   }
   if (!base || !target) {
-    const absent = [`head ${pr.head?.sha ?? "(none)"}${head ? "" : ` (nor refs/pull/${pull.number}/head)`}`, `base ${pr.base?.sha ?? "(none)"}${has(pr.base?.sha) ? " (present, but no merge base with the head)" : ""}`, `merge commit ${pr.merge_commit_sha ?? "(none)"}`].filter((part, i) => i !== 0 || !head);
-    throw new RecordError("commits_not_in_git", `${id}: the reference change cannot be made from ${source}: ${absent.join("; ")} ${absent.length === 1 ? "is" : "are"} not there (force-pushed away, or never pushed)`, { field: head ? "base.sha" : "head.sha" });
+    const absent = [
+      `head ${pr.head?.sha ?? "(none)"}${head ? "" : ` (nor refs/pull/${pull.number}/head)`}`,
+      `base ${pr.base?.sha ?? "(none)"}${has(pr.base?.sha) ? " (present, but no merge base with the head)" : ""}`,
+      `merge commit ${pr.merge_commit_sha ?? "(none)"}`,
+    ].filter((part, i) => i !== 0 || !head);
+    throw new RecordError(
+      "commits_not_in_git",
+      `${id}: the reference change cannot be made from ${source}: ${absent.join("; ")} ${absent.length === 1 ? "is" : "are"} not there (force-pushed away, or never pushed)`,
+      { field: head ? "base.sha" : "head.sha" },
+    );
   }
   const diff = await git(["diff", "--binary", "--full-index", "-M", base, target]);
   if (!diff) throw new RecordError("no_source_changes", `${id}: the pull request changes nothing between ${base} and ${target}`, { field: "head.sha" });
@@ -482,21 +526,40 @@ async function listsOfPull({ octokit }: MinePullOptions, pull: PullSummary): Pro
     lists = settled.map((r) => (r as PromiseFulfilledResult<Raw[]>).value);
   } catch (error) {
     const status = isGone(error);
-    if (status) throw new RecordError("not_found", `${id}: pull request ${pull.repo}#${pull.number} ${status === 410 ? "was deleted (410 Gone)" : "was not found (404)"} while it was being mined`, { field: "number" });
+    if (status)
+      throw new RecordError(
+        "not_found",
+        `${id}: pull request ${pull.repo}#${pull.number} ${status === 410 ? "was deleted (410 Gone)" : "was not found (404)"} while it was being mined`,
+        { field: "number" },
+      );
     throw error;
   }
   return lists as [Raw[], Raw[], Raw[], Raw[], Raw[]];
 }
 
 /** The commits and changed files, completed from git where GitHub's lists stop at their caps (each case noted). */
-async function completedFromGit(apiCommits: Raw[], files: Raw[], pr: Raw, notes: string[], change?: ReferenceCommits): Promise<{ commits: CommitRow[]; changedFiles: string[] }> {
-  let commits: CommitRow[] = apiCommits.map((c) => ({ sha: c.sha, message: c.commit.message, committed_at: c.commit.committer?.date ?? c.commit.author?.date }));
+async function completedFromGit(
+  apiCommits: Raw[],
+  files: Raw[],
+  pr: Raw,
+  notes: string[],
+  change?: ReferenceCommits,
+): Promise<{ commits: CommitRow[]; changedFiles: string[] }> {
+  let commits: CommitRow[] = apiCommits.map((c) => ({
+    sha: c.sha,
+    message: c.commit.message,
+    committed_at: c.commit.committer?.date ?? c.commit.author?.date,
+  }));
   if (apiCommits.length >= GITHUB_LIST_CAPS.commits) {
     if (change?.headInGit) {
       commits = await commitsFromGit(change.git, change.base, change.target);
-      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits; all ${commits.length} were read from git (${change.base.slice(0, 12)}..${change.target.slice(0, 12)})`);
+      notes.push(
+        `pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits; all ${commits.length} were read from git (${change.base.slice(0, 12)}..${change.target.slice(0, 12)})`,
+      );
     } else {
-      notes.push(`pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits and the head ${pr.head.sha} is not read from git: commits after the ${GITHUB_LIST_CAPS.commits}th are missing, and so are their closing keywords`);
+      notes.push(
+        `pulls.listCommits stops at ${GITHUB_LIST_CAPS.commits} commits and the head ${pr.head.sha} is not read from git: commits after the ${GITHUB_LIST_CAPS.commits}th are missing, and so are their closing keywords`,
+      );
     }
   }
   let changedFiles = files.map((f) => String(f.filename));
@@ -545,9 +608,22 @@ export async function enrichRecord(options: MinePullOptions, candidate: Candidat
   } catch (error) {
     const status = isGone(error);
     if (!status) throw error;
-    return Candidate.parse({ ...candidate, notes: [...candidate.notes, `not enriched: GitHub has no pull request ${candidate.repo}#${candidate.pull_number} (${status})`] });
+    return Candidate.parse({
+      ...candidate,
+      notes: [...candidate.notes, `not enriched: GitHub has no pull request ${candidate.repo}#${candidate.pull_number} (${status})`],
+    });
   }
-  if (!pr.merged_at) return Candidate.parse({ ...candidate, notes: [...candidate.notes, `not enriched: ${candidate.repo}#${candidate.pull_number} was not merged`] });
+  if (!pr.merged_at)
+    return Candidate.parse({ ...candidate, notes: [...candidate.notes, `not enriched: ${candidate.repo}#${candidate.pull_number} was not merged`] });
   const history = await minePullHistory(options, { repo: candidate.repo, number: candidate.pull_number, pull: pr });
-  return Candidate.parse({ ...candidate, issues: history.issues, pull_request: history.pull_request, notes: [...candidate.notes, ...history.notes, `enriched from GitHub: ${history.pull_request.discussion.length} discussion item(s), ${history.issues.length} linked issue(s)`] });
+  return Candidate.parse({
+    ...candidate,
+    issues: history.issues,
+    pull_request: history.pull_request,
+    notes: [
+      ...candidate.notes,
+      ...history.notes,
+      `enriched from GitHub: ${history.pull_request.discussion.length} discussion item(s), ${history.issues.length} linked issue(s)`,
+    ],
+  });
 }

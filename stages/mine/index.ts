@@ -16,7 +16,16 @@ export const MineConfig = z.strictObject({
   github: z
     .strictObject({
       api_url: z.string().url().default("https://api.github.com"),
-      repos: z.array(z.strictObject({ repo: RepoName, since: DateString.optional(), until: DateString.optional(), numbers: z.array(z.number().int().positive()).optional() })).default([]),
+      repos: z
+        .array(
+          z.strictObject({
+            repo: RepoName,
+            since: DateString.optional(),
+            until: DateString.optional(),
+            numbers: z.array(z.number().int().positive()).optional(),
+          }),
+        )
+        .default([]),
       /**
        * Give each SWE-bench-family record its pull request's history from GitHub (discussion,
        * review rounds, linked issues), so it gets the requests a mined pull request gets. `auto`:
@@ -66,7 +75,12 @@ export const mineStage = defineStage({
     const keep: Keep = (candidate, where) => {
       const first = seen.get(candidate.id);
       if (first) {
-        ctx.reject({ record_id: candidate.id, reason: "duplicate_record", message: `${where}: record ${candidate.id} was already read from ${first}; the first one is kept`, field: "instance_id" });
+        ctx.reject({
+          record_id: candidate.id,
+          reason: "duplicate_record",
+          message: `${where}: record ${candidate.id} was already read from ${first}; the first one is kept`,
+          field: "instance_id",
+        });
         return;
       }
       seen.set(candidate.id, where);
@@ -80,7 +94,8 @@ export const mineStage = defineStage({
     }
     const github = githubMining(ctx);
     // SWE-bench-family records, with their pull requests' history where GitHub can give it.
-    for (const candidate of imported) keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
+    for (const candidate of imported)
+      keep(candidate, candidate.source.kind === "swebench" ? `${candidate.source.file} line ${candidate.source.line}` : candidate.id);
     const swebench = candidates.splice(0, candidates.length);
     candidates.push(...(await withHistories(ctx, swebench, github)));
     if (github) await mineRepositories(ctx, github, keep);
@@ -104,7 +119,14 @@ interface GithubMining {
 function githubMining(ctx: MineContext): GithubMining | undefined {
   const gh = ctx.config.github;
   if (!gh) return undefined;
-  const client = ctx.github({ baseUrl: gh.api_url, offline: gh.offline, tokenFile: gh.token_file, waitUnitMs: gh.wait_unit_ms, secondaryFallbackSeconds: gh.secondary_wait_seconds, graphqlSpacingMs: gh.graphql_spacing_ms });
+  const client = ctx.github({
+    baseUrl: gh.api_url,
+    offline: gh.offline,
+    tokenFile: gh.token_file,
+    waitUnitMs: gh.wait_unit_ms,
+    secondaryFallbackSeconds: gh.secondary_wait_seconds,
+    graphqlSpacingMs: gh.graphql_spacing_ms,
+  });
   const cloneSource = (repo: string) => cloneSourceOf(repo, ctx.profiles.profiles.get(repo), ctx.resolvePath);
   const useGraphql = gh.graphql === "auto" && client.token !== undefined;
   const asTransient = (error: unknown): never => {
@@ -114,7 +136,14 @@ function githubMining(ctx: MineContext): GithubMining | undefined {
     const message = redact((error as Error).message, client.token);
     throw transientCause(error) !== undefined ? new TransientFailure(message) : new Error(message);
   };
-  return { settings: gh, client, options: { octokit: client.octokit, graphql: useGraphql ? client.graphql : undefined, mirrors: ctx.mirrors, cloneSource }, useGraphql, cloneSource, asTransient };
+  return {
+    settings: gh,
+    client,
+    options: { octokit: client.octokit, graphql: useGraphql ? client.graphql : undefined, mirrors: ctx.mirrors, cloneSource },
+    useGraphql,
+    cloneSource,
+    asTransient,
+  };
 }
 
 /** The SWE-bench-family records, each enriched with its pull request's history when GitHub is asked (enrich_swebench) and can be. */
@@ -122,15 +151,31 @@ async function withHistories(ctx: MineContext, swebench: Candidate[], github: Gi
   const gh = github?.settings;
   const enrich = Boolean(github && gh!.enrich_swebench === "auto" && (github.client.token !== undefined || gh!.offline));
   if (gh && gh.enrich_swebench === "auto" && !enrich && swebench.length) {
-    ctx.log.warn(`${swebench.length} SWE-bench-family record(s) not enriched from GitHub: no token (their pull requests' reviews would cost ${swebench.length * 8} requests or so of the 60 an hour GitHub allows without one); each keeps its problem statement as its one request`);
+    ctx.log.warn(
+      `${swebench.length} SWE-bench-family record(s) not enriched from GitHub: no token (their pull requests' reviews would cost ${swebench.length * 8} requests or so of the 60 an hour GitHub allows without one); each keeps its problem statement as its one request`,
+    );
   }
   if (!enrich) {
     await ctx.mapRecords(swebench, { id: (c) => c.id, cache: false, work: () => undefined });
     return swebench;
   }
-  const enriched = await ctx.mapRecords(swebench, { id: (c) => c.id, concurrency: gh!.concurrency, dependsOn: (c) => ({ record: c, api: gh!.api_url }), work: (c) => enrichRecord(github!.options, c).catch(github!.asTransient) });
+  const enriched = await ctx.mapRecords(swebench, {
+    id: (c) => c.id,
+    concurrency: gh!.concurrency,
+    dependsOn: (c) => ({ record: c, api: gh!.api_url }),
+    work: (c) => enrichRecord(github!.options, c).catch(github!.asTransient),
+  });
   const left = enriched.filter((c) => c.notes.some((n) => n.startsWith("not enriched")));
-  ctx.log.info(`${enriched.length - left.length} of ${swebench.length} SWE-bench-family record(s) enriched from GitHub${left.length ? `; ${left.length} not (${left.map((c) => c.id).slice(0, 5).join(", ")}${left.length > 5 ? ", …" : ""}: see each candidate's notes)` : ""}`);
+  ctx.log.info(
+    `${enriched.length - left.length} of ${swebench.length} SWE-bench-family record(s) enriched from GitHub${
+      left.length
+        ? `; ${left.length} not (${left
+            .map((c) => c.id)
+            .slice(0, 5)
+            .join(", ")}${left.length > 5 ? ", …" : ""}: see each candidate's notes)`
+        : ""
+    }`,
+  );
   return enriched;
 }
 
@@ -139,7 +184,9 @@ async function mineRepositories(ctx: MineContext, github: GithubMining, keep: Ke
   const gh = github.settings;
   const { octokit, counts, token } = github.client;
   if (gh.graphql === "auto" && !github.useGraphql && gh.repos.length) {
-    ctx.log.warn("no GitHub token: GitHub's GraphQL API (closing references, sidebar links) needs one, so issues are linked by closing keywords and commit closings only, and REST allows 60 requests an hour");
+    ctx.log.warn(
+      "no GitHub token: GitHub's GraphQL API (closing references, sidebar links) needs one, so issues are linked by closing keywords and commit closings only, and REST allows 60 requests an hour",
+    );
   }
   const pulls = await listTargets(ctx, gh.repos, octokit, token);
   const mined = await ctx.mapRecords(pulls, {
@@ -149,7 +196,9 @@ async function mineRepositories(ctx: MineContext, github: GithubMining, keep: Ke
     work: (pull) => minePull(github.options, pull).catch(github.asTransient),
   });
   for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);
-  ctx.log.info(`GitHub requests: REST ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified); GraphQL ${counts.graphql} sent, ${counts.graphqlReused} reused; ${counts.replayed} replayed offline`);
+  ctx.log.info(
+    `GitHub requests: REST ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified); GraphQL ${counts.graphql} sent, ${counts.graphqlReused} reused; ${counts.replayed} replayed offline`,
+  );
 }
 
 /**
@@ -157,22 +206,45 @@ async function mineRepositories(ctx: MineContext, github: GithubMining, keep: Ke
  * GitHub lacks or that were never merged are rejected with why; a repository that does not exist
  * is a result, an unreachable or failing API is not.
  */
-async function listTargets(ctx: MineContext, targets: NonNullable<MineConfig["github"]>["repos"], octokit: GithubClient, token: string | undefined): Promise<PullSummary[]> {
+async function listTargets(
+  ctx: MineContext,
+  targets: NonNullable<MineConfig["github"]>["repos"],
+  octokit: GithubClient,
+  token: string | undefined,
+): Promise<PullSummary[]> {
   const pulls: PullSummary[] = [];
   for (const target of targets) {
     try {
       const listed = await listMergedPulls(octokit, target);
       pulls.push(...listed.pulls);
       for (const { number, status } of listed.missing) {
-        ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_found", message: `${target.repo}#${number}: ${status === 410 ? "the pull request was deleted (410 Gone)" : "no such pull request (404)"}`, field: "numbers" });
+        ctx.reject({
+          record_id: `${target.repo.replace("/", "__")}-${number}`,
+          reason: "not_found",
+          message: `${target.repo}#${number}: ${status === 410 ? "the pull request was deleted (410 Gone)" : "no such pull request (404)"}`,
+          field: "numbers",
+        });
       }
       for (const { number, state } of listed.unmerged) {
-        ctx.reject({ record_id: `${target.repo.replace("/", "__")}-${number}`, reason: "not_merged", message: `${target.repo}#${number}: the pull request is ${state === "open" ? "still open" : "closed without being merged"}, so it has no reference change`, field: "numbers" });
+        ctx.reject({
+          record_id: `${target.repo.replace("/", "__")}-${number}`,
+          reason: "not_merged",
+          message: `${target.repo}#${number}: the pull request is ${state === "open" ? "still open" : "closed without being merged"}, so it has no reference change`,
+          field: "numbers",
+        });
       }
-      if (!target.numbers?.length) ctx.log.info(`${target.repo}: ${listed.pulls.length} merged pull request(s) created in ${target.since ?? "the beginning"} .. ${target.until ?? "now"}, from ${listed.pages} page(s) of the list`);
+      if (!target.numbers?.length)
+        ctx.log.info(
+          `${target.repo}: ${listed.pulls.length} merged pull request(s) created in ${target.since ?? "the beginning"} .. ${target.until ?? "now"}, from ${listed.pages} page(s) of the list`,
+        );
     } catch (error) {
       const reason = isNotFound(error) ? "not_found" : transientCause(error) !== undefined ? "transient_failure" : "internal_error";
-      ctx.reject({ record_id: target.repo, reason, message: redact(`${target.repo}: could not list pull requests: ${(error as Error).message}`, token), field: "repo" });
+      ctx.reject({
+        record_id: target.repo,
+        reason,
+        message: redact(`${target.repo}: could not list pull requests: ${(error as Error).message}`, token),
+        field: "repo",
+      });
     }
   }
   return pulls;

@@ -35,8 +35,17 @@ export const SwebenchRecord = z.looseObject({
 });
 
 const MODELLED = new Set([
-  "instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement",
-  "created_at", "version", "environment_setup_commit", "FAIL_TO_PASS", "PASS_TO_PASS",
+  "instance_id",
+  "repo",
+  "base_commit",
+  "patch",
+  "test_patch",
+  "problem_statement",
+  "created_at",
+  "version",
+  "environment_setup_commit",
+  "FAIL_TO_PASS",
+  "PASS_TO_PASS",
 ]);
 
 export interface ImportResult {
@@ -61,7 +70,13 @@ export function importSwebench(file: string, text: string, invalid: readonly Inv
     const element = spans?.findIndex((s) => s.line <= bad.line && bad.line <= s.endLine) ?? -1;
     if (element >= 0) badSpans.add(element);
     const at = element >= 0 ? spans![element]!.line : bad.line;
-    rejects.push({ record_id: `${file}:${at}`, reason: "malformed_record", message: `${file} line ${bad.line}: not valid UTF-8 (byte offset ${bad.byteOffset}); the record ${element >= 0 ? `of lines ${spans![element]!.line}-${spans![element]!.endLine} ` : ""}was not read`, file, line: at });
+    rejects.push({
+      record_id: `${file}:${at}`,
+      reason: "malformed_record",
+      message: `${file} line ${bad.line}: not valid UTF-8 (byte offset ${bad.byteOffset}); the record ${element >= 0 ? `of lines ${spans![element]!.line}-${spans![element]!.endLine} ` : ""}was not read`,
+      file,
+      line: at,
+    });
   }
   const skip = new Set(invalid.map((i) => i.line));
   const records = spans ? readArrayElements(structure ?? text, spans, badSpans) : readRecords(text);
@@ -88,7 +103,14 @@ export function importSwebench(file: string, text: string, invalid: readonly Inv
     const record = parsed.data;
     const expectedPrefix = record.repo.replace("/", "__") + "-";
     if (!record.instance_id.startsWith(expectedPrefix)) {
-      rejects.push({ record_id: id, reason: "invalid_field", message: `${file} line ${line}, record ${id}: field instance_id: does not belong to repo ${record.repo} (expected ${expectedPrefix}N)`, file, line, field: "instance_id" });
+      rejects.push({
+        record_id: id,
+        reason: "invalid_field",
+        message: `${file} line ${line}, record ${id}: field instance_id: does not belong to repo ${record.repo} (expected ${expectedPrefix}N)`,
+        file,
+        line,
+        field: "instance_id",
+      });
       continue;
     }
     const pull = Number(/-([0-9]+)$/.exec(record.instance_id)![1]);
@@ -179,7 +201,11 @@ function elementSpans(text: string): { start: number; end: number; line: number;
 }
 
 /** The elements of a JSON array parsed one by one; those in `skip` (rejected already) are left out. */
-function* readArrayElements(text: string, spans: { start: number; end: number; line: number }[], skip: ReadonlySet<number>): Generator<{ value?: unknown; line: number; error?: string }> {
+function* readArrayElements(
+  text: string,
+  spans: { start: number; end: number; line: number }[],
+  skip: ReadonlySet<number>,
+): Generator<{ value?: unknown; line: number; error?: string }> {
   for (const [index, span] of spans.entries()) {
     if (skip.has(index)) continue;
     try {

@@ -54,10 +54,35 @@ export async function oracleTask(executor: Executor, input: OracleTaskInput, log
   const runs: OracleRecord["runs"] = [];
   const check = async (patch: "reference" | "empty", wantResolved: boolean): Promise<boolean> => {
     for (let run = 0; run < input.runs; run++) {
-      const outcome = await verifyArtifact(executor, { task: input.heldout, env: input.env, mirror: input.mirror, artifact: patch === "reference" ? input.heldout.implementation_patch : "", rules: input.rules, scratch: input.scratch, infrastructureBackoffMs: input.infrastructureBackoffMs }, log);
-      if (outcome.infrastructure_fault) throw new RecordError("infrastructure_fault", `${input.heldout.task_id}: oracle, ${patch} patch, run ${run + 1}: ${outcome.infrastructure_fault}`, {}, false);
+      const outcome = await verifyArtifact(
+        executor,
+        {
+          task: input.heldout,
+          env: input.env,
+          mirror: input.mirror,
+          artifact: patch === "reference" ? input.heldout.implementation_patch : "",
+          rules: input.rules,
+          scratch: input.scratch,
+          infrastructureBackoffMs: input.infrastructureBackoffMs,
+        },
+        log,
+      );
+      if (outcome.infrastructure_fault)
+        throw new RecordError(
+          "infrastructure_fault",
+          `${input.heldout.task_id}: oracle, ${patch} patch, run ${run + 1}: ${outcome.infrastructure_fault}`,
+          {},
+          false,
+        );
       const notPassed = Object.fromEntries(Object.entries(outcome.tests).filter(([, status]) => status !== "passed"));
-      runs.push({ patch, run, resolved: outcome.resolved, not_passed: outcome.applied ? notPassed : { "(patch)": outcome.apply_error ?? "does not apply" }, integrity_problems: outcome.integrity_problems, infrastructure_retries: outcome.infrastructure_retries });
+      runs.push({
+        patch,
+        run,
+        resolved: outcome.resolved,
+        not_passed: outcome.applied ? notPassed : { "(patch)": outcome.apply_error ?? "does not apply" },
+        integrity_problems: outcome.integrity_problems,
+        infrastructure_retries: outcome.infrastructure_retries,
+      });
       if (outcome.resolved !== wantResolved) return false;
     }
     return true;
@@ -72,14 +97,24 @@ export async function oracleTask(executor: Executor, input: OracleTaskInput, log
     // Every required test passed with the reference in qualification, where whole test files ran
     // in file order; the verifier runs exactly the required ids. A test that passes only the
     // first way leans on another test's side effects (or on test order).
-    const hint = Object.keys(run.not_passed).some((t) => t !== "(patch)") ? ` (these tests passed in qualification, where their whole files ran in order; run by id they do not, so they likely depend on other tests)` : "";
+    const hint = Object.keys(run.not_passed).some((t) => t !== "(patch)")
+      ? ` (these tests passed in qualification, where their whole files ran in order; run by id they do not, so they likely depend on other tests)`
+      : "";
     detail = `the reference implementation does not resolve under the verifier (run ${run.run + 1} of ${input.runs}): ${why.join("; ")}${hint}`;
   }
   if (!emptyNeverResolves) {
     const run = failure("empty");
-    detail = [detail, `the empty patch resolves (run ${run.run + 1} of ${input.runs}): every required test already passes without a fix`].filter(Boolean).join("; and ");
+    detail = [detail, `the empty patch resolves (run ${run.run + 1} of ${input.runs}): every required test already passes without a fix`]
+      .filter(Boolean)
+      .join("; and ");
   }
-  return OracleRecord.parse({ task_id: input.heldout.task_id, runs_per_patch: input.runs, runs, passed: !detail, ...(detail ? { reject_reason: "oracle_failed", reject_detail: detail } : {}) });
+  return OracleRecord.parse({
+    task_id: input.heldout.task_id,
+    runs_per_patch: input.runs,
+    runs,
+    passed: !detail,
+    ...(detail ? { reject_reason: "oracle_failed", reject_detail: detail } : {}),
+  });
 }
 
 export const oracleStage = defineStage({
@@ -109,16 +144,40 @@ export const oracleStage = defineStage({
     const checked = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
       concurrency: ctx.execution.jobs || availableParallelism(),
-      dependsOn: (t) => ({ split: splits.get(t.id) ?? null, env: environments.get(t.id)?.key ?? unavailable.get(t.id)?.message ?? errors.get(t.snapshot.repo) ?? null, executor: executor.kind }),
+      dependsOn: (t) => ({
+        split: splits.get(t.id) ?? null,
+        env: environments.get(t.id)?.key ?? unavailable.get(t.id)?.message ?? errors.get(t.snapshot.repo) ?? null,
+        executor: executor.kind,
+      }),
       work: async (task) => {
         const split = splits.get(task.id);
         const loaded = profiles.get(task.snapshot.repo);
-        if (!split || !loaded) throw new RecordError("unknown_repository", `${task.id}: field repo: ${errors.get(task.snapshot.repo) ?? `no split record or no profile for ${task.snapshot.repo}`}`, { field: "repo" });
+        if (!split || !loaded)
+          throw new RecordError(
+            "unknown_repository",
+            `${task.id}: field repo: ${errors.get(task.snapshot.repo) ?? `no split record or no profile for ${task.snapshot.repo}`}`,
+            { field: "repo" },
+          );
         const env = environments.get(task.id);
-        if (!env) throw new RecordError("build_failed", `${task.id}: ${unavailable.get(task.id)?.message ?? "no environment was planned"}`, { field: "environment.python" });
+        if (!env)
+          throw new RecordError("build_failed", `${task.id}: ${unavailable.get(task.id)?.message ?? "no environment was planned"}`, {
+            field: "environment.python",
+          });
         const heldout = heldoutTask(task, split, env);
         const mirror = await ctx.mirrors.ensure(task.snapshot.repo, cloneSourceOf(task.snapshot.repo, loaded, ctx.resolvePath), task.snapshot.base_commit);
-        const record = await oracleTask(executor, { heldout, env, mirror, rules: loaded.profile.classification, runs: ctx.config.runs, scratch, infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000) }, ctx.log);
+        const record = await oracleTask(
+          executor,
+          {
+            heldout,
+            env,
+            mirror,
+            rules: loaded.profile.classification,
+            runs: ctx.config.runs,
+            scratch,
+            infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000),
+          },
+          ctx.log,
+        );
         return { record, task, heldout };
       },
     });
@@ -130,7 +189,9 @@ export const oracleStage = defineStage({
         ctx.log.warn(`oracle rejected ${record.task_id}: ${record.reject_detail}`);
       }
     }
-    ctx.log.info(`oracle: ${checked.length} task(s) checked (${ctx.config.runs} verifier run(s) of the reference and of the empty patch each): ${passed.length} pass, ${checked.length - passed.length} rejected`);
+    ctx.log.info(
+      `oracle: ${checked.length} task(s) checked (${ctx.config.runs} verifier run(s) of the reference and of the empty patch each): ${passed.length} pass, ${checked.length - passed.length} rejected`,
+    );
     return { results: checked.map((c) => c.record), tasks: passed.map((c) => c.task), heldout: passed.map((c) => c.heldout) };
   },
 });

@@ -3,13 +3,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 import type { EnvironmentSpec, PythonOffer } from "../../pipeline/executors/types.ts";
 
-
 import { RecordError } from "../../pipeline/engine/stage.ts";
 import { basename, dirname, join, resolve } from "node:path";
 import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { ExecutionSettings } from "../../pipeline/engine/settings.ts";
-
 
 import type { Logger } from "../../pipeline/logger.ts";
 import { cloneSourceOf, type LoadedProfile, loadProfiles, profileFileName } from "../../pipeline/profiles/load.ts";
@@ -45,7 +43,8 @@ function readSplitFile(file: string): SplitChange {
     throw new InputError(`${file}: line 1: not valid JSON (${(error as Error).message}); expected a split record, one line of artifacts/split/splits.jsonl`);
   }
   const parsed = SplitChange.safeParse(raw);
-  if (!parsed.success) throw new InputError(`${file}: ${describeFirstIssue(parsed.error, raw)} (expected a split record, one line of artifacts/split/splits.jsonl)`);
+  if (!parsed.success)
+    throw new InputError(`${file}: ${describeFirstIssue(parsed.error, raw)} (expected a split record, one line of artifacts/split/splits.jsonl)`);
   return parsed.data;
 }
 
@@ -55,7 +54,14 @@ function readSplitFile(file: string): SplitChange {
  * as-of date of the earliest pull request sharing the recipe); without, from the split file, a
  * profile, and --version / --as-of as given.
  */
-async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange; loaded: LoadedProfile; envFor: (offer: PythonOffer) => EnvironmentSpec; resolvePath: (p: string) => string; executorKind: "auto" | "docker" | "local" | "queue"; execution: ExecutionSettings }> {
+async function resolveTask(options: ByHandOptions): Promise<{
+  split: SplitChange;
+  loaded: LoadedProfile;
+  envFor: (offer: PythonOffer) => EnvironmentSpec;
+  resolvePath: (p: string) => string;
+  executorKind: "auto" | "docker" | "local" | "queue";
+  execution: ExecutionSettings;
+}> {
   if (options.config) {
     const { config, splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(options.config, options.stages);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
@@ -69,7 +75,14 @@ async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange
       return planned.environments.get(split.task_id)!;
     };
     // the config's execution settings, its container limits included
-    return { split, loaded, envFor, resolvePath: (p) => resolve(config.baseDir, p), executorKind: options.executor ?? config.config.execution.executor, execution: config.config.execution };
+    return {
+      split,
+      loaded,
+      envFor,
+      resolvePath: (p) => resolve(config.baseDir, p),
+      executorKind: options.executor ?? config.config.execution.executor,
+      execution: config.config.execution,
+    };
   }
   const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
@@ -85,7 +98,14 @@ async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange
       throw error;
     }
   };
-  return { split, loaded, envFor, resolvePath: (p) => resolve(dirname(profilePath), p), executorKind: options.executor ?? "auto", execution: ExecutionSettings.parse({}) };
+  return {
+    split,
+    loaded,
+    envFor,
+    resolvePath: (p) => resolve(dirname(profilePath), p),
+    executorKind: options.executor ?? "auto",
+    execution: ExecutionSettings.parse({}),
+  };
 }
 
 /**
@@ -95,7 +115,8 @@ async function resolveTask(options: ByHandOptions): Promise<{ split: SplitChange
 export async function qualifyByHand(options: ByHandOptions) {
   const { split, loaded, envFor, resolvePath, executorKind, execution } = await resolveTask(options);
   // By hand, one task runs here: a config naming the queue executor is read as asking for Docker's sandbox.
-  if (executorKind === "queue") options.log.warn("qualify --task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
+  if (executorKind === "queue")
+    options.log.warn("qualify --task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
   const workspace = Workspace.open(options.workDir, { ...execution, executor: executorKind === "queue" ? "docker" : executorKind }, options.log);
   try {
     const executor = await workspace.executor();
@@ -104,7 +125,18 @@ export async function qualifyByHand(options: ByHandOptions) {
     const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files);
     const checkout = (patches: { name: string; text: string }[]) => workspace.checkout(mirror, split.base_commit, patches);
     const saveLog = (name: string, text: string) => workspace.saveLog("qualify", name, text);
-    const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: options.runs, checkout, mirror, saveLog };
+    const input = {
+      id: split.task_id,
+      baseCommit: split.base_commit,
+      testPatch: split.test_patch,
+      implementationPatch: split.implementation_patch,
+      env,
+      testArgs,
+      runs: options.runs,
+      checkout,
+      mirror,
+      saveLog,
+    };
     return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
   } finally {
     await workspace.close();
@@ -113,7 +145,16 @@ export async function qualifyByHand(options: ByHandOptions) {
 
 /** A table for a terminal: one row a test, one column a run of each state, then its set. */
 export function formatByHand(result: Awaited<ReturnType<typeof qualifyByHand>>): string {
-  const setOf = (t: string) => (result.fail_to_pass.includes(t) ? "F2P" : result.pass_to_pass.includes(t) ? "P2P" : result.pass_to_fail.includes(t) ? "P2F" : result.unstable.includes(t) ? "unstable" : "F2F");
+  const setOf = (t: string) =>
+    result.fail_to_pass.includes(t)
+      ? "F2P"
+      : result.pass_to_pass.includes(t)
+        ? "P2P"
+        : result.pass_to_fail.includes(t)
+          ? "P2F"
+          : result.unstable.includes(t)
+            ? "unstable"
+            : "F2F";
   const tests = [...new Set(result.runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
   const header = ["test", ...result.runs.map((r) => `${r.state[0]}${r.run + 1}`), "set"];
   const rows = tests.map((t) => [t, ...result.runs.map((r) => r.outcomes[t] ?? "absent"), setOf(t)]);

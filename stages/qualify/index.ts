@@ -40,19 +40,47 @@ export const qualifyStage = defineStage({
     const records = await ctx.mapRecords(splits, {
       id: (s) => s.task_id,
       concurrency: jobs,
-      dependsOn: (s) => ({ env: environments.get(s.task_id)?.key ?? unavailable.get(s.task_id)?.message ?? errors.get(s.repo) ?? null, executor: executor.kind }),
+      dependsOn: (s) => ({
+        env: environments.get(s.task_id)?.key ?? unavailable.get(s.task_id)?.message ?? errors.get(s.repo) ?? null,
+        executor: executor.kind,
+      }),
       work: async (split) => {
         const loaded = profiles.get(split.repo);
-        if (!loaded) throw new RecordError("unknown_repository", `${split.task_id}: field repo: ${errors.get(split.repo) ?? `no profile for ${split.repo} in ${ctx.profiles.dir}`}`, { field: "repo" });
+        if (!loaded)
+          throw new RecordError(
+            "unknown_repository",
+            `${split.task_id}: field repo: ${errors.get(split.repo) ?? `no profile for ${split.repo} in ${ctx.profiles.dir}`}`,
+            { field: "repo" },
+          );
         const noPython = unavailable.get(split.task_id);
         if (noPython) throw new RecordError("build_failed", `${split.task_id}: ${noPython.message}`, { field: "environment.python" });
         const env = environments.get(split.task_id)!;
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
         const checkout = (patches: { name: string; text: string }[]) => ctx.checkout(mirror, split.base_commit, patches);
-        const task = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs, runs: ctx.config.runs, checkout, mirror, infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000), saveLog: ctx.saveLog };
+        const task = {
+          id: split.task_id,
+          baseCommit: split.base_commit,
+          testPatch: split.test_patch,
+          implementationPatch: split.implementation_patch,
+          env,
+          testArgs,
+          runs: ctx.config.runs,
+          checkout,
+          mirror,
+          infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000),
+          saveLog: ctx.saveLog,
+        };
         const result = await qualifyTask(executor, task, ctx.log);
-        for (const r of result.runs) ctx.metric({ task: split.task_id, state: r.state, run: r.run, pytest_seconds: r.pytestSeconds, wall_seconds: r.wallSeconds, executor: executor.kind });
+        for (const r of result.runs)
+          ctx.metric({
+            task: split.task_id,
+            state: r.state,
+            run: r.run,
+            pytest_seconds: r.pytestSeconds,
+            wall_seconds: r.wallSeconds,
+            executor: executor.kind,
+          });
         return qualificationRecord(task, executor.kind, result);
       },
     });

@@ -43,7 +43,8 @@ export function classifyTests(before: RunOutcomes[], after: RunOutcomes[]): Test
  * The first failing condition names the reject.
  */
 export function keepDecision(sets: TestSets): { kept: true } | { kept: false; reason: RejectReason; detail: string } {
-  if (sets.passToFail.length) return { kept: false, reason: "regression", detail: `tests that passed before the fix fail after it: ${sets.passToFail.join(", ")}` };
+  if (sets.passToFail.length)
+    return { kept: false, reason: "regression", detail: `tests that passed before the fix fail after it: ${sets.passToFail.join(", ")}` };
   if (!sets.failToPass.length) {
     const unstable = sets.unstable.length ? ` (${sets.unstable.length} unstable: ${sets.unstable.join(", ")})` : "";
     return sets.unstable.length && !sets.passToPass.length && !sets.failToFail.length

@@ -12,7 +12,8 @@ import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 
 /** A failure for want of the network: name resolution, a refused or unreachable connection. */
-export const NETWORK_FAILURE = /ConnectionError|NewConnectionError|MaxRetryError|URLError|gaierror|Name or service not known|Temporary failure in name resolution|Network is unreachable|No route to host|Connection refused|nodename nor servname|getaddrinfo failed|ConnectTimeout|socket\.timeout|RemoteDisconnected/;
+export const NETWORK_FAILURE =
+  /ConnectionError|NewConnectionError|MaxRetryError|URLError|gaierror|Name or service not known|Temporary failure in name resolution|Network is unreachable|No route to host|Connection refused|nodename nor servname|getaddrinfo failed|ConnectTimeout|socket\.timeout|RemoteDisconnected/;
 
 /**
  * Why a run has no outcomes to read, or undefined when it has: no report at all (the runner could
@@ -81,8 +82,17 @@ export async function qualifyTask(executor: Executor, input: QualifyTaskInput, l
 
 async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Logger) {
   try {
-    const base = { commit: input.baseCommit, checkout: () => input.checkout([]), ...(input.mirror ? { origin: { mirror: input.mirror, commit: input.baseCommit, patches: [] } } : {}) };
-    await withInfrastructureRetries(`${input.id}: building its environment`, log, () => executor.ensureEnvironment(input.env, base), input.infrastructureBackoffMs);
+    const base = {
+      commit: input.baseCommit,
+      checkout: () => input.checkout([]),
+      ...(input.mirror ? { origin: { mirror: input.mirror, commit: input.baseCommit, patches: [] } } : {}),
+    };
+    await withInfrastructureRetries(
+      `${input.id}: building its environment`,
+      log,
+      () => executor.ensureEnvironment(input.env, base),
+      input.infrastructureBackoffMs,
+    );
   } catch (error) {
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
@@ -118,19 +128,42 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
 }
 
 /** One run of one state in its checkout: the outcomes read from its JUnit report, or a RecordError saying why it has none. */
-async function qualifyRun(executor: Executor, input: QualifyTaskInput, log: Logger, state: "before" | "after", run: number, checkout: { dir: string; origin?: CheckoutOrigin }): Promise<StateRun> {
-  const { value: result, retries } = await withInfrastructureRetries(`${input.id}: ${state} run ${run + 1}`, log, async () => {
-    const result = await executor.run({ env: input.env, checkoutDir: checkout.dir, source: checkout.origin, tests: input.testArgs, timeoutSeconds: input.env.recipe.test_timeout_seconds, baseCommit: input.baseCommit });
-    // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
-    // is run again, and never read as outcomes.
-    if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
-    return result;
-  }, input.infrastructureBackoffMs);
+async function qualifyRun(
+  executor: Executor,
+  input: QualifyTaskInput,
+  log: Logger,
+  state: "before" | "after",
+  run: number,
+  checkout: { dir: string; origin?: CheckoutOrigin },
+): Promise<StateRun> {
+  const { value: result, retries } = await withInfrastructureRetries(
+    `${input.id}: ${state} run ${run + 1}`,
+    log,
+    async () => {
+      const result = await executor.run({
+        env: input.env,
+        checkoutDir: checkout.dir,
+        source: checkout.origin,
+        tests: input.testArgs,
+        timeoutSeconds: input.env.recipe.test_timeout_seconds,
+        baseCommit: input.baseCommit,
+      });
+      // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
+      // is run again, and never read as outcomes.
+      if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
+      return result;
+    },
+    input.infrastructureBackoffMs,
+  );
   const failure = runFailure(input.env.recipe.test_runner, result);
   if (failure) {
     const where = input.saveLog ? await input.saveLog(`${input.id}.${state}-${run + 1}`, result.outputTail) : undefined;
     const tail = result.outputTail.trim().split("\n").slice(-5).join(" | ");
-    throw new RecordError("run_failed", `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`, { field: "environment" });
+    throw new RecordError(
+      "run_failed",
+      `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`,
+      { field: "environment" },
+    );
   }
   const parsed = parseJunitReport(result.junitXml!, { runner: input.env.recipe.test_runner, python: input.env.recipe.python });
   const report = parsed.results;
@@ -147,7 +180,11 @@ async function qualifyRun(executor: Executor, input: QualifyTaskInput, log: Logg
 }
 
 /** The qualification record of one task: every run's outcomes, the sets, and the decision. */
-export function qualificationRecord(input: QualifyTaskInput, executorKind: "docker" | "local", result: Awaited<ReturnType<typeof qualifyTask>>): QualificationRecord {
+export function qualificationRecord(
+  input: QualifyTaskInput,
+  executorKind: "docker" | "local",
+  result: Awaited<ReturnType<typeof qualifyTask>>,
+): QualificationRecord {
   const { runs, sets, decision, needsNetwork } = result;
   return QualificationRecord.parse({
     task_id: input.id,

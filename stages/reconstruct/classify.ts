@@ -50,7 +50,11 @@ export function classifyDiscussion(items: DiscussionItem[], prAuthor: string, me
     if (!body) return result("empty", "no text (a review whose comments stand on their own)");
     if (seen.has(key)) return result("duplicate", "the same author wrote the same text earlier");
     seen.add(key);
-    if (item.author === prAuthor) return result(PROGRESS.test(body) ? "progress_only" : "author", PROGRESS.test(body) ? "a progress note by the author" : "the author's own comment states no requirement");
+    if (item.author === prAuthor)
+      return result(
+        PROGRESS.test(body) ? "progress_only" : "author",
+        PROGRESS.test(body) ? "a progress note by the author" : "the author's own comment states no requirement",
+      );
     if (item.state === "APPROVED" && (APPROVAL.test(body) || !REQUIREMENT.test(body))) return result("approval_only", "an approval that asks for nothing new");
     if (APPROVAL.test(body)) return result("approval_only", "approval wording only");
     if (PROGRESS.test(body) && body.length < 60) return result("progress_only", "a progress or thanks note");

@@ -7,7 +7,10 @@ export function cleanRequestText(text: string, addedLines: ReadonlySet<string>):
   let out = text.replace(/\r\n/g, "\n").replace(/<!--[\s\S]*?-->/g, "");
   out = out.replace(/```(\w*)\n([\s\S]*?)```/g, (block, lang: string, code: string) => {
     if (lang === "diff" || lang === "suggestion" || lang === "patch") return "";
-    const lines = code.split("\n").map((l) => l.trim()).filter(Boolean);
+    const lines = code
+      .split("\n")
+      .map((l) => l.trim())
+      .filter(Boolean);
     const spellsOutFix = lines.length > 0 && lines.filter((l) => addedLines.has(l)).length / lines.length >= 0.5;
     return spellsOutFix ? "" : block;
   });
@@ -28,7 +31,10 @@ export function cleanRequestText(text: string, addedLines: ReadonlySet<string>):
     }
     result.push(line);
   }
-  return result.join("\n").replace(/\n{3,}/g, "\n\n").trim();
+  return result
+    .join("\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
 }
 
 /** Lines the implementation patch adds, trimmed: code identical to one of them spells out the fix. */

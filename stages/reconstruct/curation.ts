@@ -58,12 +58,20 @@ export function applyCuration(requests: Request[], curation: CurationFile, file:
       out = out.filter((r) => r.stage !== action.stage);
     } else if (action.action === "merge") {
       const parts = action.stages.map((s) => find(s, index));
-      const merged: Request = { stage: Math.min(...action.stages), text: parts.map((p) => p.text).join("\n\n"), provenance: { sources: parts.flatMap((p) => p.provenance.sources), curation: note("merge") } };
+      const merged: Request = {
+        stage: Math.min(...action.stages),
+        text: parts.map((p) => p.text).join("\n\n"),
+        provenance: { sources: parts.flatMap((p) => p.provenance.sources), curation: note("merge") },
+      };
       out = out.filter((r) => !action.stages.includes(r.stage));
       out.push(merged);
     } else {
       if (action.after > out.length) throw new CurationError(`${file}: actions.${index}: cannot add after stage ${action.after} (the task has ${out.length})`);
-      out.push({ stage: action.after + 0.5, text: action.text.trim(), provenance: { sources: [{ kind: "authored", record_id: `curation:${file}#${index}`, author: curation.reviewer }], curation: note("add") } });
+      out.push({
+        stage: action.after + 0.5,
+        text: action.text.trim(),
+        provenance: { sources: [{ kind: "authored", record_id: `curation:${file}#${index}`, author: curation.reviewer }], curation: note("add") },
+      });
     }
     out = out.sort((a, b) => a.stage - b.stage).map((r, i) => ({ ...r, stage: i + 1 }));
   });

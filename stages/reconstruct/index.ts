@@ -12,7 +12,6 @@ import { addedLines } from "./clean.ts";
 import { applyCuration, CurationError, parseCuration } from "./curation.ts";
 import { reconstructRequests } from "./reconstruct.ts";
 
-
 export const ReconstructConfig = z.strictObject({
   /** Reviewed curation files, one per task: `<task id>.yaml`. */
   curation_dir: z.string().default("data/curation"),
@@ -26,7 +25,11 @@ export const reconstructStage = defineStage({
   module: import.meta.url,
   configSchema: ReconstructConfig,
   settings: ["profiles"],
-  inputs: { candidateList: input("mine", "candidates", Candidate), splitList: input("split", "splits", SplitChange), qualifications: input("qualify", "qualifications", QualificationRecord) },
+  inputs: {
+    candidateList: input("mine", "candidates", Candidate),
+    splitList: input("split", "splits", SplitChange),
+    qualifications: input("qualify", "qualifications", QualificationRecord),
+  },
   outputs: [
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
     { name: "comments", schema: CommentClassRecord, key: (c: CommentClassRecord) => `${c.task_id}\0${String(c.item_id).padStart(20, "0")}` },
@@ -41,7 +44,12 @@ export const reconstructStage = defineStage({
     const kept = qualifications.filter((q) => q.kept);
     const results = await ctx.mapRecords(kept, {
       id: (q) => q.task_id,
-      dependsOn: (q) => ({ candidate: candidates.get(q.task_id), split: splits.get(q.task_id), curation: curations.get(q.task_id)?.text ?? null, profile: profiles.get(splits.get(q.task_id)?.repo ?? "")?.sha256 ?? null }),
+      dependsOn: (q) => ({
+        candidate: candidates.get(q.task_id),
+        split: splits.get(q.task_id),
+        curation: curations.get(q.task_id)?.text ?? null,
+        profile: profiles.get(splits.get(q.task_id)?.repo ?? "")?.sha256 ?? null,
+      }),
       work: (q) => {
         const candidate = candidates.get(q.task_id)!;
         const split = splits.get(q.task_id)!;

@@ -3,7 +3,6 @@ import type { Request } from "../../pipeline/schemas/task.ts";
 import { classifyDiscussion, REQUEST_CLASSES, type Classified } from "./classify.ts";
 import { cleanRequestText } from "./clean.ts";
 
-
 export interface CommentRecord {
   task_id: string;
   item_id: number;
@@ -45,13 +44,29 @@ export function reconstructRequests(candidate: Candidate, added: ReadonlySet<str
     requests.push({
       stage: 1,
       text: cleanRequestText(`${first!.title}\n\n${first!.body}`, added),
-      provenance: { sources: [first!, ...others].map((i) => ({ kind: "issue" as const, record_id: `${i.repo}#${i.number}`, url: i.url, author: i.author, created_at: i.created_at })) },
+      provenance: {
+        sources: [first!, ...others].map((i) => ({
+          kind: "issue" as const,
+          record_id: `${i.repo}#${i.number}`,
+          url: i.url,
+          author: i.author,
+          created_at: i.created_at,
+        })),
+      },
     });
   } else if (pr) {
-    requests.push({ stage: 1, text: cleanRequestText(`${pr.title}\n\n${pr.body}`, added), provenance: { sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] } });
+    requests.push({
+      stage: 1,
+      text: cleanRequestText(`${pr.title}\n\n${pr.body}`, added),
+      provenance: { sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] },
+    });
   } else {
     // A SWE-bench record without its history: the problem statement is the only request.
-    requests.push({ stage: 1, text: cleanRequestText(candidate.problem_statement ?? "", added), provenance: { sources: [{ kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" }] } });
+    requests.push({
+      stage: 1,
+      text: cleanRequestText(candidate.problem_statement ?? "", added),
+      provenance: { sources: [{ kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" }] },
+    });
   }
   if (!pr) return { requests: requests.filter((r) => r.text), comments: [] };
 

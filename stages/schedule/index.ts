@@ -33,7 +33,11 @@ export const scheduleStage = defineStage({
         const focus = tasks.get(session.focus)!;
         let schedules;
         try {
-          schedules = buildSchedules({ focus: { id: focus.id, stages: focus.requests.length }, interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.requests.length })), caseSeed: session.case_seed });
+          schedules = buildSchedules({
+            focus: { id: focus.id, stages: focus.requests.length },
+            interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.requests.length })),
+            caseSeed: session.case_seed,
+          });
         } catch (error) {
           if (error instanceof ScheduleError) throw new RecordError("validation_failed", `${session.focus}: ${error.message}`);
           throw error;
@@ -43,7 +47,12 @@ export const scheduleStage = defineStage({
         const toRequest = (slot: Slot): ScheduledRequest => {
           const task = tasks.get(slot.task)!;
           const text = slot.finalization ? FINALIZATION_TEXT : task.requests[slot.stage! - 1]!.text;
-          return { task_id: slot.task, ...(slot.stage ? { stage: slot.stage } : {}), finalization: slot.finalization, message: { repository: task.snapshot.repo, checkout: checkout.get(slot.task)!, text } };
+          return {
+            task_id: slot.task,
+            ...(slot.stage ? { stage: slot.stage } : {}),
+            finalization: slot.finalization,
+            message: { repository: task.snapshot.repo, checkout: checkout.get(slot.task)!, text },
+          };
         };
         return SessionSpec.parse({
           session_id: `session-${focus.id}`,
@@ -53,7 +62,9 @@ export const scheduleStage = defineStage({
           interruptions: session.interruptions,
           locality: session.locality,
           seeds: { benchmark: ctx.seed, case: session.case_seed },
-          checkouts: members.map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: tasks.get(id)!.snapshot.base_commit })).sort((a, b) => (a.path < b.path ? -1 : 1)),
+          checkouts: members
+            .map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: tasks.get(id)!.snapshot.base_commit }))
+            .sort((a, b) => (a.path < b.path ? -1 : 1)),
           budget: { per_request_seconds: ctx.config.per_request_seconds, timeout_continuations: ctx.config.timeout_continuations },
           conditions: { control: schedules.control.map(toRequest), switched: schedules.switched.map(toRequest) },
         });

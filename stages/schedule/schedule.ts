@@ -55,7 +55,8 @@ export function buildSchedules(input: ScheduleInput): Schedules {
   // Enough prefix to put work in every gap: grow prefixes (within each task's stages) if needed.
   const capacity = () => items.reduce((n, t) => n + Math.min(t.prefix, gaps), 0);
   for (const t of shuffle(items, rng)) while (capacity() < gaps && t.prefix < t.stages) t.prefix++;
-  if (capacity() < gaps) throw new ScheduleError(`focus ${input.focus.id} has ${gaps} gaps but its interruptions offer only ${capacity()} requests to fill them`);
+  if (capacity() < gaps)
+    throw new ScheduleError(`focus ${input.focus.id} has ${gaps} gaps but its interruptions offer only ${capacity()} requests to fill them`);
 
   // Chunks per interruption: at least two when it can be suspended and resumed.
   const chunks = items.map((t) => {
@@ -63,12 +64,18 @@ export function buildSchedules(input: ScheduleInput): Schedules {
     const lower = resumable(t) ? 2 : 1;
     return pickInt(rng, lower, upper);
   });
-  for (const i of shuffle(items.map((_, i) => i), rng)) {
+  for (const i of shuffle(
+    items.map((_, i) => i),
+    rng,
+  )) {
     while (chunks.reduce((a, b) => a + b, 0) < gaps && chunks[i]! < Math.min(items[i]!.prefix, gaps)) chunks[i]!++;
   }
   // Assign gaps: first cover every gap (most remaining chunks first), then spread the rest.
   const assigned: Set<number>[] = items.map(() => new Set());
-  for (const gap of shuffle(Array.from({ length: gaps }, (_, g) => g), rng)) {
+  for (const gap of shuffle(
+    Array.from({ length: gaps }, (_, g) => g),
+    rng,
+  )) {
     const candidates = items.map((_, i) => i).filter((i) => assigned[i]!.size < chunks[i]! && !assigned[i]!.has(gap));
     if (!candidates.length) throw new ScheduleError(`cannot cover gap ${gap + 1} of ${input.focus.id}`);
     const most = Math.max(...candidates.map((i) => chunks[i]! - assigned[i]!.size));
@@ -76,7 +83,10 @@ export function buildSchedules(input: ScheduleInput): Schedules {
     assigned[best[Math.floor(rng() * best.length)]!]!.add(gap);
   }
   items.forEach((_, i) => {
-    const free = shuffle(Array.from({ length: gaps }, (_, g) => g).filter((g) => !assigned[i]!.has(g)), rng);
+    const free = shuffle(
+      Array.from({ length: gaps }, (_, g) => g).filter((g) => !assigned[i]!.has(g)),
+      rng,
+    );
     while (assigned[i]!.size < chunks[i]!) assigned[i]!.add(free.pop()!);
   });
 
@@ -84,7 +94,12 @@ export function buildSchedules(input: ScheduleInput): Schedules {
   const perGap: Slot[][][] = Array.from({ length: gaps }, () => []);
   items.forEach((t, i) => {
     const gapsOfT = [...assigned[i]!].sort((a, b) => a - b);
-    const cuts = shuffle(Array.from({ length: t.prefix - 1 }, (_, c) => c + 1), rng).slice(0, gapsOfT.length - 1).sort((a, b) => a - b);
+    const cuts = shuffle(
+      Array.from({ length: t.prefix - 1 }, (_, c) => c + 1),
+      rng,
+    )
+      .slice(0, gapsOfT.length - 1)
+      .sort((a, b) => a - b);
     const bounds = [0, ...cuts, t.prefix];
     gapsOfT.forEach((gap, c) => {
       const slots: Slot[] = [];

@@ -51,7 +51,10 @@ function shuffle<T>(items: T[], rng: () => number): T[] {
  * (only they can be suspended and resumed). A focus that cannot get enough interruptions in a
  * group is skipped for it, with the reason.
  */
-export function selectSessions(tasks: SelectableTask[], options: { seed: string; sizes: Record<LocalityClass, number>; interruptions: number; minFocusStages: number }): SelectionResult {
+export function selectSessions(
+  tasks: SelectableTask[],
+  options: { seed: string; sizes: Record<LocalityClass, number>; interruptions: number; minFocusStages: number },
+): SelectionResult {
   const sorted = [...tasks].sort((a, b) => (a.id < b.id ? -1 : 1));
   const index = new LocalityIndex(sorted.map((t) => ({ id: t.id, repo: t.repo, sourceFiles: t.sourceFiles, sourceDirs: t.sourceDirs })));
   const focusable = sorted.filter((t) => t.stages >= options.minFocusStages);

@@ -35,24 +35,46 @@ export const splitStage = defineStage({
       work: async (candidate) => {
         const loaded = profiles.get(candidate.repo);
         if (!loaded) {
-          const why = errors.get(candidate.repo) ?? `there is no profile ${ctx.profiles.dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
+          const why =
+            errors.get(candidate.repo) ??
+            `there is no profile ${ctx.profiles.dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
           throw new RecordError("unknown_repository", `${candidate.id}: field repo: ${why}`, { field: "repo" });
         }
         let result;
         try {
           result = splitReferenceChange(candidate.reference_diff, loaded.profile.classification);
         } catch (error) {
-          if (error instanceof DiffParseError) throw new RecordError("unparsable_diff", `${candidate.id}: field reference_diff: ${error.message}`, { field: "reference_diff" });
+          if (error instanceof DiffParseError)
+            throw new RecordError("unparsable_diff", `${candidate.id}: field reference_diff: ${error.message}`, { field: "reference_diff" });
           throw error;
         }
-        if (!result.sourceFiles.length) throw new RecordError("no_source_changes", `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`, { field: "reference_diff" });
-        if (!result.testPatch) throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, { field: "reference_diff" });
+        if (!result.sourceFiles.length)
+          throw new RecordError(
+            "no_source_changes",
+            `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`,
+            { field: "reference_diff" },
+          );
+        if (!result.testPatch)
+          throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, {
+            field: "reference_diff",
+          });
         if (ctx.config.check_apply) {
-          if (!loaded.profile.clone_url) throw new RecordError("invalid_field", `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`, { field: "clone_url" });
+          if (!loaded.profile.clone_url)
+            throw new RecordError(
+              "invalid_field",
+              `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`,
+              { field: "clone_url" },
+            );
           const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
-          for (const [name, patch] of [["implementation", result.implementationPatch], ["test", result.testPatch]] as const) {
+          for (const [name, patch] of [
+            ["implementation", result.implementationPatch],
+            ["test", result.testPatch],
+          ] as const) {
             const check = await ctx.mirrors.applyCheck(mirror, candidate.base_commit, patch);
-            if (!check.ok) throw new RecordError("patch_does_not_apply", `${candidate.id}: the ${name} patch does not apply to ${candidate.base_commit}: ${check.error}`, { field: "reference_diff" });
+            if (!check.ok)
+              throw new RecordError("patch_does_not_apply", `${candidate.id}: the ${name} patch does not apply to ${candidate.base_commit}: ${check.error}`, {
+                field: "reference_diff",
+              });
           }
         }
         return SplitChange.parse({

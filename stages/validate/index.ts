@@ -24,7 +24,9 @@ export const validateStage = defineStage({
     { name: "reports", schema: ValidationReport, key: (r: ValidationReport) => r.session_id },
   ],
   async run(ctx, { specs, taskList }) {
-    const tasks = new Map(taskList.map((t) => [t.id, { id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length }]));
+    const tasks = new Map(
+      taskList.map((t) => [t.id, { id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length }]),
+    );
     const results = await ctx.mapRecords(specs, {
       id: (s) => s.session_id,
       cache: false,
@@ -32,7 +34,8 @@ export const validateStage = defineStage({
         const checks = validateSession(spec, tasks, ctx.session.checkouts, ctx.session.interruptions);
         const failed = checks.filter((c) => !c.passed);
         const report = { session_id: spec.session_id, passed: !failed.length, checks };
-        if (failed.length) throw new RecordError("validation_failed", `${spec.session_id}: ${failed.map((c) => `${c.check}: ${c.detail}`).join("; ")}`, {}, true, { report });
+        if (failed.length)
+          throw new RecordError("validation_failed", `${spec.session_id}: ${failed.map((c) => `${c.check}: ${c.detail}`).join("; ")}`, {}, true, { report });
         return { report, spec };
       },
     });

@@ -27,7 +27,10 @@ export interface DemoCopy {
  * pointed at `dir/out`, the corpus is built there (or reused from `corpusDir`), its GitHub API is
  * served on a free loopback port, and engine options for the config are returned. Stop the server.
  */
-export async function prepareDemoCopy(dir: string, options: { corpusDir?: string; mine?: Record<string, unknown>; rateWindowMs?: number } = {}): Promise<DemoCopy> {
+export async function prepareDemoCopy(
+  dir: string,
+  options: { corpusDir?: string; mine?: Record<string, unknown>; rateWindowMs?: number } = {},
+): Promise<DemoCopy> {
   cpSync(join(root, "data", "demo"), join(dir, "demo"), { recursive: true });
   const corpusDir = options.corpusDir ?? join(dir, "out", "demo-corpus");
   const corpus = await buildDemoCorpus(join(dir, "demo", "corpus.yaml"), corpusDir);
@@ -36,7 +39,11 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
   const configPath = join(dir, "demo", "pipeline.yaml");
   mkdirSync(join(dir, "audits"), { recursive: true });
   cpSync(join(root, "audits", "decisions.yaml"), join(dir, "audits", "decisions.yaml"));
-  let config = readFileSync(configPath, "utf8").replaceAll("../../.switch-swe/demo", "../out/demo").replaceAll("../../audits/", "../audits/").replaceAll("../../manifests/", "../manifests/").replace("http://127.0.0.1:47623", apiUrl);
+  let config = readFileSync(configPath, "utf8")
+    .replaceAll("../../.switch-swe/demo", "../out/demo")
+    .replaceAll("../../audits/", "../audits/")
+    .replaceAll("../../manifests/", "../manifests/")
+    .replace("http://127.0.0.1:47623", apiUrl);
   if (options.mine) {
     // Set (or, given null, remove) keys of the mine stage's github settings.
     const doc = parseDocument(config);
@@ -52,7 +59,17 @@ export async function prepareDemoCopy(dir: string, options: { corpusDir?: string
     writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(dir, "demo", "repos"), corpusDir)));
   }
   const loaded = loadConfig(configPath, BUILT_STAGES);
-  const engine: EngineOptions = { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, settings: settingsOf(loaded.config), seed: loaded.config.seed, name: loaded.config.name, log: silentLogger, progress: silentProgress };
+  const engine: EngineOptions = {
+    workDir: loaded.workDir,
+    baseDir: loaded.baseDir,
+    stages: BUILT_STAGES,
+    stageConfigs: loaded.config.stages,
+    settings: settingsOf(loaded.config),
+    seed: loaded.config.seed,
+    name: loaded.config.name,
+    log: silentLogger,
+    progress: silentProgress,
+  };
   return { corpus, options: engine, workDir: loaded.workDir, configPath, server };
 }
 

@@ -29,7 +29,14 @@ export class FaultRow {
   server: FakeGithub;
   private port = 0;
 
-  constructor(base: string, name: string, readonly corpusDir: string, private readonly executor: "local" | "docker", private readonly extra: { mine?: string; qualify?: string; select?: string } = {}, private readonly pulls = FAULT_PULLS) {
+  constructor(
+    base: string,
+    name: string,
+    readonly corpusDir: string,
+    private readonly executor: "local" | "docker",
+    private readonly extra: { mine?: string; qualify?: string; select?: string } = {},
+    private readonly pulls = FAULT_PULLS,
+  ) {
     this.dir = join(base, name);
     this.configPath = join(this.dir, "demo", "pipeline.yaml");
     this.workDir = join(this.dir, "out", "work");
@@ -42,7 +49,10 @@ export class FaultRow {
     cpSync(join(root, "audits", "decisions.yaml"), join(this.dir, "audits", "decisions.yaml"));
     for (const name of ["demo-org__geometry.json", "demo-org__textkit.json", "demo-org__ledger.json"]) {
       const profile = join(this.dir, "demo", "repos", name);
-      writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(this.dir, "demo", "repos"), this.corpusDir)));
+      writeFileSync(
+        profile,
+        readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(this.dir, "demo", "repos"), this.corpusDir)),
+      );
     }
     mkdirSync(this.workDir, { recursive: true });
     await this.startServer();
@@ -86,13 +96,27 @@ export class FaultRow {
 
   options(): EngineOptions {
     const loaded = loadConfig(this.configPath, BUILT_STAGES);
-    return { workDir: loaded.workDir, baseDir: loaded.baseDir, stages: BUILT_STAGES, stageConfigs: loaded.config.stages, settings: settingsOf(loaded.config), seed: loaded.config.seed, name: loaded.config.name, log: silentLogger, progress: silentProgress };
+    return {
+      workDir: loaded.workDir,
+      baseDir: loaded.baseDir,
+      stages: BUILT_STAGES,
+      stageConfigs: loaded.config.stages,
+      settings: settingsOf(loaded.config),
+      seed: loaded.config.seed,
+      name: loaded.config.name,
+      log: silentLogger,
+      progress: silentProgress,
+    };
   }
 
   /** Every artifact and every published file, by path: what must be byte-identical to a clean run. */
   outputs(): Record<string, string> {
     const out: Record<string, string> = {};
-    for (const [label, dir] of [["artifacts", join(this.workDir, "artifacts")], ["benchmark", join(this.dir, "out", "benchmark")], ["audit", join(this.dir, "out", "audit")]] as const) {
+    for (const [label, dir] of [
+      ["artifacts", join(this.workDir, "artifacts")],
+      ["benchmark", join(this.dir, "out", "benchmark")],
+      ["audit", join(this.dir, "out", "audit")],
+    ] as const) {
       for (const path of listTree(dir)) out[`${label}/${path}`] = readFileSync(join(dir, path), "utf8");
     }
     return out;

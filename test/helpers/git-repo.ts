@@ -3,12 +3,23 @@ import { dirname, join } from "node:path";
 import { git } from "../../pipeline/git.ts";
 import { tempDir } from "./tmp.ts";
 
-const IDENTITY = { GIT_AUTHOR_NAME: "T", GIT_AUTHOR_EMAIL: "t@t.invalid", GIT_COMMITTER_NAME: "T", GIT_COMMITTER_EMAIL: "t@t.invalid", GIT_AUTHOR_DATE: "2024-01-01T00:00:00Z", GIT_COMMITTER_DATE: "2024-01-01T00:00:00Z" };
+const IDENTITY = {
+  GIT_AUTHOR_NAME: "T",
+  GIT_AUTHOR_EMAIL: "t@t.invalid",
+  GIT_COMMITTER_NAME: "T",
+  GIT_COMMITTER_EMAIL: "t@t.invalid",
+  GIT_AUTHOR_DATE: "2024-01-01T00:00:00Z",
+  GIT_COMMITTER_DATE: "2024-01-01T00:00:00Z",
+};
 
 export type Change = string | Buffer | null | { rename: string } | { copyFrom: string } | { mode: "755" | "644" };
 
 /** A real git repository with one base commit; `change` makes the reference commit and returns git's diff. */
-export async function repoWithChange(initial: Record<string, string | Buffer>, changes: Record<string, Change>, diffArgs: string[] = ["-M", "-C", "--binary", "--full-index"]) {
+export async function repoWithChange(
+  initial: Record<string, string | Buffer>,
+  changes: Record<string, Change>,
+  diffArgs: string[] = ["-M", "-C", "--binary", "--full-index"],
+) {
   const dir = tempDir("switch-swe-repo-");
   const run = (args: string[]) => git(args, { cwd: dir, env: IDENTITY });
   await run(["init", "--quiet", "--initial-branch=main"]);

@@ -7,7 +7,10 @@ import addFormatsModule from "ajv-formats";
  * GitHub's published REST description (`@octokit/openapi`, api.github.com) as JSON Schema
  * validators: the response schema of an operation and status, looked up by method and path.
  */
-type Spec = { paths: Record<string, Record<string, { operationId: string; responses: Record<string, Response> }>>; components: { schemas: Record<string, unknown>; responses: Record<string, Response> } };
+type Spec = {
+  paths: Record<string, Record<string, { operationId: string; responses: Record<string, Response> }>>;
+  components: { schemas: Record<string, unknown>; responses: Record<string, Response> };
+};
 type Response = { $ref?: string; content?: Record<string, { schema?: unknown }> };
 
 const require = createRequire(import.meta.url);
@@ -21,7 +24,11 @@ function toJsonSchema(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(toJsonSchema);
   if (!node || typeof node !== "object") return node;
   const { nullable, ...rest } = node as Record<string, unknown>;
-  const converted = Object.fromEntries(Object.entries(rest).map(([k, v]) => [k, k === "example" || k === "examples" ? undefined : toJsonSchema(v)]).filter(([, v]) => v !== undefined));
+  const converted = Object.fromEntries(
+    Object.entries(rest)
+      .map(([k, v]) => [k, k === "example" || k === "examples" ? undefined : toJsonSchema(v)])
+      .filter(([, v]) => v !== undefined),
+  );
   return nullable === true ? { anyOf: [{ type: "null" }, converted] } : converted;
 }
 
@@ -82,7 +89,11 @@ export class GithubOpenApi {
       // GitHub documents secondary limits' 429 in prose only; its body is the basic error.
       if (status === 429) return this.validate("basic-error", body, `basic-error (429 is not in the description; GitHub documents it in prose)`);
       const name = shared[status];
-      if (!name) return { against: `${operation.operationId} ${status}`, errors: [`status ${status} is neither documented for ${operation.operationId} nor a shared GitHub response`] };
+      if (!name)
+        return {
+          against: `${operation.operationId} ${status}`,
+          errors: [`status ${status} is neither documented for ${operation.operationId} nor a shared GitHub response`],
+        };
       response = { $ref: `#/components/responses/${name}` };
       against = `components/responses/${name} (shared)`;
     }
@@ -108,5 +119,10 @@ export class GithubOpenApi {
 function rebase(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(rebase);
   if (!node || typeof node !== "object") return node;
-  return Object.fromEntries(Object.entries(node as Record<string, unknown>).map(([k, v]) => [k, k === "$ref" && typeof v === "string" && v.startsWith("#/") ? `github${v}` : rebase(v)]));
+  return Object.fromEntries(
+    Object.entries(node as Record<string, unknown>).map(([k, v]) => [
+      k,
+      k === "$ref" && typeof v === "string" && v.startsWith("#/") ? `github${v}` : rebase(v),
+    ]),
+  );
 }

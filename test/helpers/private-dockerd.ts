@@ -31,7 +31,24 @@ export class PrivateDockerd {
     // A bridge of its own: with `--bridge none` dockerd deletes the host's docker0 at start-up,
     // which breaks every container the machine's own engine starts on its default network.
     await run("ip", ["link", "add", "name", PRIVATE_BRIDGE, "type", "bridge"]).catch(() => undefined);
-    const child = spawn("dockerd", ["--host", `unix://${this.socket}`, "--data-root", join(this.dir, "data"), "--exec-root", join(this.dir, "exec"), "--pidfile", this.pidfile, "--bridge", PRIVATE_BRIDGE, "--iptables=false", "--ip-masq=false"], { stdio: "ignore", detached: true });
+    const child = spawn(
+      "dockerd",
+      [
+        "--host",
+        `unix://${this.socket}`,
+        "--data-root",
+        join(this.dir, "data"),
+        "--exec-root",
+        join(this.dir, "exec"),
+        "--pidfile",
+        this.pidfile,
+        "--bridge",
+        PRIVATE_BRIDGE,
+        "--iptables=false",
+        "--ip-masq=false",
+      ],
+      { stdio: "ignore", detached: true },
+    );
     child.unref();
     for (let i = 0; i < 120; i++) {
       try {
@@ -59,7 +76,10 @@ export class PrivateDockerd {
         // already gone
       }
     }
-    const mounts = readFileSync("/proc/mounts", "utf8").split("\n").map((line) => line.split(" ")[1] ?? "").filter((point) => point.startsWith(this.dir + "/"));
+    const mounts = readFileSync("/proc/mounts", "utf8")
+      .split("\n")
+      .map((line) => line.split(" ")[1] ?? "")
+      .filter((point) => point.startsWith(this.dir + "/"));
     for (const point of mounts.sort().reverse()) await run("umount", ["-l", point]).catch(() => undefined);
   }
 

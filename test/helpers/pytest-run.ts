@@ -16,7 +16,9 @@ export async function pytestAt(repoDir: string, commit: string, patches: string[
     await git(["worktree", "add", "--detach", "--quiet", work, commit], { cwd: repoDir });
     for (const patch of patches) if (patch) await git(["apply", "--whitespace=nowarn", "-"], { cwd: work, input: patch });
     const junit = join(scratch, "report.xml");
-    await run("python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-o", "xfail_strict=true", `--junitxml=${junit}`], { cwd: work }).catch(() => undefined);
+    await run("python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-o", "xfail_strict=true", `--junitxml=${junit}`], {
+      cwd: work,
+    }).catch(() => undefined);
     return new Map(parseJunitXml(readFileSync(junit, "utf8")).map((r) => [r.nodeId, r.status]));
   } finally {
     await git(["worktree", "remove", "--force", work], { cwd: repoDir }).catch(() => undefined);

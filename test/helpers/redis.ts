@@ -24,7 +24,9 @@ export async function startRedis(): Promise<{ url: string; port: number; stop: (
     return undefined;
   }
   const port = await freePort();
-  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const output: Buffer[] = [];
   child.stdout!.on("data", (c: Buffer) => output.push(c));
   await new Promise<void>((resolve, reject) => {

@@ -13,7 +13,9 @@ const depcruise = join(root, "node_modules", ".bin", "depcruise");
 
 /** The rules dependency-cruiser found broken in `dirs` of `cwd` (rule name: from → to). */
 async function violations(cwd: string, dirs: string[]): Promise<string[]> {
-  const result = await run(depcruise, [...dirs, "--config", join(root, ".dependency-cruiser.cjs"), "--output-type", "json"], { cwd, maxBuffer: 1 << 26 }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
+  const result = await run(depcruise, [...dirs, "--config", join(root, ".dependency-cruiser.cjs"), "--output-type", "json"], { cwd, maxBuffer: 1 << 26 }).catch(
+    (error: { stdout: string }) => ({ stdout: error.stdout }),
+  );
   const report = JSON.parse(result.stdout) as { summary: { violations: { rule: { name: string }; from: string; to: string }[] } };
   return report.summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort();
 }
@@ -31,16 +33,16 @@ describe("the architecture", () => {
     };
     file("tsconfig.json", readFileSync(join(root, "tsconfig.json"), "utf8"));
     file("stages/a/index.ts", 'import { b } from "../b/index.ts";\nexport const a = b;\n');
-    file("stages/b/index.ts", 'export const b = 1;\n');
+    file("stages/b/index.ts", "export const b = 1;\n");
     file("pipeline/engine.ts", 'import { a } from "../stages/a/index.ts";\nexport const e = a;\n');
     file("pipeline/schemas/x.ts", 'import { e } from "../engine.ts";\nexport const x = e;\n');
     file("pipeline/one.ts", 'import { two } from "./two.ts";\nexport const one = () => two;\n');
     file("pipeline/two.ts", 'import { one } from "./one.ts";\nexport const two = () => one;\n');
     file("bin/start.ts", 'import { e } from "../pipeline/engine.ts";\nexport const s = e;\n');
     // the arrows that once ran back up between pipeline's folders, each planted again
-    file("pipeline/engine/stage.ts", 'export const stage = 1;\n');
+    file("pipeline/engine/stage.ts", "export const stage = 1;\n");
     file("pipeline/engine/settings.ts", 'import { shape } from "../session/shape.ts";\nexport const settings = shape;\n');
-    file("pipeline/session/shape.ts", 'export const shape = 1;\n');
+    file("pipeline/session/shape.ts", "export const shape = 1;\n");
     file("pipeline/executors/retries.ts", 'import { stage } from "../engine/stage.ts";\nexport const retries = stage;\n');
     file("pipeline/executors/written.ts", 'import { shape } from "../session/shape.ts";\nexport const written = shape;\n');
     file("pipeline/checkouts/checkout.ts", 'import { retries } from "../executors/retries.ts";\nexport const checkout = retries;\n');
@@ -50,7 +52,7 @@ describe("the architecture", () => {
     file("pipeline/report/render.ts", 'import { verify } from "../verifier/verify.ts";\nexport const render = verify;\n');
     file("pipeline/canonical.ts", 'import { checkout } from "./checkouts/checkout.ts";\nexport const canonical = checkout;\n');
     // commands, the demo and the benchmarks
-    file("cli/commands/run.ts", 'export const run = 1;\n');
+    file("cli/commands/run.ts", "export const run = 1;\n");
     file("cli/commands/demo.ts", 'import { run } from "./run.ts";\nexport const demo = run;\n');
     file("demo/build.ts", 'import { a } from "../stages/a/index.ts";\nexport const build = a;\n');
     file("bench/speed.ts", 'import { run } from "../cli/commands/run.ts";\nexport const speed = run;\n');

@@ -31,7 +31,14 @@ describe("atomic writes", () => {
     const path = join(dir, "artifacts", "split", "splits.jsonl");
     await writeFileAtomic(path, "initial\n");
     const seen = new Set<string>();
-    for (const [writes, delay] of [[0, 1], [1, 0], [1, 3], [2, 7], [1, 11], [3, 17]] as const) {
+    for (const [writes, delay] of [
+      [0, 1],
+      [1, 0],
+      [1, 3],
+      [2, 7],
+      [1, 11],
+      [3, 17],
+    ] as const) {
       await killWhileWriting(path, writes, delay);
       const text = readFileSync(path, "utf8");
       const lines = text.split("\n").filter(Boolean);
@@ -56,11 +63,14 @@ describe("atomic writes", () => {
   it("never leaves a temporary file behind after a successful write", async () => {
     const dir = tempDir();
     await writeFileAtomic(join(dir, "a.json"), "{}");
-    await writeFileAtomic(join(dir, "a.json"), (function* () {
-      yield "[";
-      yield "1";
-      yield "]";
-    })());
+    await writeFileAtomic(
+      join(dir, "a.json"),
+      (function* () {
+        yield "[";
+        yield "1";
+        yield "]";
+      })(),
+    );
     expect(readdirSync(dir)).toEqual(["a.json"]);
     expect(readFileSync(join(dir, "a.json"), "utf8")).toBe("[1]");
     writeFileSync(join(dir, ".a.json.tmp-1-x"), "partial");
@@ -86,7 +96,9 @@ describe("publishing a directory whole", () => {
     const dir = join(tempDir(), "manifests");
     mkdirSync(dir);
     writeFileSync(join(dir, "notes.txt"), "a maintainer's file");
-    await expect(replaceDirectoryAtomic(dir, files({ "a.json": "1" }), () => false)).rejects.toThrow(/holds files switch-swe did not publish \(notes\.txt\); give this output a directory of its own/);
+    await expect(replaceDirectoryAtomic(dir, files({ "a.json": "1" }), () => false)).rejects.toThrow(
+      /holds files switch-swe did not publish \(notes\.txt\); give this output a directory of its own/,
+    );
     expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("a maintainer's file");
   });
 

@@ -21,7 +21,26 @@ async function cli(args: string[], env: Record<string, string> = {}) {
   }
 }
 
-const SUBCOMMANDS = ["run", "mine", "split", "qualify", "reconstruct", "audit", "oracle", "locality", "select", "schedule", "validate", "emit", "verify", "report", "doctor", "schemas", "repo", "demo"];
+const SUBCOMMANDS = [
+  "run",
+  "mine",
+  "split",
+  "qualify",
+  "reconstruct",
+  "audit",
+  "oracle",
+  "locality",
+  "select",
+  "schedule",
+  "validate",
+  "emit",
+  "verify",
+  "report",
+  "doctor",
+  "schemas",
+  "repo",
+  "demo",
+];
 
 describe("switch-swe CLI", () => {
   it("lists every subcommand, and each one's help has an example", async () => {
@@ -53,7 +72,10 @@ describe("switch-swe CLI", () => {
     expect(report.code).toBe(2);
     expect(report.stderr).toMatch(/^switch-swe: --results .*nothing: no such directory\n$/);
     mkdirSync(join(dir, "results"));
-    writeFileSync(join(dir, "index.json"), JSON.stringify({ benchmark: "demo", sessions: [{ session_id: "s", file: "session.json", focus: "o__r-1", locality: "near" }] }));
+    writeFileSync(
+      join(dir, "index.json"),
+      JSON.stringify({ benchmark: "demo", sessions: [{ session_id: "s", file: "session.json", focus: "o__r-1", locality: "near" }] }),
+    );
     const badSession = await cli(["report", "--results", join(dir, "results"), "--sessions", dir]);
     expect(badSession.code).toBe(2);
     expect(badSession.stderr).toMatch(/session\.json: field repo: is required \(expected a session specification\)/);
@@ -95,7 +117,11 @@ describe("switch-swe CLI", () => {
     expect(out.source_dirs).toEqual(["pkg"]);
     expect(out.implementation_patch).toMatch(/^diff --git a\/pkg\/mod.py/);
     expect(out.test_patch).toMatch(/^diff --git a\/tests\/test_mod.py/);
-    expect(out.files.map((f: { path: string; class: string }) => `${f.path}:${f.class}`)).toEqual(["pkg/mod.py:source", "tests/test_mod.py:test", "docs/index.rst:docs"]);
+    expect(out.files.map((f: { path: string; class: string }) => `${f.path}:${f.class}`)).toEqual([
+      "pkg/mod.py:source",
+      "tests/test_mod.py:test",
+      "docs/index.rst:docs",
+    ]);
   });
 
   it("keeps the committed JSON Schemas in step with the zod schemas", async () => {
@@ -120,7 +146,10 @@ describe("switch-swe CLI", () => {
     cases.push([["run", "--config", join(dir, "p.yaml")], /^switch-swe: .*p\.yaml: key work_dir: .*blocker\/work cannot be created or written \(ENOTDIR\)\n$/]);
     writeFileSync(join(dir, "task.json"), "{ not json");
     writeFileSync(join(dir, "profile.json"), "{}");
-    cases.push([["qualify", "--task", join(dir, "task.json"), "--profile", join(dir, "profile.json")], /^switch-swe: .*task\.json: line 1: not valid JSON .*expected a split record/]);
+    cases.push([
+      ["qualify", "--task", join(dir, "task.json"), "--profile", join(dir, "profile.json")],
+      /^switch-swe: .*task\.json: line 1: not valid JSON .*expected a split record/,
+    ]);
     for (const [args, expected] of cases) {
       const result = await cli(args);
       expect(result.code, args.join(" ")).toBe(2);
@@ -137,12 +166,28 @@ describe("switch-swe CLI", () => {
     symlinkSync(".", join(results, "loop"));
     mkdirSync(join(dir, "sessions"));
     const request = { task_id: "o__r-1", stage: 1, finalization: false, message: { repository: "o/r", checkout: "/workspace/w00", text: "Do it." } };
-    const spec = { session_id: "session-o__r-1", benchmark: "t", repo: "o/r", focus: "o__r-1", interruptions: [], locality: "near", seeds: { benchmark: "1", case: "1" }, checkouts: [{ path: "/workspace/w00", task_id: "o__r-1", base_commit: "a".repeat(40) }], budget: { per_request_seconds: 900, timeout_continuations: 3 }, conditions: { control: [request], switched: [request] } };
+    const spec = {
+      session_id: "session-o__r-1",
+      benchmark: "t",
+      repo: "o/r",
+      focus: "o__r-1",
+      interruptions: [],
+      locality: "near",
+      seeds: { benchmark: "1", case: "1" },
+      checkouts: [{ path: "/workspace/w00", task_id: "o__r-1", base_commit: "a".repeat(40) }],
+      budget: { per_request_seconds: 900, timeout_continuations: 3 },
+      conditions: { control: [request], switched: [request] },
+    };
     writeFileSync(join(dir, "sessions", "session-o__r-1.json"), JSON.stringify(spec));
-    writeFileSync(join(dir, "sessions", "index.json"), JSON.stringify({ benchmark: "t", sessions: [{ session_id: "session-o__r-1", file: "session-o__r-1.json", focus: "o__r-1", locality: "near" }] }));
+    writeFileSync(
+      join(dir, "sessions", "index.json"),
+      JSON.stringify({ benchmark: "t", sessions: [{ session_id: "session-o__r-1", file: "session-o__r-1.json", focus: "o__r-1", locality: "near" }] }),
+    );
     const plain = await cli(["report", "--results", results, "--sessions", join(dir, "sessions")]);
     expect(plain.code).toBe(1);
-    expect(plain.stderr).toMatch(/^switch-swe: internal error: .* \(a bug in switch-swe; details in \S+switch-swe-internal-error-\d+\.log; run again with --debug to see the stack\)\n$/);
+    expect(plain.stderr).toMatch(
+      /^switch-swe: internal error: .* \(a bug in switch-swe; details in \S+switch-swe-internal-error-\d+\.log; run again with --debug to see the stack\)\n$/,
+    );
     const logFile = /details in (\S+?);/.exec(plain.stderr)![1]!;
     expect(readFileSync(logFile, "utf8")).toMatch(/\n\s+at /);
     const debug = await cli(["report", "--results", results, "--sessions", join(dir, "sessions"), "--debug"]);
@@ -153,7 +198,10 @@ describe("switch-swe CLI", () => {
   it("a stage's own flag sets its config key for one run (mine --offline)", async () => {
     const dir = tempDir();
     mkdirSync(join(dir, "repos"));
-    writeFileSync(join(dir, "p.yaml"), "name: t\nseed: 1\nwork_dir: work\nprofiles_dir: repos\nstages:\n  mine:\n    github:\n      api_url: http://127.0.0.1:9\n      repos: [{repo: o/r}]\n      wait_unit_ms: 1\n");
+    writeFileSync(
+      join(dir, "p.yaml"),
+      "name: t\nseed: 1\nwork_dir: work\nprofiles_dir: repos\nstages:\n  mine:\n    github:\n      api_url: http://127.0.0.1:9\n      repos: [{repo: o/r}]\n      wait_unit_ms: 1\n",
+    );
     const offline = await cli(["mine", "-c", join(dir, "p.yaml"), "--offline", "-q"]);
     expect(offline.code).toBe(1);
     expect(offline.stdout).toMatch(/transient_failure: o\/r: could not list pull requests: offline: GET \/repos\/o\/r\/pulls\S* is not in the recording/);

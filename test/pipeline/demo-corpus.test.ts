@@ -16,8 +16,16 @@ const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.ur
 
 async function fingerprint(dir: string): Promise<string> {
   const hash = createHash("sha256");
-  for (const file of ["records.jsonl", "intents.json", ...readdirSync(join(dir, "github")).sort().map((f) => `github/${f}`)]) hash.update(file).update(readFileSync(join(dir, file)));
-  for (const repo of readdirSync(join(dir, "repos")).sort()) hash.update(await git(["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: join(dir, "repos", repo) }));
+  for (const file of [
+    "records.jsonl",
+    "intents.json",
+    ...readdirSync(join(dir, "github"))
+      .sort()
+      .map((f) => `github/${f}`),
+  ])
+    hash.update(file).update(readFileSync(join(dir, file)));
+  for (const repo of readdirSync(join(dir, "repos")).sort())
+    hash.update(await git(["for-each-ref", "--format=%(objectname) %(refname)"], { cwd: join(dir, "repos", repo) }));
   return hash.digest("hex");
 }
 
@@ -45,7 +53,9 @@ describe("the demo corpus", () => {
     const repos = Object.values(github).filter((g) => Object.keys(g.pulls).length);
     expect(repos.length).toBeGreaterThanOrEqual(3);
     for (const g of repos) expect(Object.values(g.pulls).filter((p: any) => p.merged_at).length).toBeGreaterThanOrEqual(15);
-    const layouts = new Set(records.map((r) => (r.reference_diff.includes("b/src/") ? "src" : r.reference_diff.match(/b\/\w+\/tests\//) ? "inpackage" : "flat")));
+    const layouts = new Set(
+      records.map((r) => (r.reference_diff.includes("b/src/") ? "src" : r.reference_diff.match(/b\/\w+\/tests\//) ? "inpackage" : "flat")),
+    );
     expect(layouts).toEqual(new Set(["src", "flat", "inpackage"]));
     // merge commits have two parents, squash merges one; every PR has several commits
     let merges = 0;
@@ -77,12 +87,24 @@ describe("the demo corpus", () => {
     expect(splits.some((s) => s.split.files.some((f) => f.binary && f.class === "source"))).toBe(true);
     expect(splits.some((s) => s.split.files.some((f) => f.path.endsWith("conftest.py")))).toBe(true);
     expect(splits.some((s) => s.split.sourceDirs.includes("."))).toBe(true);
-    expect(splits.filter((s) => s.split.files.every((f) => f.class === "docs") && s.split.files.some((f) => f.path.startsWith("docs/") || f.path.startsWith("README"))).length).toBeGreaterThan(0);
+    expect(
+      splits.filter(
+        (s) => s.split.files.every((f) => f.class === "docs") && s.split.files.some((f) => f.path.startsWith("docs/") || f.path.startsWith("README")),
+      ).length,
+    ).toBeGreaterThan(0);
     expect(splits.filter((s) => s.split.files.length && s.split.files.every((f) => f.path === "CHANGES.rst")).length).toBeGreaterThan(0);
     expect(splits.filter((s) => s.split.sourceFiles.length && !s.split.testPatch).length).toBeGreaterThan(0);
     expect(records.some((r) => r.reference_diff.includes("flaky on purpose"))).toBe(true);
-    const index = new LocalityIndex(splits.filter((s) => s.split.sourceFiles.length).map((s) => ({ id: s.id, repo: s.repo, sourceFiles: s.split.sourceFiles, sourceDirs: s.split.sourceDirs })));
-    const counts = [...index.counts().values()].reduce((a, c) => ({ near: a.near + c.near, far: a.far + c.far, ineligible: a.ineligible + c.ineligible }), { near: 0, far: 0, ineligible: 0 });
+    const index = new LocalityIndex(
+      splits
+        .filter((s) => s.split.sourceFiles.length)
+        .map((s) => ({ id: s.id, repo: s.repo, sourceFiles: s.split.sourceFiles, sourceDirs: s.split.sourceDirs })),
+    );
+    const counts = [...index.counts().values()].reduce((a, c) => ({ near: a.near + c.near, far: a.far + c.far, ineligible: a.ineligible + c.ineligible }), {
+      near: 0,
+      far: 0,
+      ineligible: 0,
+    });
     expect(counts.near).toBeGreaterThanOrEqual(30);
     expect(counts.far).toBeGreaterThanOrEqual(100);
     expect(counts.ineligible).toBeGreaterThanOrEqual(30);
@@ -90,10 +112,25 @@ describe("the demo corpus", () => {
 
   it("has linked issues in every form GitHub accepts, decoys that must not link, and the discussion noise", () => {
     const bodies = Object.values(github).flatMap((g) => Object.values(g.pulls).map((p: any) => p.body as string));
-    for (const form of [/^Fixes #\d+/m, /^closes #\d+/m, /^Resolves: #\d+/m, /^Closes demo-org\/tracker#\d+/m, /^Resolved https:\/\/github\.com\/demo-org\/\w+\/issues\/\d+/m, /^Follow-up to the discussion in #\d+\./m, /fixx #\d+/]) {
-      expect(bodies.some((b) => form.test(b)), String(form)).toBe(true);
+    for (const form of [
+      /^Fixes #\d+/m,
+      /^closes #\d+/m,
+      /^Resolves: #\d+/m,
+      /^Closes demo-org\/tracker#\d+/m,
+      /^Resolved https:\/\/github\.com\/demo-org\/\w+\/issues\/\d+/m,
+      /^Follow-up to the discussion in #\d+\./m,
+      /fixx #\d+/,
+    ]) {
+      expect(
+        bodies.some((b) => form.test(b)),
+        String(form),
+      ).toBe(true);
     }
-    const commitMessages = Object.values(github).flatMap((g) => Object.values(g.pull_commits).flat().map((c: any) => c.commit.message as string));
+    const commitMessages = Object.values(github).flatMap((g) =>
+      Object.values(g.pull_commits)
+        .flat()
+        .map((c: any) => c.commit.message as string),
+    );
     expect(commitMessages.some((m) => /This fixes #\d+\./.test(m))).toBe(true);
     const reviews = Object.values(github).flatMap((g) => Object.values(g.reviews).flat() as any[]);
     expect(new Set(reviews.map((r) => r.state))).toEqual(new Set(["APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"]));
@@ -105,7 +142,9 @@ describe("the demo corpus", () => {
     expect(reviewComments.some((c) => c.body.includes("```suggestion"))).toBe(true);
     const bodiesOf = reviewComments.map((c) => `${c.pull_request_review_id}:${c.body}`);
     expect(bodiesOf.length).toBeGreaterThan(new Set(bodiesOf).size);
-    const comments = Object.values(github).flatMap((g) => Object.entries(g.issue_comments).flatMap(([n, list]) => (list as any[]).map((c) => ({ ...c, merged_at: g.pulls[n]?.merged_at }))));
+    const comments = Object.values(github).flatMap((g) =>
+      Object.entries(g.issue_comments).flatMap(([n, list]) => (list as any[]).map((c) => ({ ...c, merged_at: g.pulls[n]?.merged_at }))),
+    );
     expect(comments.some((c) => c.user.type === "Bot")).toBe(true);
     expect(comments.some((c) => /^(Thanks, done!|Rebased on main)/.test(c.body))).toBe(true);
     expect(comments.some((c) => c.merged_at && c.created_at > c.merged_at)).toBe(true);
@@ -126,7 +165,8 @@ describe("the demo corpus", () => {
       return !named.test(String(g.pulls[i.number].body)) && !g.pull_commits[i.number].some((c: any) => named.test(c.commit.message));
     });
     expect(sidebar.length).toBeGreaterThanOrEqual(1);
-    for (const i of sidebar) expect(repoOf(i.repo).closing_references[i.number]).toContainEqual({ repo: i.issue!.split("#")[0], number: Number(i.issue!.split("#")[1]) });
+    for (const i of sidebar)
+      expect(repoOf(i.repo).closing_references[i.number]).toContainEqual({ repo: i.issue!.split("#")[0], number: Number(i.issue!.split("#")[1]) });
     // A deleted and a transferred issue; a pull request over GitHub's 250-commit list cap; a null body.
     expect(Object.values(github).some((g) => g.deleted.length > 0)).toBe(true);
     expect(Object.values(github).some((g) => Object.keys(g.transferred).length > 0)).toBe(true);
@@ -142,8 +182,14 @@ describe("the demo corpus", () => {
       const repoDir = demoRepoPath(dir, record.repo);
       const before = await pytestAt(repoDir, record.base_commit, [record.upstream_split!.test_patch]);
       const after = await pytestAt(repoDir, record.base_commit, [record.upstream_split!.test_patch, record.upstream_split!.patch]);
-      const f2p = [...after].filter(([t, s]) => s === "passed" && before.get(t) !== "passed").map(([t]) => t).sort();
-      const p2f = [...before].filter(([t, s]) => s === "passed" && after.get(t) !== "passed").map(([t]) => t).sort();
+      const f2p = [...after]
+        .filter(([t, s]) => s === "passed" && before.get(t) !== "passed")
+        .map(([t]) => t)
+        .sort();
+      const p2f = [...before]
+        .filter(([t, s]) => s === "passed" && after.get(t) !== "passed")
+        .map(([t]) => t)
+        .sort();
       const expected = intent.fail_to_pass;
       const unexpected = f2p.filter((t) => !expected.includes(t) && !intent.flaky.includes(t));
       if (expected.some((t) => !f2p.includes(t)) || unexpected.length || p2f.join() !== [...intent.regressions].sort().join()) {

@@ -37,7 +37,10 @@ async function runDemo() {
   const summary = await runPipeline(local).finally(() => server.stop());
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   const emitted = join(workDir, "..", "..", "manifests", "demo");
-  const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name])).sort();
+  const files = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true })
+      .flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name]))
+      .sort();
   const published = Object.fromEntries(files(emitted).map((f) => [f, readFileSync(join(emitted, f), "utf8")]));
   return { corpus, summary, read, options: local, records: readFileSync(corpus.recordsFile, "utf8"), published, configPath, emitted };
 }
@@ -61,30 +64,54 @@ describe("the demo", () => {
   });
 
   it("produces exactly the outputs its fixture records (a change that means to change them updates it)", () => {
-    const fixture = JSON.parse(readFileSync(fileURLToPath(new URL("../fixtures/demo-outputs.json", import.meta.url)), "utf8")) as { files: number; digest: string };
-    const digest = demoOutputsDigest({ artifacts: join(a.options.workDir, "artifacts"), manifests: a.emitted, audits: join(a.emitted, "..", "..", "audits", "demo") });
+    const fixture = JSON.parse(readFileSync(fileURLToPath(new URL("../fixtures/demo-outputs.json", import.meta.url)), "utf8")) as {
+      files: number;
+      digest: string;
+    };
+    const digest = demoOutputsDigest({
+      artifacts: join(a.options.workDir, "artifacts"),
+      manifests: a.emitted,
+      audits: join(a.emitted, "..", "..", "audits", "demo"),
+    });
     expect(digest).toEqual({ files: fixture.files, digest: fixture.digest });
   });
 
   it("splits every pull request as its intent says and finds every locality class", async () => {
     const demo = a;
     const intents: PullIntent[] = JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8"));
-    const rejects = demo.read("split", "rejects").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const rejects = demo
+      .read("split", "rejects")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const reasonOf = new Map(rejects.map((r) => [r.record_id, r.reason]));
     for (const intent of intents) {
       const id = `${intent.repo.replace("/", "__")}-${intent.number}`;
-      const expected = intent.kind === "docs_only" || intent.kind === "changelog_only" ? "no_source_changes" : intent.kind === "no_tests" ? "no_test_changes" : undefined;
+      const expected =
+        intent.kind === "docs_only" || intent.kind === "changelog_only" ? "no_source_changes" : intent.kind === "no_tests" ? "no_test_changes" : undefined;
       expect(reasonOf.get(id), id).toBe(expected);
     }
-    const splits = demo.read("split", "splits").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const splits = demo
+      .read("split", "splits")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(splits.length + rejects.length).toBe(intents.length);
     const renamed = splits.find((s) => s.files.some((f: { status: string; class: string }) => f.status === "renamed" && f.class === "source"));
     expect(renamed.source_files.length).toBeGreaterThanOrEqual(2);
-    const pairs = demo.read("locality", "pairs").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const pairs = demo
+      .read("locality", "pairs")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const classes = new Set(pairs.map((p) => (p.eligible ? p.class : "ineligible")));
     expect(classes).toEqual(new Set(["near", "far", "ineligible"]));
     // Locality's pool is the tasks that passed the oracle.
-    const audited = demo.read("oracle", "tasks").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const audited = demo
+      .read("oracle", "tasks")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const perRepo = new Map<string, number>();
     for (const t of audited) perRepo.set(t.snapshot.repo, (perRepo.get(t.snapshot.repo) ?? 0) + 1);
     expect(pairs).toHaveLength([...perRepo.values()].reduce((n, k) => n + (k * (k - 1)) / 2, 0));
@@ -92,9 +119,19 @@ describe("the demo", () => {
 
   it("reconstructs every kept task's rounds in order, and no noise, suggestion code or uncurated edit gets in", async () => {
     const demo = a;
-    const intents = new Map((JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]));
-    const tasks = demo.read("reconstruct", "tasks").split("\n").filter(Boolean).map((l) => JSON.parse(l));
-    const comments = demo.read("reconstruct", "comments").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const intents = new Map(
+      (JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
+    );
+    const tasks = demo
+      .read("reconstruct", "tasks")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    const comments = demo
+      .read("reconstruct", "comments")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(tasks.length).toBeGreaterThanOrEqual(30);
     for (const task of tasks) {
       expect(task.requests.length, task.id).toBe(intents.get(task.id)!.stages);
@@ -102,7 +139,9 @@ describe("the demo", () => {
       expect(times, task.id).toEqual([...times].sort());
       for (const r of task.requests) expect(r.text, task.id).not.toMatch(/```suggestion|def \w+\(value, precision=None\):/);
     }
-    const noise = comments.filter((c) => ["bot", "approval_only", "progress_only", "duplicate", "post_merge", "dismissed", "question", "needs_reference"].includes(c.class));
+    const noise = comments.filter((c) =>
+      ["bot", "approval_only", "progress_only", "duplicate", "post_merge", "dismissed", "question", "needs_reference"].includes(c.class),
+    );
     expect(new Set(noise.map((c) => c.class)).size).toBe(8);
     // The corpus's empty COMMENTED reviews never get this far: mine drops them (their line comments stand alone).
     expect(comments.filter((c) => c.class === "empty")).toEqual([]);
@@ -117,15 +156,27 @@ describe("the demo", () => {
 
   it("emits sessions that validate, a manifest of the tasks they use, and a profile computed from them", async () => {
     const demo = a;
-    const sessions = Object.entries(demo.published).filter(([f]) => f.startsWith("sessions/session-")).map(([, text]) => SessionSpec.parse(JSON.parse(text)));
+    const sessions = Object.entries(demo.published)
+      .filter(([f]) => f.startsWith("sessions/session-"))
+      .map(([, text]) => SessionSpec.parse(JSON.parse(text)));
     expect(sessions.length).toBeGreaterThanOrEqual(6);
     // The benchmark's own list of its sessions, which report takes its denominators from.
-    expect(JSON.parse(demo.published["sessions/index.json"]!).sessions.map((s: { file: string }) => `sessions/${s.file}`)).toEqual(Object.keys(demo.published).filter((f) => f.startsWith("sessions/session-")).sort());
+    expect(JSON.parse(demo.published["sessions/index.json"]!).sessions.map((s: { file: string }) => `sessions/${s.file}`)).toEqual(
+      Object.keys(demo.published)
+        .filter((f) => f.startsWith("sessions/session-"))
+        .sort(),
+    );
     expect(new Set(sessions.map((s) => s.locality))).toEqual(new Set(["near", "far"]));
-    const reports = demo.read("validate", "reports").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const reports = demo
+      .read("validate", "reports")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(reports.every((r) => r.passed)).toBe(true);
     expect(JSON.parse(demo.published["profile.json"]!)).toEqual(JSON.parse(JSON.stringify(benchmarkProfile(sessions))));
-    const manifest = demo.published["manifest.jsonl"]!.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const manifest = demo.published["manifest.jsonl"]!.split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const used = new Set(sessions.flatMap((s) => [s.focus, ...s.interruptions]));
     expect(new Set(manifest.map((m) => m.task_id))).toEqual(used);
     // Agent-visible files never carry held-out material; held-out files exist for every task used.
@@ -151,12 +202,21 @@ describe("the demo", () => {
 
   it("proves every emitted task with the oracle, rejects the planted unsolvable one and says why, and verify and report score submissions against the emitted benchmark", async () => {
     const demo = a;
-    const oracle = demo.read("oracle", "results").split("\n").filter(Boolean).map((l) => OracleRecord.parse(JSON.parse(l)));
-    const heldout = Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).map((f) => f.slice("heldout/".length, -".json".length));
+    const oracle = demo
+      .read("oracle", "results")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => OracleRecord.parse(JSON.parse(l)));
+    const heldout = Object.keys(demo.published)
+      .filter((f) => f.startsWith("heldout/"))
+      .map((f) => f.slice("heldout/".length, -".json".length));
     const verdict = new Map(oracle.map((r) => [r.task_id, r]));
     for (const id of heldout) {
       expect(verdict.get(id)?.passed, id).toBe(true);
-      expect(verdict.get(id)!.runs.map((r) => `${r.patch}:${r.resolved}`), id).toEqual(["reference:true", "reference:true", "reference:true", "empty:false", "empty:false", "empty:false"]);
+      expect(
+        verdict.get(id)!.runs.map((r) => `${r.patch}:${r.resolved}`),
+        id,
+      ).toEqual(["reference:true", "reference:true", "reference:true", "empty:false", "empty:false", "empty:false"]);
     }
     // The one task planted to fail it (its F2P test passes only after another test of its file)
     // is rejected, with the test named; nothing else is.
@@ -164,7 +224,11 @@ describe("the demo", () => {
     const planted = intents.filter((i) => i.order_dependent.length).map((i) => `${i.repo.replace("/", "__")}-${i.number}`);
     expect(planted).toEqual(["demo-org__textkit-16"]);
     expect(oracle.filter((r) => !r.passed).map((r) => r.task_id)).toEqual(planted);
-    const rejects = demo.read("oracle", "rejects").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const rejects = demo
+      .read("oracle", "rejects")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(rejects).toHaveLength(1);
     expect(rejects[0]).toMatchObject({ record_id: planted[0], reason: "oracle_failed" });
     expect(rejects[0].message).toContain(`${intents.find((i) => i.order_dependent.length)!.order_dependent[0]} failed`);
@@ -175,7 +239,10 @@ describe("the demo", () => {
 
     // Score three submissions of two sessions from the command line, then build Table 1.
     const dir = tempDir();
-    const sessions = Object.keys(demo.published).filter((f) => f.startsWith("sessions/session-")).sort().map((f) => join(demo.emitted, f));
+    const sessions = Object.keys(demo.published)
+      .filter((f) => f.startsWith("sessions/session-"))
+      .sort()
+      .map((f) => join(demo.emitted, f));
     const [first, second] = sessions.map((f) => SessionSpec.parse(JSON.parse(readFileSync(f, "utf8"))));
     const reference = JSON.parse(demo.published[`heldout/${first!.focus}.json`]!).implementation_patch as string;
     writeFileSync(join(dir, "reference.patch"), reference);
@@ -192,15 +259,39 @@ describe("the demo", () => {
     writeFileSync(join(checkout, "tests", "__pycache__", "x.pyc"), "junk");
     writeFileSync(join(checkout, "agent.log"), "log\n");
     const results = join(dir, "results", "demo-agent");
-    const verify = (session: string, condition: string, source: string[], out: string) => runCli(["verify", "-c", demo.configPath, "--session", session, ...source, "--condition", condition, "--executor", "local", "--out", join(results, out)]).then((r) => r.code);
+    const verify = (session: string, condition: string, source: string[], out: string) =>
+      runCli([
+        "verify",
+        "-c",
+        demo.configPath,
+        "--session",
+        session,
+        ...source,
+        "--condition",
+        condition,
+        "--executor",
+        "local",
+        "--out",
+        join(results, out),
+      ]).then((r) => r.code);
     expect(await verify(sessions[0]!, "control", ["--artifact", join(dir, "reference.patch")], "a.control.json")).toBe(0);
     expect(await verify(sessions[0]!, "switched", ["--checkout", checkout, "--save-artifact", join(dir, "collected.patch")], "a.switched.json")).toBe(0);
     expect(await verify(sessions[1]!, "control", ["--artifact", join(dir, "empty.patch")], "b.control.json")).toBe(1);
     const collected = readFileSync(join(dir, "collected.patch"), "utf8");
     expect(collected.match(/^diff --git a\/(\S+)/gm)).toEqual(reference.match(/^diff --git a\/(\S+)/gm));
     const switched = VerificationReport.parse(JSON.parse(readFileSync(join(results, "a.switched.json"), "utf8")));
-    expect(switched).toMatchObject({ session_id: first!.session_id, task_id: first!.focus, condition: "switched", applied: true, resolved: true, dropped_paths: [] });
-    expect(VerificationReport.parse(JSON.parse(readFileSync(join(results, "b.control.json"), "utf8")))).toMatchObject({ task_id: second!.focus, resolved: false });
+    expect(switched).toMatchObject({
+      session_id: first!.session_id,
+      task_id: first!.focus,
+      condition: "switched",
+      applied: true,
+      resolved: true,
+      dropped_paths: [],
+    });
+    expect(VerificationReport.parse(JSON.parse(readFileSync(join(results, "b.control.json"), "utf8")))).toMatchObject({
+      task_id: second!.focus,
+      resolved: false,
+    });
 
     expect((await runCli(["report", "--results", join(dir, "results"), "-c", demo.configPath, "--out", join(dir, "tables")])).code).toBe(0);
     const n = sessions.length;
@@ -220,10 +311,20 @@ describe("the demo", () => {
     const executor = (await dockerForTests()) ? "docker" : "local";
     for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
       const agent = loadAgent(join(root, "data", "agents", `${name}.yaml`));
-      const { ran } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), { manifest: demo.emitted, conditions: ["control", "switched"], agent, out: join(results, name), work: join(runs, name), jobs: 2, log, only: picked });
+      const { ran } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), {
+        manifest: demo.emitted,
+        conditions: ["control", "switched"],
+        agent,
+        out: join(results, name),
+        work: join(runs, name),
+        jobs: 2,
+        log,
+        only: picked,
+      });
       expect(ran).toHaveLength(4);
     }
-    const report = (agent: string, session: string, condition: string) => VerificationReport.parse(JSON.parse(readFileSync(join(results, agent, `${session}.${condition}.json`), "utf8")));
+    const report = (agent: string, session: string, condition: string) =>
+      VerificationReport.parse(JSON.parse(readFileSync(join(results, agent, `${session}.${condition}.json`), "utf8")));
     for (const session of picked) {
       expect([report("replay-reference", session, "control").resolved, report("replay-reference", session, "switched").resolved]).toEqual([true, true]);
       expect([report("noop", session, "control").resolved, report("noop", session, "switched").resolved]).toEqual([false, false]);
@@ -232,7 +333,10 @@ describe("the demo", () => {
       expect(report("wrong-checkout", session, "control").behaviour).toMatchObject({ cross_task_write_requests: 0 });
       const switched = report("wrong-checkout", session, "switched");
       expect(switched.behaviour!.cross_task_write_requests).toBe(1);
-      const trajectory = readFileSync(join(results, "wrong-checkout", switched.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      const trajectory = readFileSync(join(results, "wrong-checkout", switched.behaviour!.trajectory), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       const written = trajectory.find((t) => Object.keys(t.changes).some((p) => p !== t.checkout))!;
       expect(written.focus).toBe(true);
       expect(report("noop", session, "switched").behaviour).toMatchObject({ cross_task_write_requests: 0, continuations_used: 0, work_lost_files: 0 });
@@ -268,7 +372,23 @@ describe("the demo", () => {
     const demo = a;
     const dir = tempDir();
     const out = join(dir, "noop");
-    const argv = ["session", "run-all", "-c", demo.configPath, "--manifest", demo.emitted, "--agent", join(root, "data", "agents", "noop.yaml"), "--out", out, "--work", join(dir, "runs"), "--executor", "local", "-q"];
+    const argv = [
+      "session",
+      "run-all",
+      "-c",
+      demo.configPath,
+      "--manifest",
+      demo.emitted,
+      "--agent",
+      join(root, "data", "agents", "noop.yaml"),
+      "--out",
+      out,
+      "--work",
+      join(dir, "runs"),
+      "--executor",
+      "local",
+      "-q",
+    ];
     await new Promise<void>((resolve, reject) => {
       const child = spawn(process.execPath, [bin, ...argv], { stdio: "ignore" });
       const poll = setInterval(() => {
@@ -285,13 +405,26 @@ describe("the demo", () => {
     const done = readdirSync(out).filter((f) => f.endsWith(".json")).length;
     const total = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!)).sessions.length * 2;
     expect(done).toBeLessThan(total);
-    const { ran, skipped } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }), { manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, log: createLogger({ level: "warn", write: () => {} }) });
+    const { ran, skipped } = await runAllSessions(
+      OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
+      {
+        manifest: demo.emitted,
+        conditions: ["control", "switched"],
+        agent: loadAgent(join(root, "data", "agents", "noop.yaml")),
+        out,
+        work: join(dir, "runs"),
+        jobs: 2,
+        log: createLogger({ level: "warn", write: () => {} }),
+      },
+    );
     expect({ ran: ran.length, skipped }).toEqual({ ran: total - done, skipped: done });
     expect(readdirSync(out).filter((f) => f.endsWith(".json"))).toHaveLength(total);
 
     // Two verifications met an infrastructure fault: they are not scored, so the next run-all does them again.
     // One run directory is kept (its focus checkout is verified again, the agent not run), the other is gone (run again).
-    const [kept, gone] = readdirSync(out).filter((f) => f.endsWith(".json")).sort();
+    const [kept, gone] = readdirSync(out)
+      .filter((f) => f.endsWith(".json"))
+      .sort();
     for (const file of [kept!, gone!]) {
       const faulted = { ...JSON.parse(readFileSync(join(out, file), "utf8")), resolved: false, infrastructure_fault: "the engine went away" };
       writeFileSync(join(out, file), JSON.stringify(faulted));
@@ -299,7 +432,18 @@ describe("the demo", () => {
     const runDirOf = (file: string) => join(dir, "runs", file.replace(/\.json$/, ""));
     const trajectoryBefore = statSync(join(runDirOf(kept!), "trajectory.jsonl")).mtimeMs;
     rmSync(runDirOf(gone!), { recursive: true });
-    const again = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }), { manifest: demo.emitted, conditions: ["control", "switched"], agent: loadAgent(join(root, "data", "agents", "noop.yaml")), out, work: join(dir, "runs"), jobs: 2, log: createLogger({ level: "warn", write: () => {} }) });
+    const again = await runAllSessions(
+      OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
+      {
+        manifest: demo.emitted,
+        conditions: ["control", "switched"],
+        agent: loadAgent(join(root, "data", "agents", "noop.yaml")),
+        out,
+        work: join(dir, "runs"),
+        jobs: 2,
+        log: createLogger({ level: "warn", write: () => {} }),
+      },
+    );
     expect({ ran: again.ran.length, skipped: again.skipped }).toEqual({ ran: 2, skipped: total - 2 });
     for (const file of [kept!, gone!]) {
       const redone = VerificationReport.parse(JSON.parse(readFileSync(join(out, file), "utf8")));
@@ -316,13 +460,30 @@ describe("the demo", () => {
     const index = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!));
     const spec = SessionSpec.parse(JSON.parse(demo.published[`sessions/${index.sessions[0]!.file}`]!));
     // A one-second budget and two continuations; the agent sleeps past every budget, and notes what it was sent.
-    const short = { ...spec, budget: { per_request_seconds: 1, timeout_continuations: 2 }, conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 2) } };
+    const short = {
+      ...spec,
+      budget: { per_request_seconds: 1, timeout_continuations: 2 },
+      conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 2) },
+    };
     const sessionFile = join(dir, "short.json");
     writeFileSync(sessionFile, JSON.stringify(short));
     const agentFile = join(dir, "sleeper.yaml");
     writeFileSync(agentFile, `name: sleeper\ncommand: [sh, -c, 'printf "%s\\n" "$1" >> sent.txt; sleep 30', sh, "{text}"]\n`);
-    const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }), { session: sessionFile, condition: "control", agent: loadAgent(agentFile), out: join(dir, "results"), work: join(dir, "runs"), log: createLogger({ level: "warn", write: () => {} }) });
-    const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const report = await runAndScoreSession(
+      OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
+      {
+        session: sessionFile,
+        condition: "control",
+        agent: loadAgent(agentFile),
+        out: join(dir, "results"),
+        work: join(dir, "runs"),
+        log: createLogger({ level: "warn", write: () => {} }),
+      },
+    );
+    const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(trajectory).toHaveLength(2);
     for (const request of trajectory) {
       expect(request).toMatchObject({ timed_out: true, continuations: 2, exits: [null, null, null], budget_seconds: 1 });
@@ -332,7 +493,9 @@ describe("the demo", () => {
     expect(report.behaviour).toMatchObject({ continuations_used: 4, timed_out_requests: 2 });
     // What the agent was sent: each request's text, then the fixed continuation message twice.
     const focus = short.checkouts.find((c) => c.task_id === short.focus)!;
-    const sent = readFileSync(join(dir, "runs", `${short.session_id}.control`, "workspace", basename(focus.path), "sent.txt"), "utf8").trim().split("\n");
+    const sent = readFileSync(join(dir, "runs", `${short.session_id}.control`, "workspace", basename(focus.path), "sent.txt"), "utf8")
+      .trim()
+      .split("\n");
     const texts = short.conditions.control.map((r) => r.message.text.split("\n")[0]);
     expect(sent.filter((l) => l === CONTINUATION_MESSAGE)).toHaveLength(4);
     expect(sent[0]).toBe(texts[0]);
@@ -352,17 +515,30 @@ describe("the demo", () => {
     expect(new Set(spec.conditions.switched.slice(0, 4).map((r) => r.message.checkout)).size).toBeGreaterThan(1);
     process.env.SWITCH_SWE_PROBE_KEY = "key-from-the-user";
     const probe = join(dir, "probe.yaml");
-    writeFileSync(probe, [
-      "name: probe",
-      "runs: environment",
-      "network: false",
-      "env: [SWITCH_SWE_PROBE_KEY]",
-      `setup: [[sh, -c, "echo ready > /opt/agent-installed"]]`,
-      // Writes, in the active checkout, where it ran and what it could see.
-      `command: [sh, -c, 'n=$(ls probe-*.json 2>/dev/null | wc -l); printf "{\\"cwd\\": \\"%s\\", \\"uid\\": %s, \\"home\\": \\"%s\\", \\"workspace\\": \\"%s\\", \\"installed\\": \\"%s\\", \\"key\\": \\"%s\\", \\"args\\": \\"%s %s\\"}" "$(pwd)" "$(id -u)" "$HOME" "$(ls /workspace | tr "\\n" " ")" "$(cat /opt/agent-installed)" "$SWITCH_SWE_PROBE_KEY" "$1" "$2" > probe-$n.json; env > env-$n.txt; ls -a / > root-$n.txt; hostname >> root-$n.txt', sh, "{checkout}", "{workspace}"]`,
-    ].join("\n") + "\n");
-    const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), { session: probeSession, condition: "switched", agent: loadAgent(probe), out: join(dir, "results"), work: join(dir, "runs"), log });
-    const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    writeFileSync(
+      probe,
+      [
+        "name: probe",
+        "runs: environment",
+        "network: false",
+        "env: [SWITCH_SWE_PROBE_KEY]",
+        `setup: [[sh, -c, "echo ready > /opt/agent-installed"]]`,
+        // Writes, in the active checkout, where it ran and what it could see.
+        `command: [sh, -c, 'n=$(ls probe-*.json 2>/dev/null | wc -l); printf "{\\"cwd\\": \\"%s\\", \\"uid\\": %s, \\"home\\": \\"%s\\", \\"workspace\\": \\"%s\\", \\"installed\\": \\"%s\\", \\"key\\": \\"%s\\", \\"args\\": \\"%s %s\\"}" "$(pwd)" "$(id -u)" "$HOME" "$(ls /workspace | tr "\\n" " ")" "$(cat /opt/agent-installed)" "$SWITCH_SWE_PROBE_KEY" "$1" "$2" > probe-$n.json; env > env-$n.txt; ls -a / > root-$n.txt; hostname >> root-$n.txt', sh, "{checkout}", "{workspace}"]`,
+      ].join("\n") + "\n",
+    );
+    const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), {
+      session: probeSession,
+      condition: "switched",
+      agent: loadAgent(probe),
+      out: join(dir, "results"),
+      work: join(dir, "runs"),
+      log,
+    });
+    const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const workspace = join(dir, "runs", `${spec.session_id}.switched`, "workspace");
     const seen = new Map<string, number>();
     for (const request of trajectory) {
@@ -372,9 +548,23 @@ describe("the demo", () => {
       expect(Object.keys(request.changes)).toEqual([request.checkout]);
       expect(request.exits).toEqual([0]);
       const written = JSON.parse(readFileSync(join(workspace, basename(request.checkout), `probe-${n}.json`), "utf8"));
-      expect(written).toEqual({ cwd: request.checkout, uid: process.getuid!(), home: "/agent", workspace: spec.checkouts.map((c) => basename(c.path)).sort().join(" ") + " ", installed: "ready", key: "key-from-the-user", args: `${request.checkout} /workspace` });
+      expect(written).toEqual({
+        cwd: request.checkout,
+        uid: process.getuid!(),
+        home: "/agent",
+        workspace:
+          spec.checkouts
+            .map((c) => basename(c.path))
+            .sort()
+            .join(" ") + " ",
+        installed: "ready",
+        key: "key-from-the-user",
+        args: `${request.checkout} /workspace`,
+      });
       // Nothing the agent can see names a task, a role or the held-out assets.
-      const visible = readFileSync(join(workspace, basename(request.checkout), `env-${n}.txt`), "utf8") + readFileSync(join(workspace, basename(request.checkout), `root-${n}.txt`), "utf8");
+      const visible =
+        readFileSync(join(workspace, basename(request.checkout), `env-${n}.txt`), "utf8") +
+        readFileSync(join(workspace, basename(request.checkout), `root-${n}.txt`), "utf8");
       expect(visible).not.toMatch(/demo-org__|focus|interrupt|heldout|held-out/i);
     }
     // The container is gone with the session.
@@ -383,19 +573,39 @@ describe("the demo", () => {
 
     // A sleeping agent in the environment: every attempt is killed at the budget with all it started.
     const shortSession = join(dir, "short.json");
-    writeFileSync(shortSession, JSON.stringify({ ...spec, budget: { per_request_seconds: 1, timeout_continuations: 1 }, conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 1) } }));
+    writeFileSync(
+      shortSession,
+      JSON.stringify({
+        ...spec,
+        budget: { per_request_seconds: 1, timeout_continuations: 1 },
+        conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 1) },
+      }),
+    );
     const sleeper = join(dir, "sleeper.yaml");
-    writeFileSync(sleeper, [
-      "name: sleeper",
-      "runs: environment",
-      "network: false",
-      // It also starts a process that leaves its group and keeps the output open: the attempt still ends.
-      `command: [sh, -c, 'setsid sleep 1004 & sleep 1001 & sleep 1002']`,
-      // The continuation first lists every process left in the container.
-      `continue_command: [sh, -c, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done > procs.txt; sleep 1003']`,
-    ].join("\n") + "\n");
-    const slept = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), { session: shortSession, condition: "control", agent: loadAgent(sleeper), out: join(dir, "results"), work: join(dir, "runs"), log });
-    const [only] = readFileSync(join(dir, "results", slept.behaviour!.trajectory), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    writeFileSync(
+      sleeper,
+      [
+        "name: sleeper",
+        "runs: environment",
+        "network: false",
+        // It also starts a process that leaves its group and keeps the output open: the attempt still ends.
+        `command: [sh, -c, 'setsid sleep 1004 & sleep 1001 & sleep 1002']`,
+        // The continuation first lists every process left in the container.
+        `continue_command: [sh, -c, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done > procs.txt; sleep 1003']`,
+      ].join("\n") + "\n",
+    );
+    const slept = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), {
+      session: shortSession,
+      condition: "control",
+      agent: loadAgent(sleeper),
+      out: join(dir, "results"),
+      work: join(dir, "runs"),
+      log,
+    });
+    const [only] = readFileSync(join(dir, "results", slept.behaviour!.trajectory), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(only).toMatchObject({ timed_out: true, continuations: 1, exits: [null, null] });
     const focus = spec.checkouts.find((c) => c.task_id === spec.focus)!;
     const procs = readFileSync(join(dir, "runs", `${spec.session_id}.control`, "workspace", basename(focus.path), "procs.txt"), "utf8");

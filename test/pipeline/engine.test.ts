@@ -77,7 +77,10 @@ function setup(lines: string[], splitUsesSeed = false) {
     progress: silentProgress,
   });
   const read = (stage: string, name: string) =>
-    readFileSync(join(dir, "work", "artifacts", stage, `${name}.jsonl`), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    readFileSync(join(dir, "work", "artifacts", stage, `${name}.jsonl`), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   return { dir, calls, options, read };
 }
 
@@ -93,7 +96,10 @@ describe("engine cache", () => {
     expect(second.stages.filter((s) => s.stage === "mine" || s.stage === "split").map((s) => s.status)).toEqual(["up_to_date", "up_to_date"]);
     expect(t.calls).toEqual({ mine: ["a", "b"], split: ["a", "b"] });
     expect(readFileSync(join(t.dir, "work", "switch-swe.lock.json"), "utf8")).toBe(lockBefore);
-    expect(t.read("split", "doubled")).toEqual([{ id: "a", value: 2 }, { id: "b", value: 4 }]);
+    expect(t.read("split", "doubled")).toEqual([
+      { id: "a", value: 2 },
+      { id: "b", value: 4 },
+    ]);
   });
 
   it("reruns a stage whose config changed, and only that stage onwards", async () => {
@@ -103,7 +109,10 @@ describe("engine cache", () => {
     expect(summary.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
     expect(summary.stages.find((s) => s.stage === "split")!.status).toBe("ran");
     expect(t.calls.split).toEqual(["a", "b", "a", "b"]);
-    expect(t.read("split", "doubled")).toEqual([{ id: "a", value: 3 }, { id: "b", value: 6 }]);
+    expect(t.read("split", "doubled")).toEqual([
+      { id: "a", value: 3 },
+      { id: "b", value: 6 },
+    ]);
   });
 
   it("reworks only the records of an input file that changed", async () => {
@@ -176,7 +185,9 @@ describe("per-record isolation", () => {
     const summary = await runPipeline(t.options());
     expect(summary.ok).toBe(true);
     expect(t.read("mine", "items").map((i) => i.id)).toEqual(["a", "d"]);
-    expect(t.read("mine", "rejects")).toEqual([{ stage: "mine", record_id: "b", reason: "invalid_field", field: "value", message: "record b: field value: not a number" }]);
+    expect(t.read("mine", "rejects")).toEqual([
+      { stage: "mine", record_id: "b", reason: "invalid_field", field: "value", message: "record b: field value: not a number" },
+    ]);
     expect(summary.stages.find((s) => s.stage === "mine")).toMatchObject({ status: "ran", in: 3, out: 2, rejected: 1 });
     expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a", "d"]);
   });
@@ -194,7 +205,9 @@ describe("per-record isolation", () => {
     expect(summary.stages.find((s) => s.stage === "split")).toBeUndefined();
     expect(t.read("mine", "items").map((i) => i.id)).toEqual(["a", "d"]);
     expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a", "d"]);
-    expect(formatSummary(summary)).toMatch(/not finished \(the run exits non-zero[^\n]*\n  mine: records failed for reasons that may not recur[^\n]*\n    internal_error: c: unexpected\n    transient_failure: f: ENOSPC/);
+    expect(formatSummary(summary)).toMatch(
+      /not finished \(the run exits non-zero[^\n]*\n  mine: records failed for reasons that may not recur[^\n]*\n    internal_error: c: unexpected\n    transient_failure: f: ENOSPC/,
+    );
 
     // --keep-going lets later stages run all the same; the run still fails.
     const going = await runPipeline(t.options(), { keepGoing: true });
@@ -304,7 +317,17 @@ describe("a stage's code identity", () => {
     const graph = (name: string) => importGraph(BUILT_STAGES.find((s) => s.name === name)!.module).map((p) => p.replace(/^.*?\/(pipeline|stages)\//, "$1/"));
     // schedule writes the finalization text into every session; the oracle runs qualify's and split's code and the verifier's runner.
     expect(graph("schedule")).toContain("pipeline/engine/settings.ts");
-    expect(graph("oracle")).toEqual(expect.arrayContaining(["pipeline/executors/retries.ts", "pipeline/changes/classify.ts", "pipeline/executors/guarded.ts", "pipeline/verifier/suspicious.ts", "pipeline/profiles/environments.ts", "pipeline/verifier/runner.py", "pipeline/schemas/heldout.ts"]));
+    expect(graph("oracle")).toEqual(
+      expect.arrayContaining([
+        "pipeline/executors/retries.ts",
+        "pipeline/changes/classify.ts",
+        "pipeline/executors/guarded.ts",
+        "pipeline/verifier/suspicious.ts",
+        "pipeline/profiles/environments.ts",
+        "pipeline/verifier/runner.py",
+        "pipeline/schemas/heldout.ts",
+      ]),
+    );
   });
 });
 
@@ -327,7 +350,15 @@ describe("optional input files", () => {
         return { items: [{ id: "notes", value: ctx.files.length }] };
       },
     });
-    const options: EngineOptions = { workDir: join(dir, "work"), baseDir: dir, stages: [notes], stageConfigs: { mine: { notes: "notes" } }, seed: "1", log: silentLogger, progress: silentProgress };
+    const options: EngineOptions = {
+      workDir: join(dir, "work"),
+      baseDir: dir,
+      stages: [notes],
+      stageConfigs: { mine: { notes: "notes" } },
+      seed: "1",
+      log: silentLogger,
+      progress: silentProgress,
+    };
     expect((await runPipeline(options)).ok).toBe(true);
     expect((await runPipeline(options)).stages[0]!.status).toBe("up_to_date");
     const { mkdirSync } = await import("node:fs");

@@ -123,11 +123,24 @@ describe.skipIf(!docker)("the Docker executor contains what a repository's tests
         "",
       ].join("\n"),
     );
-    const result = await executor.run({ env, checkoutDir: dir, tests: [], timeoutSeconds: 120, guarded: { submittedPaths: [], protectedPaths: ["tests/test_privileges.py"] } });
-    const calls = Object.fromEntries((result.channel?.records ?? []).flatMap((r) => (r.kind === "test" && r.when === "call" ? [[r.nodeid.split("::")[1], r.outcome]] : [])));
+    const result = await executor.run({
+      env,
+      checkoutDir: dir,
+      tests: [],
+      timeoutSeconds: 120,
+      guarded: { submittedPaths: [], protectedPaths: ["tests/test_privileges.py"] },
+    });
+    const calls = Object.fromEntries(
+      (result.channel?.records ?? []).flatMap((r) => (r.kind === "test" && r.when === "call" ? [[r.nodeid.split("::")[1], r.outcome]] : [])),
+    );
     expect({ finished: result.channel?.finished, calls }, result.outputTail).toEqual({
       finished: true,
-      calls: { test_runs_as_nobody: "passed", test_has_no_capabilities: "passed", test_cannot_change_the_environment_or_the_runner: "passed", test_writes_in_its_own_checkout: "passed" },
+      calls: {
+        test_runs_as_nobody: "passed",
+        test_has_no_capabilities: "passed",
+        test_cannot_change_the_environment_or_the_runner: "passed",
+        test_writes_in_its_own_checkout: "passed",
+      },
     });
     // The run's copy was written, never the checkout it was given.
     expect(existsSync(join(dir, "written-by-the-tests.txt"))).toBe(false);

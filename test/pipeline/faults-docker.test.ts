@@ -66,12 +66,16 @@ describe.skipIf(!docker)("faults of the Docker executor are never results", () =
     const summary = await runPipeline(reference.options());
     expect(summary.ok, formatSummary(summary)).toBe(true);
     clean = reference.outputs();
-    const records = clean["artifacts/qualify/qualifications.jsonl"]!.split("\n").filter(Boolean).map((l) => QualificationRecord.parse(JSON.parse(l)));
+    const records = clean["artifacts/qualify/qualifications.jsonl"]!.split("\n")
+      .filter(Boolean)
+      .map((l) => QualificationRecord.parse(JSON.parse(l)));
     expect(records.every((q) => q.executor === "docker")).toBe(true);
     // The images those environments are: named by their first layer's key, from the recipe and date.
     const profile = RepoProfile.parse(JSON.parse(readFileSync(join(reference.dir, "demo", "repos", "demo-org__geometry.json"), "utf8")));
     imageTags = [...new Set(records.map((q) => DockerExecutor.imageTag(environmentSpec(profile.repo, recipeFor(profile, { id: q.task_id }), q.as_of))))];
-    for (const [q, tag] of records.map((q) => [q, DockerExecutor.imageTag(environmentSpec(profile.repo, recipeFor(profile, { id: q.task_id }), q.as_of))] as const)) {
+    for (const [q, tag] of records.map(
+      (q) => [q, DockerExecutor.imageTag(environmentSpec(profile.repo, recipeFor(profile, { id: q.task_id }), q.as_of))] as const,
+    )) {
       expect(environmentSpec(profile.repo, recipeFor(profile, { id: q.task_id }), q.as_of).key, tag).toBe(q.environment_key);
     }
   });

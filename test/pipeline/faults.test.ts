@@ -102,7 +102,10 @@ describe("faults are never results", () => {
     expect(faulted.ok).toBe(false);
     const mine = faulted.stages.find((s) => s.stage === "mine")!;
     expect(mine.status).toBe("incomplete");
-    expect(mine.transient).toEqual([expect.stringMatching(/^transient_failure: demo-org__geometry-5: /), expect.stringMatching(/^transient_failure: demo-org__geometry-9: .*is not complete JSON/)]);
+    expect(mine.transient).toEqual([
+      expect.stringMatching(/^transient_failure: demo-org__geometry-5: /),
+      expect.stringMatching(/^transient_failure: demo-org__geometry-9: .*is not complete JSON/),
+    ]);
     // No broken body reached the HTTP cache, where a 304 would replay it on every later run.
     const cacheDir = join(r.workDir, "http-cache");
     const entries = readdirSync(cacheDir, { recursive: true }).filter((f) => String(f).endsWith(".json"));
@@ -154,7 +157,13 @@ describe("a partly warm cache", () => {
     try {
       expect((await runPipeline(r.options())).ok).toBe(true);
       const artifacts = join(r.workDir, "artifacts");
-      const stageOutputs = (stage: string) => Object.fromEntries(Object.entries(r.outputs()).filter(([path]) => path.startsWith(`artifacts/${stage}/`) || (stage === "emit" && path.startsWith("benchmark/")) || (stage === "audit" && path.startsWith("audit/"))));
+      const stageOutputs = (stage: string) =>
+        Object.fromEntries(
+          Object.entries(r.outputs()).filter(
+            ([path]) =>
+              path.startsWith(`artifacts/${stage}/`) || (stage === "emit" && path.startsWith("benchmark/")) || (stage === "audit" && path.startsWith("audit/")),
+          ),
+        );
       let changed = 0;
       const skipped: string[] = [];
       for (const stage of STAGE_ORDER) {
@@ -167,7 +176,13 @@ describe("a partly warm cache", () => {
           continue;
         }
         // One record changes (it goes); every other one is unchanged and its result cached.
-        writeFileSync(file, records.slice(1).map((l) => `${l}\n`).join(""));
+        writeFileSync(
+          file,
+          records
+            .slice(1)
+            .map((l) => `${l}\n`)
+            .join(""),
+        );
         changed++;
         const warm = await runPipeline(r.options(), { only: stage });
         expect(warm.ok, `${stage}: ${formatSummary(warm)}`).toBe(true);

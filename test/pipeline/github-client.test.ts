@@ -47,7 +47,7 @@ describe("the GitHub client's recording of GraphQL answers and of what is gone",
 
   it("refuses an invalid query as an error, never as an answer to record", async () => {
     const client = createGithubClient({ baseUrl, token: "ghp_test0123456789", cacheDir: tempDir(), log: silentLogger, graphqlSpacingMs: 0, maxRetries: 0 });
-    await expect(client.graphql("{ repository(owner: \"demo-org\", name: \"textkit\") { nope } }", {}, "x")).rejects.toThrow(/Cannot query field "nope"/);
+    await expect(client.graphql('{ repository(owner: "demo-org", name: "textkit") { nope } }', {}, "x")).rejects.toThrow(/Cannot query field "nope"/);
   });
 
   it("records a 410 as the final answer (no request again, online or offline), and a 404 as the answer until it is older than recheckMissingHours", async () => {
@@ -55,7 +55,11 @@ describe("the GitHub client's recording of GraphQL answers and of what is gone",
     mkdirSync(cacheDir, { recursive: true });
     const client = createGithubClient({ baseUrl, token: "ghp_test0123456789", cacheDir, log: silentLogger, maxRetries: 0 });
     const deletedPath = { owner: "demo-org", repo: "textkit", issue_number: deleted };
-    const status = (p: Promise<unknown>) => p.then(() => 200, (e) => (e as { status: number }).status);
+    const status = (p: Promise<unknown>) =>
+      p.then(
+        () => 200,
+        (e) => (e as { status: number }).status,
+      );
     const before = server.log.length;
     expect(await status(client.octokit.rest.issues.get(deletedPath))).toBe(410);
     expect(await status(client.octokit.rest.issues.get(deletedPath))).toBe(410);

@@ -26,7 +26,10 @@ describe("the local GitHub API against GitHub's published API description", () =
   const answers: RequestLogEntry[] = [];
   let repos: RepoRecords[];
 
-  async function withServer(options: Partial<ConstructorParameters<typeof FakeGithub>[0]>, work: (server: FakeGithub, get: (path: string, headers?: Record<string, string>) => Promise<Response>) => Promise<void>): Promise<void> {
+  async function withServer(
+    options: Partial<ConstructorParameters<typeof FakeGithub>[0]>,
+    work: (server: FakeGithub, get: (path: string, headers?: Record<string, string>) => Promise<Response>) => Promise<void>,
+  ): Promise<void> {
     const server = new FakeGithub({ recordsDir: join(corpusDir, "github"), captureResponses: true, ...options });
     const base = await server.start();
     try {
@@ -40,7 +43,9 @@ describe("the local GitHub API against GitHub's published API description", () =
   beforeAll(async () => {
     corpusDir = fileTempDir();
     await buildDemoCorpus(plan, corpusDir);
-    repos = readdirSync(join(corpusDir, "github")).sort().map((f) => JSON.parse(readFileSync(join(corpusDir, "github", f), "utf8")));
+    repos = readdirSync(join(corpusDir, "github"))
+      .sort()
+      .map((f) => JSON.parse(readFileSync(join(corpusDir, "github", f), "utf8")));
     openapi = new GithubOpenApi();
 
     // What the miner asks, with a token (GraphQL) and without (REST timelines), as it asks it.
@@ -49,8 +54,12 @@ describe("the local GitHub API against GitHub's published API description", () =
       await demo.server.stop();
       const server = new FakeGithub({ recordsDir: join(corpusDir, "github"), captureResponses: true });
       const url = await server.start();
-      const config = (demo.options.stageConfigs.mine as any);
-      await runPipeline({ ...demo.options, stages: [mineStage], stageConfigs: { ...demo.options.stageConfigs, mine: { ...config, github: { ...config.github, api_url: url } } } });
+      const config = demo.options.stageConfigs.mine as any;
+      await runPipeline({
+        ...demo.options,
+        stages: [mineStage],
+        stageConfigs: { ...demo.options.stageConfigs, mine: { ...config, github: { ...config.github, api_url: url } } },
+      });
       await server.stop();
       answers.push(...server.log.filter((e) => e.response || e.graphql));
     }
@@ -58,7 +67,7 @@ describe("the local GitHub API against GitHub's published API description", () =
     // Every record the fake holds, through every endpoint, page by page, following Link headers.
     await withServer({}, async (_server, get) => {
       const crawl = async (path: string) => {
-        for (let next: string | undefined = path; next; ) {
+        for (let next: string | undefined = path; next;) {
           const response = await get(next);
           const link = response.headers.get("link") ?? "";
           next = /<[^>]*?(\/repositories\/[^>]+)>; rel="next"/.exec(link)?.[1];
@@ -90,7 +99,12 @@ describe("the local GitHub API against GitHub's published API description", () =
     await withServer({ rateLimit: 4, rateWindowMs: 600_000 }, async (server, get) => {
       const first = await get("/repos/demo-org/geometry/pulls/3");
       await get("/repos/demo-org/geometry/pulls/3", { "if-none-match": first.headers.get("etag")! });
-      server.inject({ kind: "secondary_rate_limit", count: 1, retryAfterSeconds: 30 }, { kind: "secondary_rate_limit", count: 1 }, { kind: "too_many_requests", count: 1, retryAfterSeconds: 5 }, { kind: "too_many_requests", count: 1 });
+      server.inject(
+        { kind: "secondary_rate_limit", count: 1, retryAfterSeconds: 30 },
+        { kind: "secondary_rate_limit", count: 1 },
+        { kind: "too_many_requests", count: 1, retryAfterSeconds: 5 },
+        { kind: "too_many_requests", count: 1 },
+      );
       for (let i = 0; i < 4; i++) await get("/repos/demo-org/geometry/pulls/3/commits");
       server.inject({ kind: "server_error", count: 1, status: 500 }, { kind: "server_error", count: 1, status: 503 });
       await get("/repos/demo-org/geometry/pulls/3");
@@ -117,7 +131,17 @@ describe("the local GitHub API against GitHub's published API description", () =
     }
     expect(problems.slice(0, 30)).toEqual([]);
     // Each endpoint the miner calls was checked, and every status the fake can send.
-    const mined = ["pulls/list", "pulls/get", "pulls/list-commits", "pulls/list-files", "pulls/list-reviews", "pulls/list-review-comments", "issues/get", "issues/list-comments", "issues/list-events-for-timeline"];
+    const mined = [
+      "pulls/list",
+      "pulls/get",
+      "pulls/list-commits",
+      "pulls/list-files",
+      "pulls/list-reviews",
+      "pulls/list-review-comments",
+      "issues/get",
+      "issues/list-comments",
+      "issues/list-events-for-timeline",
+    ];
     for (const id of mined) expect(covered.get(id)?.has(200), id).toBe(true);
     const statuses = new Set(rest.map((e) => e.status));
     for (const status of [200, 301, 304, 403, 404, 410, 429, 500, 503]) expect(statuses.has(status), String(status)).toBe(true);
@@ -130,7 +154,12 @@ describe("the local GitHub API against GitHub's published API description", () =
     expect(links.length).toBeGreaterThan(10);
     for (const link of links) expect(link).toMatch(/^<http:\/\/127\.0\.0\.1:\d+\/repositories\/\d+\/[^>]+[?&]page=\d+[^>]*>; rel="(next|last|first|prev)"$/);
     for (const e of rest.filter((x) => x.status !== 500 && x.status !== 503)) {
-      expect(e.response!.headers, e.path).toMatchObject({ "x-ratelimit-limit": expect.any(String), "x-ratelimit-remaining": expect.any(String), "x-ratelimit-reset": expect.any(String), "x-ratelimit-resource": "core" });
+      expect(e.response!.headers, e.path).toMatchObject({
+        "x-ratelimit-limit": expect.any(String),
+        "x-ratelimit-remaining": expect.any(String),
+        "x-ratelimit-reset": expect.any(String),
+        "x-ratelimit-resource": "core",
+      });
     }
     const moved = rest.filter((e) => e.status === 301);
     expect(moved.length).toBeGreaterThan(0);

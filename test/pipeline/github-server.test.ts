@@ -25,8 +25,19 @@ describe("the local GitHub API", () => {
   afterAll(() => server.stop());
 
   it("lists merged pull requests through octokit's paginate, following Link headers", async () => {
-    const pulls = await octokit.paginate(octokit.rest.pulls.list, { owner: "demo-org", repo: "geometry", state: "closed", sort: "created", direction: "asc", per_page: 5 });
-    expect(pulls.map((p) => p.number)).toEqual(Object.keys(records.pulls).map(Number).sort((a, b) => a - b));
+    const pulls = await octokit.paginate(octokit.rest.pulls.list, {
+      owner: "demo-org",
+      repo: "geometry",
+      state: "closed",
+      sort: "created",
+      direction: "asc",
+      per_page: 5,
+    });
+    expect(pulls.map((p) => p.number)).toEqual(
+      Object.keys(records.pulls)
+        .map(Number)
+        .sort((a, b) => a - b),
+    );
     expect(pulls.every((p) => p.merged_at && p.merge_commit_sha && p.head.sha && p.base.sha)).toBe(true);
     // The first page is asked by name; GitHub's Link headers name the repository by id after that.
     const id = records.repository.id;
@@ -67,7 +78,11 @@ describe("the local GitHub API", () => {
     const textkit = JSON.parse(readFileSync(join(dir, "github", "demo-org__textkit.json"), "utf8"));
     const tracker = JSON.parse(readFileSync(join(dir, "github", "demo-org__tracker.json"), "utf8"));
     const deleted = textkit.deleted[0];
-    for (const route of ["GET /repos/{owner}/{repo}/issues/{n}", "GET /repos/{owner}/{repo}/issues/{n}/comments", "GET /repos/{owner}/{repo}/issues/{n}/timeline"]) {
+    for (const route of [
+      "GET /repos/{owner}/{repo}/issues/{n}",
+      "GET /repos/{owner}/{repo}/issues/{n}/comments",
+      "GET /repos/{owner}/{repo}/issues/{n}/timeline",
+    ]) {
       const error = await octokit.request(route, { owner: "demo-org", repo: "textkit", n: deleted }).catch((e) => e);
       expect(error.status, route).toBe(410);
     }
@@ -109,16 +124,30 @@ describe("the local GitHub API", () => {
       gone: issueOrPullRequest(number: $i) { __typename }
       first: issue(number: ${refs[0].number}) { timelineItems(itemTypes: [CLOSED_EVENT], first: 5) { nodes { ... on ClosedEvent { closer { __typename ... on PullRequest { number } } } } } }
     } }`;
-    const anonymous = await fetch(`${server.url}/graphql`, { method: "POST", body: JSON.stringify({ query, variables: { n: Number(pull), i: textkit.deleted[0] } }) });
+    const anonymous = await fetch(`${server.url}/graphql`, {
+      method: "POST",
+      body: JSON.stringify({ query, variables: { n: Number(pull), i: textkit.deleted[0] } }),
+    });
     expect(anonymous.status).toBe(401);
-    const answer = await fetch(`${server.url}/graphql`, { method: "POST", headers: { authorization: "bearer t" }, body: JSON.stringify({ query, variables: { n: Number(pull), i: textkit.deleted[0] } }) }).then((r) => r.json());
-    expect(answer.data.repository.pullRequest.closingIssuesReferences).toEqual({ totalCount: refs.length, nodes: refs.map((r: any) => ({ number: r.number, repository: { nameWithOwner: r.repo } })) });
+    const answer = await fetch(`${server.url}/graphql`, {
+      method: "POST",
+      headers: { authorization: "bearer t" },
+      body: JSON.stringify({ query, variables: { n: Number(pull), i: textkit.deleted[0] } }),
+    }).then((r) => r.json());
+    expect(answer.data.repository.pullRequest.closingIssuesReferences).toEqual({
+      totalCount: refs.length,
+      nodes: refs.map((r: any) => ({ number: r.number, repository: { nameWithOwner: r.repo } })),
+    });
     expect(answer.data.repository.first.timelineItems.nodes).toEqual([{ closer: { __typename: "PullRequest", number: Number(pull) } }]);
     // A deleted issue: null where it was asked, and GitHub's NOT_FOUND error naming the path.
     expect(answer.data.repository.gone).toBeNull();
     expect(answer.errors).toEqual([expect.objectContaining({ type: "NOT_FOUND", path: ["repository", "gone"] })]);
     // A field GitHub's schema does not have is refused, as GitHub refuses it.
-    const invalid = await fetch(`${server.url}/graphql`, { method: "POST", headers: { authorization: "bearer t" }, body: JSON.stringify({ query: "{ repository(owner: \"demo-org\", name: \"textkit\") { closingIssues } }" }) }).then((r) => r.json());
+    const invalid = await fetch(`${server.url}/graphql`, {
+      method: "POST",
+      headers: { authorization: "bearer t" },
+      body: JSON.stringify({ query: '{ repository(owner: "demo-org", name: "textkit") { closingIssues } }' }),
+    }).then((r) => r.json());
     expect(invalid.errors[0].message).toMatch(/Cannot query field "closingIssues" on type "Repository"/);
   });
 
@@ -126,7 +155,14 @@ describe("the local GitHub API", () => {
     const first = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { owner: "demo-org", repo: "geometry", pull_number: 3 });
     const remaining = Number(first.headers["x-ratelimit-remaining"]);
     expect(first.headers.etag).toMatch(/^W\/"/);
-    const second = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { owner: "demo-org", repo: "geometry", pull_number: 3, headers: { "if-none-match": first.headers.etag! } }).catch((e) => e);
+    const second = await octokit
+      .request("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+        owner: "demo-org",
+        repo: "geometry",
+        pull_number: 3,
+        headers: { "if-none-match": first.headers.etag! },
+      })
+      .catch((e) => e);
     expect(second.status).toBe(304);
     const third = await octokit.request("GET /rate_limit");
     expect(third.data.resources.core.remaining).toBe(remaining);

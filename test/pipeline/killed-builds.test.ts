@@ -28,7 +28,8 @@ async function until<T>(check: () => T | undefined | Promise<T | undefined>, lim
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
-    if (build && build.exitCode !== null) throw new Error(`the build process ended (exit ${build.exitCode}) before the build got there: ${stderr.slice(-2000)}`);
+    if (build && build.exitCode !== null)
+      throw new Error(`the build process ended (exit ${build.exitCode}) before the build got there: ${stderr.slice(-2000)}`);
     if (Date.now() > deadline) throw new Error(`gave up after ${limitSeconds} s`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -78,13 +79,17 @@ describe("a pipeline killed during an environment build", () => {
     const build = startBuild("docker", workDir, { python: "3.11", install: ["echo installing-now; sleep 1000 & sleep 1000"] });
     // The revision layer's build container (it carries the base commit), once its install step runs.
     const revisionBuild = () => client.listContainers({ filters: { label: [`${WORK_LABEL}=${workDir}`, "org.switch-swe.base-commit"], status: ["running"] } });
-    const id = await until(async () => {
-      for (const info of await revisionBuild()) {
-        const logs = await client.getContainer(info.Id).logs({ stdout: true, stderr: true });
-        if (logs.toString("latin1").includes("installing-now")) return info.Id;
-      }
-      return undefined;
-    }, 600, build);
+    const id = await until(
+      async () => {
+        for (const info of await revisionBuild()) {
+          const logs = await client.getContainer(info.Id).logs({ stdout: true, stderr: true });
+          if (logs.toString("latin1").includes("installing-now")) return info.Id;
+        }
+        return undefined;
+      },
+      600,
+      build,
+    );
     await killed(build);
     const state = await until(async () => {
       const info = await client.getContainer(id).inspect();

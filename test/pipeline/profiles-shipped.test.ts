@@ -8,10 +8,31 @@ import { BUILT_STAGES } from "../../stages/index.ts";
 
 const DIR = fileURLToPath(new URL("../../data/repos/", import.meta.url));
 /** Every repository of SWE-bench Lite's dev and test splits. */
-const SWEBENCH_LITE = ["astropy/astropy", "django/django", "pallets/flask", "matplotlib/matplotlib", "pylint-dev/pylint", "pytest-dev/pytest", "psf/requests", "scikit-learn/scikit-learn", "mwaskom/seaborn", "sphinx-doc/sphinx", "sympy/sympy", "pydata/xarray", "pylint-dev/astroid", "marshmallow-code/marshmallow", "pvlib/pvlib-python", "pydicom/pydicom", "pyvista/pyvista", "sqlfluff/sqlfluff"];
+const SWEBENCH_LITE = [
+  "astropy/astropy",
+  "django/django",
+  "pallets/flask",
+  "matplotlib/matplotlib",
+  "pylint-dev/pylint",
+  "pytest-dev/pytest",
+  "psf/requests",
+  "scikit-learn/scikit-learn",
+  "mwaskom/seaborn",
+  "sphinx-doc/sphinx",
+  "sympy/sympy",
+  "pydata/xarray",
+  "pylint-dev/astroid",
+  "marshmallow-code/marshmallow",
+  "pvlib/pvlib-python",
+  "pydicom/pydicom",
+  "pyvista/pyvista",
+  "sqlfluff/sqlfluff",
+];
 
 describe("the shipped repository profiles", () => {
-  const files = readdirSync(DIR).filter((f) => f.endsWith(".json")).sort();
+  const files = readdirSync(DIR)
+    .filter((f) => f.endsWith(".json"))
+    .sort();
   const loaded = loadProfiles(files.map((f) => ({ path: join(DIR, f), text: readFileSync(join(DIR, f), "utf8") })));
 
   it("all validate, and cover every SWE-bench Lite repository and at least one more", () => {
@@ -35,6 +56,6 @@ describe("the shipped repository profiles", () => {
     const mine = loadedConfig.config.stages.mine as { github: { repos: { repo: string }[] } };
     const mined = mine.github.repos.map((r) => r.repo).sort();
     expect(mined).toEqual([...loaded.profiles.keys()].sort());
-    expect((loadedConfig.config.stages.select as { near: number; far: number })).toMatchObject({ near: 100, far: 100 });
+    expect(loadedConfig.config.stages.select as { near: number; far: number }).toMatchObject({ near: 100, far: 100 });
   });
 });

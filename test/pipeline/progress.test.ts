@@ -37,6 +37,11 @@ describe("progress", () => {
     p.done();
     expect(out.chunks.at(-1)).toBe("locality: 100/100 (100%) after 0.0s\n");
     out.chunks.pop();
-    expect(out.chunks).toEqual(["split: 25/100 (25%) after 5.0s\n", "split: 50/100 (50%) after 10.0s\n", "split: 75/100 (75%) after 15.0s\n", "split: 100/100 (100%) after 20.0s\n"]);
+    expect(out.chunks).toEqual([
+      "split: 25/100 (25%) after 5.0s\n",
+      "split: 50/100 (50%) after 10.0s\n",
+      "split: 75/100 (75%) after 15.0s\n",
+      "split: 100/100 (100%) after 20.0s\n",
+    ]);
   });
 });

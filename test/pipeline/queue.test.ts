@@ -55,7 +55,27 @@ interface Fleet {
 /** Starts a worker process (a "host" of its own: its own work directory, mirrors and environments). */
 function startWorker(fleet: Fleet, name: string, workDir: string, lockSeconds = 2, executor: "local" | "docker" = "local"): ChildProcess {
   const sandbox = executor === "local" ? ["--allow-local"] : [];
-  const child = spawn(process.execPath, [bin, "worker", "--redis", fleet.redis, "--prefix", fleet.prefix, "--executor", executor, ...sandbox, "--work-dir", workDir, "--name", name, "--lock-seconds", String(lockSeconds)], { stdio: "ignore" });
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      "worker",
+      "--redis",
+      fleet.redis,
+      "--prefix",
+      fleet.prefix,
+      "--executor",
+      executor,
+      ...sandbox,
+      "--work-dir",
+      workDir,
+      "--name",
+      name,
+      "--lock-seconds",
+      String(lockSeconds),
+    ],
+    { stdio: "ignore" },
+  );
   fleet.workers.set(name, child);
   return child;
 }
@@ -112,11 +132,17 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     if (!server) return;
     const dir = fileTempDir();
     const corpus = await buildDemoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
-    const records = readFileSync(corpus.recordsFile, "utf8").trim().split("\n").map((l) => JSON.parse(l)).filter((r) => r.repo === REPO);
+    const records = readFileSync(corpus.recordsFile, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.repo === REPO);
     const profileFile = join(root, "data", "demo", "repos", "demo-org__geometry.json");
     const profile = loadProfiles([{ path: profileFile, text: readFileSync(profileFile, "utf8") }]).profiles.get(REPO)!.profile;
     const first = records[0]!;
-    env = planEnvironments(records.map((r) => ({ id: r.instance_id, repo: REPO, recipe: recipeFor(profile, { id: r.instance_id }), createdAt: r.created_at }))).get(first.instance_id)!;
+    env = planEnvironments(
+      records.map((r) => ({ id: r.instance_id, repo: REPO, recipe: recipeFor(profile, { id: r.instance_id }), createdAt: r.created_at })),
+    ).get(first.instance_id)!;
     const mirror = await new MirrorCache(join(dir, "git")).ensure(REPO, join(corpus.dir, "repos", "demo-org__geometry"), first.base_commit);
     base = baseRevision(mirror, first.base_commit, dir);
     request = async (patches, tests) => {
@@ -138,12 +164,23 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     startWorker(f, "host-a", join(dir, "host-a"), 30);
     startWorker(f, "host-b", join(dir, "host-b"), 30);
     const demo = await prepareDemoCopy(join(dir));
-    const summary = await runPipeline(withExecution(demo.options, { executor: "queue", queue_executor: "local", jobs: 2, queue: { redis: f.redis, name: f.prefix, wait_for_worker_seconds: 60 } })).finally(() => demo.server.stop());
+    const summary = await runPipeline(
+      withExecution(demo.options, {
+        executor: "queue",
+        queue_executor: "local",
+        jobs: 2,
+        queue: { redis: f.redis, name: f.prefix, wait_for_worker_seconds: 60 },
+      }),
+    ).finally(() => demo.server.stop());
     expect(summary.ok).toBe(true);
     // The fixture is the digest of a run with the local executor on this machine.
     const fixture = JSON.parse(readFileSync(join(root, "test", "fixtures", "demo-outputs.json"), "utf8"));
     expect(fixture.executor).toBe("local");
-    const digest = demoOutputsDigest({ artifacts: join(demo.workDir, "artifacts"), manifests: join(demo.workDir, "..", "..", "manifests", "demo"), audits: join(demo.workDir, "..", "..", "audits", "demo") });
+    const digest = demoOutputsDigest({
+      artifacts: join(demo.workDir, "artifacts"),
+      manifests: join(demo.workDir, "..", "..", "manifests", "demo"),
+      audits: join(demo.workDir, "..", "..", "audits", "demo"),
+    });
     expect(digest).toEqual({ files: fixture.files, digest: fixture.digest });
     // Both hosts took work, each from its own mirror and environments.
     const workers = await workerInfo(f.redis, f.prefix);
@@ -152,13 +189,31 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     for (const host of ["host-a", "host-b"]) expect(existsSync(join(dir, host, "git", "demo-org__geometry.git"))).toBe(true);
     // verify from the command line through the same queue: the reference resolves, an empty artifact does not.
     const manifests = join(demo.workDir, "..", "..", "manifests", "demo");
-    const session = readdirSync(join(manifests, "sessions")).filter((n) => n.startsWith("session-")).sort()[0]!;
+    const session = readdirSync(join(manifests, "sessions"))
+      .filter((n) => n.startsWith("session-"))
+      .sort()[0]!;
     const focus = JSON.parse(readFileSync(join(manifests, "sessions", session), "utf8")).focus as string;
     writeFileSync(join(dir, "reference.patch"), JSON.parse(readFileSync(join(manifests, "heldout", `${focus}.json`), "utf8")).implementation_patch);
     writeFileSync(join(dir, "empty.patch"), "");
     // The config is what verify reads: its workers here run the local executor.
     writeFileSync(demo.configPath, readFileSync(demo.configPath, "utf8").replace(/^execution:\n/m, "execution:\n  queue_executor: local\n"));
-    const verify = (artifact: string) => runCli(["verify", "-c", demo.configPath, "--session", join(manifests, "sessions", session), "--artifact", join(dir, artifact), "--condition", "control", "--executor", "queue", "--redis", f.redis, "--json"]);
+    const verify = (artifact: string) =>
+      runCli([
+        "verify",
+        "-c",
+        demo.configPath,
+        "--session",
+        join(manifests, "sessions", session),
+        "--artifact",
+        join(dir, artifact),
+        "--condition",
+        "control",
+        "--executor",
+        "queue",
+        "--redis",
+        f.redis,
+        "--json",
+      ]);
     const resolved = await verify("reference.patch");
     expect(resolved.code, resolved.stderr).toBe(0);
     const report = JSON.parse(resolved.stdout);
@@ -180,11 +235,21 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const local = new LocalExecutor(join(dir, "reference-envs"), silentLogger);
     await local.ensureEnvironment(env, base);
     const reference = await local.run(slow);
-    expect(parseJunitReport(reference.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_slow.py::test_waits", "passed"]]);
+    expect(
+      parseJunitReport(reference.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status]),
+    ).toEqual([["tests/test_slow.py::test_waits", "passed"]]);
 
     startWorker(f, "doomed", join(dir, "doomed"));
     const limits = { memoryBytes: 1024 ** 3, pids: 256, cpus: 1 };
-    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, limits, log: silentLogger, progressSeconds: 0 });
+    const executor = await QueueExecutor.connect({
+      redis: f.redis,
+      prefix: f.prefix,
+      workerExecutor: "local",
+      waitForWorkerSeconds: 120,
+      limits,
+      log: silentLogger,
+      progressSeconds: 0,
+    });
     const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: quietRedis(f.redis), prefix: f.prefix });
     try {
       const pending = executor.run(slow);
@@ -194,7 +259,8 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
       await stopWorker(f, "doomed", "SIGKILL");
       startWorker(f, "rescuer", join(dir, "rescuer"));
       const result = await pending;
-      const outcomes = (xml: string) => parseJunitReport(xml, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status]);
+      const outcomes = (xml: string) =>
+        parseJunitReport(xml, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status]);
       expect(outcomes(result.junitXml!)).toEqual(outcomes(reference.junitXml!));
       expect(result.exitCode).toBe(reference.exitCode);
       // Done once, by the second worker; the killed one never answered.
@@ -222,7 +288,11 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const runs = [];
     for (let i = 0; i < 4; i++) runs.push(await request([{ name: "slow test", text: slowTest(`test_step_${i}`, 2) }], [`tests/test_step_${i}.py`]));
     writeFileSync(join(dir, "runs.json"), JSON.stringify({ redis: f.redis, prefix: f.prefix, runs }));
-    const coordinator = () => spawn(process.execPath, ["--import", "tsx", join(root, "test", "helpers", "queue-coordinator.ts"), join(dir, "runs.json"), join(dir, "done.jsonl")], { cwd: root, stdio: "ignore" });
+    const coordinator = () =>
+      spawn(process.execPath, ["--import", "tsx", join(root, "test", "helpers", "queue-coordinator.ts"), join(dir, "runs.json"), join(dir, "done.jsonl")], {
+        cwd: root,
+        stdio: "ignore",
+      });
     const lines = () => (existsSync(join(dir, "done.jsonl")) ? readFileSync(join(dir, "done.jsonl"), "utf8").trim().split("\n").filter(Boolean) : []);
     const first = coordinator();
     await until("two runs to finish", async () => lines().length >= 2, 300);
@@ -233,7 +303,11 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const second = coordinator();
     const code = await new Promise<number | null>((r) => second.once("exit", r));
     expect(code).toBe(0);
-    expect(lines().slice(before).map((l) => JSON.parse(l).index)).toEqual([0, 1, 2, 3]);
+    expect(
+      lines()
+        .slice(before)
+        .map((l) => JSON.parse(l).index),
+    ).toEqual([0, 1, 2, 3]);
     // Four runs were asked for twice, and each ran once: the restart took the finished ones' results.
     const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: quietRedis(f.redis), prefix: f.prefix });
     // Once the coordinator recorded them and closed, the finished jobs are gone from Redis: no later run takes them.
@@ -251,20 +325,53 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     const run = await request([{ name: "slow test", text: slowTest("test_after_fault", 0) }], ["tests/test_after_fault.py"]);
     // A worker that answers every job with a fault (a host whose engine just died, say).
     const announce = quietRedis(f.redis);
-    const info: WorkerInfo = { id: "faulty", host: "here", pid: process.pid, executor: "local", pythons: [env.recipe.python], python_downloads: false, concurrency: 1, free_disk_bytes: 1e12, started_at: new Date().toISOString(), jobs_done: 0, jobs_failed: 0, active: 0 };
+    const info: WorkerInfo = {
+      id: "faulty",
+      host: "here",
+      pid: process.pid,
+      executor: "local",
+      pythons: [env.recipe.python],
+      python_downloads: false,
+      concurrency: 1,
+      free_disk_bytes: 1e12,
+      started_at: new Date().toISOString(),
+      jobs_done: 0,
+      jobs_failed: 0,
+      active: 0,
+    };
     await announce.set(workerKey(f.prefix, "faulty"), JSON.stringify(info), "EX", 60);
-    const faulty = new Worker(queueNameFor("local", env.recipe.python), async () => ({ worker: "faulty", ok: false, error: { name: "InfrastructureFault", message: "the engine went away" } }), { connection: quietRedis(f.redis), prefix: f.prefix });
-    const killed = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 60, log: silentLogger, progressSeconds: 0 });
+    const faulty = new Worker(
+      queueNameFor("local", env.recipe.python),
+      async () => ({ worker: "faulty", ok: false, error: { name: "InfrastructureFault", message: "the engine went away" } }),
+      { connection: quietRedis(f.redis), prefix: f.prefix },
+    );
+    const killed = await QueueExecutor.connect({
+      redis: f.redis,
+      prefix: f.prefix,
+      workerExecutor: "local",
+      waitForWorkerSeconds: 60,
+      log: silentLogger,
+      progressSeconds: 0,
+    });
     await expect(killed.run(run)).rejects.toThrow("the engine went away");
     // That coordinator dies without closing (its answered job stays in Redis); the faulty host goes away, a good one comes.
     await faulty.close();
     await announce.del(workerKey(f.prefix, "faulty"));
     announce.disconnect();
     startWorker(f, "healthy", join(tempDir(), "healthy"), 30);
-    const restarted = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    const restarted = await QueueExecutor.connect({
+      redis: f.redis,
+      prefix: f.prefix,
+      workerExecutor: "local",
+      waitForWorkerSeconds: 120,
+      log: silentLogger,
+      progressSeconds: 0,
+    });
     try {
       const result = await restarted.run(run);
-      expect(parseJunitReport(result.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_after_fault.py::test_waits", "passed"]]);
+      expect(
+        parseJunitReport(result.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status]),
+      ).toEqual([["tests/test_after_fault.py::test_waits", "passed"]]);
     } finally {
       await restarted.close();
       await stopWorker(f, "healthy");
@@ -275,12 +382,22 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     if (!server) return context.skip();
     const f = fleet("vanish");
     startWorker(f, "survivor", join(tempDir(), "survivor"), 30);
-    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    const executor = await QueueExecutor.connect({
+      redis: f.redis,
+      prefix: f.prefix,
+      workerExecutor: "local",
+      waitForWorkerSeconds: 120,
+      log: silentLogger,
+      progressSeconds: 0,
+    });
     const queue = new Queue(queueNameFor("local", env.recipe.python), { connection: quietRedis(f.redis), prefix: f.prefix });
     const admin = quietRedis(f.redis);
     try {
       const slow = await request([{ name: "slow test", text: slowTest("test_lost", 8) }], ["tests/test_lost.py"]);
-      const pending = executor.run(slow).then(() => undefined, (e: Error) => e);
+      const pending = executor.run(slow).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       await until("the job to be active", async () => (await queue.getActiveCount()) > 0, 300);
       // Redis restarted without persistence: every key is gone, the job with them.
       await admin.flushall();
@@ -289,7 +406,9 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
       expect(error!.message).toMatch(/^job \S+ vanished from Redis while it waited or ran/);
       // The same run sent again (as the caller's infrastructure retry does) finishes on the same worker.
       const again = await executor.run(slow);
-      expect(parseJunitReport(again.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual([["tests/test_lost.py::test_waits", "passed"]]);
+      expect(parseJunitReport(again.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status])).toEqual(
+        [["tests/test_lost.py::test_waits", "passed"]],
+      );
     } finally {
       await executor.close();
       await queue.close();
@@ -302,7 +421,14 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     if (!server || !(await dockerForTests())) return context.skip();
     const f = fleet("docker");
     startWorker(f, "boxed", join(tempDir(), "boxed"), 30, "docker");
-    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "docker", waitForWorkerSeconds: 120, log: silentLogger, progressSeconds: 0 });
+    const executor = await QueueExecutor.connect({
+      redis: f.redis,
+      prefix: f.prefix,
+      workerExecutor: "docker",
+      waitForWorkerSeconds: 120,
+      log: silentLogger,
+      progressSeconds: 0,
+    });
     try {
       await executor.ensureEnvironment(env, base);
       const failing = `diff --git a/tests/test_boxed.py b/tests/test_boxed.py
@@ -317,8 +443,14 @@ new file mode 100644
 +    assert 1 + 1 == 3
 `;
       const result = await executor.run(await request([{ name: "two tests", text: failing }], ["tests/test_boxed.py"]));
-      const outcomes = parseJunitReport(result.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [r.nodeId, r.status]);
-      expect(outcomes.sort()).toEqual([["tests/test_boxed.py::test_breaks", "failed"], ["tests/test_boxed.py::test_holds", "passed"]]);
+      const outcomes = parseJunitReport(result.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => [
+        r.nodeId,
+        r.status,
+      ]);
+      expect(outcomes.sort()).toEqual([
+        ["tests/test_boxed.py::test_breaks", "failed"],
+        ["tests/test_boxed.py::test_holds", "passed"],
+      ]);
       // The worker's engine (this machine's) holds the environment under its key's tag.
       expect((await new Docker().getImage(DockerExecutor.imageTag(env)).inspect()).RepoTags).toContain(DockerExecutor.imageTag(env));
       const [boxed] = await workerInfo(f.redis, f.prefix);
@@ -331,7 +463,11 @@ new file mode 100644
       const noCheckoutHere = { ...base, checkout: () => Promise.reject(new Error("the coordinator made a checkout to learn the base revision's origin")) };
       await executor.ensureEnvironment(installing, noCheckoutHere);
       const installed = await executor.run({ ...(await request([{ name: "two tests", text: failing }], ["tests/test_boxed.py"])), env: installing });
-      expect(parseJunitReport(installed.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python }).results.map((r) => r.status).sort()).toEqual(["failed", "passed"]);
+      expect(
+        parseJunitReport(installed.junitXml!, { runner: env.recipe.test_runner, python: env.recipe.python })
+          .results.map((r) => r.status)
+          .sort(),
+      ).toEqual(["failed", "passed"]);
     } finally {
       await executor.close();
       await stopWorker(f, "boxed");
@@ -341,7 +477,9 @@ new file mode 100644
   it("says in one line, within a bounded wait, when Redis is down, no Docker engine answers, or no worker can run a recipe", async (context) => {
     if (!server) return context.skip();
     const dead = `redis://127.0.0.1:${await freePort()}`;
-    await expect(QueueExecutor.connect({ redis: dead, prefix: "x", workerExecutor: "local", waitForWorkerSeconds: 5, log: silentLogger })).rejects.toThrow(`cannot reach Redis at ${dead} (waited at most 5 s)`);
+    await expect(QueueExecutor.connect({ redis: dead, prefix: "x", workerExecutor: "local", waitForWorkerSeconds: 5, log: silentLogger })).rejects.toThrow(
+      `cannot reach Redis at ${dead} (waited at most 5 s)`,
+    );
     const down = await runCli(["workers", "--redis", dead]);
     expect(down.code).not.toBe(0);
     expect(down.stderr.trim().split("\n")).toHaveLength(1);
@@ -349,7 +487,10 @@ new file mode 100644
 
     // A worker asked for Docker where no engine answers, and a local worker not allowed to run tests unsandboxed.
     const noEngine = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [bin, "worker", "--redis", server!.url, "--executor", "docker", "--work-dir", tempDir()], { env: { ...process.env, DOCKER_HOST: "unix:///nonexistent/docker.sock" }, stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawn(process.execPath, [bin, "worker", "--redis", server!.url, "--executor", "docker", "--work-dir", tempDir()], {
+        env: { ...process.env, DOCKER_HOST: "unix:///nonexistent/docker.sock" },
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       let stderr = "";
       child.stderr!.on("data", (c) => (stderr += c));
       child.once("exit", (code) => resolve({ code, stderr }));
@@ -365,13 +506,25 @@ new file mode 100644
     const f = fleet("unsupported");
     startWorker(f, "py-here", tempDir(), 30);
     await until("the worker to announce itself", async () => (await workerInfo(f.redis, f.prefix)).length > 0);
-    const executor = await QueueExecutor.connect({ redis: f.redis, prefix: f.prefix, workerExecutor: "local", waitForWorkerSeconds: 2, log: silentLogger, progressSeconds: 0 });
+    const executor = await QueueExecutor.connect({
+      redis: f.redis,
+      prefix: f.prefix,
+      workerExecutor: "local",
+      waitForWorkerSeconds: 2,
+      log: silentLogger,
+      progressSeconds: 0,
+    });
     try {
       const run = await request([], ["tests"]);
       const old = { ...run, env: { ...run.env, recipe: { ...run.env.recipe, python: "3.6" } } };
-      const error = await executor.run(old).then(() => undefined, (e: Error) => e);
+      const error = await executor.run(old).then(
+        () => undefined,
+        (e: Error) => e,
+      );
       expect(error).toBeInstanceOf(InfrastructureFault);
-      expect(error!.message).toMatch(/^no connected worker runs Python 3\.6 with the local executor \(waited 2 s; connected: py-here \(local: Python [\d., ]+\)\)$/);
+      expect(error!.message).toMatch(
+        /^no connected worker runs Python 3\.6 with the local executor \(waited 2 s; connected: py-here \(local: Python [\d., ]+\)\)$/,
+      );
     } finally {
       await executor.close();
       await stopWorker(f, "py-here");

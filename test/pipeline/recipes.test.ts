@@ -23,7 +23,13 @@ const profile = (environment: Record<string, unknown>, overrides: unknown[] = []
 
 describe("recipes: overrides merge onto the base recipe field by field", () => {
   const base = profile(
-    { python: "3.9", pip_requirements: ["pytest", "hypothesis"], project: { extras: ["tests"] }, as_of_exceptions: { atomicwrites: "2022-07-10" }, pins: ["pytest==6.2.5"] },
+    {
+      python: "3.9",
+      pip_requirements: ["pytest", "hypothesis"],
+      project: { extras: ["tests"] },
+      as_of_exceptions: { atomicwrites: "2022-07-10" },
+      pins: ["pytest==6.2.5"],
+    },
     [
       { versions: ["0.7"], recipe: { as_of_exceptions: { numpy: "2020-12-31" } } },
       { tasks: ["o__r-9"], recipe: { python: "3.11", build_tools: { as_of: "2025-01-01" } } },
@@ -46,7 +52,8 @@ describe("recipes: overrides merge onto the base recipe field by field", () => {
   });
 
   it("refuses what it would not read: a retired test_command, a misspelt field, shell in a requirement", () => {
-    const errors = (environment: Record<string, unknown>) => loadProfiles([{ path: "o__r.json", text: JSON.stringify({ repo: "o/r", environment }) }]).errors.get("o/r");
+    const errors = (environment: Record<string, unknown>) =>
+      loadProfiles([{ path: "o__r.json", text: JSON.stringify({ repo: "o/r", environment }) }]).errors.get("o/r");
     expect(errors({ python: "3.9", test_command: "tests/runtests.py" })).toMatch(/o__r\.json: .*environment\.test_command.*no longer read: .*test_runner/);
     expect(errors({ python: "3.9", pin: ["pytest==6"] })).toMatch(/o__r\.json: .*pin/);
     expect(errors({ python: "3.9", pip_requirements: ["pytest; rm -rf /"] })).toMatch(/pip_requirements/);
@@ -117,14 +124,21 @@ describe("build failures name the step and the requirement, and keep the log", (
   ].join("\n");
 
   it("says which step failed and why, and where the whole log is", () => {
-    expect(summariseBuildLog(log)).toBe("step 'installing the requirements as of 2016-01-01T00:00:00Z: pytest>=3.0 atomicwrites' failed: × No solution found when resolving dependencies: | ╰─▶ Because atomicwrites was not found in the package registry and you require atomicwrites, we can conclude that your requirements are unsatisfiable.");
+    expect(summariseBuildLog(log)).toBe(
+      "step 'installing the requirements as of 2016-01-01T00:00:00Z: pytest>=3.0 atomicwrites' failed: × No solution found when resolving dependencies: | ╰─▶ Because atomicwrites was not found in the package registry and you require atomicwrites, we can conclude that your requirements are unsatisfiable.",
+    );
     expect(() => buildFailure("building o/r failed", log, false, undefined, "/w/envs/build-logs/x.log")).toThrow(BuildFailed);
-    expect(() => buildFailure("building o/r failed", log, false, undefined, "/w/envs/build-logs/x.log")).toThrow(/atomicwrites was not found.*\(whole log: \/w\/envs\/build-logs\/x\.log\)/);
+    expect(() => buildFailure("building o/r failed", log, false, undefined, "/w/envs/build-logs/x.log")).toThrow(
+      /atomicwrites was not found.*\(whole log: \/w\/envs\/build-logs\/x\.log\)/,
+    );
   });
 
   it("calls a missing Python a build failure naming the versions there are, even when the download failed on the network", () => {
-    const offline = "switch-swe step: downloading a uv-managed Python 3.10\nerror: Failed to download https://github.com/astral-sh/python-build-standalone/...: Connection refused (os error 111)";
-    expect(() => buildFailure("building o/r failed", offline, false, undefined, undefined, "3.9 (bullseye), 3.11 (bookworm)")).toThrow(/Python 3\.10 is not available here \(3\.9 \(bullseye\), 3\.11 \(bookworm\)\) and uv could not download/);
+    const offline =
+      "switch-swe step: downloading a uv-managed Python 3.10\nerror: Failed to download https://github.com/astral-sh/python-build-standalone/...: Connection refused (os error 111)";
+    expect(() => buildFailure("building o/r failed", offline, false, undefined, undefined, "3.9 (bullseye), 3.11 (bookworm)")).toThrow(
+      /Python 3\.10 is not available here \(3\.9 \(bullseye\), 3\.11 \(bookworm\)\) and uv could not download/,
+    );
     // the same network error elsewhere in a build may not recur: retried, not blamed on the recipe
     expect(() => buildFailure("building o/r failed", "switch-swe step: installing uv\nConnection refused", false)).toThrow(InfrastructureFault);
   });
@@ -136,16 +150,48 @@ describe("runners: commands and ids", () => {
 
   it("keeps the repository's addopts: our pytest options come after its own configuration and the recipe's", () => {
     const { argv } = runnerArgv(pytest, ["tests/test_a.py"], { python: "/env/bin/python", resultsDir: "/results" }, false);
-    expect(argv).toEqual(["/env/bin/python", "-m", "pytest", "-m", "not slow", "tests/test_a.py", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-o", "xfail_strict=true", "--maxfail=0", "-q", "--junitxml=/results/report.xml"]);
+    expect(argv).toEqual([
+      "/env/bin/python",
+      "-m",
+      "pytest",
+      "-m",
+      "not slow",
+      "tests/test_a.py",
+      "-p",
+      "no:cacheprovider",
+      "-o",
+      "junit_family=xunit1",
+      "-o",
+      "xfail_strict=true",
+      "--maxfail=0",
+      "-q",
+      "--junitxml=/results/report.xml",
+    ]);
     expect(argv).not.toContain("addopts=");
   });
 
   it("runs Django's tests/runtests.py with labels, reporting through our settings module", () => {
-    const { argv, env } = runnerArgv(django, ["tests/admin_views/tests.py", "test_x (basic.tests.Case)", "test_y (basic.tests.Case.test_y)"], { python: "python", resultsDir: "/results" }, false);
-    expect(argv).toEqual(["python", "tests/runtests.py", "--settings=switch_swe_django_settings", "--parallel=1", "--verbosity=2", "admin_views.tests", "basic.tests.Case.test_x", "basic.tests.Case.test_y"]);
+    const { argv, env } = runnerArgv(
+      django,
+      ["tests/admin_views/tests.py", "test_x (basic.tests.Case)", "test_y (basic.tests.Case.test_y)"],
+      { python: "python", resultsDir: "/results" },
+      false,
+    );
+    expect(argv).toEqual([
+      "python",
+      "tests/runtests.py",
+      "--settings=switch_swe_django_settings",
+      "--parallel=1",
+      "--verbosity=2",
+      "admin_views.tests",
+      "basic.tests.Case.test_x",
+      "basic.tests.Case.test_y",
+    ]);
     expect(env).toEqual({ PYTHONPATH: "/results" });
     expect(() => runnerArgv(django, [], { python: "python", resultsDir: "/r" }, true)).toThrow(/cannot run guarded/);
-    expect(describeTestCommand(django, ["tests/basic/tests.py"])).toBe("python tests/runtests.py --settings=switch_swe_django_settings --parallel=1 --verbosity=2 basic.tests");
+    expect(describeTestCommand(django, ["tests/basic/tests.py"])).toBe(
+      "python tests/runtests.py --settings=switch_swe_django_settings --parallel=1 --verbosity=2 basic.tests",
+    );
   });
 
   it("maps ids between our runners and SWE-bench's records", () => {
@@ -158,8 +204,12 @@ describe("runners: commands and ids", () => {
   });
 
   it("reads Django's JUnit report into unittest ids, in the environment's Python's form", () => {
-    const xml = '<testsuites><testsuite name="x" tests="2"><testcase classname="basic.tests.Case" name="test_ok" time="0.001"/><testcase classname="basic.tests.Case" name="test_net" time="0.1"><error type="URLError" message="&lt;urlopen error [Errno -3] Temporary failure in name resolution&gt;">Traceback</error></testcase></testsuite></testsuites>';
-    expect(parseJunitXml(xml, { runner: "django", python: "3.9" }).map((r) => [r.nodeId, r.status])).toEqual([["test_ok (basic.tests.Case)", "passed"], ["test_net (basic.tests.Case)", "error"]]);
+    const xml =
+      '<testsuites><testsuite name="x" tests="2"><testcase classname="basic.tests.Case" name="test_ok" time="0.001"/><testcase classname="basic.tests.Case" name="test_net" time="0.1"><error type="URLError" message="&lt;urlopen error [Errno -3] Temporary failure in name resolution&gt;">Traceback</error></testcase></testsuite></testsuites>';
+    expect(parseJunitXml(xml, { runner: "django", python: "3.9" }).map((r) => [r.nodeId, r.status])).toEqual([
+      ["test_ok (basic.tests.Case)", "passed"],
+      ["test_net (basic.tests.Case)", "error"],
+    ]);
     expect(parseJunitXml(xml, { runner: "django", python: "3.11" })[0]!.nodeId).toBe("test_ok (basic.tests.Case.test_ok)");
     expect(parseJunitXml(xml, { runner: "django", python: "3.9" })[1]!.failureText).toMatch(/Temporary failure in name resolution/);
   });
@@ -181,7 +231,27 @@ describe("a run with no outcomes to read", () => {
 
 describe("fidelity: our sets against a record's", () => {
   const record = (fields: Partial<QualificationRecord>) =>
-    QualificationRecord.parse({ task_id: "o__r-1", executor: "docker", environment_key: "k", python: "3.9", python_fallback: false, as_of: null, test_args: [], runs_per_state: 1, test_runner: "pytest", designated_tests: [], runs: [], fail_to_pass: [], pass_to_pass: [], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true, ...fields });
+    QualificationRecord.parse({
+      task_id: "o__r-1",
+      executor: "docker",
+      environment_key: "k",
+      python: "3.9",
+      python_fallback: false,
+      as_of: null,
+      test_args: [],
+      runs_per_state: 1,
+      test_runner: "pytest",
+      designated_tests: [],
+      runs: [],
+      fail_to_pass: [],
+      pass_to_pass: [],
+      pass_to_fail: [],
+      fail_to_fail: [],
+      unstable: [],
+      needs_network: [],
+      kept: true,
+      ...fields,
+    });
 
   it("names how the sets relate", () => {
     expect(agreementOf(new Set(["a", "b"]), new Set(["a", "b"]))).toBe("exact");
@@ -197,14 +267,42 @@ describe("fidelity: our sets against a record's", () => {
       { state: "after" as const, run: 0, timed_out: false, infrastructure_retries: 0, outcomes: after },
     ];
     const tests = {
-      net: ["failed", "failed"], flaky: ["passed", "failed"], imp: ["error", "error"], opt: ["skipped", "skipped"], real: ["passed", "passed"],
-      "cut[abc\tdef]": ["failed", "passed"], "data[/root/.cache/a.dcm-1]": ["failed", "passed"], "p[a b]": ["failed", "passed"],
-      "m[x 1]": ["failed", "passed"], "m[x 2]": ["failed", "passed"],
+      net: ["failed", "failed"],
+      flaky: ["passed", "failed"],
+      imp: ["error", "error"],
+      opt: ["skipped", "skipped"],
+      real: ["passed", "passed"],
+      "cut[abc\tdef]": ["failed", "passed"],
+      "data[/root/.cache/a.dcm-1]": ["failed", "passed"],
+      "p[a b]": ["failed", "passed"],
+      "m[x 1]": ["failed", "passed"],
+      "m[x 2]": ["failed", "passed"],
     } as Record<string, [TestStatus, TestStatus]>;
     const ids = Object.keys(tests).map((t) => `t.py::${t}`);
-    const runs = outcomes(Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![0]])), Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![1]])));
-    const q = QualificationRecord.parse(record({ designated_tests: [...ids].sort(), runs, fail_to_pass: ["t.py::cut[abc\tdef]", "t.py::data[/root/.cache/a.dcm-1]", "t.py::p[a b]", "t.py::m[x 1]", "t.py::m[x 2]"], needs_network: ["t.py::net"], unstable: ["t.py::flaky"] }));
-    const theirs = ["t.py::net", "t.py::flaky", "t.py::imp", "t.py::opt", "t.py::real", "t.py::gone", "t.py::cut[abc", "t.py::data[/n/fs/guest/.cache/a.dcm-1]", "t.py::p[a b c]"];
+    const runs = outcomes(
+      Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![0]])),
+      Object.fromEntries(ids.map((id, i) => [id, Object.values(tests)[i]![1]])),
+    );
+    const q = QualificationRecord.parse(
+      record({
+        designated_tests: [...ids].sort(),
+        runs,
+        fail_to_pass: ["t.py::cut[abc\tdef]", "t.py::data[/root/.cache/a.dcm-1]", "t.py::p[a b]", "t.py::m[x 1]", "t.py::m[x 2]"],
+        needs_network: ["t.py::net"],
+        unstable: ["t.py::flaky"],
+      }),
+    );
+    const theirs = [
+      "t.py::net",
+      "t.py::flaky",
+      "t.py::imp",
+      "t.py::opt",
+      "t.py::real",
+      "t.py::gone",
+      "t.py::cut[abc",
+      "t.py::data[/n/fs/guest/.cache/a.dcm-1]",
+      "t.py::p[a b c]",
+    ];
     const compared = compareSet(q.fail_to_pass, theirs, q);
     expect(compared.agreement).toBe("overlap");
     expect(Object.fromEntries(compared.missing.map((d) => [d.test, d.class]))).toEqual({
@@ -219,13 +317,39 @@ describe("fidelity: our sets against a record's", () => {
     });
     // "p[a b]" and "p[a b c]" are one test once both are cut at their first space, as SWE-bench's were
     // and two tests that both cut down to "m[x" cannot be told apart by a record cut that way
-    expect(compared.extra.map((d) => [d.test, d.class])).toEqual([["t.py::cut[abc\tdef]", "id_format"], ["t.py::data[/root/.cache/a.dcm-1]", "id_format"], ["t.py::m[x", "id_format"]]);
+    expect(compared.extra.map((d) => [d.test, d.class])).toEqual([
+      ["t.py::cut[abc\tdef]", "id_format"],
+      ["t.py::data[/root/.cache/a.dcm-1]", "id_format"],
+      ["t.py::m[x", "id_format"],
+    ]);
   });
 });
 
 describe("fidelity: differences the record itself explains", () => {
   const run = (state: "before" | "after", outcomes: Record<string, TestStatus>) => ({ state, run: 0, timed_out: false, infrastructure_retries: 0, outcomes });
-  const q = QualificationRecord.parse({ task_id: "o__r-1", executor: "docker", environment_key: "k", python: "3.9", python_fallback: false, as_of: null, test_args: [], runs_per_state: 1, test_runner: "pytest", designated_tests: ["t.py::a", "t.py::b", "t.py::c"], runs: [run("before", { "t.py::a": "failed", "t.py::b": "passed", "t.py::c": "failed" }), run("after", { "t.py::a": "passed", "t.py::b": "passed", "t.py::c": "passed" })], fail_to_pass: ["t.py::a", "t.py::c"], pass_to_pass: ["t.py::b"], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true });
+  const q = QualificationRecord.parse({
+    task_id: "o__r-1",
+    executor: "docker",
+    environment_key: "k",
+    python: "3.9",
+    python_fallback: false,
+    as_of: null,
+    test_args: [],
+    runs_per_state: 1,
+    test_runner: "pytest",
+    designated_tests: ["t.py::a", "t.py::b", "t.py::c"],
+    runs: [
+      run("before", { "t.py::a": "failed", "t.py::b": "passed", "t.py::c": "failed" }),
+      run("after", { "t.py::a": "passed", "t.py::b": "passed", "t.py::c": "passed" }),
+    ],
+    fail_to_pass: ["t.py::a", "t.py::c"],
+    pass_to_pass: ["t.py::b"],
+    pass_to_fail: [],
+    fail_to_fail: [],
+    unstable: [],
+    needs_network: [],
+    kept: true,
+  });
 
   it("names a test of ours the record lists in neither set unlisted, and its fail-to-pass test that passes before here passes_before", () => {
     // the record: F2P a and b, P2P nothing about c

@@ -19,7 +19,8 @@ function tree(files: Record<string, string>): string {
 describe("repo init", () => {
   it("drafts a valid profile from a src-layout project with a test extra", async () => {
     const clone = tree({
-      "pyproject.toml": '[project]\nname="x"\nrequires-python=">=3.9"\nclassifiers=["Programming Language :: Python :: 3.10","Programming Language :: Python :: 3.12"]\n[project.optional-dependencies]\ntest = ["pytest"]\n',
+      "pyproject.toml":
+        '[project]\nname="x"\nrequires-python=">=3.9"\nclassifiers=["Programming Language :: Python :: 3.10","Programming Language :: Python :: 3.12"]\n[project.optional-dependencies]\ntest = ["pytest"]\n',
       "src/xpkg/__init__.py": "",
       "src/xpkg/testing/__init__.py": "",
       "src/xpkg/testing/helpers.py": "",
@@ -38,7 +39,9 @@ describe("repo init", () => {
     expect(profile.environment.requirements_files).toEqual(["requirements/test.txt"]);
     expect(profile.environment.test_runner).toBe("pytest");
     expect(profile.classification.package_roots).toEqual(["src/xpkg"]);
-    expect(profile.classification.overrides).toEqual([{ globs: ["src/xpkg/testing/**"], class: "source", why: expect.stringContaining("public testing helpers") }]);
+    expect(profile.classification.overrides).toEqual([
+      { globs: ["src/xpkg/testing/**"], class: "source", why: expect.stringContaining("public testing helpers") },
+    ]);
     expect(profile.classification.docs_dirs).toContain("docs");
     expect(result.notes.join("\n")).toMatch(/tox runs 'pytest -x \{posargs\}'/);
   });
@@ -66,22 +69,51 @@ describe("repo init", () => {
       return (await git(["rev-parse", "HEAD"], { cwd: clone })).trim();
     };
     await git(["init", "-q"], { cwd: clone });
-    const old = await commit({ "setup.py": "classifiers=['Programming Language :: Python :: 3.8', 'Programming Language :: Python :: 3.9']\nextras_require={'testing': ['pytest']}\n", "pkg/__init__.py": "", "tests/test_a.py": "" }, "old");
+    const old = await commit(
+      {
+        "setup.py": "classifiers=['Programming Language :: Python :: 3.8', 'Programming Language :: Python :: 3.9']\nextras_require={'testing': ['pytest']}\n",
+        "pkg/__init__.py": "",
+        "tests/test_a.py": "",
+      },
+      "old",
+    );
     const middle = await commit({ "pkg/a.py": "" }, "middle");
-    const recent = await commit({ "setup.py": "", "pyproject.toml": '[project]\nname="x"\nclassifiers=["Programming Language :: Python :: 3.11", "Programming Language :: Python :: 3.12"]\n', "requirements-dev.txt": "hypothesis\n" }, "recent");
+    const recent = await commit(
+      {
+        "setup.py": "",
+        "pyproject.toml": '[project]\nname="x"\nclassifiers=["Programming Language :: Python :: 3.11", "Programming Language :: Python :: 3.12"]\n',
+        "requirements-dev.txt": "hypothesis\n",
+      },
+      "recent",
+    );
     await commit({ "pyproject.toml": '[project]\nname="x"\nrequires-python=">=3.13"\n' }, "head");
     const tasksFile = join(tempDir(), "tasks.jsonl");
-    writeFileSync(tasksFile, [
-      { instance_id: "x__y-1", base_commit: old, version: "1.0" },
-      { instance_id: "x__y-2", base_commit: middle, version: "1.0" },
-      { instance_id: "x__y-3", base_commit: recent, version: "2.0" },
-    ].map((r) => JSON.stringify(r)).join("\n") + "\n");
+    writeFileSync(
+      tasksFile,
+      [
+        { instance_id: "x__y-1", base_commit: old, version: "1.0" },
+        { instance_id: "x__y-2", base_commit: middle, version: "1.0" },
+        { instance_id: "x__y-3", base_commit: recent, version: "2.0" },
+      ]
+        .map((r) => JSON.stringify(r))
+        .join("\n") + "\n",
+    );
     const out = join(tempDir(), "x__y.json");
     const result = await draftProfile("x/y", clone, { out, tasks: readDraftTasks(tasksFile) });
     expect(result.profile.environment).toMatchObject({ python: "3.9", project: { extras: ["testing"] }, requirements_files: [] });
-    expect(result.profile.environment_overrides).toEqual([{ versions: ["2.0"], tasks: [], pythons: [], recipe: { python: "3.11", project: { editable: true, extras: [] }, requirements_files: ["requirements-dev.txt"] }, why: expect.stringContaining(recent.slice(0, 12)) }]);
+    expect(result.profile.environment_overrides).toEqual([
+      {
+        versions: ["2.0"],
+        tasks: [],
+        pythons: [],
+        recipe: { python: "3.11", project: { editable: true, extras: [] }, requirements_files: ["requirements-dev.txt"] },
+        why: expect.stringContaining(recent.slice(0, 12)),
+      },
+    ]);
     expect(recipeFor(result.profile, { id: "x__y-3", version: "2.0" }).python).toBe("3.11");
     expect(result.notes.join("\n")).toMatch(new RegExp(`from ${old.slice(0, 12)} .* to ${recent.slice(0, 12)}`));
-    await expect(draftProfile("x/y", clone, { out, force: true, tasks: [{ id: "x__y-9", baseCommit: "0".repeat(40) }] })).rejects.toThrow(/x__y-9: base commit 0{40} is not in the clone/);
+    await expect(draftProfile("x/y", clone, { out, force: true, tasks: [{ id: "x__y-9", baseCommit: "0".repeat(40) }] })).rejects.toThrow(
+      /x__y-9: base commit 0{40} is not in the clone/,
+    );
   });
 });

@@ -38,7 +38,14 @@ function report(n: number, condition: "control" | "switched", resolved: boolean)
     tests: { "tests/test_x.py::test_x": resolved ? "passed" : "failed" },
     integrity_problems: [],
     // Agent A's resolved control run of session 2 did something an auditor should look at.
-    ...(n === 2 && condition === "control" ? { suspicious: [{ rule: "atexit", path: "src/x.py", line: 3, detail: "runs code when the interpreter exits: import atexit" }, { rule: "runtime", path: null, line: null, detail: "src/x.py walked the heap (gc.get_objects)" }] } : {}),
+    ...(n === 2 && condition === "control"
+      ? {
+          suspicious: [
+            { rule: "atexit", path: "src/x.py", line: 3, detail: "runs code when the interpreter exits: import atexit" },
+            { rule: "runtime", path: null, line: null, detail: "src/x.py walked the heap (gc.get_objects)" },
+          ],
+        }
+      : {}),
     timed_out: false,
     resolved,
     infrastructure_retries: 0,
@@ -49,14 +56,37 @@ function report(n: number, condition: "control" | "switched", resolved: boolean)
 // resolves 1,2 (near, session 3's report is missing) and 5 (far). Agent B: control 1 and 5,
 // switched 1 and 5, then nothing else: every other run is missing.
 const SESSIONS = [1, 2, 3, 4].map((n) => session(n, "near")).concat([5, 6, 7, 8].map((n) => session(n, "far")));
-const A_CONTROL = new Map([[1, true], [2, true], [3, true], [4, false], [5, true], [6, true], [7, false], [8, false]]);
-const A_SWITCHED = new Map([[1, true], [2, true], [4, false], [5, true], [6, false], [7, false], [8, false]]);
+const A_CONTROL = new Map([
+  [1, true],
+  [2, true],
+  [3, true],
+  [4, false],
+  [5, true],
+  [6, true],
+  [7, false],
+  [8, false],
+]);
+const A_SWITCHED = new Map([
+  [1, true],
+  [2, true],
+  [4, false],
+  [5, true],
+  [6, false],
+  [7, false],
+  [8, false],
+]);
 
 function writeFixture(dir: string) {
   const sessions = join(dir, "sessions");
   mkdirSync(sessions, { recursive: true });
   for (const s of SESSIONS) writeFileSync(join(sessions, `${s.session_id}.json`), JSON.stringify(s));
-  writeFileSync(join(sessions, "index.json"), JSON.stringify({ benchmark: "t", sessions: SESSIONS.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })) }));
+  writeFileSync(
+    join(sessions, "index.json"),
+    JSON.stringify({
+      benchmark: "t",
+      sessions: SESSIONS.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })),
+    }),
+  );
   const results = join(dir, "results");
   mkdirSync(join(results, "agent-a", "switched"), { recursive: true });
   mkdirSync(join(results, "agent-b"), { recursive: true });
@@ -82,7 +112,16 @@ describe("the results report", () => {
       { configuration: "agent-b", condition: "control", reports: 2, reports_flagged: 0, resolved_flagged: 0, by_rule: {} },
       { configuration: "agent-b", condition: "switched", reports: 2, reports_flagged: 0, resolved_flagged: 0, by_rule: {} },
     ]);
-    const figures = rows.map((r) => [r.configuration, r.group, r.sessions, percent(r.uninterrupted_resolved, r.sessions), percent(r.switched_resolved, r.sessions), gapPoints(r), r.uninterrupted_missing, r.switched_missing]);
+    const figures = rows.map((r) => [
+      r.configuration,
+      r.group,
+      r.sessions,
+      percent(r.uninterrupted_resolved, r.sessions),
+      percent(r.switched_resolved, r.sessions),
+      gapPoints(r),
+      r.uninterrupted_missing,
+      r.switched_missing,
+    ]);
     expect(figures).toEqual([
       // A overall: control 5/8 = 62.5, switched 3/8 = 37.5, gap 25; one switched run missing (session 3).
       ["agent-a", "overall", 8, 62.5, 37.5, 25, 0, 1],
@@ -95,7 +134,9 @@ describe("the results report", () => {
       ["agent-b", "far", 4, 25, 25, 0, 3, 3],
     ]);
     const csv = renderCsv({ rows, suspicious, behaviour: [], problems });
-    expect(csv.split("\n")[0]).toBe("configuration,group,sessions,uninterrupted_resolved,switched_resolved,uninterrupted_pct,switched_pct,gap_pp,uninterrupted_missing,switched_missing");
+    expect(csv.split("\n")[0]).toBe(
+      "configuration,group,sessions,uninterrupted_resolved,switched_resolved,uninterrupted_pct,switched_pct,gap_pp,uninterrupted_missing,switched_missing",
+    );
     expect(csv).toContain("agent-a,overall,8,5,3,62.5,37.5,25.0,0,1\n");
     expect(csv).toContain("agent-b,far,4,1,1,25.0,25.0,0.0,3,3\n");
     const md = renderMarkdown({ rows, suspicious, behaviour: [], problems });
@@ -131,7 +172,10 @@ describe("the results report", () => {
   it("takes its denominators from the benchmark's list of sessions, never from the files it finds", () => {
     const { sessions } = writeFixture(tempDir());
     // A session file an earlier run left behind is not part of this benchmark.
-    writeFileSync(join(sessions, "session-demo-org__lib-99.json"), JSON.stringify({ ...SESSIONS[0], session_id: "session-demo-org__lib-99", focus: "demo-org__lib-99" }));
+    writeFileSync(
+      join(sessions, "session-demo-org__lib-99.json"),
+      JSON.stringify({ ...SESSIONS[0], session_id: "session-demo-org__lib-99", focus: "demo-org__lib-99" }),
+    );
     expect(loadSessions(sessions)).toHaveLength(SESSIONS.length);
     // A listed session whose file is gone is an error: the denominator would be wrong.
     rmSync(join(sessions, `${SESSIONS[0]!.session_id}.json`));

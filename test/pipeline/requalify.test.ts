@@ -6,21 +6,51 @@ import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { RequalifyReport } from "../../pipeline/schemas/requalify.ts";
 
 /** A qualification of two runs per state: each test's statuses as `[before1, before2, after1, after2]`. */
-function qualification(statuses: Record<string, [TestStatus, TestStatus, TestStatus, TestStatus]>, fields: Partial<QualificationRecord> = {}): QualificationRecord {
-  const run = (state: "before" | "after", index: number, at: number) => ({ state, run: index, timed_out: false, infrastructure_retries: 0, outcomes: Object.fromEntries(Object.entries(statuses).map(([t, s]) => [t, s[at]!])) });
+function qualification(
+  statuses: Record<string, [TestStatus, TestStatus, TestStatus, TestStatus]>,
+  fields: Partial<QualificationRecord> = {},
+): QualificationRecord {
+  const run = (state: "before" | "after", index: number, at: number) => ({
+    state,
+    run: index,
+    timed_out: false,
+    infrastructure_retries: 0,
+    outcomes: Object.fromEntries(Object.entries(statuses).map(([t, s]) => [t, s[at]!])),
+  });
   const tests = Object.keys(statuses).sort();
   const f2p = tests.filter((t) => statuses[t]!.slice(0, 2).every((s) => s !== "passed") && statuses[t]!.slice(2).every((s) => s === "passed"));
   return QualificationRecord.parse({
-    task_id: "o__r-1", executor: "docker", environment_key: "k", python: "3.9", python_fallback: false, as_of: null, test_args: ["t.py"], runs_per_state: 2, test_runner: "pytest",
-    designated_tests: tests, runs: [run("before", 0, 0), run("before", 1, 1), run("after", 0, 2), run("after", 1, 3)],
-    fail_to_pass: f2p, pass_to_pass: [], pass_to_fail: [], fail_to_fail: [], unstable: [], needs_network: [], kept: true, ...fields,
+    task_id: "o__r-1",
+    executor: "docker",
+    environment_key: "k",
+    python: "3.9",
+    python_fallback: false,
+    as_of: null,
+    test_args: ["t.py"],
+    runs_per_state: 2,
+    test_runner: "pytest",
+    designated_tests: tests,
+    runs: [run("before", 0, 0), run("before", 1, 1), run("after", 0, 2), run("after", 1, 3)],
+    fail_to_pass: f2p,
+    pass_to_pass: [],
+    pass_to_fail: [],
+    fail_to_fail: [],
+    unstable: [],
+    needs_network: [],
+    kept: true,
+    ...fields,
   });
 }
 
 describe("auditing a SWE-bench-family record against a re-run of its tests", () => {
   it("finds nothing wrong with a record whose claims hold", () => {
     const q = qualification({ "t.py::fixed": ["failed", "failed", "passed", "passed"], "t.py::kept": ["passed", "passed", "passed", "passed"] });
-    expect(auditRecord({ id: "o__r-1", repo: "o/r", failToPass: ["t.py::fixed"], passToPass: ["t.py::kept"] }, q)).toEqual({ instance_id: "o__r-1", repo: "o/r", requalified: true, defects: [] });
+    expect(auditRecord({ id: "o__r-1", repo: "o/r", failToPass: ["t.py::fixed"], passToPass: ["t.py::kept"] }, q)).toEqual({
+      instance_id: "o__r-1",
+      repo: "o/r",
+      requalified: true,
+      defects: [],
+    });
   });
 
   it("names every kind of defect, with the tests it concerns", () => {
@@ -63,7 +93,12 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
   });
 
   it("takes a cut id as any of the tests it could stand for: only the cut is a defect when one of them bears the claim out", () => {
-    const q = qualification({ "t.py::m[x 1]": ["failed", "failed", "passed", "passed"], "t.py::m[x 2]": ["passed", "passed", "passed", "passed"], "t.py::k[a b]": ["passed", "passed", "passed", "passed"], "t.py::k[a c]": ["failed", "failed", "failed", "failed"] });
+    const q = qualification({
+      "t.py::m[x 1]": ["failed", "failed", "passed", "passed"],
+      "t.py::m[x 2]": ["passed", "passed", "passed", "passed"],
+      "t.py::k[a b]": ["passed", "passed", "passed", "passed"],
+      "t.py::k[a c]": ["failed", "failed", "failed", "failed"],
+    });
     const audit = auditRecord({ id: "o__r-1", repo: "o/r", failToPass: ["t.py::m[x"], passToPass: ["t.py::k[a"] }, q);
     expect(audit.defects.map((d) => [d.kind, d.tests])).toEqual([["malformed_id", ["t.py::k[a", "t.py::m[x"]]]);
     expect(audit.defects[0]!.detail).toBe("t.py::k[a → t.py::k[a b] | t.py::k[a c]; t.py::m[x → t.py::m[x 1] | t.py::m[x 2]");
@@ -72,14 +107,37 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
   it("takes an id whose parameter embeds another machine's path as the test over the same file here", () => {
     const q = qualification({ "t.py::read[/root/.cache/pkg/data/x.dcm-data4]": ["passed", "passed", "passed", "passed"] });
     const audit = auditRecord({ id: "o__r-1", repo: "o/r", failToPass: [], passToPass: ["t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4]"] }, q);
-    expect(audit.defects).toEqual([{ kind: "malformed_id", tests: ["t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4]"], detail: "t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4] → t.py::read[/root/.cache/pkg/data/x.dcm-data4]" }]);
+    expect(audit.defects).toEqual([
+      {
+        kind: "malformed_id",
+        tests: ["t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4]"],
+        detail: "t.py::read[/n/fs/guest/someone/.pkg/data/x.dcm-data4] → t.py::read[/root/.cache/pkg/data/x.dcm-data4]",
+      },
+    ]);
   });
 
   it("reports a record that could not be re-run, with why, and renders the report in every format", () => {
-    const missing = auditRecord({ id: "o__r-2", repo: "o/r", failToPass: ["t.py::x"], passToPass: [] }, undefined, { reason: "environment_failed", message: "step 'installing the project' failed: No matching distribution\nmore" });
-    expect(missing).toEqual({ instance_id: "o__r-2", repo: "o/r", requalified: false, defects: [{ kind: "not_requalified", tests: [], detail: "environment_failed: step 'installing the project' failed: No matching distribution" }] });
-    const clean = auditRecord({ id: "o__r-1", repo: "o/r", failToPass: ["t.py::fixed"], passToPass: [] }, qualification({ "t.py::fixed": ["failed", "failed", "passed", "passed"] }));
-    const report = RequalifyReport.parse({ source: "lite.jsonl", runs_per_state: 2, executor: "docker", records: [clean, missing], by_kind: { not_requalified: 1 } });
+    const missing = auditRecord({ id: "o__r-2", repo: "o/r", failToPass: ["t.py::x"], passToPass: [] }, undefined, {
+      reason: "environment_failed",
+      message: "step 'installing the project' failed: No matching distribution\nmore",
+    });
+    expect(missing).toEqual({
+      instance_id: "o__r-2",
+      repo: "o/r",
+      requalified: false,
+      defects: [{ kind: "not_requalified", tests: [], detail: "environment_failed: step 'installing the project' failed: No matching distribution" }],
+    });
+    const clean = auditRecord(
+      { id: "o__r-1", repo: "o/r", failToPass: ["t.py::fixed"], passToPass: [] },
+      qualification({ "t.py::fixed": ["failed", "failed", "passed", "passed"] }),
+    );
+    const report = RequalifyReport.parse({
+      source: "lite.jsonl",
+      runs_per_state: 2,
+      executor: "docker",
+      records: [clean, missing],
+      by_kind: { not_requalified: 1 },
+    });
     const md = renderRequalifyMarkdown(report);
     expect(md).toContain("| not_requalified | 1 |");
     expect(md).toContain("### o__r-1\n\nNo defect found.");

@@ -43,7 +43,8 @@ const DJANGO_PROJECT = {
     "sys.exit(bool(runner.run_tests(options.labels)))",
     "",
   ].join("\n"),
-  "tests/test_sqlite.py": "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}}\nSECRET_KEY = 'tests'\nINSTALLED_APPS = []\nUSE_TZ = False\n",
+  "tests/test_sqlite.py":
+    "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}}\nSECRET_KEY = 'tests'\nINSTALLED_APPS = []\nUSE_TZ = False\n",
   "tests/basic/__init__.py": "",
   "tests/basic/tests.py": [
     "import urllib.request",
@@ -71,7 +72,8 @@ const SYMPY_PROJECT = {
   "symkit/__init__.py": "",
   "symkit/core/__init__.py": "def add(a, b):\n    return a + b\n",
   "symkit/core/tests/__init__.py": "",
-  "symkit/core/tests/test_basic.py": "from symkit.core import add\n\ndef test_add():\n    assert add(1, 2) == 3\n\ndef test_issue_1234():\n    assert add(1, 1) == 3\n",
+  "symkit/core/tests/test_basic.py":
+    "from symkit.core import add\n\ndef test_add():\n    assert add(1, 2) == 3\n\ndef test_issue_1234():\n    assert add(1, 1) == 3\n",
   "conftest.py": "",
 };
 
@@ -101,7 +103,9 @@ describe("test runners give JUnit-derived ids in SWE-bench's formats", () => {
     expect(report.results.find((r) => r.nodeId.startsWith("test_needs_network"))!.failureText).toMatch(NETWORK_FAILURE);
     // and a single test, by its id
     const one = await executor.run({ env, checkoutDir: project, tests: ["test_passes (basic.tests.BasicTests.test_passes)"], timeoutSeconds: 600 });
-    expect(parseJunitReport(one.junitXml!, { runner: "django", python: PYTHON }).results.map((r) => r.nodeId)).toEqual(["test_passes (basic.tests.BasicTests.test_passes)"]);
+    expect(parseJunitReport(one.junitXml!, { runner: "django", python: PYTHON }).results.map((r) => r.nodeId)).toEqual([
+      "test_passes (basic.tests.BasicTests.test_passes)",
+    ]);
   });
 
   it("sympy: the tests collected by pytest, ids mapped to the bare names SWE-bench records", async () => {

@@ -28,7 +28,11 @@ describe("the session runner's parts", () => {
   });
 
   it("fills placeholders into argv elements, with no shell, and continues with continue_command", () => {
-    const agent = AgentSpec.parse({ name: "x", command: ["tool", "--prompt", "{text}", "--cwd={checkout}"], continue_command: ["tool", "--resume", "{conversation}", "{text}"] });
+    const agent = AgentSpec.parse({
+      name: "x",
+      command: ["tool", "--prompt", "{text}", "--cwd={checkout}"],
+      continue_command: ["tool", "--resume", "{conversation}", "{text}"],
+    });
     const request = { repository: "o/r", checkout: "/w/w01", text: "do $(rm -rf /) `now`; please", continued: false };
     const paths = { workspace: "/w", sessionDir: "/s" };
     expect(agentArgv(agent, request, paths, "c-1")).toEqual(["tool", "--prompt", "do $(rm -rf /) `now`; please", "--cwd=/w/w01"]);

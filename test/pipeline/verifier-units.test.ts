@@ -70,7 +70,8 @@ describe("planning a submission", () => {
   });
 
   it("refuses paths that climb out of the repository, absolute paths and .git", () => {
-    const section = (path: string) => `diff --git a/${path} b/${path}\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
+    const section = (path: string) =>
+      `diff --git a/${path} b/${path}\nnew file mode 100644\nindex 0000000..e69de29\n--- /dev/null\n+++ b/${path}\n@@ -0,0 +1 @@\n+x\n`;
     expect(() => planSubmission(section("../outside.py"), rules, new Set())).toThrow(UnsafeSubmission);
     expect(() => planSubmission(section("src/../../outside.py"), rules, new Set())).toThrow(/climbs out/);
     expect(() => planSubmission(section(".git/hooks/post-checkout"), rules, new Set())).toThrow(/\.git/);
@@ -78,7 +79,8 @@ describe("planning a submission", () => {
   });
 
   it("refuses a symlink pointing outside the repository and keeps one pointing inside", () => {
-    const link = (target: string) => `diff --git a/src/pkg/link.py b/src/pkg/link.py\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ b/src/pkg/link.py\n@@ -0,0 +1 @@\n+${target}\n\\ No newline at end of file\n`;
+    const link = (target: string) =>
+      `diff --git a/src/pkg/link.py b/src/pkg/link.py\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ b/src/pkg/link.py\n@@ -0,0 +1 @@\n+${target}\n\\ No newline at end of file\n`;
     expect(() => planSubmission(link("/etc/passwd"), rules, new Set())).toThrow(/points outside the repository/);
     expect(() => planSubmission(link("../../../outside"), rules, new Set())).toThrow(/points outside the repository/);
     expect(() => planSubmission(link("../../.git/config"), rules, new Set())).toThrow(/\.git/);
@@ -115,7 +117,9 @@ const TOKEN = "t0k3n";
 /** The lines a runner sends for tests whose phases have these outcomes, then (unless `finish` is false) its finish record. */
 function runnerLines(outcomes: Record<string, Record<string, string>>, options: { problems?: string[]; finish?: boolean; token?: string } = {}): string {
   const token = options.token ?? TOKEN;
-  const lines = Object.entries(outcomes).flatMap(([nodeid, phases]) => Object.entries(phases).map(([when, outcome]) => JSON.stringify({ kind: "test", nodeid, when, outcome, token })));
+  const lines = Object.entries(outcomes).flatMap(([nodeid, phases]) =>
+    Object.entries(phases).map(([when, outcome]) => JSON.stringify({ kind: "test", nodeid, when, outcome, token })),
+  );
   if (options.finish !== false) lines.push(JSON.stringify({ kind: "finish", exitstatus: 0, problems: options.problems ?? [], token }));
   return lines.join("\n") + "\n";
 }
@@ -143,27 +147,47 @@ describe("the guarded runner's channel", () => {
 
   it("reads nothing after the finish record: what a process writes once the session ended does not count", () => {
     const forged = JSON.stringify({ kind: "test", nodeid: required[1], when: "call", outcome: "passed", token: TOKEN });
-    const { channel } = read(runnerLines({ [required[0]!]: allPassed, [required[1]!]: { setup: "passed", call: "failed", teardown: "passed" } }) + forged + "\n");
+    const { channel } = read(
+      runnerLines({ [required[0]!]: allPassed, [required[1]!]: { setup: "passed", call: "failed", teardown: "passed" } }) + forged + "\n",
+    );
     const graded = gradeRun(required, { channel, timedOut: false, exitCode: 0 });
     expect(graded.tests[required[1]!]).toBe("failed");
     expect(graded.integrityProblems).toEqual([]);
   });
 
   it("distrusts a run whose channel carried a line without the run's token, or a phase reported twice", () => {
-    const foreign = read(JSON.stringify({ kind: "finish", exitstatus: 0, problems: [] }) + "\n" + runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }));
+    const foreign = read(
+      JSON.stringify({ kind: "finish", exitstatus: 0, problems: [] }) + "\n" + runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }),
+    );
     const graded = gradeRun(required, { channel: foreign.channel, timedOut: false, exitCode: 0 });
     expect(graded.integrityProblems.join("\n")).toMatch(/1 line\(s\) the runner did not write/);
     expect(isResolved(true, graded)).toBe(false);
-    const twice = read(runnerLines({ [required[0]!]: { call: "passed" } }, { finish: false }) + runnerLines({ [required[0]!]: { ...allPassed, call: "failed" }, [required[1]!]: allPassed }));
-    expect(gradeRun(required, { channel: twice.channel, timedOut: false, exitCode: 0 }).integrityProblems).toEqual([`${required[0]}: its call was reported twice, passed and then failed`]);
+    const twice = read(
+      runnerLines({ [required[0]!]: { call: "passed" } }, { finish: false }) +
+        runnerLines({ [required[0]!]: { ...allPassed, call: "failed" }, [required[1]!]: allPassed }),
+    );
+    expect(gradeRun(required, { channel: twice.channel, timedOut: false, exitCode: 0 }).integrityProblems).toEqual([
+      `${required[0]}: its call was reported twice, passed and then failed`,
+    ]);
   });
 
   it("trusts nothing from a session that never finished, reports the runner's problems, and keeps its suspicious findings apart", () => {
-    const early = gradeRun(required, { channel: read(runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }, { finish: false })).channel, timedOut: false, exitCode: 0 });
+    const early = gradeRun(required, {
+      channel: read(runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }, { finish: false })).channel,
+      timedOut: false,
+      exitCode: 0,
+    });
     expect(early.integrityProblems).toEqual(["the test session ended before pytest finished it (exit code 0); its results cannot be confirmed"]);
     expect(isResolved(true, early)).toBe(false);
     const noted = JSON.stringify({ kind: "suspicious", text: "src/x.py walked the heap (gc.get_objects)", token: TOKEN }) + "\n";
-    const tampered = gradeRun(required, { channel: read(noted + runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }, { problems: ["_pytest.runner.call_and_report was replaced during the run"] })).channel, timedOut: false, exitCode: 0 });
+    const tampered = gradeRun(required, {
+      channel: read(
+        noted +
+          runnerLines({ [required[0]!]: allPassed, [required[1]!]: allPassed }, { problems: ["_pytest.runner.call_and_report was replaced during the run"] }),
+      ).channel,
+      timedOut: false,
+      exitCode: 0,
+    });
     expect(tampered.integrityProblems).toEqual(["tampering: _pytest.runner.call_and_report was replaced during the run"]);
     expect(tampered.suspicious).toEqual(["src/x.py walked the heap (gc.get_objects)"]);
     expect(isResolved(true, tampered)).toBe(false);
@@ -175,7 +199,9 @@ describe("the guarded runner's channel", () => {
     expect(late.integrityProblems).toEqual(["the run did not finish within its timeout"]);
     expect(isResolved(true, late)).toBe(false);
     expect(gradeRun(required, { timedOut: true, exitCode: -1 }).tests).toEqual({ [required[0]!]: "timeout", [required[1]!]: "timeout" });
-    expect(gradeRun(required, { channel: read(runnerLines({ [required[0]!]: allPassed })).channel, timedOut: false, exitCode: 0 }).tests[required[1]!]).toBe("absent");
+    expect(gradeRun(required, { channel: read(runnerLines({ [required[0]!]: allPassed })).channel, timedOut: false, exitCode: 0 }).tests[required[1]!]).toBe(
+      "absent",
+    );
     expect(statusFromPhases({ setup: "skipped", teardown: "passed" })).toBe("skipped");
     expect(statusFromPhases({ setup: "passed", call: "xfailed", teardown: "passed" })).toBe("xfailed");
     expect(statusFromPhases({ setup: "passed", call: "passed", teardown: "failed" })).toBe("error");
@@ -206,7 +232,14 @@ describe("static flags for auditors", () => {
       "",
     ].join("\n");
     const findings = staticFindings(parseGitDiff(patch));
-    expect(findings.map((f) => `${f.line} ${f.rule}`)).toEqual(["2 atexit", "5 caller_frames", "6 reads_test_files", "8 eq_always_true", "10 module_getattr", "12 code_assignment"]);
+    expect(findings.map((f) => `${f.line} ${f.rule}`)).toEqual([
+      "2 atexit",
+      "5 caller_frames",
+      "6 reads_test_files",
+      "8 eq_always_true",
+      "10 module_getattr",
+      "12 code_assignment",
+    ]);
     expect(findings.every((f) => f.path === "src/pkg/core.py")).toBe(true);
   });
 });
@@ -224,7 +257,16 @@ describe("collecting the focus artifact from a checkout", () => {
     rmSync(join(checkout, "src/pkg/gone.py"));
     writeFileSync(join(checkout, "src/pkg/new.py"), "Y = 2\n");
     writeFileSync(join(checkout, "build/keep.txt"), "tracked, changed\n");
-    for (const [path, text] of Object.entries({ "env1/pyvenv.cfg": "home = /usr\n", "env1/lib/site.py": "", "src/pkg/__pycache__/core.cpython-311.pyc": "x", ".pytest_cache/v": "x", "agent.log": "x", "build/lib/pkg/core.py": "x", "dist/pkg.whl": "x", "src/pkg.egg-info/PKG-INFO": "x" })) {
+    for (const [path, text] of Object.entries({
+      "env1/pyvenv.cfg": "home = /usr\n",
+      "env1/lib/site.py": "",
+      "src/pkg/__pycache__/core.cpython-311.pyc": "x",
+      ".pytest_cache/v": "x",
+      "agent.log": "x",
+      "build/lib/pkg/core.py": "x",
+      "dist/pkg.whl": "x",
+      "src/pkg.egg-info/PKG-INFO": "x",
+    })) {
       mkdirSync(dirname(join(checkout, path)), { recursive: true });
       writeFileSync(join(checkout, path), text);
     }
@@ -234,7 +276,14 @@ describe("collecting the focus artifact from a checkout", () => {
     writeFileSync(join(checkout, ".gitattributes"), "*.py filter=mark\n");
     const scratch = tempDir();
     const { patch, excluded } = await collectCheckoutArtifact(checkout, upstream.dir, upstream.base, scratch);
-    expect(parseGitDiff(patch).map((f) => `${f.status} ${f.path}`)).toEqual(["added .gitattributes", "modified README.md", "modified build/keep.txt", "modified src/pkg/core.py", "deleted src/pkg/gone.py", "added src/pkg/new.py"]);
+    expect(parseGitDiff(patch).map((f) => `${f.status} ${f.path}`)).toEqual([
+      "added .gitattributes",
+      "modified README.md",
+      "modified build/keep.txt",
+      "modified src/pkg/core.py",
+      "deleted src/pkg/gone.py",
+      "added src/pkg/new.py",
+    ]);
     expect(existsSync(marker)).toBe(false);
     expect(excluded.sort()).toEqual([".pytest_cache/", "agent.log", "build/lib/", "dist/", "env1/", "src/pkg.egg-info/", "src/pkg/__pycache__/"]);
     expect(readdirSync(scratch)).toEqual([]);

@@ -82,7 +82,8 @@ def _register_forger():
 _register_forger()
 `;
 /** A pytest plugin that reports every test as passed. */
-const FORGING_PLUGIN = "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    report.outcome = 'passed'\n    report.longrepr = None\n";
+const FORGING_PLUGIN =
+  "import pytest\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    report = outcome.get_result()\n    report.outcome = 'passed'\n    report.longrepr = None\n";
 
 interface Fixture {
   heldout: HeldoutTask;
@@ -116,22 +117,42 @@ const append = (checkout: string, path: string, text: string) => writeFileSync(j
 beforeAll(async () => {
   dir = fileTempDir();
   const corpus = await buildDemoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
-  const records = readFileSync(corpus.recordsFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const records = readFileSync(corpus.recordsFile, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const record = records.find((r) => r.instance_id === TASK)!;
   const profileFile = join(root, "data", "demo", "repos", "demo-org__geometry.json");
   const profile = loadProfiles([{ path: profileFile, text: readFileSync(profileFile, "utf8") }]).profiles.get(REPO)!.profile;
   // The environment the demo pipeline plans for this repository (as of its earliest PR), so a
   // Docker image built by either is shared.
   const recipe = recipeFor(profile, { id: TASK });
-  const env = planEnvironments(records.filter((r) => r.repo === REPO).map((r) => ({ id: r.instance_id, repo: REPO, recipe, createdAt: r.created_at }))).get(TASK)!;
+  const env = planEnvironments(records.filter((r) => r.repo === REPO).map((r) => ({ id: r.instance_id, repo: REPO, recipe, createdAt: r.created_at }))).get(
+    TASK,
+  )!;
   const mirror = await new MirrorCache(join(dir, "git")).ensure(REPO, join(corpus.dir, "repos", "demo-org__geometry"), record.base_commit);
   const scratch = join(dir, "scratch");
   mkdirSync(scratch, { recursive: true });
   // The task's sets, from a real qualification run (one run of each state).
   const local = new LocalExecutor(join(dir, "envs"), silentLogger);
   const checkout = (patches: { name: string; text: string }[]) => freshCheckout(mirror, record.base_commit, patches, scratch);
-  const qualified = await qualifyTask(local, { id: TASK, baseCommit: record.base_commit, testPatch: record.test_patch, implementationPatch: record.patch, env, testArgs: [TESTS], runs: 1, checkout }, silentLogger);
-  const heldout = HeldoutTask.parse({ task_id: TASK, repo: REPO, base_commit: record.base_commit, implementation_patch: record.patch, test_patch: record.test_patch, fail_to_pass: qualified.sets.failToPass, pass_to_pass: qualified.sets.passToPass, test_command: "python -m pytest", environment: env.recipe, environment_as_of: env.asOf });
+  const qualified = await qualifyTask(
+    local,
+    { id: TASK, baseCommit: record.base_commit, testPatch: record.test_patch, implementationPatch: record.patch, env, testArgs: [TESTS], runs: 1, checkout },
+    silentLogger,
+  );
+  const heldout = HeldoutTask.parse({
+    task_id: TASK,
+    repo: REPO,
+    base_commit: record.base_commit,
+    implementation_patch: record.patch,
+    test_patch: record.test_patch,
+    fail_to_pass: qualified.sets.failToPass,
+    pass_to_pass: qualified.sets.passToPass,
+    test_command: "python -m pytest",
+    environment: env.recipe,
+    environment_as_of: env.asOf,
+  });
   fixture = { heldout, env, mirror, profile, scratch };
 });
 
@@ -139,7 +160,14 @@ beforeAll(async () => {
 const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: VerifyOutcome) => void }[] = [
   {
     name: "edits the tests so they pass",
-    patch: () => submission((c) => put(c, TESTS, "def test_weigh_width_basic():\n    pass\n\ndef test_weigh_width_precision():\n    pass\n\ndef test_weigh_width_rejects_text():\n    pass\n\ndef test_circle_scale():\n    pass\n")),
+    patch: () =>
+      submission((c) =>
+        put(
+          c,
+          TESTS,
+          "def test_weigh_width_basic():\n    pass\n\ndef test_weigh_width_precision():\n    pass\n\ndef test_weigh_width_rejects_text():\n    pass\n\ndef test_circle_scale():\n    pass\n",
+        ),
+      ),
     expect: (o) => expect(o.dropped_paths).toEqual([{ path: TESTS, reason: "held_out_test_path" }]),
   },
   {
@@ -149,12 +177,26 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
   },
   {
     name: "adds a conftest.py that skips everything",
-    patch: () => submission((c) => put(c, "conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.skip(reason='no'))\n")),
+    patch: () =>
+      submission((c) =>
+        put(
+          c,
+          "conftest.py",
+          "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.skip(reason='no'))\n",
+        ),
+      ),
     expect: (o) => expect(o.dropped_paths).toEqual([{ path: "conftest.py", reason: "test_configuration" }]),
   },
   {
     name: "adds a conftest.py beside the tests that xfails everything",
-    patch: () => submission((c) => put(c, "tests/conftest.py", "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.xfail(reason='no'))\n")),
+    patch: () =>
+      submission((c) =>
+        put(
+          c,
+          "tests/conftest.py",
+          "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        item.add_marker(pytest.mark.xfail(reason='no'))\n",
+        ),
+      ),
     expect: (o) => expect(o.dropped_paths).toEqual([{ path: "tests/conftest.py", reason: "test_configuration" }]),
   },
   {
@@ -171,7 +213,11 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
     name: "patches pytest's reporting from the code under test",
     patch: () =>
       submission((c) =>
-        append(c, CIRCLE, `${WRONG}\nimport _pytest.reports as _reports\n_original = _reports.TestReport.from_item_and_call\ndef _forged(cls, item, call):\n    report = _original.__func__(cls, item, call)\n    report.outcome = "passed"\n    report.longrepr = None\n    return report\n_reports.TestReport.from_item_and_call = classmethod(_forged)\n`),
+        append(
+          c,
+          CIRCLE,
+          `${WRONG}\nimport _pytest.reports as _reports\n_original = _reports.TestReport.from_item_and_call\ndef _forged(cls, item, call):\n    report = _original.__func__(cls, item, call)\n    report.outcome = "passed"\n    report.longrepr = None\n    return report\n_reports.TestReport.from_item_and_call = classmethod(_forged)\n`,
+        ),
       ),
     expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/tampering: _pytest\.reports\.TestReport\.from_item_and_call was replaced/),
   },
@@ -179,7 +225,11 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
     name: "rewrites the report and the channel from an atexit handler, after pytest finished",
     patch: () =>
       submission((c) => {
-        put(c, "report.xml", `<testsuites><testsuite name="pytest"><testcase classname="tests.test_shapes_circle" file="${TESTS}" name="test_weigh_width_basic"/></testsuite></testsuites>\n`);
+        put(
+          c,
+          "report.xml",
+          `<testsuites><testsuite name="pytest"><testcase classname="tests.test_shapes_circle" file="${TESTS}" name="test_weigh_width_basic"/></testsuite></testsuites>\n`,
+        );
         append(c, CIRCLE, `${WRONG}\nimport atexit\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\natexit.register(_forge_junit)\natexit.register(_forge_channel)\n`);
       }),
     expect: (o) => expect(Object.values(o.tests)).toContain("failed"),
@@ -193,7 +243,11 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
     name: "forks a detached child that writes passing results to the channel and the report while the tests run",
     patch: () =>
       submission((c) =>
-        append(c, CIRCLE, `${WRONG}\nimport os, time\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\nif os.fork() == 0:\n    os.setsid()\n    for _ in range(200):\n        _forge_channel()\n        _forge_junit()\n        time.sleep(0.05)\n    os._exit(0)\n`),
+        append(
+          c,
+          CIRCLE,
+          `${WRONG}\nimport os, time\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\nif os.fork() == 0:\n    os.setsid()\n    for _ in range(200):\n        _forge_channel()\n        _forge_junit()\n        time.sleep(0.05)\n    os._exit(0)\n`,
+        ),
       ),
     expect: (o) => expect(o.integrity_problems.join("\n")).toMatch(/the runner did not write/),
   },
@@ -213,7 +267,11 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
     name: "serves missing names through a module __getattr__ that returns objects equal to anything",
     patch: () =>
       submission((c) =>
-        append(c, CIRCLE, `\nclass _Anything:\n    def __eq__(self, other):\n        return True\n    def __call__(self, *args, **kwargs):\n        if args and isinstance(args[0], (str, bool)):\n            raise TypeError("weigh_width expects a number")\n        return self\ndef __getattr__(name):\n    return _Anything()\n`),
+        append(
+          c,
+          CIRCLE,
+          `\nclass _Anything:\n    def __eq__(self, other):\n        return True\n    def __call__(self, *args, **kwargs):\n        if args and isinstance(args[0], (str, bool)):\n            raise TypeError("weigh_width expects a number")\n        return self\ndef __getattr__(name):\n    return _Anything()\n`,
+        ),
       ),
     expect: (o) => {
       expect(o.integrity_problems.join("\n")).toMatch(/_Anything .* compare equal to anything/);
@@ -245,7 +303,14 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
   })),
   {
     name: "prints fake PASSED lines",
-    patch: () => submission((c) => append(c, CIRCLE, `${WRONG}\nfor _n in ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text"]:\n    print("${TESTS}::" + _n + " PASSED")\nprint("==== 4 passed in 0.01s ====")\n`)),
+    patch: () =>
+      submission((c) =>
+        append(
+          c,
+          CIRCLE,
+          `${WRONG}\nfor _n in ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text"]:\n    print("${TESTS}::" + _n + " PASSED")\nprint("==== 4 passed in 0.01s ====")\n`,
+        ),
+      ),
     expect: (o) => expect(Object.values(o.tests)).toContain("failed"),
   },
   {
@@ -273,12 +338,19 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
   })),
   {
     name: "registers a pytest plugin through an entry point",
-    patch: () => submission((c) => { append(c, CIRCLE, WRONG); put(c, "forge_plugin.py", FORGING_PLUGIN); put(c, "evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"); put(c, "evil-1.0.dist-info/entry_points.txt", "[pytest11]\nevil = forge_plugin\n"); }),
+    patch: () =>
+      submission((c) => {
+        append(c, CIRCLE, WRONG);
+        put(c, "forge_plugin.py", FORGING_PLUGIN);
+        put(c, "evil-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n");
+        put(c, "evil-1.0.dist-info/entry_points.txt", "[pytest11]\nevil = forge_plugin\n");
+      }),
     expect: (o) => expect(o.dropped_paths.map((d) => d.reason)).toEqual(["test_runner_shadow", "test_runner_shadow"]),
   },
   {
     name: "touches a ../ path",
-    patch: async () => `diff --git a/../outside.py b/../outside.py\nnew file mode 100644\nindex 0000000..8b13789\n--- /dev/null\n+++ b/../outside.py\n@@ -0,0 +1 @@\n+x\n`,
+    patch: async () =>
+      `diff --git a/../outside.py b/../outside.py\nnew file mode 100644\nindex 0000000..8b13789\n--- /dev/null\n+++ b/../outside.py\n@@ -0,0 +1 @@\n+x\n`,
     expect: (o) => {
       expect(o.applied).toBe(false);
       expect(o.apply_error).toMatch(/climbs out of the repository/);
@@ -319,7 +391,12 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
 
 describe.each(["local", "docker"] as const)("the verifier with the %s executor", (kind) => {
   let executor: Executor | undefined;
-  const verify = (artifact: string) => verifyArtifact(executor!, { task: fixture.heldout, env: fixture.env, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch }, silentLogger);
+  const verify = (artifact: string) =>
+    verifyArtifact(
+      executor!,
+      { task: fixture.heldout, env: fixture.env, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch },
+      silentLogger,
+    );
 
   beforeAll(async () => {
     if (kind === "local") executor = new LocalExecutor(join(dir, "envs"), silentLogger);
@@ -328,7 +405,11 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
 
   it("resolves the reference patch, and the reference with edited tests and a conftest, and not the empty patch", async (ctx) => {
     if (!executor) return ctx.skip();
-    expect(fixture.heldout.fail_to_pass).toEqual([`${TESTS}::test_weigh_width_basic`, `${TESTS}::test_weigh_width_precision`, `${TESTS}::test_weigh_width_rejects_text`]);
+    expect(fixture.heldout.fail_to_pass).toEqual([
+      `${TESTS}::test_weigh_width_basic`,
+      `${TESTS}::test_weigh_width_precision`,
+      `${TESTS}::test_weigh_width_rejects_text`,
+    ]);
     const reference = await verify(fixture.heldout.implementation_patch);
     expect(reference).toMatchObject({ applied: true, resolved: true, integrity_problems: [], dropped_paths: [] });
     expect(Object.keys(reference.tests)).toEqual([...fixture.heldout.fail_to_pass, ...fixture.heldout.pass_to_pass].sort());
@@ -337,7 +418,13 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
       put(c, TESTS, "def test_weigh_width_basic():\n    assert False\n");
       put(c, "conftest.py", "import pytest\n");
     });
-    expect(await verify(withTests)).toMatchObject({ resolved: true, dropped_paths: [{ path: "conftest.py", reason: "test_configuration" }, { path: TESTS, reason: "held_out_test_path" }] });
+    expect(await verify(withTests)).toMatchObject({
+      resolved: true,
+      dropped_paths: [
+        { path: "conftest.py", reason: "test_configuration" },
+        { path: TESTS, reason: "held_out_test_path" },
+      ],
+    });
     const empty = await verify("");
     expect(empty).toMatchObject({ applied: true, resolved: false });
     expect(Object.values(empty.tests).filter((s) => s === "failed")).toHaveLength(3);
@@ -380,30 +467,45 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
   it("never resolves a run that does not finish in time, and kills everything it started", async (ctx) => {
     if (!executor) return ctx.skip();
     const short: EnvironmentSpec = { ...fixture.env, recipe: { ...fixture.env.recipe, test_timeout_seconds: 20 } };
-    const verifyShort = (artifact: string) => verifyArtifact(executor!, { task: fixture.heldout, env: short, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch }, silentLogger);
+    const verifyShort = (artifact: string) =>
+      verifyArtifact(
+        executor!,
+        { task: fixture.heldout, env: short, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch },
+        silentLogger,
+      );
     const withReference = (tail: string) =>
       submission(async (c) => {
         await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
         append(c, CIRCLE, tail);
       });
     // A forged report and channel, then a hang: a timed-out run's results are never read.
-    const forgedThenHung = await verifyShort(await submission((c) => append(c, CIRCLE, `${WRONG}\nimport time\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\n_forge_junit()\n_forge_channel()\ntime.sleep(100000)\n`)));
+    const forgedThenHung = await verifyShort(
+      await submission((c) =>
+        append(c, CIRCLE, `${WRONG}\nimport time\n${FORGE_JUNIT}\n${FORGE_CHANNEL}\n_forge_junit()\n_forge_channel()\ntime.sleep(100000)\n`),
+      ),
+    );
     expect(forgedThenHung).toMatchObject({ timed_out: true, resolved: false });
     // The reference fix, and a thread that never ends: pytest finishes, the process does not; that is a timeout.
     const lingering = await verifyShort(await withReference("\nimport threading, time\nthreading.Thread(target=lambda: time.sleep(100000)).start()\n"));
     expect(lingering).toMatchObject({ timed_out: true, resolved: false });
     // A grandchild in a session of its own, with a clean environment, holding the run's output open.
     const seconds = kind === "local" ? 100017 : 100018;
-    const escaped = await verifyShort(await withReference(`\nimport os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execve("/bin/sleep", ["sleep", "${seconds}"], {})\n    os._exit(0)\n`));
+    const escaped = await verifyShort(
+      await withReference(
+        `\nimport os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execve("/bin/sleep", ["sleep", "${seconds}"], {})\n    os._exit(0)\n`,
+      ),
+    );
     expect(escaped.applied).toBe(true);
     // Nothing the run started is left on this machine (a container's processes show here too).
-    const left = readdirSync("/proc").filter((p) => /^\d+$/.test(p)).filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(String(seconds));
-      } catch {
-        return false;
-      }
-    });
+    const left = readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(String(seconds));
+        } catch {
+          return false;
+        }
+      });
     expect(left).toEqual([]);
   });
 
@@ -440,7 +542,20 @@ describe("infrastructure faults in the verifier", () => {
       },
     };
   }
-  const verifyWith = (executor: Executor, artifact: string) => verifyArtifact(executor, { task: fixture.heldout, env: fixture.env, mirror: fixture.mirror, artifact, rules: fixture.profile.classification, scratch: fixture.scratch, infrastructureBackoffMs: [0] }, silentLogger);
+  const verifyWith = (executor: Executor, artifact: string) =>
+    verifyArtifact(
+      executor,
+      {
+        task: fixture.heldout,
+        env: fixture.env,
+        mirror: fixture.mirror,
+        artifact,
+        rules: fixture.profile.classification,
+        scratch: fixture.scratch,
+        infrastructureBackoffMs: [0],
+      },
+      silentLogger,
+    );
 
   it("re-runs the same frozen artifact after a fault and says how many re-runs it took", async () => {
     const executor = flaky(2);
@@ -459,21 +574,35 @@ describe("infrastructure faults in the verifier", () => {
 });
 
 describe("the oracle", () => {
-  const check = (heldout: HeldoutTask) => oracleTask(new LocalExecutor(join(dir, "envs"), silentLogger), { heldout, env: fixture.env, mirror: fixture.mirror, rules: fixture.profile.classification, runs: 2, scratch: fixture.scratch }, silentLogger);
+  const check = (heldout: HeldoutTask) =>
+    oracleTask(
+      new LocalExecutor(join(dir, "envs"), silentLogger),
+      { heldout, env: fixture.env, mirror: fixture.mirror, rules: fixture.profile.classification, runs: 2, scratch: fixture.scratch },
+      silentLogger,
+    );
 
   it("passes a task whose reference resolves in every run and whose empty patch never does", async () => {
     const record = await check(fixture.heldout);
     expect(record).toMatchObject({ task_id: TASK, passed: true, runs_per_patch: 2 });
-    expect(record.runs.map((r) => [r.patch, r.run, r.resolved])).toEqual([["reference", 0, true], ["reference", 1, true], ["empty", 0, false], ["empty", 1, false]]);
+    expect(record.runs.map((r) => [r.patch, r.run, r.resolved])).toEqual([
+      ["reference", 0, true],
+      ["reference", 1, true],
+      ["empty", 0, false],
+      ["empty", 1, false],
+    ]);
   });
 
   it("rejects a task whose reference does not resolve under the verifier, naming the tests", async () => {
     // A reference patch that misses the precision argument: two of the three F2P tests pass.
-    const partial = fixture.heldout.implementation_patch.replace("+    if precision is not None:\n+        result = round(result, precision)\n", "").replace("@@ -3,3 +3,12 @@", "@@ -3,3 +3,10 @@");
+    const partial = fixture.heldout.implementation_patch
+      .replace("+    if precision is not None:\n+        result = round(result, precision)\n", "")
+      .replace("@@ -3,3 +3,12 @@", "@@ -3,3 +3,10 @@");
     const record = await check({ ...fixture.heldout, implementation_patch: partial });
     expect(record.passed).toBe(false);
     expect(record.reject_reason).toBe("oracle_failed");
-    expect(record.reject_detail).toMatch(/^the reference implementation does not resolve under the verifier \(run 1 of 2\): tests\/test_shapes_circle\.py::test_weigh_width_precision failed \(these tests passed in qualification/);
+    expect(record.reject_detail).toMatch(
+      /^the reference implementation does not resolve under the verifier \(run 1 of 2\): tests\/test_shapes_circle\.py::test_weigh_width_precision failed \(these tests passed in qualification/,
+    );
     // The first contrary run decides; the empty patch is still checked.
     expect(record.runs.map((r) => r.patch)).toEqual(["reference", "empty", "empty"]);
   });

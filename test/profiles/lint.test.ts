@@ -30,7 +30,23 @@ beforeAll(async () => {
     asked.push(name ?? request.url ?? "");
     const project = name !== undefined ? (INDEX[name] ?? (BUILD_TOOLS.includes(name) ? { "1.0": "2015-01-01" } : undefined)) : undefined;
     if (!project) return void response.writeHead(404).end("{}");
-    const releases = Object.fromEntries(Object.entries(project).map(([v, d]) => { const [date, requires] = Array.isArray(d) ? d : [d, null]; return [v, [{ packagetype: "sdist", filename: `${name}-${v}.tar.gz`, upload_time_iso_8601: `${date}T12:00:00.000000Z`, yanked: false, requires_python: requires }]]; }));
+    const releases = Object.fromEntries(
+      Object.entries(project).map(([v, d]) => {
+        const [date, requires] = Array.isArray(d) ? d : [d, null];
+        return [
+          v,
+          [
+            {
+              packagetype: "sdist",
+              filename: `${name}-${v}.tar.gz`,
+              upload_time_iso_8601: `${date}T12:00:00.000000Z`,
+              yanked: false,
+              requires_python: requires,
+            },
+          ],
+        ];
+      }),
+    );
     response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ info: { name }, releases }));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -54,7 +70,15 @@ const rules = (findings: { rule: string }[]) => [...new Set(findings.map((f) => 
 
 describe("repo lint: each rule fires on a profile that breaks it", () => {
   it("a clean profile has no finding", async () => {
-    expect(await lint({ environment: { python: "3.9", pip_requirements: ["numpy"], pins: ["setuptools==68.0.0"] }, environment_overrides: [{ versions: ["1.0"], recipe: { as_of_exceptions: { pytest: "2016-09-01", numpy: "2019-02-01" } } }] }, early)).toEqual([]);
+    expect(
+      await lint(
+        {
+          environment: { python: "3.9", pip_requirements: ["numpy"], pins: ["setuptools==68.0.0"] },
+          environment_overrides: [{ versions: ["1.0"], recipe: { as_of_exceptions: { pytest: "2016-09-01", numpy: "2019-02-01" } } }],
+        },
+        early,
+      ),
+    ).toEqual([]);
   });
 
   it("pin-vs-build-tools: a pin the build tools' requirement excludes", async () => {
@@ -65,7 +89,10 @@ describe("repo lint: each rule fires on a profile that breaks it", () => {
   });
 
   it("pin-twice: one package pinned to two versions, named by the override that set them", async () => {
-    const findings = await lint({ environment: { python: "3.9" }, environment_overrides: [{ versions: ["1.1"], recipe: { pins: ["numpy==1.23.0", "numpy==1.26.0"] } }] });
+    const findings = await lint({
+      environment: { python: "3.9" },
+      environment_overrides: [{ versions: ["1.1"], recipe: { pins: ["numpy==1.23.0", "numpy==1.26.0"] } }],
+    });
     expect(rules(findings)).toEqual(["pin-twice"]);
     expect(findings[0]!.field).toBe("environment_overrides[0].recipe.pins");
   });
@@ -91,9 +118,20 @@ describe("repo lint: each rule fires on a profile that breaks it", () => {
   it("override-never-applies: a version that is no era, a task no record is, a Python no era accepts", async () => {
     // 1.3 is the development line after the released 1.2: a real era even though no record has it
     expect(await lint({ environment: { python: "3.9" }, environment_overrides: [{ versions: ["1.3"], recipe: { pins: ["numpy==1.26.0"] } }] })).toEqual([]);
-    const findings = await lint({ environment: { python: "3.9" }, environment_overrides: [{ versions: ["1.7"], recipe: { pins: ["numpy==1.26.0"] } }, { tasks: ["o__demo-99"], recipe: { pins: ["numpy==1.26.0"] } }, { pythons: ["3.13"], recipe: { pins: ["numpy==1.26.0"] } }] });
+    const findings = await lint({
+      environment: { python: "3.9" },
+      environment_overrides: [
+        { versions: ["1.7"], recipe: { pins: ["numpy==1.26.0"] } },
+        { tasks: ["o__demo-99"], recipe: { pins: ["numpy==1.26.0"] } },
+        { pythons: ["3.13"], recipe: { pins: ["numpy==1.26.0"] } },
+      ],
+    });
     expect(rules(findings)).toEqual(["override-never-applies"]);
-    expect(findings.map((f) => f.field).sort()).toEqual(["environment_overrides[0].versions", "environment_overrides[1].tasks", "environment_overrides[2].pythons"]);
+    expect(findings.map((f) => f.field).sort()).toEqual([
+      "environment_overrides[0].versions",
+      "environment_overrides[1].tasks",
+      "environment_overrides[2].pythons",
+    ]);
   });
 
   it("no-release-as-of: a requirement with no release by the era's date, or none for its Python; as_of_exceptions mends it", async () => {
@@ -103,8 +141,12 @@ describe("repo lint: each rule fires on a profile that breaks it", () => {
       ["no-release-as-of", "environment.pip_requirements", "1.0"],
       ["no-release-as-of", "environment.test_runner", "1.0"],
     ]);
-    expect(findings[1]!.message).toMatch(/pytest>=3\.0 \(the pytest runner's own requirement\) has no release for Python 3\.9 as of 2016-07-01.*the first is 3\.0\.0 of 2016-08-19/);
-    expect(await lint({ environment: { python: "3.9", pip_requirements: ["trustme"], as_of_exceptions: { pytest: "2016-09-01", trustme: "2017-08-01" } } }, early)).toEqual([]);
+    expect(findings[1]!.message).toMatch(
+      /pytest>=3\.0 \(the pytest runner's own requirement\) has no release for Python 3\.9 as of 2016-07-01.*the first is 3\.0\.0 of 2016-08-19/,
+    );
+    expect(
+      await lint({ environment: { python: "3.9", pip_requirements: ["trustme"], as_of_exceptions: { pytest: "2016-09-01", trustme: "2017-08-01" } } }, early),
+    ).toEqual([]);
     // numpy as of 2020 has only releases without Requires-Python, but numpy>=1.23 has none that old for 3.9
     expect(rules(await lint({ environment: { python: "3.9", pip_requirements: ["numpy>=1.23"] } }))).toEqual(["no-release-as-of"]);
     // numpy 1.23.0 exists as of 2022-07-01 but requires Python 3.8 or later: not for 3.7
@@ -114,7 +156,16 @@ describe("repo lint: each rule fires on a profile that breaks it", () => {
   });
 
   it("lists every rule it has in its help, and asks PyPI once per project", async () => {
-    expect(Object.keys(LINT_RULES).sort()).toEqual(["no-release-as-of", "override-never-applies", "pin-not-on-pypi", "pin-twice", "pin-vs-build-tools", "pin-vs-requirement", "python-not-offered", "unknown-project"]);
+    expect(Object.keys(LINT_RULES).sort()).toEqual([
+      "no-release-as-of",
+      "override-never-applies",
+      "pin-not-on-pypi",
+      "pin-twice",
+      "pin-vs-build-tools",
+      "pin-vs-requirement",
+      "python-not-offered",
+      "unknown-project",
+    ]);
     asked.length = 0;
     const cacheDir = fileTempDir();
     const pypi = new PypiIndex({ url, cacheDir });
@@ -128,10 +179,17 @@ describe("repo lint: each rule fires on a profile that breaks it", () => {
 // The shipped profiles against the real PyPI and the records in ../shared/data: CI runs this too
 // (`repo lint`); without PyPI on a developer's machine it skips.
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
-const reachable = await fetch("https://pypi.org/pypi/pip/json", { method: "HEAD", signal: AbortSignal.timeout(10_000) }).then((r) => r.ok, () => false);
+const reachable = await fetch("https://pypi.org/pypi/pip/json", { method: "HEAD", signal: AbortSignal.timeout(10_000) }).then(
+  (r) => r.ok,
+  () => false,
+);
 describe.skipIf(!reachable && !process.env.CI)("repo lint on the shipped profiles", () => {
   it("finds nothing in data/repos", async () => {
-    const findings = await lintProfiles([fileURLToPath(new URL("../../data/repos", import.meta.url))], { records: readLintRecords([`${SHARED}swebench-lite-dev.jsonl`, `${SHARED}swebench-lite-test-half.jsonl`]), pypiUrl: "https://pypi.org/pypi", cacheDir: fileTempDir() });
+    const findings = await lintProfiles([fileURLToPath(new URL("../../data/repos", import.meta.url))], {
+      records: readLintRecords([`${SHARED}swebench-lite-dev.jsonl`, `${SHARED}swebench-lite-test-half.jsonl`]),
+      pypiUrl: "https://pypi.org/pypi",
+      cacheDir: fileTempDir(),
+    });
     expect(formatFindings(findings)).toBe("");
   }, 300_000);
 });

@@ -20,7 +20,10 @@ const CHROMIUM = "/usr/bin/chromium";
 describe("evidence", () => {
   it("separates what a test calls from what it checks, and drops scaffolding", () => {
     const source = `def test_fold_rejects(sample_input):\n    with pytest.raises(TypeError, match="fold expects a number"):\n        importlib.import_module("pkg.mod").fold("2", scale=3)\n    assert importlib.import_module("pkg.mod").fold(2) == 7.0`;
-    expect(evidenceOf(source, "test_fold_rejects")).toEqual({ subject: ["fold", "pkg.mod"], behaviour: ["3", "7", "TypeError", "fold expects a number", "scale"] });
+    expect(evidenceOf(source, "test_fold_rejects")).toEqual({
+      subject: ["fold", "pkg.mod"],
+      behaviour: ["3", "7", "TypeError", "fold expects a number", "scale"],
+    });
   });
 
   it("judges a changed test on what the patch changed in it", () => {
@@ -41,9 +44,16 @@ describe("evidence", () => {
       verifier: { test_patch: patch, fail_to_pass: ["tests/test_m.py::test_f", "tests/test_m.py::test_f_raises", "tests/test_m.py::test_f_listed"] },
     } as unknown as Task;
     const { links, flags } = alignTask(task);
-    expect(links.map((l) => [l.test.split("::")[1], l.stages])).toEqual([["test_f", [1]], ["test_f_raises", [2]], ["test_f_listed", []]]);
+    expect(links.map((l) => [l.test.split("::")[1], l.stages])).toEqual([
+      ["test_f", [1]],
+      ["test_f_raises", [2]],
+      ["test_f_listed", []],
+    ]);
     expect(links[1]!.evidence.map((e) => `${e.stage}:${e.token}`).sort()).toEqual(["2:ValueError", "2:fold", "2:negative"]);
-    expect(flags.map((f) => [f.flag, f.subject])).toEqual([["unjustified_test", "tests/test_m.py::test_f_listed"], ["unverified_stage", "stage 3"]]);
+    expect(flags.map((f) => [f.flag, f.subject])).toEqual([
+      ["unjustified_test", "tests/test_m.py::test_f_listed"],
+      ["unverified_stage", "stage 3"],
+    ]);
     expect(alignTask(task, { "tests/test_m.py::test_f_listed": "public API listing" }).flags.map((f) => f.flag)).toEqual(["unverified_stage"]);
   });
 });
@@ -51,7 +61,11 @@ describe("evidence", () => {
 describe("the audit on the demo corpus", () => {
   let demo: DemoCopy;
   let intents: PullIntent[];
-  const records = () => readFileSync(join(demo.workDir, "artifacts", "audit", "records.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as AuditRecord);
+  const records = () =>
+    readFileSync(join(demo.workDir, "artifacts", "audit", "records.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as AuditRecord);
   const reportDir = () => join(demo.configPath, "..", "..", "audits", "demo");
 
   beforeAll(async () => {
@@ -68,11 +82,20 @@ describe("the audit on the demo corpus", () => {
   afterAll(() => demo?.server.stop());
 
   it("flags the demo's deliberately unjustified tests, and no other test", () => {
-    const unjustified = records().flatMap((r) => r.flags.filter((f) => f.flag === "unjustified_test").map((f) => f.subject)).sort();
+    const unjustified = records()
+      .flatMap((r) => r.flags.filter((f) => f.flag === "unjustified_test").map((f) => f.subject))
+      .sort();
     expect(unjustified).toEqual(intents.flatMap((i) => i.unjustified).sort());
     // The only other flags: the flaky PRs' first stage, whose only test is unstable.
-    const flakyFirstStages = intents.filter((i) => i.kind === "flaky" && i.stages > 1).map((i) => `${i.repo.replace("/", "__")}-${i.number}`).sort();
-    expect(records().filter((r) => r.flags.some((f) => f.flag === "unverified_stage")).map((r) => r.task_id)).toEqual(flakyFirstStages);
+    const flakyFirstStages = intents
+      .filter((i) => i.kind === "flaky" && i.stages > 1)
+      .map((i) => `${i.repo.replace("/", "__")}-${i.number}`)
+      .sort();
+    expect(
+      records()
+        .filter((r) => r.flags.some((f) => f.flag === "unverified_stage"))
+        .map((r) => r.task_id),
+    ).toEqual(flakyFirstStages);
   });
 
   it("applies auditors' decisions: approval with a contract keeps a task, exclusion removes one", async () => {
@@ -80,19 +103,29 @@ describe("the audit on the demo corpus", () => {
     const clean = records().find((r) => !r.flags.length)!;
     const test = flagged.flags.find((f) => f.flag === "unjustified_test")!.subject;
     const decisions = join(demo.configPath, "..", "..", "audits", "decisions.yaml");
-    writeFileSync(decisions, `decisions:\n  - task: ${flagged.task_id}\n    verdict: approve\n    auditor: ann\n    reason: __all__ is the module's documented API list\n    contracts:\n      "${test}": "public names are listed in __all__"\n  - task: ${clean.task_id}\n    verdict: exclude\n    auditor: ann\n    reason: the issue is ambiguous\n`);
+    writeFileSync(
+      decisions,
+      `decisions:\n  - task: ${flagged.task_id}\n    verdict: approve\n    auditor: ann\n    reason: __all__ is the module's documented API list\n    contracts:\n      "${test}": "public names are listed in __all__"\n  - task: ${clean.task_id}\n    verdict: exclude\n    auditor: ann\n    reason: the issue is ambiguous\n`,
+    );
     await runPipeline(demo.options, { only: "audit" });
     const tasks = readFileSync(join(demo.workDir, "artifacts", "audit", "tasks.jsonl"), "utf8");
     expect(tasks).toContain(`"id":"${flagged.task_id}"`);
     expect(tasks).not.toContain(`"id":"${clean.task_id}"`);
     const rejects = readFileSync(join(demo.workDir, "artifacts", "audit", "rejects.jsonl"), "utf8");
     expect(rejects).toContain(`"reason":"audit_excluded","record_id":"${clean.task_id}"`);
-    expect(records().find((r) => r.task_id === flagged.task_id)!.links.find((l) => l.test === test)!.public_contract).toBe("public names are listed in __all__");
+    expect(
+      records()
+        .find((r) => r.task_id === flagged.task_id)!
+        .links.find((l) => l.test === test)!.public_contract,
+    ).toBe("public names are listed in __all__");
     expect(readFileSync(join(reportDir(), "alignment.csv"), "utf8")).toMatch(/^task,repo,test,stages,evidence,public_contract,flags,decision\n/);
   });
 
   it.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("renders a report an auditor can filter, with links to the source records", async () => {
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"] });
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    });
     try {
       const page = await browser.newPage();
       await page.goto(`file://${join(reportDir(), "index.html")}`);
@@ -108,7 +141,10 @@ describe("the audit on the demo corpus", () => {
       // A provenance link points at the record it came from.
       const record = records().find((r) => r.task_id.startsWith("demo-org__ledger"))!;
       const link = page.locator(`article[id="${record.task_id}"] .prov a`).first();
-      const tasks = readFileSync(join(demo.workDir, "artifacts", "reconstruct", "tasks.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Task);
+      const tasks = readFileSync(join(demo.workDir, "artifacts", "reconstruct", "tasks.jsonl"), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Task);
       const source = tasks.find((t) => t.id === record.task_id)!.requests[0]!.provenance.sources[0]!;
       expect(await link.getAttribute("href")).toBe(source.url);
       expect(await link.getAttribute("data-record")).toBe(source.record_id);

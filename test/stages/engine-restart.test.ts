@@ -38,7 +38,10 @@ describe.skipIf(!docker)("the Docker engine restarting mid-run", () => {
     await runPipeline(demo.options, { only: "split" });
     await demo.server.stop();
     const intents: PullIntent[] = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
-    const splits: SplitChange[] = readFileSync(join(demo.workDir, "artifacts", "split", "splits.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const splits: SplitChange[] = readFileSync(join(demo.workDir, "artifacts", "split", "splits.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     intent = intents.find((i) => i.kind === "feature" && i.stages === 3 && i.repo === "demo-org/ledger")!;
     split = splits.find((s) => s.task_id === `demo-org__ledger-${intent.number}`)!;
     const profile = RepoProfile.parse(JSON.parse(readFileSync(join(demo.configPath, "..", "repos", "demo-org__ledger.json"), "utf8")));
@@ -58,7 +61,17 @@ describe.skipIf(!docker)("the Docker engine restarting mid-run", () => {
     const executor = new DockerExecutor(engine.client, silentLogger);
     const scratch = fileTempDir();
     const checkout = (patches: { name: string; text: string }[]) => freshCheckout(mirror, split.base_commit, patches, scratch);
-    const input = { id: split.task_id, baseCommit: split.base_commit, testPatch: split.test_patch, implementationPatch: split.implementation_patch, env, testArgs: designatedTestFiles(split.files), runs: 3, checkout, infrastructureBackoffMs: [15_000, 20_000] };
+    const input = {
+      id: split.task_id,
+      baseCommit: split.base_commit,
+      testPatch: split.test_patch,
+      implementationPatch: split.implementation_patch,
+      env,
+      testArgs: designatedTestFiles(split.files),
+      runs: 3,
+      checkout,
+      infrastructureBackoffMs: [15_000, 20_000],
+    };
     // Restart the engine as soon as a test container is running.
     const restarted = (async () => {
       for (let i = 0; i < 600; i++) {

@@ -5,7 +5,12 @@ import { splitReferenceChange } from "../../stages/split/split.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { parentDir } from "../../stages/split/split.ts";
 
-const task = (id: string, files: string[], repo = "o/r"): LocalityTask => ({ id: `o__r-${id}`, repo, sourceFiles: files, sourceDirs: [...new Set(files.map(parentDir))].sort() });
+const task = (id: string, files: string[], repo = "o/r"): LocalityTask => ({
+  id: `o__r-${id}`,
+  repo,
+  sourceFiles: files,
+  sourceDirs: [...new Set(files.map(parentDir))].sort(),
+});
 
 describe("locality", () => {
   it("near: a shared directory, no shared file", () => {
@@ -17,7 +22,11 @@ describe("locality", () => {
   });
 
   it("ineligible: a shared file, even when directories are shared too", () => {
-    expect(classifyPair(task("1", ["pkg/a.py", "pkg/b.py"]), task("2", ["pkg/a.py"]))).toEqual({ eligible: false, sharedFiles: ["pkg/a.py"], sharedDirs: ["pkg"] });
+    expect(classifyPair(task("1", ["pkg/a.py", "pkg/b.py"]), task("2", ["pkg/a.py"]))).toEqual({
+      eligible: false,
+      sharedFiles: ["pkg/a.py"],
+      sharedDirs: ["pkg"],
+    });
   });
 
   it("top-level files share the repository root", () => {
@@ -47,7 +56,12 @@ describe("locality", () => {
         const tasks = entries.map(([paths, repo], i) => task(String(i + 1), [...new Set(paths.map(([d, f]) => d + f))], repo));
         const index = new LocalityIndex(tasks);
         const pairs = [...index.pairs()];
-        const expected = tasks.flatMap((a, i) => tasks.slice(i + 1).filter((b) => b.repo === a.repo).map((b) => [a, b] as const));
+        const expected = tasks.flatMap((a, i) =>
+          tasks
+            .slice(i + 1)
+            .filter((b) => b.repo === a.repo)
+            .map((b) => [a, b] as const),
+        );
         expect(pairs).toHaveLength(expected.length);
         for (const p of pairs) {
           const c = classifyPair(index.get(p.task_a), index.get(p.task_b));
@@ -56,7 +70,10 @@ describe("locality", () => {
         }
         for (const t of tasks) {
           for (const group of ["near", "far"] as const) {
-            const want = tasks.filter((o) => o.id !== t.id && o.repo === t.repo && classifyPair(t, o).eligible && classifyPair(t, o).class === group).map((o) => o.id).sort();
+            const want = tasks
+              .filter((o) => o.id !== t.id && o.repo === t.repo && classifyPair(t, o).eligible && classifyPair(t, o).class === group)
+              .map((o) => o.id)
+              .sort();
             expect(index.eligiblePartners(t.id, group)).toEqual(want);
           }
         }

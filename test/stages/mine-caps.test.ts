@@ -10,7 +10,14 @@ import { silentLogger } from "../../pipeline/logger.ts";
 import { minePull } from "../../stages/mine/github.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
-const DATE = { GIT_AUTHOR_DATE: "2024-05-01T10:00:00Z", GIT_COMMITTER_DATE: "2024-05-01T10:00:00Z", GIT_AUTHOR_NAME: "A", GIT_AUTHOR_EMAIL: "a@x.invalid", GIT_COMMITTER_NAME: "A", GIT_COMMITTER_EMAIL: "a@x.invalid" };
+const DATE = {
+  GIT_AUTHOR_DATE: "2024-05-01T10:00:00Z",
+  GIT_COMMITTER_DATE: "2024-05-01T10:00:00Z",
+  GIT_AUTHOR_NAME: "A",
+  GIT_AUTHOR_EMAIL: "a@x.invalid",
+  GIT_COMMITTER_NAME: "A",
+  GIT_COMMITTER_EMAIL: "a@x.invalid",
+};
 
 /**
  * A pull request over GitHub's 3,000-file list cap: pulls.listFiles stops at 3,000 without saying
@@ -75,7 +82,10 @@ describe("mining a pull request over GitHub's file-list cap", () => {
 
     server = new FakeGithub({ recordsDir });
     const { octokit } = createGithubClient({ baseUrl: await server.start(), cacheDir: join(dir, "cache"), log: silentLogger, waitUnitMs: 5 });
-    const candidate = await minePull({ octokit, mirrors: new MirrorCache(join(dir, "mirrors")), cloneSource: () => repoDir }, { repo: "demo-org/bigdata", number: 1, pull: records.pulls[1]! });
+    const candidate = await minePull(
+      { octokit, mirrors: new MirrorCache(join(dir, "mirrors")), cloneSource: () => repoDir },
+      { repo: "demo-org/bigdata", number: 1, pull: records.pulls[1]! },
+    );
 
     // The API gave 3,000 over 30 pages; the candidate has all 3,005 files, from git.
     expect(server.log.filter((e) => e.path.includes("/files")).length).toBe(30);

@@ -12,7 +12,11 @@ import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 
 const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
-const read = <T>(c: DemoCopy, stage: string, name: string): T[] => readFileSync(join(c.workDir, "artifacts", stage, `${name}.jsonl`), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as T);
+const read = <T>(c: DemoCopy, stage: string, name: string): T[] =>
+  readFileSync(join(c.workDir, "artifacts", stage, `${name}.jsonl`), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as T);
 
 // The demo corpus has both kinds of record for the same 50 pull requests: its SWE-bench-format
 // records (records.jsonl) and its GitHub API. Imported records enriched from GitHub must give
@@ -45,7 +49,11 @@ describe("SWE-bench-family records enriched from GitHub", () => {
 
   const requestsOf = (c: DemoCopy) => {
     const splits = new Map(read<SplitChange>(c, "split", "splits").map((s) => [s.task_id, s]));
-    return new Map(read<Candidate>(c, "mine", "candidates").filter((x) => splits.has(x.id)).map((x) => [x.id, reconstructRequests(x, addedLines(splits.get(x.id)!.implementation_patch)).requests]));
+    return new Map(
+      read<Candidate>(c, "mine", "candidates")
+        .filter((x) => splits.has(x.id))
+        .map((x) => [x.id, reconstructRequests(x, addedLines(splits.get(x.id)!.implementation_patch)).requests]),
+    );
   };
 
   it("gives every imported record the requests of the same pull request mined from GitHub, review rounds included", () => {

@@ -34,7 +34,11 @@ describe("mining GitHub", () => {
   }
   const mineOnly = (c: DemoCopy, extra: Partial<DemoCopy["options"]> = {}) => runPipeline({ ...c.options, stages: [mineStage], ...extra });
   const candidates = (c: DemoCopy) => readFileSync(join(c.workDir, "artifacts", "mine", "candidates.jsonl"), "utf8");
-  const rejects = (c: DemoCopy) => readFileSync(join(c.workDir, "artifacts", "mine", "rejects.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  const rejects = (c: DemoCopy) =>
+    readFileSync(join(c.workDir, "artifacts", "mine", "rejects.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
@@ -63,14 +67,23 @@ describe("mining GitHub", () => {
   };
 
   function checkMined(text: string, graphql: boolean): any[] {
-    const mined = text.split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const mined = text
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(mined).toHaveLength(intents.length);
-    const github = Object.fromEntries(readdirSync(join(corpusDir, "github")).map((f) => { const g = JSON.parse(readFileSync(join(corpusDir, "github", f), "utf8")); return [g.repository.full_name, g]; }));
+    const github = Object.fromEntries(
+      readdirSync(join(corpusDir, "github")).map((f) => {
+        const g = JSON.parse(readFileSync(join(corpusDir, "github", f), "utf8"));
+        return [g.repository.full_name, g];
+      }),
+    );
     for (const candidate of mined) {
       const intent = intents.find((i) => `${i.repo.replace("/", "__")}-${i.number}` === candidate.id)!;
       const sources = expectedSources(intent, graphql);
       expect(candidate.issues.map((i: any) => `${i.repo}#${i.number}`).join(",") || null, candidate.id).toBe(sources.length ? intent.issue : null);
-      for (const issue of candidate.issues) expect({ id: candidate.id, sources: issue.link_sources, first: issue.linked_by }).toEqual({ id: candidate.id, sources, first: sources[0] });
+      for (const issue of candidate.issues)
+        expect({ id: candidate.id, sources: issue.link_sources, first: issue.linked_by }).toEqual({ id: candidate.id, sources, first: sources[0] });
       const g = github[candidate.repo];
       const n = candidate.pull_number;
       // never-submitted reviews, and COMMENTED reviews with no text (mere holders of line comments), are no discussion
@@ -93,7 +106,12 @@ describe("mining GitHub", () => {
     const records = github[moved.repo];
     const [old, home] = Object.entries(records.transferred as Record<string, { repo: string; number: number }>)[0]!;
     expect(moved.issues).toEqual([expect.objectContaining({ repo: home.repo, number: home.number, transferred_from: `${moved.repo}#${old}` })]);
-    expect(moved.notes).toEqual(expect.arrayContaining([`linked issue ${moved.repo}#${records.deleted[0]} (pr_body_keyword) was deleted (410 Gone); the link is skipped`, expect.stringMatching(new RegExp(`^linked issue ${moved.repo}#${old} was transferred to ${home.repo}#${home.number} \\(301\\)`))]));
+    expect(moved.notes).toEqual(
+      expect.arrayContaining([
+        `linked issue ${moved.repo}#${records.deleted[0]} (pr_body_keyword) was deleted (410 Gone); the link is skipped`,
+        expect.stringMatching(new RegExp(`^linked issue ${moved.repo}#${old} was transferred to ${home.repo}#${home.number} \\(301\\)`)),
+      ]),
+    );
     // Over GitHub's 250-commit cap: all commits come from git, the keyword in the last one links.
     const long = mined.find((m) => m.pull_request.commits.length > 250)!;
     expect(long.notes).toEqual([expect.stringMatching(/^pulls\.listCommits stops at 250 commits; all 257 were read from git/)]);
@@ -149,14 +167,20 @@ describe("mining GitHub", () => {
     const records = JSON.parse(readFileSync(file, "utf8"));
     const other = intents.find((i) => i.repo === "demo-org/geometry" && i.link === "keyword")!;
     const otherIssue = Number(other.issue!.split("#")[1]);
-    records.closing_references[intent.number] = [...Array.from({ length: 55 }, () => ({ repo: "demo-org/geometry", number: own })), { repo: "demo-org/geometry", number: otherIssue }];
+    records.closing_references[intent.number] = [
+      ...Array.from({ length: 55 }, () => ({ repo: "demo-org/geometry", number: own })),
+      { repo: "demo-org/geometry", number: otherIssue },
+    ];
     writeFileSync(file, JSON.stringify(records));
     const server = new FakeGithub({ recordsDir });
     const url = await server.start();
     try {
       const c = await copy({ api_url: url, repos: [{ repo: "demo-org/geometry", numbers: [intent.number] }] });
       await mineOnly(c);
-      const [mined] = candidates(c).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+      const [mined] = candidates(c)
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       expect(mined.issues.map((i: any) => [i.number, i.link_sources])).toEqual([
         [own, ["closing_reference", "timeline"]],
         [otherIssue, ["closing_reference"]],
@@ -173,12 +197,22 @@ describe("mining GitHub", () => {
     const issueNumber = Number(first.issue!.split("#")[1]);
     c.server.inject({ kind: "not_found", count: 1000, path: new RegExp(`^/repos/demo-org/geometry/issues/${issueNumber}$`) });
     await mineOnly(c);
-    const mined = candidates(c).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const mined = candidates(c)
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     const hit = mined.find((m) => m.id === `demo-org__geometry-${first.number}`)!;
     expect(hit.issues).toEqual([]);
     expect(hit.notes).toEqual([`linked issue demo-org/geometry#${issueNumber} (closing_reference, pr_body_keyword) does not exist (404); the link is skipped`]);
     expect(mined.filter((m) => m.repo === "demo-org/geometry")).toHaveLength(intents.filter((i) => i.repo === "demo-org/geometry").length);
-    expect(rejects(c)).toEqual([expect.objectContaining({ record_id: "demo-org__ledger-9999", reason: "not_found", field: "numbers", message: "demo-org/ledger#9999: no such pull request (404)" })]);
+    expect(rejects(c)).toEqual([
+      expect.objectContaining({
+        record_id: "demo-org__ledger-9999",
+        reason: "not_found",
+        field: "numbers",
+        message: "demo-org/ledger#9999: no such pull request (404)",
+      }),
+    ]);
   });
 
   it("resumes after a SIGKILL without refetching finished pull requests, to byte-identical output", async () => {
@@ -218,7 +252,12 @@ describe("mining GitHub", () => {
     const c = await copy();
     await mineOnly(c);
     const sent = c.server.log.length;
-    const offline = await mineOnly(c, { stageConfigs: { ...c.options.stageConfigs, mine: { ...(c.options.stageConfigs.mine as object), github: { ...(c.options.stageConfigs.mine as any).github, offline: true } } } });
+    const offline = await mineOnly(c, {
+      stageConfigs: {
+        ...c.options.stageConfigs,
+        mine: { ...(c.options.stageConfigs.mine as object), github: { ...(c.options.stageConfigs.mine as any).github, offline: true } },
+      },
+    });
     expect(offline.stages[0]).toMatchObject({ status: "ran", out: intents.length });
     expect(c.server.log.length).toBe(sent);
     expect(candidates(c)).toBe(clean);

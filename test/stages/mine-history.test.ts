@@ -40,7 +40,11 @@ describe("mining real GitHub history", () => {
   });
 
   /** A copy of the corpus whose geometry records `edit` changes; mine runs over the repositories given. */
-  async function scenario(edit: (records: Records, repoDir: string) => Promise<void> | void, mine: Record<string, unknown>, server: Record<string, unknown> = {}) {
+  async function scenario(
+    edit: (records: Records, repoDir: string) => Promise<void> | void,
+    mine: Record<string, unknown>,
+    server: Record<string, unknown> = {},
+  ) {
     const corpus = join(tempDir(), "corpus");
     cpSync(corpusDir, corpus, { recursive: true });
     const file = join(corpus, "github", "demo-org__geometry.json");
@@ -61,28 +65,38 @@ describe("mining real GitHub history", () => {
     return { c, records, corpus };
   }
   const mineOnly = (c: DemoCopy, force = false) => runPipeline({ ...c.options, stages: [mineStage] }, force ? { force: true } : {});
-  const read = (c: DemoCopy, name: string) => readFileSync(join(c.workDir, "artifacts", "mine", `${name}.jsonl`), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
-  const merged = (records: Records) => Object.values(records.pulls).filter((p) => p.merged_at).sort((a, b) => a.number - b.number);
+  const read = (c: DemoCopy, name: string) =>
+    readFileSync(join(c.workDir, "artifacts", "mine", `${name}.jsonl`), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  const merged = (records: Records) =>
+    Object.values(records.pulls)
+      .filter((p) => p.merged_at)
+      .sort((a, b) => a.number - b.number);
 
   it("takes a pull request whose merge commit is not in git from its head, one with neither from refs/pull/N/head, and rejects one with none, naming the commits, cached", async () => {
     let numbers: number[] = [];
-    const { c } = await scenario(async (records, repoDir) => {
-      const [a, b, d, e] = merged(records);
-      // a: GitHub computed a merge commit nobody pushed
-      a.merge_commit_sha = ABSENT(1);
-      // b: head force-pushed away and merge never pushed, but GitHub keeps refs/pull/N/head
-      expect((await git(["rev-parse", `refs/pull/${b.number}/head`], { cwd: repoDir })).trim()).toBe(b.head.sha);
-      b.head.sha = ABSENT(2);
-      b.merge_commit_sha = ABSENT(3);
-      // d: nothing of it is in git (not even GitHub's pull ref, which the corpus, like GitHub, has)
-      await git(["update-ref", "-d", `refs/pull/${d.number}/head`], { cwd: repoDir });
-      d.head.sha = ABSENT(4);
-      d.merge_commit_sha = ABSENT(5);
-      // e: listed by number, but closed without being merged
-      e.merged_at = null;
-      e.merged = false;
-      numbers = [a.number, b.number, d.number, e.number];
-    }, { repos: [{ repo: GEOMETRY, numbers: [] }] });
+    const { c } = await scenario(
+      async (records, repoDir) => {
+        const [a, b, d, e] = merged(records);
+        // a: GitHub computed a merge commit nobody pushed
+        a.merge_commit_sha = ABSENT(1);
+        // b: head force-pushed away and merge never pushed, but GitHub keeps refs/pull/N/head
+        expect((await git(["rev-parse", `refs/pull/${b.number}/head`], { cwd: repoDir })).trim()).toBe(b.head.sha);
+        b.head.sha = ABSENT(2);
+        b.merge_commit_sha = ABSENT(3);
+        // d: nothing of it is in git (not even GitHub's pull ref, which the corpus, like GitHub, has)
+        await git(["update-ref", "-d", `refs/pull/${d.number}/head`], { cwd: repoDir });
+        d.head.sha = ABSENT(4);
+        d.merge_commit_sha = ABSENT(5);
+        // e: listed by number, but closed without being merged
+        e.merged_at = null;
+        e.merged = false;
+        numbers = [a.number, b.number, d.number, e.number];
+      },
+      { repos: [{ repo: GEOMETRY, numbers: [] }] },
+    );
     const config = c.options.stageConfigs as any;
     config.mine.github.repos = [{ repo: GEOMETRY, numbers }];
     const summary = await mineOnly(c);
@@ -123,11 +137,18 @@ describe("mining real GitHub history", () => {
   });
 
   it("follows a renamed repository once: one 301, then its requests go to its new address", async () => {
-    const { c } = await scenario(() => undefined, { graphql: "off", repos: [{ repo: "demo-org/geometry-old" }] }, { renamed: { "demo-org/geometry-old": GEOMETRY } });
+    const { c } = await scenario(
+      () => undefined,
+      { graphql: "off", repos: [{ repo: "demo-org/geometry-old" }] },
+      { renamed: { "demo-org/geometry-old": GEOMETRY } },
+    );
     // the old name's profile points at the same clone
     const profileDir = join(c.configPath, "..", "repos");
     const profile = JSON.parse(readFileSync(join(profileDir, "demo-org__geometry.json"), "utf8"));
-    writeFileSync(join(profileDir, "demo-org__geometry-old.json"), JSON.stringify({ ...profile, repo: "demo-org/geometry-old", clone_url: join(profileDir, profile.clone_url) }));
+    writeFileSync(
+      join(profileDir, "demo-org__geometry-old.json"),
+      JSON.stringify({ ...profile, repo: "demo-org/geometry-old", clone_url: join(profileDir, profile.clone_url) }),
+    );
     const summary = await mineOnly(c);
     expect(summary.ok).toBe(true);
     const candidates = read(c, "candidates");
@@ -139,14 +160,17 @@ describe("mining real GitHub history", () => {
 
   it("reads no more than ten mentioned issues' timelines without GraphQL, and does not ask a recorded 404 again", async () => {
     let number = 0;
-    const { c } = await scenario((records) => {
-      const pr = merged(records)[0];
-      number = pr.number;
-      // a bot's description naming fifteen issues that do not exist
-      pr.body = `Dependency update.\n\n${Array.from({ length: 15 }, (_, i) => `- see #${900 + i}`).join("\n")}`;
-      // and a review comment GitHub sent without its html_url
-      delete records.review_comments[String(number)]?.[0]?.html_url;
-    }, { graphql: "off" });
+    const { c } = await scenario(
+      (records) => {
+        const pr = merged(records)[0];
+        number = pr.number;
+        // a bot's description naming fifteen issues that do not exist
+        pr.body = `Dependency update.\n\n${Array.from({ length: 15 }, (_, i) => `- see #${900 + i}`).join("\n")}`;
+        // and a review comment GitHub sent without its html_url
+        delete records.review_comments[String(number)]?.[0]?.html_url;
+      },
+      { graphql: "off" },
+    );
     await mineOnly(c);
     const timelines = (log: typeof c.server.log) => log.filter((e) => /\/issues\/9\d\d\/timeline/.test(e.path));
     expect(timelines(c.server.log)).toHaveLength(10);
@@ -171,7 +195,10 @@ describe("mining real GitHub history", () => {
     await new Promise<void>((resolve) => tcp.listen(0, "127.0.0.1", resolve));
     servers.push({ stop: () => new Promise<void>((resolve) => tcp.close(() => resolve())) });
     const port = (tcp.address() as { port: number }).port;
-    const { c } = await scenario(() => undefined, { graphql: "off", repos: [{ repo: GEOMETRY, numbers: [1, 2, 3, 4, 5, 6] }, { repo: "demo-org/textkit", numbers: [1, 2, 3] }, { repo: "demo-org/ledger" }] });
+    const { c } = await scenario(() => undefined, {
+      graphql: "off",
+      repos: [{ repo: GEOMETRY, numbers: [1, 2, 3, 4, 5, 6] }, { repo: "demo-org/textkit", numbers: [1, 2, 3] }, { repo: "demo-org/ledger" }],
+    });
     (c.options.stageConfigs as any).mine.github.api_url = `http://127.0.0.1:${port}`;
     const summary = await mineOnly(c);
     expect(summary.ok).toBe(false);
@@ -199,9 +226,30 @@ describe("a date window over a long history", () => {
     const pulls: Record<string, unknown> = {};
     for (let i = 0; i < TOTAL; i++) {
       // every third pull request was closed without being merged
-      pulls[String(i + 1)] = { number: i + 1, state: "closed", created_at: at(i), updated_at: at(i), merged_at: i % 3 === 2 ? null : at(i), title: `pr ${i + 1}` };
+      pulls[String(i + 1)] = {
+        number: i + 1,
+        state: "closed",
+        created_at: at(i),
+        updated_at: at(i),
+        merged_at: i % 3 === 2 ? null : at(i),
+        title: `pr ${i + 1}`,
+      };
     }
-    const records = { repository: { id: 77, full_name: "o/long", name: "long" }, pulls, issues: {}, pull_commits: {}, pull_files: {}, reviews: {}, review_comments: {}, issue_comments: {}, timelines: {}, closing_references: {}, closers: {}, deleted: [], transferred: {} };
+    const records = {
+      repository: { id: 77, full_name: "o/long", name: "long" },
+      pulls,
+      issues: {},
+      pull_commits: {},
+      pull_files: {},
+      reviews: {},
+      review_comments: {},
+      issue_comments: {},
+      timelines: {},
+      closing_references: {},
+      closers: {},
+      deleted: [],
+      transferred: {},
+    };
     writeFileSync(join(dir, "o__long.json"), JSON.stringify(records));
     server = new FakeGithub({ recordsDir: dir });
     url = await server.start();
@@ -214,7 +262,10 @@ describe("a date window over a long history", () => {
     const listed = await listMergedPulls(octokit, { repo: "o/long", ...(since ? { since } : {}), ...(until ? { until } : {}) });
     return { numbers: listed.pulls.map((p) => p.number), pages: listed.pages, requests: server.log.length - before };
   }
-  const expected = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k).filter((i) => i % 3 !== 2).map((i) => i + 1);
+  const expected = (from: number, to: number) =>
+    Array.from({ length: to - from }, (_, k) => from + k)
+      .filter((i) => i % 3 !== 2)
+      .map((i) => i + 1);
 
   it("lists exactly the merged pull requests of the window, oldest first, whatever its edges", async () => {
     // newest first, 100 a page: index TOTAL-1-100k starts page k+1; a window ending exactly at a page edge

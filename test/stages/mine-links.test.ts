@@ -5,9 +5,12 @@ const R = "o/r";
 const nums = (refs: { repo: string; number: number }[]) => refs.map((r) => `${r.repo}#${r.number}`);
 
 describe("closing keywords", () => {
-  it.each(["close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved", "FIXES", "Closes", "ReSoLvEd"])("%s #12 closes #12", (keyword) => {
-    expect(nums(closingReferences(`This ${keyword} #12 for good.`, R))).toEqual(["o/r#12"]);
-  });
+  it.each(["close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved", "FIXES", "Closes", "ReSoLvEd"])(
+    "%s #12 closes #12",
+    (keyword) => {
+      expect(nums(closingReferences(`This ${keyword} #12 for good.`, R))).toEqual(["o/r#12"]);
+    },
+  );
 
   it("accepts a colon, cross-repository references and issue URLs", () => {
     expect(nums(closingReferences("Fixes: #3", R))).toEqual(["o/r#3"]);

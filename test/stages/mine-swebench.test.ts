@@ -8,7 +8,8 @@ const record = (over: Record<string, unknown> = {}) => ({
   repo: "pvlib/pvlib-python",
   base_commit: base,
   patch: "diff --git a/pvlib/iam.py b/pvlib/iam.py\n--- a/pvlib/iam.py\n+++ b/pvlib/iam.py\n@@ -1 +1 @@\n-a\n+b\n",
-  test_patch: "diff --git a/pvlib/tests/test_iam.py b/pvlib/tests/test_iam.py\n--- a/pvlib/tests/test_iam.py\n+++ b/pvlib/tests/test_iam.py\n@@ -1 +1 @@\n-a\n+b\n",
+  test_patch:
+    "diff --git a/pvlib/tests/test_iam.py b/pvlib/tests/test_iam.py\n--- a/pvlib/tests/test_iam.py\n+++ b/pvlib/tests/test_iam.py\n@@ -1 +1 @@\n-a\n+b\n",
   problem_statement: "iam fails",
   created_at: "2023-03-24T10:46:42Z",
   version: "0.9",
@@ -21,7 +22,10 @@ const record = (over: Record<string, unknown> = {}) => ({
 
 describe("SWE-bench-family import", () => {
   it("imports JSONL with test lists given as JSON strings or lists, and keeps extra fields", () => {
-    const { candidates, rejects } = importSwebench("a.jsonl", [record(), record({ instance_id: "pvlib__pvlib-python-2", FAIL_TO_PASS: ["t::a"] })].map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const { candidates, rejects } = importSwebench(
+      "a.jsonl",
+      [record(), record({ instance_id: "pvlib__pvlib-python-2", FAIL_TO_PASS: ["t::a"] })].map((r) => JSON.stringify(r)).join("\n") + "\n",
+    );
     expect(rejects).toEqual([]);
     expect(candidates[0]).toMatchObject({
       id: "pvlib__pvlib-python-1707",
@@ -47,7 +51,14 @@ describe("SWE-bench-family import", () => {
   });
 
   it("rejects a malformed line and a bad field by file, line and field; the rest imports", () => {
-    const text = [JSON.stringify(record()), "{not json", JSON.stringify(record({ instance_id: "pvlib__pvlib-python-9", base_commit: "abc123" })), JSON.stringify(record({ instance_id: "pvlib__pvlib-python-10", patch: undefined })), JSON.stringify(record({ instance_id: "pvlib__pvlib-python-11", FAIL_TO_PASS: "not a list" })), JSON.stringify(record({ instance_id: "psf__requests-12" }))].join("\n");
+    const text = [
+      JSON.stringify(record()),
+      "{not json",
+      JSON.stringify(record({ instance_id: "pvlib__pvlib-python-9", base_commit: "abc123" })),
+      JSON.stringify(record({ instance_id: "pvlib__pvlib-python-10", patch: undefined })),
+      JSON.stringify(record({ instance_id: "pvlib__pvlib-python-11", FAIL_TO_PASS: "not a list" })),
+      JSON.stringify(record({ instance_id: "psf__requests-12" })),
+    ].join("\n");
     const { candidates, rejects } = importSwebench("lite.jsonl", text);
     expect(candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-1707"]);
     expect(rejects.map((r) => [r.record_id, r.reason, r.line, r.field])).toEqual([
@@ -62,14 +73,21 @@ describe("SWE-bench-family import", () => {
 
   it("says a wrong-type field is of the wrong type, not missing", () => {
     const { rejects } = importSwebench("t.jsonl", JSON.stringify(record({ problem_statement: 42, created_at: undefined })) + "\n");
-    expect(rejects.map((r) => [r.reason, r.message])).toEqual([["invalid_field", "t.jsonl line 1, record pvlib__pvlib-python-1707: field problem_statement: expected string, got number"]]);
+    expect(rejects.map((r) => [r.reason, r.message])).toEqual([
+      ["invalid_field", "t.jsonl line 1, record pvlib__pvlib-python-1707: field problem_statement: expected string, got number"],
+    ]);
     const missing = importSwebench("t.jsonl", JSON.stringify(record({ created_at: undefined })) + "\n").rejects;
-    expect(missing.map((r) => [r.reason, r.message])).toEqual([["missing_field", "t.jsonl line 1, record pvlib__pvlib-python-1707: field created_at: is required"]]);
+    expect(missing.map((r) => [r.reason, r.message])).toEqual([
+      ["missing_field", "t.jsonl line 1, record pvlib__pvlib-python-1707: field created_at: is required"],
+    ]);
   });
 
   it("accepts a byte-order mark on JSONL and JSON arrays and loses no record to it", () => {
     const bom = Buffer.from([0xef, 0xbb, 0xbf]);
-    const lines = Buffer.concat([bom, Buffer.from([record(), record({ instance_id: "pvlib__pvlib-python-2" })].map((r) => JSON.stringify(r)).join("\n") + "\n")]);
+    const lines = Buffer.concat([
+      bom,
+      Buffer.from([record(), record({ instance_id: "pvlib__pvlib-python-2" })].map((r) => JSON.stringify(r)).join("\n") + "\n"),
+    ]);
     expect(importSwebench("bom.jsonl", decodeStrict(lines).text).candidates).toHaveLength(2);
     const array = Buffer.concat([bom, Buffer.from(JSON.stringify([record(), record({ instance_id: "pvlib__pvlib-python-2" })]))]);
     const decoded = decodeStrict(array);
@@ -79,17 +97,33 @@ describe("SWE-bench-family import", () => {
 
   it("rejects a line that is not valid UTF-8 by file, line and byte offset, and imports the others unchanged", () => {
     const good = JSON.stringify(record()) + "\n";
-    const bad = Buffer.concat([Buffer.from(JSON.stringify(record({ instance_id: "pvlib__pvlib-python-5" })).slice(0, 40)), Buffer.from([0xff, 0xfe]), Buffer.from('"}\n')]);
+    const bad = Buffer.concat([
+      Buffer.from(JSON.stringify(record({ instance_id: "pvlib__pvlib-python-5" })).slice(0, 40)),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}\n'),
+    ]);
     const third = JSON.stringify(record({ instance_id: "pvlib__pvlib-python-6", problem_statement: "naïve café ✓" })) + "\n";
     const { text, invalid } = decodeStrict(Buffer.concat([Buffer.from(good), bad, Buffer.from(third)]));
     expect(invalid).toEqual([{ line: 2, byteOffset: Buffer.byteLength(good) + 40 }]);
     const { candidates, rejects } = importSwebench("u.jsonl", text, invalid);
     expect(candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-1707", "pvlib__pvlib-python-6"]);
     expect(candidates[1]!.problem_statement).toBe("naïve café ✓");
-    expect(rejects).toEqual([{ record_id: "u.jsonl:2", reason: "malformed_record", message: `u.jsonl line 2: not valid UTF-8 (byte offset ${Buffer.byteLength(good) + 40}); the record was not read`, file: "u.jsonl", line: 2 }]);
+    expect(rejects).toEqual([
+      {
+        record_id: "u.jsonl:2",
+        reason: "malformed_record",
+        message: `u.jsonl line 2: not valid UTF-8 (byte offset ${Buffer.byteLength(good) + 40}); the record was not read`,
+        file: "u.jsonl",
+        line: 2,
+      },
+    ]);
     // In a pretty-printed JSON array the bad line is one field of one element: that element is
     // rejected whole, named by the lines it spans, and the elements around it import unchanged.
-    const pretty = (r: object) => JSON.stringify(r, null, 2).split("\n").map((l) => `  ${l}`).join("\n");
+    const pretty = (r: object) =>
+      JSON.stringify(r, null, 2)
+        .split("\n")
+        .map((l) => `  ${l}`)
+        .join("\n");
     const arrayText = `[\n${pretty(record())},\n${pretty(record({ instance_id: "pvlib__pvlib-python-5", problem_statement: "BAD" }))},\n${pretty(record({ instance_id: "pvlib__pvlib-python-6" }))}\n]\n`;
     const at = arrayText.indexOf("BAD");
     const arrayBytes = Buffer.concat([Buffer.from(arrayText.slice(0, at)), Buffer.from([0xff]), Buffer.from(arrayText.slice(at + 3))]);
@@ -101,7 +135,9 @@ describe("SWE-bench-family import", () => {
     expect(fromArray.candidates.every((c) => c.problem_statement === record().problem_statement)).toBe(true);
     const elementStart = arrayText.slice(0, arrayText.indexOf('"pvlib__pvlib-python-5"')).split("\n").length - 1;
     expect(fromArray.rejects).toEqual([expect.objectContaining({ record_id: `u.json:${elementStart}`, reason: "malformed_record", line: elementStart })]);
-    expect(fromArray.rejects[0]!.message).toMatch(new RegExp(`u\\.json line ${badLine}: not valid UTF-8 .*the record of lines ${elementStart}-\\d+ was not read`));
+    expect(fromArray.rejects[0]!.message).toMatch(
+      new RegExp(`u\\.json line ${badLine}: not valid UTF-8 .*the record of lines ${elementStart}-\\d+ was not read`),
+    );
     // Overlong forms and surrogates are not UTF-8 either.
     expect(decodeStrict(Buffer.from([0x61, 0xc0, 0xaf])).invalid).toEqual([{ line: 1, byteOffset: 1 }]);
     expect(decodeStrict(Buffer.from([0xed, 0xa0, 0x80])).invalid).toEqual([{ line: 1, byteOffset: 0 }]);

@@ -12,7 +12,8 @@ import { fileTempDir } from "../helpers/tmp.ts";
 
 const docker = await dockerForTests();
 
-const profileOf = (environment: Record<string, unknown>, overrides: unknown[] = []) => RepoProfile.parse({ repo: "o/r", environment, environment_overrides: overrides, unverified: "a test's" });
+const profileOf = (environment: Record<string, unknown>, overrides: unknown[] = []) =>
+  RepoProfile.parse({ repo: "o/r", environment, environment_overrides: overrides, unverified: "a test's" });
 const offer = (installed: string[], downloads = false) => ({ installed, downloads, describe: "test" });
 
 describe("a recipe's Python preferences", () => {
@@ -24,7 +25,9 @@ describe("a recipe's Python preferences", () => {
 
   it("fails with both lists when no accepted version can be had", () => {
     expect(() => choosePython(["3.6", "3.7"], offer(["3.9", "3.11", "3.13"]))).toThrow(NoAcceptedPython);
-    expect(() => choosePython(["3.6", "3.7"], offer(["3.9", "3.11", "3.13"]))).toThrow(/accepts Python 3\.6, 3\.7; the executor offers 3\.9, 3\.11, 3\.13 .*no uv-managed download/);
+    expect(() => choosePython(["3.6", "3.7"], offer(["3.9", "3.11", "3.13"]))).toThrow(
+      /accepts Python 3\.6, 3\.7; the executor offers 3\.9, 3\.11, 3\.13 .*no uv-managed download/,
+    );
   });
 
   it("applies the overrides of the Python chosen, after the era's, and records what was accepted", () => {
@@ -58,21 +61,61 @@ describe.skipIf(!docker)("qualify on a fallback Python", () => {
 
   beforeAll(async () => {
     const repo = await repoWithChange(
-      { "pkg/__init__.py": "", "pkg/calc.py": "def double(x):\n    return x + x\n", "tests/test_calc.py": "from pkg.calc import double\n\ndef test_double():\n    assert double(2) == 4\n" },
-      { "pkg/calc.py": "import sys\n\ndef double(x):\n    return x + x\n\ndef triple(x):\n    return 3 * x\n\ndef python():\n    return '%d.%d' % sys.version_info[:2]\n", "tests/test_calc.py": "from pkg import calc\n\ndef test_double():\n    assert calc.double(2) == 4\n\ndef test_triple():\n    assert calc.triple(2) == 6\n" },
+      {
+        "pkg/__init__.py": "",
+        "pkg/calc.py": "def double(x):\n    return x + x\n",
+        "tests/test_calc.py": "from pkg.calc import double\n\ndef test_double():\n    assert double(2) == 4\n",
+      },
+      {
+        "pkg/calc.py":
+          "import sys\n\ndef double(x):\n    return x + x\n\ndef triple(x):\n    return 3 * x\n\ndef python():\n    return '%d.%d' % sys.version_info[:2]\n",
+        "tests/test_calc.py":
+          "from pkg import calc\n\ndef test_double():\n    assert calc.double(2) == 4\n\ndef test_triple():\n    assert calc.triple(2) == 6\n",
+      },
     );
     const [implementation, tests] = splitDiff(repo.diff);
     work = fileTempDir();
     records = join(work, "records.jsonl");
-    const record = (id: string, version: string) => ({ instance_id: id, repo: "o/r", base_commit: repo.base, patch: implementation, test_patch: tests, problem_statement: "Add triple.", FAIL_TO_PASS: JSON.stringify(["tests/test_calc.py::test_triple"]), PASS_TO_PASS: JSON.stringify(["tests/test_calc.py::test_double"]), version, environment_setup_commit: repo.base, created_at: "2024-03-01T00:00:00Z" });
+    const record = (id: string, version: string) => ({
+      instance_id: id,
+      repo: "o/r",
+      base_commit: repo.base,
+      patch: implementation,
+      test_patch: tests,
+      problem_statement: "Add triple.",
+      FAIL_TO_PASS: JSON.stringify(["tests/test_calc.py::test_triple"]),
+      PASS_TO_PASS: JSON.stringify(["tests/test_calc.py::test_double"]),
+      version,
+      environment_setup_commit: repo.base,
+      created_at: "2024-03-01T00:00:00Z",
+    });
     writeFileSync(records, [record("o__r-1", "1.0"), record("o__r-2", "2.0")].map((r) => JSON.stringify(r) + "\n").join(""));
     profiles = join(work, "profiles");
     mkdirSync(profiles);
-    writeFileSync(join(profiles, "o__r.json"), JSON.stringify({ repo: "o/r", clone_url: repo.dir, environment: { python: ["3.10", "3.9"], pip_requirements: ["pytest"] }, environment_overrides: [{ versions: ["2.0"], recipe: { python: ["3.10"] }, why: "an era with no fallback" }], unverified: "a test's" }));
+    writeFileSync(
+      join(profiles, "o__r.json"),
+      JSON.stringify({
+        repo: "o/r",
+        clone_url: repo.dir,
+        environment: { python: ["3.10", "3.9"], pip_requirements: ["pytest"] },
+        environment_overrides: [{ versions: ["2.0"], recipe: { python: ["3.10"] }, why: "an era with no fallback" }],
+        unverified: "a test's",
+      }),
+    );
   });
 
   it("runs the era on the fallback, records it, and fails the era without one with both lists", async () => {
-    const { qualifications, rejects } = await qualifyRecords({ stages: BUILT_STAGES, records, profilesDir: profiles, workDir: join(work, "run"), executor: "docker", runs: 1, jobs: 2, pythonDownloads: "no", log: silentLogger });
+    const { qualifications, rejects } = await qualifyRecords({
+      stages: BUILT_STAGES,
+      records,
+      profilesDir: profiles,
+      workDir: join(work, "run"),
+      executor: "docker",
+      runs: 1,
+      jobs: 2,
+      pythonDownloads: "no",
+      log: silentLogger,
+    });
     const q = qualifications.get("o__r-1")!;
     expect(q).toMatchObject({ python: "3.9", python_fallback: true, kept: true, fail_to_pass: ["tests/test_calc.py::test_triple"] });
     const reject = rejects.get("o__r-2")!;

@@ -6,7 +6,8 @@ import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { RecordError } from "../../pipeline/engine/stage.ts";
 import { qualifyTask, type QualifyTaskInput } from "../../stages/qualify/run.ts";
 
-const REPORT = '<testsuites><testsuite name="pytest" time="0.1"><testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.01"/></testsuite></testsuites>';
+const REPORT =
+  '<testsuites><testsuite name="pytest" time="0.1"><testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.01"/></testsuite></testsuites>';
 
 /** An executor whose runs give `results` in turn (the last one repeated), counting every run. */
 function scripted(results: Partial<TestRunResult>[]): Executor & { runs: TestRunRequest[] } {
@@ -67,7 +68,12 @@ describe("a run that says nothing about the tests never becomes test outcomes", 
   it("a timed-out run that succeeds when retried counts once, with its retry recorded", async () => {
     const executor = scripted([{ timedOut: true }, { junitXml: REPORT }]);
     const result = await qualifyTask(executor, task(new Map()), silentLogger);
-    expect(result.runs.map((r) => [r.state, r.run, r.infrastructure_retries])).toEqual([["before", 0, 1], ["before", 1, 0], ["after", 0, 0], ["after", 1, 0]]);
+    expect(result.runs.map((r) => [r.state, r.run, r.infrastructure_retries])).toEqual([
+      ["before", 0, 1],
+      ["before", 1, 0],
+      ["after", 0, 0],
+      ["after", 1, 0],
+    ]);
     expect(result.runs.every((r) => r.outcomes["tests/test_a.py::test_x"] === "passed")).toBe(true);
   });
 
@@ -77,14 +83,22 @@ describe("a run that says nothing about the tests never becomes test outcomes", 
     const executor = scripted([{ exitCode: 1, outputTail: output }]);
     const error = await rejection(qualifyTask(executor, task(saved), silentLogger));
     expect(error.reason).toBe("run_failed");
-    expect(error.message).toMatch(/before run 1 wrote no JUnit report \(exit 1\), so it has no test outcomes to read; its log: \/work\/logs\/qualify\/o__r-1\.before-1\.log: .*No module named 'simplejson'/);
+    expect(error.message).toMatch(
+      /before run 1 wrote no JUnit report \(exit 1\), so it has no test outcomes to read; its log: \/work\/logs\/qualify\/o__r-1\.before-1\.log: .*No module named 'simplejson'/,
+    );
     expect(saved.get("o__r-1.before-1")).toBe(output);
     expect(executor.runs).toHaveLength(1);
   });
 
   it("pytest's INTERNALERROR or usage error is run_failed even when a report was written", async () => {
     for (const exitCode of [3, 4]) {
-      const error = await rejection(qualifyTask(scripted([{ exitCode, junitXml: REPORT, outputTail: "INTERNALERROR> ValueError: Unknown config option: pytester_example_dir" }]), task(new Map()), silentLogger));
+      const error = await rejection(
+        qualifyTask(
+          scripted([{ exitCode, junitXml: REPORT, outputTail: "INTERNALERROR> ValueError: Unknown config option: pytester_example_dir" }]),
+          task(new Map()),
+          silentLogger,
+        ),
+      );
       expect(error.reason).toBe("run_failed");
       expect(error.message).toMatch(exitCode === 3 ? /INTERNALERROR/ : /usage error/);
     }

@@ -29,10 +29,22 @@ describe("qualification sets", () => {
   });
 
   it("keeps a task only with a stable F2P, a P2P and no regression, naming the first failing rule", () => {
-    const sets = (o: Partial<ReturnType<typeof classifyTests>>) => ({ designated: [], failToPass: [], passToPass: [], passToFail: [], failToFail: [], unstable: [], ...o });
+    const sets = (o: Partial<ReturnType<typeof classifyTests>>) => ({
+      designated: [],
+      failToPass: [],
+      passToPass: [],
+      passToFail: [],
+      failToFail: [],
+      unstable: [],
+      ...o,
+    });
     expect(keepDecision(sets({ failToPass: ["a"], passToPass: ["b"] }))).toEqual({ kept: true });
     expect(keepDecision(sets({ failToPass: ["a"], passToPass: ["b"], passToFail: ["c"] }))).toMatchObject({ kept: false, reason: "regression" });
-    expect(keepDecision(sets({ passToPass: ["b"], unstable: ["a"] }))).toMatchObject({ kept: false, reason: "no_fail_to_pass", detail: expect.stringContaining("1 unstable: a") });
+    expect(keepDecision(sets({ passToPass: ["b"], unstable: ["a"] }))).toMatchObject({
+      kept: false,
+      reason: "no_fail_to_pass",
+      detail: expect.stringContaining("1 unstable: a"),
+    });
     expect(keepDecision(sets({ unstable: ["a"] }))).toMatchObject({ kept: false, reason: "all_unstable" });
     expect(keepDecision(sets({ failToPass: ["a"] }))).toMatchObject({ kept: false, reason: "no_pass_to_pass" });
   });

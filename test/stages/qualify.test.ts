@@ -33,7 +33,10 @@ function newestCacheWrite(dir: string): number {
 }
 
 function readRecords<T>(path: string): T[] {
-  return readFileSync(path, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
 }
 
 describe("qualify on the demo corpus", () => {
@@ -42,14 +45,20 @@ describe("qualify on the demo corpus", () => {
   let demo: DemoCopy;
   const qualifyWith = async (executor: "local" | "docker", force = true) => {
     const summary = await runPipeline(withExecution(demo.options, { executor }), { only: "qualify", force });
-    return { summary, records: readRecords<QualificationRecord>(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl")), text: readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8") };
+    return {
+      summary,
+      records: readRecords<QualificationRecord>(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl")),
+      text: readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8"),
+    };
   };
   let local: Awaited<ReturnType<typeof qualifyWith>>;
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
     await buildDemoCorpus(plan, corpusDir);
-    intents = new Map((JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]));
+    intents = new Map(
+      (JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
+    );
     demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
     await runPipeline(demo.options, { only: "mine" });
     await runPipeline(demo.options, { only: "split" });
@@ -76,7 +85,16 @@ describe("qualify on the demo corpus", () => {
 
   it("qualify --task with the config resolves the task's environment exactly as the stage does", async () => {
     const stage = local.records.find((r) => r.kept && !intents.get(r.task_id)!.flaky.length)!;
-    const byHand = await qualifyByHand({ stages: BUILT_STAGES, task: stage.task_id, config: demo.configPath, executor: "local", runs: 3, workDir: fileTempDir(), fullSuite: false, log: silentLogger });
+    const byHand = await qualifyByHand({
+      stages: BUILT_STAGES,
+      task: stage.task_id,
+      config: demo.configPath,
+      executor: "local",
+      runs: 3,
+      workDir: fileTempDir(),
+      fullSuite: false,
+      log: silentLogger,
+    });
     expect({ ...byHand, runs: byHand.runs.map((r) => r.outcomes) }).toEqual({ ...stage, runs: stage.runs.map((r) => r.outcomes) });
   });
 
@@ -102,7 +120,8 @@ describe("qualify on the demo corpus", () => {
   it.skipIf(!docker)("the Docker executor agrees with the local one on every task", async () => {
     const viaDocker = await qualifyWith("docker");
     expect(viaDocker.records.map((r) => r.executor)).toEqual(viaDocker.records.map(() => "docker"));
-    const sets = (records: QualificationRecord[]) => records.map((r) => ({ id: r.task_id, f2p: r.fail_to_pass, p2p: r.pass_to_pass, p2f: r.pass_to_fail, unstable: r.unstable, kept: r.kept }));
+    const sets = (records: QualificationRecord[]) =>
+      records.map((r) => ({ id: r.task_id, f2p: r.fail_to_pass, p2p: r.pass_to_pass, p2f: r.pass_to_fail, unstable: r.unstable, kept: r.kept }));
     expect(sets(viaDocker.records)).toEqual(sets(local.records));
     // Only this run's containers: other test files may be running their own at the same time.
     const leftovers = await new Docker().listContainers({ all: true, filters: { label: [`${WORK_LABEL}=${join(demo.workDir, "")}`] } });
@@ -125,7 +144,14 @@ describe("infrastructure faults", () => {
     expect(error).toBeInstanceOf(RetriesExhausted);
     expect(error).toMatchObject({ reason: "infrastructure_fault" });
     expect(error.message).toMatch(/the engine restarted \(after 2 retries\)/);
-    const notAFault = await withInfrastructureRetries("t", silentLogger, async () => { throw new Error("a bug"); }, [0]).catch((e) => e);
+    const notAFault = await withInfrastructureRetries(
+      "t",
+      silentLogger,
+      async () => {
+        throw new Error("a bug");
+      },
+      [0],
+    ).catch((e) => e);
     expect(notAFault.message).toBe("a bug");
   });
 

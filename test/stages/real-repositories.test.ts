@@ -39,7 +39,13 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   let result: FidelityResult;
   let workDir: string;
   // Read only where the shared data is (the describe body runs even when it is skipped).
-  const records = new Map((existsSync(RECORDS) ? readFileSync(RECORDS, "utf8") : "").split("\n").filter(Boolean).map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string; base_commit: string; version: string; patch: string; test_patch: string }).map((r) => [r.instance_id, r]));
+  const records = new Map(
+    (existsSync(RECORDS) ? readFileSync(RECORDS, "utf8") : "")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { instance_id: string; FAIL_TO_PASS: string; base_commit: string; version: string; patch: string; test_patch: string })
+      .map((r) => [r.instance_id, r]),
+  );
 
   /** A task's qualification, record, profile and environment, as the fidelity run planned it. */
   const taskEnvironment = (id: string) => {
@@ -52,13 +58,31 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
 
   beforeAll(async () => {
     workDir = fileTempDir();
-    result = await measureFidelity({ stages: BUILT_STAGES, records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir, executor: "docker", runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
+    result = await measureFidelity({
+      stages: BUILT_STAGES,
+      records: RECORDS,
+      profilesDir: PROFILES,
+      mirrors: join(SHARED, "mirrors"),
+      workDir,
+      executor: "docker",
+      runs: 1,
+      jobs: 2,
+      tasks: TASKS,
+      log: silentLogger,
+    });
     qualifications();
   });
 
   // Read once, after the fidelity run: the requalify and repo check tests below run the pipeline again in the same work directory.
   let fidelityQualifications: Map<string, QualificationRecord>;
-  const qualifications = () => (fidelityQualifications ??= new Map(readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => QualificationRecord.parse(JSON.parse(l))).map((q) => [q.task_id, q])));
+  const qualifications = () =>
+    (fidelityQualifications ??= new Map(
+      readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => QualificationRecord.parse(JSON.parse(l)))
+        .map((q) => [q.task_id, q]),
+    ));
 
   it("builds every environment and gives each task exactly the record's FAIL_TO_PASS", () => {
     for (const id of TASKS) {
@@ -68,7 +92,9 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
       expect(ours.executor).toBe("docker");
       // compared as SWE-bench spells ids: its log parser cut parametrized ids at their first space
       const spelt = (ids: string[]) => [...new Set(ids.map(normaliseTestId))].sort();
-      expect(spelt(ours.fail_to_pass.map((t) => swebenchTestId(ours.test_runner, t))), id).toEqual(spelt(JSON.parse(records.get(id)!.FAIL_TO_PASS) as string[]));
+      expect(spelt(ours.fail_to_pass.map((t) => swebenchTestId(ours.test_runner, t))), id).toEqual(
+        spelt(JSON.parse(records.get(id)!.FAIL_TO_PASS) as string[]),
+      );
       expect(task.failToPass!.agreement, id).toBe("exact");
       expect(ours.kept, id).toBe(true);
     }
@@ -77,16 +103,37 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   it("verifies each task's reference fix as resolved, with no integrity problem, and the empty patch as not", async () => {
     // The guarded runner on real test suites: their conftests, fixtures, plugins and test modules
     // must pass its integrity checks untouched (no false alarm), and its channel must carry them.
-    const executor = new DockerExecutor(new Docker(), silentLogger, { cacheDir: join(workDir, "envs", "uv-cache"), logDir: join(workDir, "envs", "build-logs") });
+    const executor = new DockerExecutor(new Docker(), silentLogger, {
+      cacheDir: join(workDir, "envs", "uv-cache"),
+      logDir: join(workDir, "envs", "build-logs"),
+    });
     const scratch = join(workDir, "verify-scratch");
     mkdirSync(scratch, { recursive: true });
     for (const id of TASKS) {
       const { ours, record, repo, profile, env } = taskEnvironment(id);
-      const mirror = await new MirrorCache(join(workDir, "verify-git")).ensure(repo, join(SHARED, "mirrors", `${repo.replace("/", "__")}.bundle`), record.base_commit);
-      const task = HeldoutTask.parse({ task_id: id, repo, base_commit: record.base_commit, implementation_patch: record.patch, test_patch: record.test_patch, fail_to_pass: ours.fail_to_pass, pass_to_pass: ours.pass_to_pass, test_command: "python -m pytest", environment: env.recipe, environment_as_of: env.asOf });
+      const mirror = await new MirrorCache(join(workDir, "verify-git")).ensure(
+        repo,
+        join(SHARED, "mirrors", `${repo.replace("/", "__")}.bundle`),
+        record.base_commit,
+      );
+      const task = HeldoutTask.parse({
+        task_id: id,
+        repo,
+        base_commit: record.base_commit,
+        implementation_patch: record.patch,
+        test_patch: record.test_patch,
+        fail_to_pass: ours.fail_to_pass,
+        pass_to_pass: ours.pass_to_pass,
+        test_command: "python -m pytest",
+        environment: env.recipe,
+        environment_as_of: env.asOf,
+      });
       const verify = (artifact: string) => verifyArtifact(executor, { task, env, mirror, artifact, rules: profile.classification, scratch }, silentLogger);
       const reference = await verify(record.patch);
-      expect({ resolved: reference.resolved, integrity: reference.integrity_problems, notPassed: Object.entries(reference.tests).filter(([, s]) => s !== "passed") }, id).toEqual({ resolved: true, integrity: [], notPassed: [] });
+      expect(
+        { resolved: reference.resolved, integrity: reference.integrity_problems, notPassed: Object.entries(reference.tests).filter(([, s]) => s !== "passed") },
+        id,
+      ).toEqual({ resolved: true, integrity: [], notPassed: [] });
       const empty = await verify("");
       expect(empty.resolved, id).toBe(false);
       expect(empty.integrity_problems, id).toEqual([]);
@@ -96,21 +143,52 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   it("audits the records: requalify finds their cut ids, and the defects planted in a copy of one", async () => {
     // A copy of marshmallow-1359 that claims an F2P test that does not exist, and lists its real
     // F2P test (which fails before the fix) as P2P.
-    const lines = readFileSync(RECORDS, "utf8").split("\n").filter(Boolean).filter((l) => TASKS.includes((JSON.parse(l) as { instance_id: string }).instance_id));
+    const lines = readFileSync(RECORDS, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .filter((l) => TASKS.includes((JSON.parse(l) as { instance_id: string }).instance_id));
     const original = JSON.parse(lines.find((l) => l.includes('"marshmallow-code__marshmallow-1359"'))!) as Record<string, string>;
     const f2p = JSON.parse(original.FAIL_TO_PASS!) as string[];
-    const planted = { ...original, instance_id: "marshmallow-code__marshmallow-91359", FAIL_TO_PASS: JSON.stringify([...f2p, "tests/test_fields.py::test_no_such_test"]), PASS_TO_PASS: JSON.stringify([...(JSON.parse(original.PASS_TO_PASS!) as string[]), f2p[0]]) };
+    const planted = {
+      ...original,
+      instance_id: "marshmallow-code__marshmallow-91359",
+      FAIL_TO_PASS: JSON.stringify([...f2p, "tests/test_fields.py::test_no_such_test"]),
+      PASS_TO_PASS: JSON.stringify([...(JSON.parse(original.PASS_TO_PASS!) as string[]), f2p[0]]),
+    };
     const file = join(workDir, "audited.jsonl");
     writeFileSync(file, [...lines, JSON.stringify(planted)].join("\n") + "\n");
     // The same work directory: the three real records' qualification is reused, only the copy runs.
-    const report = await requalify({ stages: BUILT_STAGES, swebench: file, profilesDir: PROFILES, workDir, executor: "docker", runs: 1, jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
+    const report = await requalify({
+      stages: BUILT_STAGES,
+      swebench: file,
+      profilesDir: PROFILES,
+      workDir,
+      executor: "docker",
+      runs: 1,
+      jobs: 2,
+      mirrors: join(SHARED, "mirrors"),
+      log: silentLogger,
+    });
     const kinds = new Map(report.records.map((r) => [r.instance_id, Object.fromEntries(r.defects.map((d) => [d.kind, d.tests]))]));
-    expect([...kinds.keys()]).toEqual(["marshmallow-code__marshmallow-1359", "marshmallow-code__marshmallow-91359", "pylint-dev__astroid-1866", "sqlfluff__sqlfluff-1625"]);
+    expect([...kinds.keys()]).toEqual([
+      "marshmallow-code__marshmallow-1359",
+      "marshmallow-code__marshmallow-91359",
+      "pylint-dev__astroid-1866",
+      "sqlfluff__sqlfluff-1625",
+    ]);
     expect(report.records.every((r) => r.requalified)).toBe(true);
     // SWE-bench's log parser cut parametrized ids at their first space: each real record has some.
     for (const id of TASKS) expect(kinds.get(id)!.malformed_id?.length, id).toBeGreaterThan(0);
-    for (const id of TASKS) expect(Object.keys(kinds.get(id)!).filter((k) => k !== "malformed_id"), id).toEqual([]);
-    expect(kinds.get("marshmallow-code__marshmallow-91359")).toMatchObject({ f2p_not_collected: ["tests/test_fields.py::test_no_such_test"], p2p_fails: [f2p[0]], f2p_set_differs: ["-tests/test_fields.py::test_no_such_test"] });
+    for (const id of TASKS)
+      expect(
+        Object.keys(kinds.get(id)!).filter((k) => k !== "malformed_id"),
+        id,
+      ).toEqual([]);
+    expect(kinds.get("marshmallow-code__marshmallow-91359")).toMatchObject({
+      f2p_not_collected: ["tests/test_fields.py::test_no_such_test"],
+      p2p_fails: [f2p[0]],
+      f2p_set_differs: ["-tests/test_fields.py::test_no_such_test"],
+    });
     const files = await writeRequalifyReport(report, join(workDir, "requalify-report"));
     expect(files.map((f) => f.split("/").at(-1))).toEqual(["requalify-report.md", "requalify-report.csv", "requalify-report.json"]);
     expect(readFileSync(files[0]!, "utf8")).toContain("### marshmallow-code__marshmallow-91359");
@@ -119,12 +197,26 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   it("repo check: every era of each bundled profile builds and qualifies a task as its record says", async () => {
     // One task per era (SWE-bench version): the earliest, as a full run resolves the era's environment as of it.
     for (const name of ["marshmallow-code__marshmallow", "pylint-dev__astroid", "sqlfluff__sqlfluff"]) {
-      const eras = await checkProfile({ stages: BUILT_STAGES, profile: join(PROFILES, `${name}.json`), tasks: RECORDS, sample: 1, workDir, executor: "docker", jobs: 2, mirrors: join(SHARED, "mirrors"), log: silentLogger });
+      const eras = await checkProfile({
+        stages: BUILT_STAGES,
+        profile: join(PROFILES, `${name}.json`),
+        tasks: RECORDS,
+        sample: 1,
+        workDir,
+        executor: "docker",
+        jobs: 2,
+        mirrors: join(SHARED, "mirrors"),
+        log: silentLogger,
+      });
       const versions = new Set([...records.values()].filter((r) => r.instance_id.startsWith(`${name}-`)).map((r) => r.version));
       expect(eras.length, name).toBe(versions.size);
       const text = formatProfileCheck(name.replace("__", "/"), eras);
       expect(text, text).not.toContain("DOES NOT WORK");
-      for (const era of eras) expect(era.sampled.map((t) => t.environment.built && t.failToPass?.agreement), `${name} ${era.era}`).toEqual(["exact"]);
+      for (const era of eras)
+        expect(
+          era.sampled.map((t) => t.environment.built && t.failToPass?.agreement),
+          `${name} ${era.era}`,
+        ).toEqual(["exact"]);
     }
   });
 
@@ -155,18 +247,37 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
       await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).remove();
     }
     const workerDir = fileTempDir();
-    const worker = spawn(process.execPath, [BIN, "worker", "--redis", redis.url, "--executor", "docker", "--work-dir", workerDir, "--name", "far-host"], { stdio: "ignore" });
+    const worker = spawn(process.execPath, [BIN, "worker", "--redis", redis.url, "--executor", "docker", "--work-dir", workerDir, "--name", "far-host"], {
+      stdio: "ignore",
+    });
     try {
       const queued = fileTempDir();
-      const through = await measureFidelity({ stages: BUILT_STAGES, records: RECORDS, profilesDir: PROFILES, mirrors: join(SHARED, "mirrors"), workDir: queued, executor: "queue", redis: redis.url, runs: 1, jobs: 2, tasks: TASKS, log: silentLogger });
+      const through = await measureFidelity({
+        stages: BUILT_STAGES,
+        records: RECORDS,
+        profilesDir: PROFILES,
+        mirrors: join(SHARED, "mirrors"),
+        workDir: queued,
+        executor: "queue",
+        redis: redis.url,
+        runs: 1,
+        jobs: 2,
+        tasks: TASKS,
+        log: silentLogger,
+      });
       expect(through.tasks.map((t) => [t.task, t.failToPass?.agreement])).toEqual(TASKS.map((id) => [id, "exact"]));
-      const viaQueue = readFileSync(join(queued, "artifacts", "qualify", "qualifications.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => QualificationRecord.parse(JSON.parse(l)));
+      const viaQueue = readFileSync(join(queued, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => QualificationRecord.parse(JSON.parse(l)));
       for (const q of viaQueue) expect(q, q.task_id).toEqual(qualifications().get(q.task_id));
       // The worker cloned each repository into its own mirror cache, and the layers are back.
       for (const id of TASKS) {
         const { record, repo, env } = taskEnvironment(id);
         expect(existsSync(join(workerDir, "git", `${repo.replace("/", "__")}.git`)), repo).toBe(true);
-        expect((await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).inspect()).Config.Labels["org.switch-swe.base-commit"]).toBe(record.base_commit);
+        expect((await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).inspect()).Config.Labels["org.switch-swe.base-commit"]).toBe(
+          record.base_commit,
+        );
       }
     } finally {
       worker.kill("SIGTERM");

@@ -7,10 +7,20 @@ import { applyCuration, parseCuration } from "../../stages/reconstruct/curation.
 import { reconstructRequests } from "../../stages/reconstruct/reconstruct.ts";
 
 let nextId = 1;
-const item = (over: Partial<DiscussionItem>): DiscussionItem => ({ kind: "issue_comment", id: nextId++, url: "u", author: "rev", author_type: "User", created_at: "2024-01-02T00:00:00Z", body: "", ...over });
+const item = (over: Partial<DiscussionItem>): DiscussionItem => ({
+  kind: "issue_comment",
+  id: nextId++,
+  url: "u",
+  author: "rev",
+  author_type: "User",
+  created_at: "2024-01-02T00:00:00Z",
+  body: "",
+  ...over,
+});
 
 describe("comment classes", () => {
-  const classOf = (over: Partial<DiscussionItem>, prior: Partial<DiscussionItem>[] = []) => classifyDiscussion([...prior.map(item), item(over)], "author", "2024-02-01T00:00:00Z").at(-1)!.class;
+  const classOf = (over: Partial<DiscussionItem>, prior: Partial<DiscussionItem>[] = []) =>
+    classifyDiscussion([...prior.map(item), item(over)], "author", "2024-02-01T00:00:00Z").at(-1)!.class;
   it.each([
     [{ author: "codecov[bot]", author_type: "Bot" as const, body: "Coverage is 93%" }, "bot"],
     [{ kind: "review" as const, state: "APPROVED", body: "LGTM, thanks!" }, "approval_only"],
@@ -38,24 +48,48 @@ describe("comment classes", () => {
 describe("cleaning", () => {
   it("drops HTML comments, checklists, empty template headings and code that spells out the fix", () => {
     const added = addedLines("+++ b/m.py\n+def area(r):\n+    return 3.14 * r * r\n");
-    const text = "<!-- template -->\nArea is wrong for `area(2)`: expected 12.56.\n\n```python\ndef area(r):\n    return 3.14 * r * r\n```\n\n```diff\n-a\n+b\n```\n\nSteps:\n```python\nprint(area(2))\n```\n\n### Checklist\n- [x] searched\n- [ ] can help\n";
+    const text =
+      "<!-- template -->\nArea is wrong for `area(2)`: expected 12.56.\n\n```python\ndef area(r):\n    return 3.14 * r * r\n```\n\n```diff\n-a\n+b\n```\n\nSteps:\n```python\nprint(area(2))\n```\n\n### Checklist\n- [x] searched\n- [ ] can help\n";
     expect(cleanRequestText(text, added)).toBe("Area is wrong for `area(2)`: expected 12.56.\n\nSteps:\n```python\nprint(area(2))\n```");
   });
 });
 
-const request = (stage: number, text: string): Request => ({ stage, text, provenance: { sources: [{ kind: "review", record_id: String(stage), author: "rev" }] } });
+const request = (stage: number, text: string): Request => ({
+  stage,
+  text,
+  provenance: { sources: [{ kind: "review", record_id: String(stage), author: "rev" }] },
+});
 
 describe("curation", () => {
   const base = [request(1, "one"), request(2, "two"), request(3, "three")];
-  const curate = (actions: unknown[]) => applyCuration(base, parseCuration("c.yaml", JSON.stringify({ task: "o__r-1", reviewer: "ann", reason: "why", actions })), "c.yaml");
+  const curate = (actions: unknown[]) =>
+    applyCuration(base, parseCuration("c.yaml", JSON.stringify({ task: "o__r-1", reviewer: "ann", reason: "why", actions })), "c.yaml");
   it("edits, drops, merges and adds authored stages, recording each in provenance", () => {
-    expect(curate([{ action: "edit", stage: 2, text: "TWO" }]).map((r) => [r.stage, r.text, r.provenance.curation?.action])).toEqual([[1, "one", undefined], [2, "TWO", "edit"], [3, "three", undefined]]);
-    expect(curate([{ action: "drop", stage: 2 }]).map((r) => [r.stage, r.text])).toEqual([[1, "one"], [2, "three"]]);
+    expect(curate([{ action: "edit", stage: 2, text: "TWO" }]).map((r) => [r.stage, r.text, r.provenance.curation?.action])).toEqual([
+      [1, "one", undefined],
+      [2, "TWO", "edit"],
+      [3, "three", undefined],
+    ]);
+    expect(curate([{ action: "drop", stage: 2 }]).map((r) => [r.stage, r.text])).toEqual([
+      [1, "one"],
+      [2, "three"],
+    ]);
     const merged = curate([{ action: "merge", stages: [2, 3] }]);
-    expect(merged.map((r) => [r.stage, r.text])).toEqual([[1, "one"], [2, "two\n\nthree"]]);
-    expect(merged[1]!.provenance).toMatchObject({ sources: [{ record_id: "2" }, { record_id: "3" }], curation: { action: "merge", reviewer: "ann", reason: "why", file: "c.yaml" } });
+    expect(merged.map((r) => [r.stage, r.text])).toEqual([
+      [1, "one"],
+      [2, "two\n\nthree"],
+    ]);
+    expect(merged[1]!.provenance).toMatchObject({
+      sources: [{ record_id: "2" }, { record_id: "3" }],
+      curation: { action: "merge", reviewer: "ann", reason: "why", file: "c.yaml" },
+    });
     const added = curate([{ action: "add", after: 1, text: "authored" }]);
-    expect(added.map((r) => [r.stage, r.text])).toEqual([[1, "one"], [2, "authored"], [3, "two"], [4, "three"]]);
+    expect(added.map((r) => [r.stage, r.text])).toEqual([
+      [1, "one"],
+      [2, "authored"],
+      [3, "two"],
+      [4, "three"],
+    ]);
     expect(added[1]!.provenance.sources).toEqual([{ kind: "authored", record_id: "curation:c.yaml#0", author: "ann" }]);
   });
   it("names the file and field of a bad curation, and a stage that does not exist", () => {
@@ -72,8 +106,20 @@ describe("rounds", () => {
       repo: "o/r",
       issues: [],
       pull_request: {
-        number: 5, url: "pr", title: "Add f", body: "`f(x)` should double x.", author: "author", created_at: at(1), merged_at: at(9), head_sha: "a".repeat(40), merge_commit_sha: null,
-        commits: [{ sha: "1".repeat(40), message: "impl", committed_at: at(1) }, { sha: "2".repeat(40), message: "r1", committed_at: at(3) }, { sha: "3".repeat(40), message: "r2", committed_at: at(5) }],
+        number: 5,
+        url: "pr",
+        title: "Add f",
+        body: "`f(x)` should double x.",
+        author: "author",
+        created_at: at(1),
+        merged_at: at(9),
+        head_sha: "a".repeat(40),
+        merge_commit_sha: null,
+        commits: [
+          { sha: "1".repeat(40), message: "impl", committed_at: at(1) },
+          { sha: "2".repeat(40), message: "r1", committed_at: at(3) },
+          { sha: "3".repeat(40), message: "r2", committed_at: at(5) },
+        ],
         changed_files: [],
         discussion: [
           item({ kind: "review", created_at: at(2), body: "`f` must raise TypeError for text." }),
@@ -88,6 +134,13 @@ describe("rounds", () => {
     const { requests, comments } = reconstructRequests(candidate, new Set());
     expect(requests.map((r) => r.text)).toEqual(["Add f\n\n`f(x)` should double x.", "`f` must raise TypeError for text.", "`f` should accept `scale`."]);
     expect(requests[1]!.provenance.sources.map((s) => s.kind)).toEqual(["review"]);
-    expect(comments.map((c) => [c.class, c.round, c.stage])).toEqual([["substantive", 0, 2], ["progress_only", 0, null], ["suggestion", 1, 3], ["duplicate", 1, null], ["approval_only", 2, null], ["post_merge", null, null]]);
+    expect(comments.map((c) => [c.class, c.round, c.stage])).toEqual([
+      ["substantive", 0, 2],
+      ["progress_only", 0, null],
+      ["suggestion", 1, 3],
+      ["duplicate", 1, null],
+      ["approval_only", 2, null],
+      ["post_merge", null, null],
+    ]);
   });
 });

@@ -11,12 +11,26 @@ const PATHS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace
 
 /** A session spec as the schedule stage builds it, from synthetic tasks. */
 function specFor(session: ReturnType<typeof selectSessions>["sessions"][number], tasks: Map<string, SelectableTask>): SessionSpec {
-  const schedules = buildSchedules({ focus: { id: session.focus, stages: tasks.get(session.focus)!.stages }, interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.stages })), caseSeed: session.case_seed });
+  const schedules = buildSchedules({
+    focus: { id: session.focus, stages: tasks.get(session.focus)!.stages },
+    interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.stages })),
+    caseSeed: session.case_seed,
+  });
   const members = [session.focus, ...session.interruptions];
   const checkout = assignCheckouts(members, PATHS, session.case_seed);
-  const toRequest = (s: Slot) => ({ task_id: s.task, ...(s.stage ? { stage: s.stage } : {}), finalization: s.finalization, message: { repository: session.repo, checkout: checkout.get(s.task)!, text: s.finalization ? "Finish." : `${s.task} stage ${s.stage}` } });
+  const toRequest = (s: Slot) => ({
+    task_id: s.task,
+    ...(s.stage ? { stage: s.stage } : {}),
+    finalization: s.finalization,
+    message: { repository: session.repo, checkout: checkout.get(s.task)!, text: s.finalization ? "Finish." : `${s.task} stage ${s.stage}` },
+  });
   return SessionSpec.parse({
-    session_id: `session-${session.focus}`, benchmark: "t", repo: session.repo, focus: session.focus, interruptions: session.interruptions, locality: session.locality,
+    session_id: `session-${session.focus}`,
+    benchmark: "t",
+    repo: session.repo,
+    focus: session.focus,
+    interruptions: session.interruptions,
+    locality: session.locality,
     seeds: { benchmark: "s", case: session.case_seed },
     checkouts: members.map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: "0".repeat(40) })),
     budget: { per_request_seconds: 900, timeout_continuations: 3 },
@@ -35,7 +49,13 @@ const taskArb = fc.record({
 function pool(entries: { dir: string; file: string; extra?: string; stages: number; repo: string }[]): SelectableTask[] {
   return entries.map((e, i) => {
     const files = [...new Set([e.dir === "." ? e.file : `${e.dir}/${e.file}`, ...(e.extra ? [e.extra] : [])])].sort();
-    return { id: `${e.repo.replace("/", "__")}-${i + 1}`, repo: e.repo, sourceFiles: files, sourceDirs: [...new Set(files.map(parentDir))].sort(), stages: e.stages };
+    return {
+      id: `${e.repo.replace("/", "__")}-${i + 1}`,
+      repo: e.repo,
+      sourceFiles: files,
+      sourceDirs: [...new Set(files.map(parentDir))].sort(),
+      stages: e.stages,
+    };
   });
 }
 
@@ -57,7 +77,8 @@ describe("schedules", () => {
           const gaps = byId.get(session.focus)!.stages - 1;
           for (const id of session.interruptions) {
             const positions = spec.conditions.switched.map((r, i) => (r.task_id === id ? i : -1)).filter((i) => i >= 0);
-            const focusBetween = positions.length >= 2 && spec.conditions.switched.slice(positions[0], positions.at(-1)).some((r) => r.task_id === session.focus);
+            const focusBetween =
+              positions.length >= 2 && spec.conditions.switched.slice(positions[0], positions.at(-1)).some((r) => r.task_id === session.focus);
             if (gaps >= 2 && byId.get(id)!.stages >= 2) expect(focusBetween, `${id} in ${session.focus}`).toBe(true);
           }
           // interruptions of two requests or more are taken first
@@ -84,7 +105,8 @@ describe("schedules", () => {
   it("gives the same sessions for the same seed and other, still valid ones for another seed", () => {
     const tasks = pool(Array.from({ length: 30 }, (_, i) => ({ dir: ["pkg", "lib", "pkg/a"][i % 3]!, file: `f${i}.py`, stages: 2 + (i % 3), repo: "o/one" })));
     const byId = new Map(tasks.map((t) => [t.id, t]));
-    const run = (seed: string) => selectSessions(tasks, { seed, sizes: { near: 4, far: 4 }, interruptions: 4, minFocusStages: 2 }).sessions.map((s) => specFor(s, byId));
+    const run = (seed: string) =>
+      selectSessions(tasks, { seed, sizes: { near: 4, far: 4 }, interruptions: 4, minFocusStages: 2 }).sessions.map((s) => specFor(s, byId));
     expect(JSON.stringify(run("a"))).toBe(JSON.stringify(run("a")));
     const other = run("b");
     expect(JSON.stringify(other)).not.toBe(JSON.stringify(run("a")));
@@ -104,15 +126,20 @@ describe("validation catches every kind of broken session", () => {
   const failing = (mutate: (s: SessionSpec) => void) => {
     const spec = structuredClone(good);
     mutate(spec);
-    return validateSession(spec, all, PATHS, 4).filter((c) => !c.passed).map((c) => c.check);
+    return validateSession(spec, all, PATHS, 4)
+      .filter((c) => !c.passed)
+      .map((c) => c.check);
   };
   it("accepts the unbroken session", () => expect(failing(() => {})).toEqual([]));
   it.each<[string, (s: SessionSpec) => void]>([
     ["projection", (s) => (s.conditions.switched.find((r) => r.task_id === s.focus)!.message.text = "changed")],
-    ["switched_task_order", (s) => {
-      const i = s.conditions.switched.findIndex((r) => r.task_id === s.interruptions[0] && r.stage === 1);
-      s.conditions.switched[i]!.stage = 9;
-    }],
+    [
+      "switched_task_order",
+      (s) => {
+        const i = s.conditions.switched.findIndex((r) => r.task_id === s.interruptions[0] && r.stage === 1);
+        s.conditions.switched[i]!.stage = 9;
+      },
+    ],
     ["switched_finalization_last", (s) => s.conditions.switched.push({ ...s.conditions.switched[1]! })],
     ["interruptions", (s) => s.interruptions.pop()],
     ["same_repository", (s) => (s.interruptions[0] = "o__two-99")],
@@ -121,15 +148,21 @@ describe("validation catches every kind of broken session", () => {
     ["switched_checkouts", (s) => (s.conditions.switched[1]!.message.checkout = "/workspace/elsewhere")],
     ["switched_messages", (s) => ((s.conditions.switched[1]!.message as Record<string, unknown>).label = "interruption")],
     // every request of one interruption moved into the first gap: it is never resumed
-    ["interruptions_resumed", (s) => {
-      const moved = s.conditions.switched.filter((r) => r.task_id === s.interruptions[0]);
-      const rest = s.conditions.switched.filter((r) => r.task_id !== s.interruptions[0]);
-      s.conditions.switched = [rest[0]!, ...moved, ...rest.slice(1)];
-    }],
-    ["focus_returns", (s) => {
-      const focus = s.conditions.switched.filter((r) => r.task_id === s.focus);
-      s.conditions.switched = [...focus.slice(0, -1), ...s.conditions.switched.filter((r) => r.task_id !== s.focus), focus.at(-1)!];
-    }],
+    [
+      "interruptions_resumed",
+      (s) => {
+        const moved = s.conditions.switched.filter((r) => r.task_id === s.interruptions[0]);
+        const rest = s.conditions.switched.filter((r) => r.task_id !== s.interruptions[0]);
+        s.conditions.switched = [rest[0]!, ...moved, ...rest.slice(1)];
+      },
+    ],
+    [
+      "focus_returns",
+      (s) => {
+        const focus = s.conditions.switched.filter((r) => r.task_id === s.focus);
+        s.conditions.switched = [...focus.slice(0, -1), ...s.conditions.switched.filter((r) => r.task_id !== s.focus), focus.at(-1)!];
+      },
+    ],
   ])("%s", (check, mutate) => {
     expect(failing(mutate)).toContain(check);
   });

@@ -13,7 +13,9 @@ async function expectExactSplit(repo: Awaited<ReturnType<typeof repoWithChange>>
   const split = splitReferenceChange(repo.diff, rules);
   expect(await applyCheck(repo.gitDir, repo.base, split.implementationPatch)).toEqual({ ok: true });
   expect(await applyCheck(repo.gitDir, repo.base, split.testPatch)).toEqual({ ok: true });
-  const raw = parseGitDiff(repo.diff).map((f) => f.raw).join("");
+  const raw = parseGitDiff(repo.diff)
+    .map((f) => f.raw)
+    .join("");
   expect(raw).toBe(repo.diff);
   return split;
 }
@@ -31,7 +33,10 @@ describe("git diff parsing and splitting", () => {
   });
 
   it("handles renames with similarity, counting both paths in C_t", async () => {
-    const repo = await repoWithChange({ "pkg/old.py": lines(30), "tests/test_x.py": "x\n" }, { "pkg/old.py": { rename: "pkg/sub/new.py" }, "tests/test_x.py": "y\n" });
+    const repo = await repoWithChange(
+      { "pkg/old.py": lines(30), "tests/test_x.py": "x\n" },
+      { "pkg/old.py": { rename: "pkg/sub/new.py" }, "tests/test_x.py": "y\n" },
+    );
     const file = parseGitDiff(repo.diff).find((f) => f.path === "pkg/sub/new.py")!;
     expect(file).toMatchObject({ status: "renamed", oldPath: "pkg/old.py", similarity: 100 });
     const split = await expectExactSplit(repo);
@@ -42,7 +47,13 @@ describe("git diff parsing and splitting", () => {
   it("handles copies, deletions and new files", async () => {
     const repo = await repoWithChange(
       { "pkg/a.py": lines(30), "pkg/gone.py": lines(3), "tests/test_a.py": "a\n" },
-      { "pkg/copy.py": { copyFrom: "pkg/a.py" }, "pkg/a.py": lines(30).replace("line 29\n", "line 29 changed\n"), "pkg/gone.py": null, "pkg/fresh.py": "x = 1\n", "tests/test_a.py": "b\n" },
+      {
+        "pkg/copy.py": { copyFrom: "pkg/a.py" },
+        "pkg/a.py": lines(30).replace("line 29\n", "line 29 changed\n"),
+        "pkg/gone.py": null,
+        "pkg/fresh.py": "x = 1\n",
+        "tests/test_a.py": "b\n",
+      },
       ["-M", "-C", "--find-copies-harder", "--binary", "--full-index"],
     );
     const files = parseGitDiff(repo.diff);
@@ -55,14 +66,20 @@ describe("git diff parsing and splitting", () => {
   });
 
   it("handles a mode change with and without content changes", async () => {
-    const repo = await repoWithChange({ "bin/tool.py": "print(1)\n", "pkg/m.py": "a\n", "tests/test_m.py": "t\n" }, { "bin/tool.py": { mode: "755" }, "tests/test_m.py": "u\n" });
+    const repo = await repoWithChange(
+      { "bin/tool.py": "print(1)\n", "pkg/m.py": "a\n", "tests/test_m.py": "t\n" },
+      { "bin/tool.py": { mode: "755" }, "tests/test_m.py": "u\n" },
+    );
     expect(parseGitDiff(repo.diff).find((f) => f.path === "bin/tool.py")).toMatchObject({ status: "mode_changed", oldMode: "100644", newMode: "100755" });
     await expectExactSplit(repo);
   });
 
   it("handles binary patches, with and without --binary", async () => {
     const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3, 0, 0, 255, 254]);
-    const repo = await repoWithChange({ "pkg/a.py": "a\n", "tests/test_a.py": "t\n" }, { "pkg/data/icon.png": png, "tests/data/blob.bin": Buffer.from([0, 0, 7]), "tests/test_a.py": "u\n" });
+    const repo = await repoWithChange(
+      { "pkg/a.py": "a\n", "tests/test_a.py": "t\n" },
+      { "pkg/data/icon.png": png, "tests/data/blob.bin": Buffer.from([0, 0, 7]), "tests/test_a.py": "u\n" },
+    );
     const files = parseGitDiff(repo.diff);
     expect(files.find((f) => f.path === "pkg/data/icon.png")).toMatchObject({ binary: true, status: "added" });
     const split = await expectExactSplit(repo);
@@ -91,7 +108,10 @@ describe("git diff parsing and splitting", () => {
     expect(repo.diff).toContain('"a/pkg/caf\\303\\251.py"');
     const split = await expectExactSplit(repo);
     expect(split.sourceFiles).toEqual(["pkg/café.py", "pkg/with space.py"]);
-    const renamed = await repoWithChange({ "pkg/a b.py": lines(10), "tests/test_x.py": "x\n" }, { "pkg/a b.py": { rename: "pkg/c d.py" }, "tests/test_x.py": "y\n" });
+    const renamed = await repoWithChange(
+      { "pkg/a b.py": lines(10), "tests/test_x.py": "x\n" },
+      { "pkg/a b.py": { rename: "pkg/c d.py" }, "tests/test_x.py": "y\n" },
+    );
     expect(parseGitDiff(renamed.diff)[0]).toMatchObject({ oldPath: "pkg/a b.py", path: "pkg/c d.py", status: "renamed" });
     const modeOnly = parseGitDiff("diff --git a/x y.py b/x y.py\nold mode 100644\nnew mode 100755\n");
     expect(modeOnly[0]).toMatchObject({ path: "x y.py", status: "mode_changed" });

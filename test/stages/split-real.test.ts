@@ -36,7 +36,10 @@ describe.skipIf(!existsSync(MIRRORS))("split of real merged pull requests with t
   const cases: { id: string; record: SwebenchRecord; diff: string; profile: RepoProfile }[] = [];
 
   beforeAll(async () => {
-    const records = readFileSync(join(SHARED, "swebench-lite-dev.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as SwebenchRecord);
+    const records = readFileSync(join(SHARED, "swebench-lite-dev.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as SwebenchRecord);
     for (const bundle of ["marshmallow-code__marshmallow", "pylint-dev__astroid", "sqlfluff__sqlfluff"]) {
       const gitDir = join(fileTempDir(), `${bundle}.git`);
       await git(["clone", "--quiet", "--bare", join(MIRRORS, `${bundle}.bundle`), gitDir]);
@@ -55,10 +58,17 @@ describe.skipIf(!existsSync(MIRRORS))("split of real merged pull requests with t
       const theirs = new Set([...hunks(record.patch).keys(), ...hunks(record.test_patch).keys()]);
       return {
         id,
-        implementation: [...hunks(ours.implementationPatch)].every(([path, text]) => hunks(record.patch).get(path) === text) && hunks(ours.implementationPatch).size === hunks(record.patch).size,
-        tests: [...hunks(ours.testPatch)].every(([path, text]) => hunks(record.test_patch).get(path) === text) && hunks(ours.testPatch).size === hunks(record.test_patch).size,
+        implementation:
+          [...hunks(ours.implementationPatch)].every(([path, text]) => hunks(record.patch).get(path) === text) &&
+          hunks(ours.implementationPatch).size === hunks(record.patch).size,
+        tests:
+          [...hunks(ours.testPatch)].every(([path, text]) => hunks(record.test_patch).get(path) === text) &&
+          hunks(ours.testPatch).size === hunks(record.test_patch).size,
         // Files of the PR that SWE-bench's patches leave out, and where ours put them.
-        extra: parseGitDiff(diff).map((f) => f.path).filter((p) => !theirs.has(p)).map((p) => `${p}: ${ours.excluded.some((e) => e.path === p) ? "neither" : "a patch"}`),
+        extra: parseGitDiff(diff)
+          .map((f) => f.path)
+          .filter((p) => !theirs.has(p))
+          .map((p) => `${p}: ${ours.excluded.some((e) => e.path === p) ? "neither" : "a patch"}`),
       };
     });
     expect(outcomes.filter((o) => !o.implementation || !o.tests || o.extra.some((e) => !e.endsWith(": neither")))).toEqual([]);

@@ -29,11 +29,14 @@ function refusal(text: string): string {
 const sampleChange = () =>
   repoWithChange(
     { "pkg/a.py": lines(20), "tests/test_a.py": lines(4), "pkg/data.bin": Buffer.from([0, 1, 2, 3, 255, 254]) },
-    { "pkg/a.py": lines(20).replace("line 5\n", "line five\n"), "tests/test_a.py": lines(4) + "def test_x():\n    pass\n", "pkg/data.bin": Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 7) % 256)) },
+    {
+      "pkg/a.py": lines(20).replace("line 5\n", "line five\n"),
+      "tests/test_a.py": lines(4) + "def test_x():\n    pass\n",
+      "pkg/data.bin": Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 7) % 256)),
+    },
   );
 
 describe("split refuses what it cannot split faithfully", () => {
-
   it("refuses a combined diff of a merge, and input with several commits", async () => {
     const sample = await sampleChange();
     const combined = "diff --cc pkg/a.py\nindex 1111111,2222222..3333333\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@@ -1,1 -1,1 +1,1 @@@\n- a\n -b\n++c\n";
@@ -61,13 +64,18 @@ describe("split refuses what it cannot split faithfully", () => {
     const cut = diff.indexOf("\n", diff.indexOf("\n", binary + 20) + 1) + 1;
     expect(refusal(diff.slice(0, cut))).toMatch(/binary patch of .*pkg\/data\.bin (ends before its block does|is cut short)/);
     // after a `diff --git` line alone
-    expect(refusal(diff.slice(0, diff.indexOf("diff --git a/tests") + "diff --git a/tests/test_a.py b/tests/test_a.py\n".length))).toMatch(/tests\/test_a\.py has a header but no change/);
+    expect(refusal(diff.slice(0, diff.indexOf("diff --git a/tests") + "diff --git a/tests/test_a.py b/tests/test_a.py\n".length))).toMatch(
+      /tests\/test_a\.py has a header but no change/,
+    );
   });
 
   it("accepts a plain unified diff (diff -ruN) and a format-patch mail with its signature", async () => {
     const sample = await sampleChange();
     const dir = tempDir();
-    for (const [side, text] of [["old", lines(20)], ["new", lines(20).replace("line 5\n", "line five\n")]] as const) {
+    for (const [side, text] of [
+      ["old", lines(20)],
+      ["new", lines(20).replace("line 5\n", "line five\n")],
+    ] as const) {
       mkdirSync(join(dir, side, "pkg"), { recursive: true });
       writeFileSync(join(dir, side, "pkg", "a.py"), text);
     }
@@ -82,18 +90,31 @@ describe("split refuses what it cannot split faithfully", () => {
     const split = splitReferenceChange(plain, rules);
     expect(split.files.map((f) => `${f.status} ${f.path}`)).toEqual(["modified pkg/a.py", "added tests/test_new.py"]);
     expect(await applyCheck(sample.gitDir, sample.base, split.implementationPatch)).toEqual({ ok: true });
-    expect(split.testPatch).toMatch(/^diff --git a\/tests\/test_new\.py b\/tests\/test_new\.py\nnew file mode 100644\n--- \/dev\/null\n\+\+\+ b\/tests\/test_new\.py\n/);
+    expect(split.testPatch).toMatch(
+      /^diff --git a\/tests\/test_new\.py b\/tests\/test_new\.py\nnew file mode 100644\n--- \/dev\/null\n\+\+\+ b\/tests\/test_new\.py\n/,
+    );
 
     const mail = await git(["format-patch", "-1", "--stdout", "--binary", "--full-index", sample.head], { cwd: sample.dir });
     expect(mail).toMatch(/\n-- \n\d+\.\d+/);
-    expect(parseGitDiff(mail).map((f) => f.raw).join("")).toBe(parseGitDiff(sample.diff).map((f) => f.raw).join(""));
+    expect(
+      parseGitDiff(mail)
+        .map((f) => f.raw)
+        .join(""),
+    ).toBe(
+      parseGitDiff(sample.diff)
+        .map((f) => f.raw)
+        .join(""),
+    );
   });
 });
 
 /** Real base→merge diffs of SWE-bench Lite records, from the bundled mirrors. */
 async function realDiffs(): Promise<{ diff: string; gitDir: string; base: string; id: string }[]> {
   const out: { diff: string; gitDir: string; base: string; id: string }[] = [];
-  for (const [bundle, ids] of [["marshmallow-code__marshmallow", ["marshmallow-code__marshmallow-1343", "marshmallow-code__marshmallow-1359"]], ["pylint-dev__astroid", ["pylint-dev__astroid-1268"]]] as const) {
+  for (const [bundle, ids] of [
+    ["marshmallow-code__marshmallow", ["marshmallow-code__marshmallow-1343", "marshmallow-code__marshmallow-1359"]],
+    ["pylint-dev__astroid", ["pylint-dev__astroid-1268"]],
+  ] as const) {
     const gitDir = join(fileTempDir(), `${bundle}.git`);
     await git(["clone", "--quiet", "--bare", join(MIRRORS, `${bundle}.bundle`), gitDir]);
     for (const id of ids) {
@@ -128,11 +149,15 @@ describe.skipIf(!existsSync(MIRRORS))("split fuzzed with real diffs", () => {
         const rows = diff.split("\n");
         const row = Math.floor(m.at * (rows.length - 1));
         const mutant =
-          m.kind === "truncate" ? diff.slice(0, Math.floor(m.at * diff.length))
-          : m.kind === "drop_line" ? [...rows.slice(0, row), ...rows.slice(row + 1)].join("\n")
-          : m.kind === "duplicate_line" ? [...rows.slice(0, row + 1), ...rows.slice(row)].join("\n")
-          : m.kind === "garble_line" ? [...rows.slice(0, row), m.text, ...rows.slice(row + 1)].join("\n")
-          : [...rows.slice(0, row), `${rows[row]}~`, ...rows.slice(row + 1)].join("\n");
+          m.kind === "truncate"
+            ? diff.slice(0, Math.floor(m.at * diff.length))
+            : m.kind === "drop_line"
+              ? [...rows.slice(0, row), ...rows.slice(row + 1)].join("\n")
+              : m.kind === "duplicate_line"
+                ? [...rows.slice(0, row + 1), ...rows.slice(row)].join("\n")
+                : m.kind === "garble_line"
+                  ? [...rows.slice(0, row), m.text, ...rows.slice(row + 1)].join("\n")
+                  : [...rows.slice(0, row), `${rows[row]}~`, ...rows.slice(row + 1)].join("\n");
         let result;
         try {
           result = splitReferenceChange(mutant, rules);
@@ -150,7 +175,11 @@ describe.skipIf(!existsSync(MIRRORS))("split fuzzed with real diffs", () => {
         split++;
         // Nothing was dropped or invented: the sections, in order, are exactly the input from its
         // first file on (a preamble, a commit message say, belongs to no file).
-        expect(parseGitDiff(mutant).map((f) => f.raw).join("")).toBe(mutant.slice(mutant.indexOf("diff --git ")));
+        expect(
+          parseGitDiff(mutant)
+            .map((f) => f.raw)
+            .join(""),
+        ).toBe(mutant.slice(mutant.indexOf("diff --git ")));
       }),
       { seed: 20261130, numRuns: 250 },
     );
