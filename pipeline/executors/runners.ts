@@ -1,5 +1,5 @@
 import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import { djangoLabel } from "../test-results/test-ids.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 import { quote, SYNC_SCRIPT_NAME } from "./recipe-scripts.ts";
@@ -112,7 +112,14 @@ export function runnerArgv(recipe: EnvironmentRecipe, tests: string[], layout: R
 /** A person-readable form of the command a run executes, for records and held-out files. */
 export function describeTestCommand(recipe: EnvironmentRecipe, tests: string[]): string {
   const { argv } = runnerArgv(recipe, tests, { python: "python", resultsDir: "RESULTS" }, false);
-  return argv.join(" ");
+  const variables = Object.entries(recipe.test_env ?? {}).map(([key, value]) => `${key}=${quote(value)}`);
+  return [...variables, ...argv].join(" ");
+}
+
+/** The recipe's test_env with `{venv}` made the virtual environment of `python` (its bin directory's parent). */
+export function testVariables(recipe: EnvironmentRecipe, python: string): Record<string, string> {
+  const venv = posix.dirname(posix.dirname(python));
+  return Object.fromEntries(Object.entries(recipe.test_env ?? {}).map(([key, value]) => [key, value.replaceAll("{venv}", venv)]));
 }
 
 /** The shell script of one run: the overlay onto a prepared checkout when there is one, then the runner. */
@@ -129,7 +136,7 @@ export function runScript(recipe: EnvironmentRecipe, tests: string[], layout: Ru
     script += `${quote(layout.python)} ${quote(`${config}/${SYNC_SCRIPT_NAME}`)} overlay ${quote(checkout)} ${quote(work)} ${quote(baseFiles)}\n`;
     script += `cd ${quote(work)}\n`;
   }
-  for (const [key, value] of Object.entries(env)) script += `export ${key}=${quote(value)}\n`;
+  for (const [key, value] of Object.entries({ ...testVariables(recipe, layout.python), ...env })) script += `export ${key}=${quote(value)}\n`;
   let command = argv;
   if (layout.runAs) {
     const [uid, gid] = layout.runAs.split(":") as [string, string];

@@ -8,16 +8,20 @@ import type { PythonOffer } from "../executors/types.ts";
 
 /**
  * An override applied onto a recipe field by field: a field the override leaves out keeps the
- * recipe's value, and the two maps (`as_of_exceptions`, `build_tools`) merge key by key.
+ * recipe's value, and two maps (`as_of_exceptions`, `build_tools`) merge key by key; `test_env`
+ * is replaced whole.
  */
 export function applyRecipePatch(recipe: ProfileRecipe, patch: RecipePatch): ProfileRecipe {
   const defined = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-  return ProfileRecipe.parse({
+  const applied = ProfileRecipe.parse({
     ...recipe,
     ...defined,
     as_of_exceptions: { ...recipe.as_of_exceptions, ...patch.as_of_exceptions },
     build_tools: { ...recipe.build_tools, ...Object.fromEntries(Object.entries(patch.build_tools ?? {}).filter(([, v]) => v !== undefined)) },
   });
+  // No variables is no test_env at all, so that the recipe (and its environment's key) is the one it would be without.
+  if (applied.test_env && !Object.keys(applied.test_env).length) delete applied.test_env;
+  return applied;
 }
 
 export type TaskRef = { id: string; version?: string };

@@ -96,6 +96,16 @@ export const PythonVersion = z.string().regex(/^3\.[0-9]+$/, "expected a Python 
 export const PythonPreference = z.union([PythonVersion, z.array(PythonVersion).min(1, "expected at least one Python version")]);
 export type PythonPreference = z.infer<typeof PythonPreference>;
 
+/** Variables our runners set themselves: a recipe's test_env may not change them. */
+export const RUNNER_VARIABLES = ["PATH", "HOME", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV", "LANG", "USER", "LOGNAME"];
+const TestEnv = z.record(z.string(), z.string()).superRefine((variables, ctx) => {
+  for (const name of Object.keys(variables)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "expected a variable name" });
+    else if (RUNNER_VARIABLES.includes(name))
+      ctx.addIssue({ code: "custom", path: [name], message: `the runner sets this variable itself (${RUNNER_VARIABLES.join(", ")})` });
+  }
+});
+
 const RECIPE_FIELDS = {
   python: PythonVersion,
   debian_packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, "expected a Debian package name")).default([]),
@@ -141,6 +151,13 @@ const RECIPE_FIELDS = {
   test_runner: TestRunner.default("pytest"),
   /** Extra options for the runner, after the repository's own configuration and before ours. */
   test_options: z.array(z.string().min(1)).default([]),
+  /**
+   * Variables of every test run (never of a build), `{venv}` standing for the environment's
+   * virtual environment as the run sees it: for what a repository's tests read from the
+   * environment only (astropy's configuration directory, say). Absent: none. The runner's own
+   * variables (PATH, HOME, PYTHONPATH and the like) cannot be set here.
+   */
+  test_env: TestEnv.optional(),
   test_timeout_seconds: z.number().int().positive().default(900),
   install_timeout_seconds: z.number().int().positive().default(1800),
 };
@@ -190,6 +207,8 @@ export const RecipePatch = z.strictObject({
   pins: RECIPE_FIELDS.pins.removeDefault().optional(),
   as_of_exceptions: z.record(PackageName, Instant).optional(),
   as_of_not_before: Instant.nullable().optional(),
+  /** Replaces the recipe's test_env whole ({} to have none). */
+  test_env: TestEnv.optional(),
   build_tools: z
     .strictObject({ requirements: z.array(Requirement).optional(), backends: z.array(PackageName).optional(), as_of: Instant.optional() })
     .optional(),

@@ -71,6 +71,23 @@ function hangingCheckout(): string {
 
 const recipe = EnvironmentRecipe.parse({ python: "3.11", pip_requirements: ["pytest"] });
 const env = environmentSpec("demo-org/hostile", recipe, "2024-06-01T00:00:00Z");
+// The same first layer (test_env is not part of what is built), with variables for its test runs.
+const withTestEnv = environmentSpec(
+  "demo-org/hostile",
+  EnvironmentRecipe.parse({ ...recipe, test_env: { SWITCH_SWE_PROBE: "{venv}/share/probe" } }),
+  "2024-06-01T00:00:00Z",
+);
+
+/** A repository whose one test passes only if the recipe's test_env reached it, {venv} made its environment. */
+function testEnvCheckout(): string {
+  const dir = tempDir("switch-swe-test-env-");
+  mkdirSync(join(dir, "tests"));
+  writeFileSync(
+    join(dir, "tests", "test_env.py"),
+    'import os, sys\n\n\ndef test_sees_the_recipes_variable():\n    assert os.environ["SWITCH_SWE_PROBE"] == sys.prefix + "/share/probe"\n',
+  );
+  return dir;
+}
 
 describe.skipIf(!docker)("the Docker executor contains what a repository's tests do", () => {
   let executor: DockerExecutor;
@@ -146,6 +163,15 @@ describe.skipIf(!docker)("the Docker executor contains what a repository's tests
     expect(existsSync(join(dir, "written-by-the-tests.txt"))).toBe(false);
   });
 
+  it("gives test runs the recipe's test_env, with {venv} the environment's", async () => {
+    await executor.ensureEnvironment(withTestEnv);
+    const result = await executor.run({ env: withTestEnv, checkoutDir: testEnvCheckout(), tests: ["tests/test_env.py"], timeoutSeconds: 120 });
+    expect(
+      parseJunitXml(result.junitXml!).map((r) => r.status),
+      result.outputTail,
+    ).toEqual(["passed"]);
+  });
+
   it("kills a hanging run at its timeout and leaves no container behind", async () => {
     const result = await executor.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 8 });
     // Only the deadline sets this, after it killed the container (the test sleeps for an hour).
@@ -172,6 +198,13 @@ describe("the local executor", () => {
       if (saved === undefined) delete process.env.GITHUB_TOKEN;
       else process.env.GITHUB_TOKEN = saved;
     }
+    // test_env is not part of what is built: the same environment, with the variables in its runs.
+    expect(await new LocalExecutor(root, silentLogger).ensureEnvironment(withTestEnv)).toEqual({ built: false });
+    const withVariables = await local.run({ env: withTestEnv, checkoutDir: testEnvCheckout(), tests: ["tests/test_env.py"], timeoutSeconds: 60 });
+    expect(
+      parseJunitXml(withVariables.junitXml!).map((r) => r.status),
+      withVariables.outputTail,
+    ).toEqual(["passed"]);
     const hung = await local.run({ env, checkoutDir: hangingCheckout(), tests: [], timeoutSeconds: 3 });
     expect(hung.timedOut).toBe(true);
   });

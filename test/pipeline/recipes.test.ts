@@ -63,6 +63,31 @@ describe("recipes: overrides merge onto the base recipe field by field", () => {
   });
 });
 
+describe("recipes: test_env, the variables of test runs", () => {
+  const withEnv = profile({ python: "3.9", test_env: { XDG_CONFIG_HOME: "{venv}/etc/xdg" } }, [
+    { versions: ["1.0"], recipe: { test_env: {} } },
+    { versions: ["2.0"], recipe: { test_env: { MPLBACKEND: "agg" } } },
+  ]);
+
+  it("is replaced whole by an override, and an empty one is the same recipe (and environment) as none", () => {
+    expect(recipeFor(withEnv, { id: "o__r-1", version: "3.0" }).test_env).toEqual({ XDG_CONFIG_HOME: "{venv}/etc/xdg" });
+    expect(recipeFor(withEnv, { id: "o__r-1", version: "2.0" }).test_env).toEqual({ MPLBACKEND: "agg" });
+    const none = recipeFor(withEnv, { id: "o__r-1", version: "1.0" });
+    expect("test_env" in none).toBe(false);
+    const plain = recipeFor(profile({ python: "3.9" }), { id: "o__r-1", version: "1.0" });
+    expect(environmentSpec("o/r", none, null).key).toBe(environmentSpec("o/r", plain, null).key);
+  });
+
+  it("is said in the test command, and refuses the variables the runner sets itself", () => {
+    expect(describeTestCommand(recipeFor(withEnv, { id: "o__r-1" }), ["t.py"])).toMatch(/^XDG_CONFIG_HOME='\{venv\}\/etc\/xdg' python -m pytest t\.py/);
+    const errors = (test_env: Record<string, string>) =>
+      loadProfiles([{ path: "o__r.json", text: JSON.stringify({ repo: "o/r", environment: { python: "3.9", test_env } }) }]).errors.get("o/r");
+    expect(errors({ PYTHONPATH: "/x" })).toMatch(/o__r\.json: .*test_env.*the runner sets this variable itself/);
+    expect(errors({ "NOT A NAME": "x" })).toMatch(/test_env/);
+    expect(errors({ ASTROPY_FLAG: "1" })).toBeUndefined();
+  });
+});
+
 describe("recipes: what uv is told", () => {
   const recipe = EnvironmentRecipe.parse({ python: "3.9", pins: ["pytest==4.6.11"], as_of_exceptions: { atomicwrites: "2022-07-10" } });
 
