@@ -69,6 +69,7 @@ export function auditRecord(record: RecordClaims, q: QualificationRecord | undef
       instance_id: record.id,
       repo: record.repo,
       requalified: false,
+      differences: [],
       defects: [{ kind: "not_requalified", tests: [], detail: notRun ? `${notRun.reason}: ${notRun.message.split("\n")[0]!.slice(0, 400)}` : "not qualified" }],
     };
   // Our ids as the record spells them (sympy's are bare names), and the cut forms several may share.
@@ -138,7 +139,7 @@ export function auditRecord(record: RecordClaims, q: QualificationRecord | undef
       return { kind, tests: sorted, detail };
     })
     .sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
-  return { instance_id: record.id, repo: record.repo, requalified: true, defects };
+  return { instance_id: record.id, repo: record.repo, requalified: true, differences: [], defects };
 }
 
 /** A test's statuses in every run, by state: `before passed,passed; after failed,failed`. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { auditRecord } from "../../pipeline/fidelity/defects.ts";
-import { renderRequalifyCsv, renderRequalifyMarkdown } from "../../pipeline/fidelity/requalify.ts";
+import { renderRequalifyCsv, renderRequalifyMarkdown, summariseEras } from "../../pipeline/fidelity/requalify.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { RequalifyReport } from "../../pipeline/schemas/requalify.ts";
@@ -49,6 +49,7 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
       instance_id: "o__r-1",
       repo: "o/r",
       requalified: true,
+      differences: [],
       defects: [],
     });
   });
@@ -125,6 +126,7 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
       instance_id: "o__r-2",
       repo: "o/r",
       requalified: false,
+      differences: [],
       defects: [{ kind: "not_requalified", tests: [], detail: "environment_failed: step 'installing the project' failed: No matching distribution" }],
     });
     const clean = auditRecord(
@@ -135,6 +137,7 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
       source: "lite.jsonl",
       runs_per_state: 2,
       executor: "docker",
+      eras: summariseEras([clean, missing]),
       records: [clean, missing],
       by_kind: { not_requalified: 1 },
     });
@@ -146,5 +149,60 @@ describe("auditing a SWE-bench-family record against a re-run of its tests", () 
       "o__r-1,o/r,true,,0,,",
       "o__r-2,o/r,false,not_requalified,0,,environment_failed: step 'installing the project' failed: No matching distribution",
     ]);
+  });
+
+  it("sums up each repository and era: records, built, F2P exact and explained, P2P exact, differences by class", () => {
+    const built = (id: string, version: string, f2p: "exact" | "subset", differences: { set: "f2p" | "p2p"; class: string }[]) => ({
+      instance_id: id,
+      repo: "o/r",
+      version,
+      requalified: true,
+      f2p_agreement: f2p,
+      p2p_agreement: differences.some((d) => d.set === "p2p") ? ("superset" as const) : ("exact" as const),
+      differences: differences.map((d, i) => ({ set: d.set, side: "missing" as const, test: `t.py::x${i}`, class: d.class as "other" })),
+      defects: [],
+    });
+    const eras = summariseEras([
+      built("o__r-1", "1.10", "exact", [{ set: "p2p", class: "unlisted" }]),
+      built("o__r-2", "1.9", "subset", [{ set: "f2p", class: "needs_network" }]),
+      built("o__r-3", "1.9", "subset", [{ set: "f2p", class: "other" }]),
+      {
+        instance_id: "o__r-4",
+        repo: "o/r",
+        version: "1.9",
+        requalified: false,
+        differences: [],
+        defects: [{ kind: "not_requalified" as const, tests: [], detail: "build_failed: no solution" }],
+      },
+    ]);
+    expect(eras).toEqual([
+      {
+        repo: "o/r",
+        version: "1.9",
+        records: 3,
+        requalified: 2,
+        f2p_exact: 0,
+        f2p_explained: 1,
+        p2p_exact: 2,
+        f2p_classes: { needs_network: 1, other: 1 },
+        p2p_classes: {},
+        not_requalified: { build_failed: 1 },
+      },
+      {
+        repo: "o/r",
+        version: "1.10",
+        records: 1,
+        requalified: 1,
+        f2p_exact: 1,
+        f2p_explained: 1,
+        p2p_exact: 0,
+        f2p_classes: {},
+        p2p_classes: { unlisted: 1 },
+        not_requalified: {},
+      },
+    ]);
+    const md = renderRequalifyMarkdown(RequalifyReport.parse({ source: "f.jsonl", runs_per_state: 1, executor: "docker", eras, records: [], by_kind: {} }));
+    expect(md).toContain("| o/r | 1.9 | 3 | 2 | 0 | 1 | 2 | needs_network 1, other 1 | none | build_failed 1 |");
+    expect(md).toContain("| **all** | | 4 | 3 | 1 | 2 | 2 | | | |");
   });
 });
