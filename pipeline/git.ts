@@ -117,9 +117,14 @@ export class MirrorCache {
   async ensureSome(repo: string, source: string, commits: string[]): Promise<{ path: string; missing: string[] }> {
     const previous = this.pending.get(repo) ?? Promise.resolve("");
     const next = previous.catch(() => "").then(() => this.ensureNow(repo, source, commits));
+    // Only the order is kept here: a failure belongs to the caller, never to the next in line, and
+    // a kept rejection nobody waits on would be an unhandled one.
     this.pending.set(
       repo,
-      next.then(({ path }) => path),
+      next.then(
+        ({ path }) => path,
+        () => "",
+      ),
     );
     return next;
   }

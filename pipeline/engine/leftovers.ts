@@ -1,7 +1,7 @@
 import { isNoSpace, NoSpaceLeft, writingTo } from "../failures.ts";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeSync } from "node:fs";
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import Docker from "dockerode";
 import { WORK_LABEL } from "../executors/index.ts";
 import type { Logger } from "../logger.ts";
@@ -109,7 +109,11 @@ export async function removeLeftovers(workDir: string, log: Logger): Promise<str
     if (!existsSync(dir)) continue;
     for (const name of readdirSync(dir)) {
       if (/\.partial-\d+$/.test(name)) {
-        rmSync(join(dir, name), { recursive: true, force: true });
+        const partial = join(dir, name);
+        // A SIGKILLed run's git clone is not killed with it, and goes on writing into its partial
+        // clone: stopped first, or the removal races its writes (ENOTEMPTY).
+        stopProcessesWorkingIn(partial);
+        rmSync(partial, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
         removed.push(`${sub}/${name}`);
       }
     }
@@ -123,6 +127,41 @@ export async function removeLeftovers(workDir: string, log: Logger): Promise<str
   }
   removed.push(...(await removeLabelledContainers(workDir, log)));
   return removed;
+}
+
+/**
+ * Kills the processes whose command line names `path` or whose working directory lies in it (Linux
+ * /proc; elsewhere nothing is found). Only called for a dead run's leftovers, under the run lock.
+ */
+function stopProcessesWorkingIn(path: string): void {
+  const absolute = resolve(path);
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid);
+  } catch {
+    return;
+  }
+  for (const pid of pids) {
+    let uses = false;
+    try {
+      uses = readFileSync(`/proc/${pid}/cmdline`, "utf8")
+        .split("\0")
+        .some((arg) => arg.includes(path));
+      if (!uses) {
+        const cwd = readlinkSync(`/proc/${pid}/cwd`);
+        uses = cwd === absolute || cwd.startsWith(`${absolute}/`);
+      }
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    if (uses) {
+      try {
+        process.kill(Number(pid), "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+  }
 }
 
 async function removeLabelledContainers(workDir: string, log: Logger): Promise<string[]> {

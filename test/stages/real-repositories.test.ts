@@ -244,7 +244,8 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     const engine = new Docker();
     for (const id of TASKS) {
       const { record, env } = taskEnvironment(id);
-      await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).remove();
+      // Forced: the tag goes even where another run's container still uses the image (it keeps its image by id).
+      await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).remove({ force: true });
     }
     const workerDir = fileTempDir();
     const worker = spawn(process.execPath, [BIN, "worker", "--redis", redis.url, "--executor", "docker", "--work-dir", workerDir, "--name", "far-host"], {
