@@ -19,6 +19,8 @@ import { registerRun, registerStageCommands } from "./commands/run.ts";
 import { registerSchemas } from "./commands/schemas.ts";
 import { registerVerify } from "./commands/verify.ts";
 import { registerSession } from "./commands/session.ts";
+import { registerModelEndpoint } from "./commands/model-endpoint.ts";
+import { registerAgents } from "./commands/agents.ts";
 import { registerWorker } from "./commands/worker.ts";
 import { ExitCode, type Io, processIo, RunFailed } from "./io.ts";
 
@@ -36,6 +38,8 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerStageCommands(program, io, exit);
   registerVerify(program, io, exit);
   registerSession(program, io, exit);
+  registerModelEndpoint(program, io, exit);
+  registerAgents(program, io, exit);
   registerWorker(program, io, exit);
   registerReport(program, io, exit);
   registerDemo(program, io, exit);

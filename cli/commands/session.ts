@@ -2,7 +2,8 @@ import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
-import { type Condition, loadAgent, runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
+import { type Condition, DEFAULT_TOOLS_DIR, loadAgent, runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
+import type { ModelTarget } from "../../pipeline/session/run.ts";
 import { formatVerification } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { executorOption, redisOption } from "../execution-options.ts";
@@ -42,9 +43,10 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
           out: opts.out,
           work: opts.work,
           log,
+          ...modelTarget(opts),
         }).finally(() => bench.close());
         io.out(formatVerification(report));
-        return report.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
+        return report.infrastructure_fault || report.behaviour?.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
       }),
     );
   withRunnerOptions(
@@ -77,13 +79,21 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
         const out = opts.out ?? join("results", agent.name);
         const log = logger(Boolean(opts.quiet));
         const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { overrides: { executor: opts.executor, redis: opts.redis }, log });
-        const { ran, skipped, failed } = await runAllSessions(bench, { manifest: opts.manifest, conditions, agent, out, work: opts.work, jobs, log }).finally(
-          () => bench.close(),
-        );
+        const { ran, skipped, failed } = await runAllSessions(bench, {
+          manifest: opts.manifest,
+          conditions,
+          agent,
+          out,
+          work: opts.work,
+          jobs,
+          log,
+          ...modelTarget(opts),
+        }).finally(() => bench.close());
+        const failedRequests = ran.reduce((n, r) => n + (r.behaviour?.failed_requests ?? 0), 0);
         io.out(
-          `${agent.name}: ran ${ran.length} session run(s), ${ran.filter((r) => r.resolved).length} resolved; ${skipped} already scored; ${failed.length} failed to run (run again to retry them); reports in ${out}\n`,
+          `${agent.name}: ran ${ran.length} session run(s), ${ran.filter((r) => r.resolved).length} resolved; ${failedRequests} failed request(s); ${skipped} already scored; ${failed.length} failed to run (run again to retry them); reports in ${out}\n`,
         );
-        return failed.length ? 1 : ran.some((r) => r.infrastructure_fault) ? 3 : 0;
+        return failed.length ? 1 : ran.some((r) => r.infrastructure_fault || r.behaviour?.infrastructure_fault) ? 3 : 0;
       }),
     );
 }
@@ -94,5 +104,29 @@ function withRunnerOptions(command: Command): Command {
     .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
     .addOption(executorOption("executor of the verification: docker, local, auto, or queue (default: the config's execution.executor)"))
     .addOption(redisOption())
+    .option("--model-url <url>", "point an agent whose adapter has model_endpoint at this model endpoint (e.g. switch-swe model-endpoint's)")
+    .option("--model-key-env <name>", "the environment variable holding the endpoint's key (never written anywhere; a loopback endpoint needs none)")
+    .option("--model <name>", "the model's name, for adapters that pass one")
+    .option("--tools-dir <dir>", "where switch-swe agents install put the harnesses", DEFAULT_TOOLS_DIR)
     .option("-q, --quiet", "only warnings and errors");
+}
+
+/** The model endpoint and tools directory of the runner's options. */
+function modelTarget(opts: { modelUrl?: string; modelKeyEnv?: string; model?: string; toolsDir: string }): { model?: ModelTarget; toolsDir: string } {
+  if (!opts.modelUrl) {
+    if (opts.modelKeyEnv || opts.model) throw new UsageError("--model-key-env and --model need --model-url");
+    return { toolsDir: opts.toolsDir };
+  }
+  let url: URL;
+  try {
+    url = new URL(opts.modelUrl);
+  } catch {
+    throw new UsageError(`--model-url: not a URL: '${opts.modelUrl}'`);
+  }
+  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  const key = opts.modelKeyEnv ? process.env[opts.modelKeyEnv] : undefined;
+  if (opts.modelKeyEnv && !key) throw new UsageError(`--model-key-env: the variable ${opts.modelKeyEnv} is not set`);
+  if (!key && !loopback) throw new UsageError("--model-url is not on loopback: name the variable holding its key with --model-key-env");
+  // A loopback endpoint (switch-swe model-endpoint) takes any key; harnesses refuse to start without one.
+  return { model: { url: opts.modelUrl, key: key ?? "switch-swe-loopback", ...(opts.model ? { name: opts.model } : {}) }, toolsDir: opts.toolsDir };
 }

@@ -65,10 +65,35 @@ export interface BehaviourRow {
   timed_out_requests: number;
 }
 
+/** One column of Table 2: means per run of what the harness reported, over the runs that reported usage. */
+export interface WorkloadCell {
+  runs: number;
+  /** Processed tokens (input, cached input and output) per run, in millions. */
+  tokens_millions: number;
+  /** Null when the harness does not report model calls. */
+  model_calls: number | null;
+  tool_calls: number;
+  /** Over those runs: requests that failed, and runs ended by an infrastructure fault. */
+  failed_requests: number;
+  infrastructure_faults: number;
+}
+
+/**
+ * Table 2 of the study, per configuration: Unint. (the whole uninterrupted run), Switch-All (the
+ * whole switched run) and Switch-Focus (the switched run's resumed substantive focus requests).
+ */
+export interface WorkloadRow {
+  configuration: string;
+  unint: WorkloadCell | null;
+  switch_all: WorkloadCell | null;
+  switch_focus: WorkloadCell | null;
+}
+
 export interface Aggregation {
   rows: GroupRow[];
   suspicious: SuspiciousRow[];
   behaviour: BehaviourRow[];
+  workload: WorkloadRow[];
   /** Reports that were not counted, or were counted conservatively, and why. */
   problems: string[];
 }
@@ -159,7 +184,13 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
     }
   }
   // A duplicate is found once per group it belongs to; say it once.
-  return { rows, suspicious, behaviour: behaviourRows(sessions, configurations, seen), problems: [...new Set(problems)] };
+  return {
+    rows,
+    suspicious,
+    behaviour: behaviourRows(sessions, configurations, seen),
+    workload: workloadRows(sessions, configurations, seen),
+    problems: [...new Set(problems)],
+  };
 }
 
 const median = (values: number[]): number | null => {
@@ -201,6 +232,45 @@ function behaviourRows(
         });
       }
     }
+  }
+  return rows;
+}
+
+type Behaviour = NonNullable<VerificationReport["behaviour"]>;
+
+function workloadCell(records: Behaviour[], part: "all" | "focus_resumed"): WorkloadCell | null {
+  const measured = records.filter((b) => b.usage);
+  if (!measured.length) return null;
+  const mean = (f: (b: Behaviour) => number) => measured.reduce((n, b) => n + f(b), 0) / measured.length;
+  return {
+    runs: measured.length,
+    tokens_millions: mean((b) => (b.usage![part].input_tokens + (b.usage![part].cached_input_tokens ?? 0) + b.usage![part].output_tokens) / 1e6),
+    model_calls: measured.some((b) => b.usage![part].model_calls === null) ? null : mean((b) => b.usage![part].model_calls!),
+    tool_calls: mean((b) => b.usage![part].tool_calls),
+    failed_requests: measured.reduce((n, b) => n + b.failed_requests, 0),
+    infrastructure_faults: measured.filter((b) => b.infrastructure_fault).length,
+  };
+}
+
+/** Table 2 rows, over every session of the benchmark a configuration ran with a usage reader. */
+function workloadRows(
+  sessions: readonly ScoredSession[],
+  configurations: string[],
+  seen: Map<string, Map<string, Map<string, LoadedReport[]>>>,
+): WorkloadRow[] {
+  const rows: WorkloadRow[] = [];
+  for (const configuration of configurations) {
+    const of = (condition: "control" | "switched") =>
+      sessions
+        .flatMap((s) => seen.get(configuration)?.get(s.session_id)?.get(condition) ?? [])
+        .flatMap((l) => (l.report.behaviour ? [l.report.behaviour] : []));
+    const row: WorkloadRow = {
+      configuration,
+      unint: workloadCell(of("control"), "all"),
+      switch_all: workloadCell(of("switched"), "all"),
+      switch_focus: workloadCell(of("switched"), "focus_resumed"),
+    };
+    if (row.unint || row.switch_all) rows.push(row);
   }
   return rows;
 }

@@ -1,5 +1,5 @@
 import { stringify } from "csv-stringify/sync";
-import { gapPoints, GROUPS, percent, type Aggregation, type Group, type GroupRow } from "./aggregate.ts";
+import { gapPoints, GROUPS, percent, type Aggregation, type Group, type GroupRow, type WorkloadCell } from "./aggregate.ts";
 
 const GROUP_TITLES: Record<Group, string> = { overall: "Overall", near: "Near", far: "Far" };
 const fixed = (value: number): string => value.toFixed(1);
@@ -111,8 +111,104 @@ export function renderMarkdown(aggregation: Aggregation): string {
       );
     }
   }
+  if (aggregation.workload.length) lines.push("", ...renderWorkloadMarkdown(aggregation));
   if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
   return lines.join("\n") + "\n";
+}
+
+const WORKLOAD_COLUMNS = [
+  ["unint", "Unint."],
+  ["switch_all", "Switch-All"],
+  ["switch_focus", "Switch-Focus"],
+] as const;
+
+const cellText = (c: WorkloadCell | null, f: (c: WorkloadCell) => string) => (c ? f(c) : "–");
+
+/** Table 2 of the study: mean per-run tokens (millions), model calls and tool calls, from the harnesses' own output. */
+function renderWorkloadMarkdown(aggregation: Aggregation): string[] {
+  const lines = [
+    "## Table 2: execution workload (from each harness's own output)",
+    "",
+    "Means per run; n/r: the harness does not report it. Unint.: the whole uninterrupted run; Switch-All: the whole switched run; Switch-Focus: the switched run's resumed substantive focus requests (no initial focus request, no interruption, no finalization). Tokens (input, cached input and output) in millions. Runs that ended early count what they incurred.",
+    "",
+    "| Configuration | Runs (Unint. / Switch) | Tokens M: Unint. | Switch-All | Switch-Focus | Model calls: Unint. | Switch-All | Switch-Focus | Tool calls: Unint. | Switch-All | Switch-Focus | Failed requests | Infrastructure faults |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const r of aggregation.workload) {
+    const cells = (f: (c: WorkloadCell) => string) => WORKLOAD_COLUMNS.map(([key]) => cellText(r[key], f)).join(" | ");
+    const failed = (r.unint?.failed_requests ?? 0) + (r.switch_all?.failed_requests ?? 0);
+    const faults = (r.unint?.infrastructure_faults ?? 0) + (r.switch_all?.infrastructure_faults ?? 0);
+    lines.push(
+      `| ${r.configuration} | ${r.unint?.runs ?? 0} / ${r.switch_all?.runs ?? 0} | ${cells((c) => c.tokens_millions.toFixed(3))} | ${cells((c) => (c.model_calls === null ? "n/r" : c.model_calls.toFixed(1)))} | ${cells((c) => c.tool_calls.toFixed(1))} | ${failed} | ${faults} |`,
+    );
+  }
+  return lines;
+}
+
+/** Table 2 as CSV: one row per configuration and column (Unint., Switch-All, Switch-Focus). */
+export function renderWorkloadCsv(aggregation: Aggregation): string {
+  return stringify(
+    aggregation.workload.flatMap((r) =>
+      WORKLOAD_COLUMNS.flatMap(([key, title]) => {
+        const c = r[key];
+        return c
+          ? [
+              {
+                configuration: r.configuration,
+                column: title,
+                runs: c.runs,
+                tokens_millions: c.tokens_millions.toFixed(6),
+                model_calls: c.model_calls === null ? "" : c.model_calls.toFixed(2),
+                tool_calls: c.tool_calls.toFixed(2),
+                failed_requests: c.failed_requests,
+                infrastructure_faults: c.infrastructure_faults,
+              },
+            ]
+          : [];
+      }),
+    ),
+    { header: true, columns: ["configuration", "column", "runs", "tokens_millions", "model_calls", "tool_calls", "failed_requests", "infrastructure_faults"] },
+  );
+}
+
+/** Table 2 as a chart: per configuration, mean model calls and tool calls in each column. Plain SVG. */
+export function renderWorkloadSvg(aggregation: Aggregation): string {
+  const panelWidth = 360;
+  const plotTop = 50;
+  const plotHeight = 150;
+  const width = Math.max(1, aggregation.workload.length) * panelWidth + 20;
+  const height = plotTop + plotHeight + 70;
+  const colors = { model_calls: "#4a78b5", tool_calls: "#7aa974" };
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    `<title>Mean model calls and tool calls per run: Unint., Switch-All, Switch-Focus</title>`,
+    `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<rect x="20" y="${height - 22}" width="10" height="10" fill="${colors.model_calls}"/><text x="34" y="${height - 13}">Model calls</text>`,
+    `<rect x="130" y="${height - 22}" width="10" height="10" fill="${colors.tool_calls}"/><text x="144" y="${height - 13}">Tool calls</text>`,
+  ];
+  aggregation.workload.forEach((r, index) => {
+    const left = 10 + index * panelWidth;
+    const baseY = plotTop + plotHeight;
+    const top = Math.max(1, ...WORKLOAD_COLUMNS.flatMap(([key]) => (r[key] ? [r[key]!.model_calls ?? 0, r[key]!.tool_calls] : [])));
+    parts.push(`<g><text x="${left + panelWidth / 2}" y="20" text-anchor="middle" font-size="13" font-weight="bold">${escapeXml(r.configuration)}</text>`);
+    WORKLOAD_COLUMNS.forEach(([key, title], g) => {
+      const slot = left + 50 + g * 100;
+      const c = r[key];
+      (["model_calls", "tool_calls"] as const).forEach((measure, b) => {
+        const value = c ? (c[measure] ?? 0) : 0;
+        const h = (value / top) * plotHeight;
+        const x = slot + b * 36;
+        parts.push(
+          `<rect x="${x}" y="${(baseY - h).toFixed(1)}" width="32" height="${h.toFixed(1)}" fill="${colors[measure]}"><title>${escapeXml(`${r.configuration}, ${title}: ${value.toFixed(1)}`)}</title></rect>`,
+        );
+        parts.push(`<text x="${x + 16}" y="${(baseY - h - 3).toFixed(1)}" text-anchor="middle">${c ? value.toFixed(1) : "–"}</text>`);
+      });
+      parts.push(`<text x="${slot + 34}" y="${baseY + 16}" text-anchor="middle">${title}</text>`);
+    });
+    parts.push("</g>");
+  });
+  parts.push("</svg>");
+  return parts.join("\n") + "\n";
 }
 
 const escapeXml = (text: string): string => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

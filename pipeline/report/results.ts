@@ -5,7 +5,7 @@ import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { aggregateResults, type Aggregation, type LoadedReport, type ScoredSession } from "./aggregate.ts";
-import { renderCsv, renderMarkdown, renderSvg } from "./render.ts";
+import { renderCsv, renderMarkdown, renderSvg, renderWorkloadCsv, renderWorkloadSvg } from "./render.ts";
 
 export class ReportInputError extends InputError {
   override name = "ReportInputError";
@@ -91,5 +91,11 @@ export async function writeResultsReport(resultsDir: string, sessionsDir: string
   await writeFileAtomic(files[0]!, renderMarkdown(aggregation));
   await writeFileAtomic(files[1]!, renderCsv(aggregation));
   await writeFileAtomic(files[2]!, renderSvg(aggregation));
+  // Table 2 only where some harness reported its usage (scripted agents report none).
+  if (aggregation.workload.length) {
+    files.push(join(outDir, "table2.csv"), join(outDir, "workload.svg"));
+    await writeFileAtomic(files[3]!, renderWorkloadCsv(aggregation));
+    await writeFileAtomic(files[4]!, renderWorkloadSvg(aggregation));
+  }
   return { aggregation, files };
 }

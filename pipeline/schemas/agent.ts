@@ -1,7 +1,46 @@
 import { z } from "zod";
 
 /** Placeholders a command template may use; each is one argv element's text, never a shell. */
-export const AGENT_PLACEHOLDERS = ["{text}", "{checkout}", "{workspace}", "{repository}", "{session_dir}", "{conversation}"] as const;
+export const AGENT_PLACEHOLDERS = [
+  "{message}",
+  "{text}",
+  "{checkout}",
+  "{workspace}",
+  "{repository}",
+  "{session_dir}",
+  "{conversation}",
+  "{model_name}",
+] as const;
+/** Placeholders the message template may use. */
+export const MESSAGE_PLACEHOLDERS = ["{repository}", "{checkout}", "{text}"] as const;
+/** Placeholders the model endpoint's variables and files may use (`{model_key}` in variables only: a key is never written to a file). */
+export const ENDPOINT_PLACEHOLDERS = ["{model_url}", "{model_key}", "{model_name}", "{home}"] as const;
+
+/** How a command's own structured output is read for usage, failures and the conversation it made (pipeline/session/usage.ts). */
+export const USAGE_PARSERS = ["claude-code", "codex", "opencode", "aider"] as const;
+
+const placeholdersIn = (text: string) => text.match(/\{[a-z_]+\}/g) ?? [];
+const onlyPlaceholders = (texts: string[], allowed: readonly string[]) => texts.every((t) => placeholdersIn(t).every((p) => allowed.includes(p)));
+function validRegex(source: string): boolean {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+}
+const VariableName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable's name");
+
+/** A harness installed from its own registry at a pinned version, into a tools directory of its own (switch-swe agents install). */
+export const AgentInstall = z.strictObject({
+  registry: z.enum(["npm", "pypi"]),
+  package: z.string().regex(/^(@[a-z0-9._-]+\/)?[A-Za-z0-9._-]+$/, "a package name"),
+  /** An exact version: the adapter's flags were checked against this one. */
+  version: z.string().regex(/^[0-9][0-9A-Za-z.+-]*$/, "an exact version such as 2.1.197"),
+  /** pypi: the Python interpreters to make its virtual environment with, in order of preference (the first on PATH is used). */
+  python: z.array(z.string().regex(/^python3(\.\d+)?$/)).default(["python3"]),
+});
+export type AgentInstall = z.infer<typeof AgentInstall>;
 
 /**
  * An agent, as data (AGENT.yaml): how the session runner hands it one request. A command agent is
@@ -36,16 +75,98 @@ export const AgentSpec = z
     /** `runs: environment` only: whether the container has a network (an agent reaching its model's API needs one). */
     network: z.boolean().default(true),
     /** Names of environment variables passed through from the user's environment (API keys, say). */
-    env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]),
+    env: z.array(VariableName).default([]),
+    /** Where it comes from: its registry, package and pinned version (command[0] is then looked up in its tools directory first). */
+    install: AgentInstall.optional(),
+    /**
+     * The message of each request, from the repository, the active checkout and the request's text
+     * (SPEC 2.8: every message names the repository and the checkout). `{message}` in a command.
+     */
+    message: z.string().default("{text}"),
+    /**
+     * Where each request runs: `checkout`, in the active checkout; or `workspace`, in the directory
+     * holding all five for the whole session (for a harness that keeps its conversations per
+     * directory, such as Claude Code: the message names the active checkout).
+     */
+    working_directory: z.enum(["checkout", "workspace"]).default("checkout"),
+    /**
+     * The conversation id (`{conversation}`): `fixed`, one derived from session, condition and
+     * agent; `fresh`, a new one for every run (a re-run never continues an earlier run's); or
+     * `{capture: REGEX}`, the id the harness makes, read from its first request's output (the
+     * regex's first group).
+     */
+    conversation: z.union([z.enum(["fixed", "fresh"]), z.strictObject({ capture: z.string().min(1) })]).default("fixed"),
+    /**
+     * How it is pointed at a model endpoint (session run --model-url): variables set for every
+     * request, and files written into its home before the first (paths relative to the home).
+     */
+    model_endpoint: z
+      .strictObject({
+        env: z.record(VariableName, z.string()).default({}),
+        /** `{model_name}` when the run names no model (a harness that needs a name to offer its tools, say). */
+        default_model: z.string().min(1).optional(),
+        files: z.array(z.strictObject({ path: z.string().regex(/^[^/].*$/, "a path relative to the agent's home"), content: z.string() })).default([]),
+      })
+      .optional(),
+    /** Variables set for every request whatever the endpoint: telemetry, update checks and the like switched off. */
+    constant_env: z.record(VariableName, z.string()).default({}),
+    /** On the host: HOME (and the XDG directories) are the run's own, so the harness keeps its state, settings and conversations there and never in the user's. */
+    isolated_home: z.boolean().default(false),
+    /**
+     * The command's standard input, from the same placeholders as a command (`{message}`, say):
+     * for a harness that mangles a message given as an argument (OpenCode quotes it and escapes its
+     * double quotes). Empty when not given.
+     */
+    stdin: z.string().optional(),
+    /**
+     * A file the harness appends its structured events to, read with its output after each attempt
+     * (what it added during the attempt only): aider's analytics log, say. Placeholders as a command's.
+     */
+    usage_file: z.string().optional(),
+    /** Reads the command's output for usage, failed requests, infrastructure faults and the conversation id. */
+    usage: z.enum(USAGE_PARSERS).optional(),
   })
   .refine((a) => Boolean(a.scripted) !== Boolean(a.command), { message: "give exactly one of scripted and command", path: ["command"] })
+  .refine((a) => onlyPlaceholders([...(a.command ?? []), ...(a.continue_command ?? [])], AGENT_PLACEHOLDERS), {
+    message: `a command may use only the placeholders ${AGENT_PLACEHOLDERS.join(", ")}`,
+    path: ["command"],
+  })
+  .refine((a) => onlyPlaceholders(a.stdin === undefined ? [] : [a.stdin], AGENT_PLACEHOLDERS), {
+    message: `stdin may use only ${AGENT_PLACEHOLDERS.join(", ")}`,
+    path: ["stdin"],
+  })
+  .refine((a) => a.stdin === undefined || a.runs === "host", { message: "stdin is given to host runs only", path: ["stdin"] })
+  .refine((a) => a.usage_file === undefined || (a.runs === "host" && a.usage !== undefined && onlyPlaceholders([a.usage_file], AGENT_PLACEHOLDERS)), {
+    message: "a usage file is read for host runs with a usage reader, and may use only the command's placeholders",
+    path: ["usage_file"],
+  })
+  .refine((a) => onlyPlaceholders([a.message], MESSAGE_PLACEHOLDERS), {
+    message: `the message may use only ${MESSAGE_PLACEHOLDERS.join(", ")}`,
+    path: ["message"],
+  })
+  .refine((a) => onlyPlaceholders(Object.values(a.model_endpoint?.env ?? {}), ENDPOINT_PLACEHOLDERS), {
+    message: `the endpoint's variables may use only ${ENDPOINT_PLACEHOLDERS.join(", ")}`,
+    path: ["model_endpoint", "env"],
+  })
   .refine(
     (a) =>
-      [...(a.command ?? []), ...(a.continue_command ?? [])].every((part) =>
-        (part.match(/\{[a-z_]+\}/g) ?? []).every((p) => (AGENT_PLACEHOLDERS as readonly string[]).includes(p)),
+      onlyPlaceholders(
+        a.model_endpoint?.files.map((f) => f.content) ?? [],
+        ENDPOINT_PLACEHOLDERS.filter((p) => p !== "{model_key}"),
       ),
-    { message: `a command may use only the placeholders ${AGENT_PLACEHOLDERS.join(", ")}`, path: ["command"] },
+    {
+      message: "a file may not hold {model_key} (a key is never written anywhere): name a variable the harness reads it from",
+      path: ["model_endpoint", "files"],
+    },
   )
+  .refine((a) => !a.scripted || (!a.install && !a.model_endpoint && !a.usage), {
+    message: "a scripted agent is built in: no install, endpoint or usage",
+    path: ["scripted"],
+  })
+  .refine((a) => typeof a.conversation !== "object" || validRegex(a.conversation.capture), {
+    message: "not a valid regular expression",
+    path: ["conversation", "capture"],
+  })
   .refine((a) => !a.scripted || a.runs === "host", { message: "a scripted agent is built into switch-swe and runs on the host", path: ["runs"] })
   .refine((a) => a.runs === "environment" || a.setup.length === 0, {
     message: "setup commands are run in the environment: set runs: environment",
@@ -60,6 +181,19 @@ export const CheckoutChanges = z.object({
   deleted: z.array(z.string()),
 });
 export type CheckoutChanges = z.infer<typeof CheckoutChanges>;
+
+/** What one request (or a run) incurred, as the harness's own output reports it. */
+export const RequestUsage = z.strictObject({
+  /** Input tokens not read from the provider's cache (cache writes included); all input tokens where cached_input_tokens is null. */
+  input_tokens: z.number().int().nonnegative(),
+  /** Null where the harness does not split cache reads out (aider reports prompt tokens whole). */
+  cached_input_tokens: z.number().int().nonnegative().nullable(),
+  output_tokens: z.number().int().nonnegative(),
+  /** Null where the harness's output does not say (Codex CLI's JSON events do not count model calls). */
+  model_calls: z.number().int().nonnegative().nullable(),
+  tool_calls: z.number().int().nonnegative(),
+});
+export type RequestUsage = z.infer<typeof RequestUsage>;
 
 /** One request of a session run, as the trajectory records it (one JSON line each). */
 export const TrajectoryRequest = z.object({
@@ -82,6 +216,12 @@ export const TrajectoryRequest = z.object({
   changes: z.record(z.string(), CheckoutChanges),
   /** A focus return (a focus request after another task's): seconds to the first change in the focus checkout. */
   focus_first_change_seconds: z.number().nonnegative().nullable().optional(),
+  /** Summed over the request's attempts, from the harness's output (agents with a usage reader only; null: it reported none). */
+  usage: RequestUsage.nullable().optional(),
+  /** Why the request failed, when the harness says so or exits non-zero (its last attempt's). */
+  failure: z.strictObject({ kind: z.enum(["infrastructure", "model", "exit"]), detail: z.string() }).optional(),
+  /** Attempts repeated because the provider failed (overloaded, unreachable): at most the run's infrastructure retries. */
+  infrastructure_retries: z.number().int().nonnegative().optional(),
 });
 export type TrajectoryRequest = z.infer<typeof TrajectoryRequest>;
 
@@ -98,6 +238,18 @@ export const SessionBehaviour = z.object({
   work_lost_files: z.number().int().nonnegative(),
   continuations_used: z.number().int().nonnegative(),
   timed_out_requests: z.number().int().nonnegative(),
+  /** The conversation the run's requests were delivered in (command agents), for matching a provider's or endpoint's log. */
+  conversation: z.string().optional(),
+  /** Requests that failed (the harness said so, or exited non-zero), of any kind. */
+  failed_requests: z.number().int().nonnegative().default(0),
+  /** Set when the run ended on an infrastructure fault that outlasted its retries: the requests after it were not delivered. */
+  infrastructure_fault: z.string().optional(),
+  /**
+   * The harness's reported usage (agents with a usage reader): the whole run, and the resumed
+   * substantive focus requests only (the study's Switch-Focus: no first focus request, no
+   * interruption, no finalization).
+   */
+  usage: z.strictObject({ all: RequestUsage, focus_resumed: RequestUsage }).optional(),
   /** Seconds the runner itself took (provisioning the checkouts, snapshots, bookkeeping), the agent's own time left out. */
   runner_seconds: z.number().nonnegative(),
   /** The trajectory file, relative to the report's own directory when it can be. */

@@ -1,20 +1,26 @@
-import { spawn } from "node:child_process";
 import type Docker from "dockerode";
-import { createHash } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
-import { basename, join } from "node:path";
+import { createHash, randomUUID } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
 import { git } from "../git.ts";
 import type { Logger } from "../logger.ts";
-import type { AgentSpec, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
+import type { AgentSpec, RequestUsage, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ScheduledRequest, SessionSpec } from "../schemas/session.ts";
 import { buildNetworkSettings } from "../executors/types.ts";
+import { runProcess } from "../executors/local.ts";
+import { addUsage, NO_USAGE, readAttempt, usageSince, type AttemptReading } from "./usage.ts";
 import { AgentEnvironment, type Attempt } from "./environment.ts";
+import { agentExecutable } from "./install.ts";
 import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
 
 /** Sent, in the same conversation, when a request ran out of its budget: the same for every agent. */
 export const CONTINUATION_MESSAGE = "Your time for the last request ran out before you finished. Continue that request from where you stopped.";
+
+/** Repetitions of an attempt the provider failed (overloaded, unreachable) before the run ends on an infrastructure fault (the study's protocol). */
+export const INFRASTRUCTURE_RETRIES = 2;
 
 export interface SessionRunOptions {
   spec: SessionSpec;
@@ -34,6 +40,17 @@ export interface SessionRunOptions {
   pollSeconds?: number;
   /** For an agent that `runs: environment`: the engine, the focus task's image, labels for its container. */
   environment?: { docker: Docker; image: string; labels: Record<string, string> };
+  /** The model endpoint an agent with `model_endpoint` is pointed at; without it the harness uses its own defaults. */
+  model?: ModelTarget;
+  /** Where agents with `install` were installed (switch-swe agents install): their executables are looked up there first. */
+  toolsDir?: string;
+}
+
+/** A model endpoint: its base URL, the key (never written to a file) and the model's name. */
+export interface ModelTarget {
+  url: string;
+  key?: string;
+  name?: string;
 }
 
 export interface SessionRunResult {
@@ -59,6 +76,8 @@ export interface AgentPaths {
   workspace: string;
   /** The agent's own directory for the session (its home in the environment). */
   sessionDir: string;
+  /** The model's name for `{model_name}`: the run's, else the adapter's default, else empty. */
+  modelName?: string;
 }
 
 /** Runs a scripted test agent's step for one request; only these read the held-out assets. */
@@ -102,48 +121,59 @@ function scriptedAgent(
   };
 }
 
-/** A command agent's argv for a request, its placeholders filled in. */
+/** The message of a request, from the agent's template: repository, active checkout and text. */
+export function agentMessage(agent: AgentSpec, request: AgentRequest): string {
+  const values: Record<string, string> = { "{repository}": request.repository, "{checkout}": request.checkout, "{text}": request.text };
+  return agent.message.replace(/\{(repository|checkout|text)\}/g, (m) => values[m]!);
+}
+
+/** A command agent's argv for a request, its placeholders filled in (each is one argv element's text: nothing is read by a shell). */
 export function agentArgv(agent: AgentSpec, request: AgentRequest, paths: AgentPaths, conversation: string): string[] {
   const template = request.continued && agent.continue_command ? agent.continue_command : agent.command!;
   const values: Record<string, string> = {
+    "{message}": agentMessage(agent, request),
     "{text}": request.text,
     "{checkout}": request.checkout,
     "{workspace}": paths.workspace,
     "{repository}": request.repository,
     "{session_dir}": paths.sessionDir,
     "{conversation}": conversation,
+    "{model_name}": paths.modelName ?? "",
   };
-  return template.map((part) => part.replace(/\{(text|checkout|workspace|repository|session_dir|conversation)\}/g, (m) => values[m]!));
+  const fill = (part: string) => part.replace(/\{(message|text|checkout|workspace|repository|session_dir|conversation|model_name)\}/g, (m) => values[m]!);
+  return template.map(fill);
 }
 
-/** Runs one attempt of a command agent, killed (its whole process group) at the budget. */
-async function runCommand(argv: string[], cwd: string, env: NodeJS.ProcessEnv, budgetSeconds: number, logFile: string): Promise<Attempt> {
-  const output: Buffer[] = [];
-  const attempt = await new Promise<Attempt>((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }, budgetSeconds * 1000);
-    child.stdout!.on("data", (c: Buffer) => output.push(c));
-    child.stderr!.on("data", (c: Buffer) => output.push(c));
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      output.push(Buffer.from(`could not start ${argv[0]}: ${error.message}\n`));
-      resolve({ exit: 127, timedOut: false });
+/** A command agent's standard input for a request (its `stdin` template filled in), or empty. */
+export function agentStdin(agent: AgentSpec, request: AgentRequest, paths: AgentPaths, conversation: string): string {
+  if (agent.stdin === undefined) return "";
+  // The same placeholders as a command's, filled the same way: one element of a one-element template.
+  return agentArgv({ ...agent, command: [agent.stdin], continue_command: [agent.stdin] }, request, paths, conversation)[0]!;
+}
+
+/** A harness's output may be long (a stream of JSON events): kept whole up to this size. */
+const AGENT_OUTPUT_LIMIT = 64 * 1024 * 1024;
+
+/**
+ * Runs one attempt of a command agent on the host in a process group of its own, killed (the
+ * group, and whatever left it) at the budget, and with this process if it is killed first.
+ */
+async function runCommand(argv: string[], cwd: string, env: Record<string, string>, budgetSeconds: number, logFile: string, input: string): Promise<Attempt> {
+  try {
+    const done = await runProcess(argv[0]!, argv.slice(1), {
+      cwd,
+      env,
+      timeoutSeconds: budgetSeconds,
+      outputLimit: AGENT_OUTPUT_LIMIT,
+      killWhenOrphaned: true,
+      input,
     });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ exit: timedOut ? null : (code ?? null), timedOut });
-    });
-  });
-  await writeFile(logFile, Buffer.concat(output));
-  return attempt;
+    await writeFile(logFile, done.output);
+    return { exit: done.timedOut ? null : done.code, timedOut: done.timedOut };
+  } catch (error) {
+    await writeFile(logFile, `could not start ${argv[0]}: ${(error as Error).message}\n`);
+    return { exit: 127, timedOut: false };
+  }
 }
 
 /** The variables a command agent gets from the user's environment: the ones its spec names (and, on the host, enough to run). */
@@ -154,12 +184,51 @@ function agentVariables(agent: AgentSpec, host: boolean): Record<string, string>
   return env;
 }
 
+const fillEndpoint = (text: string, model: ModelTarget | undefined, home: string) =>
+  text.replace(/\{(model_url|model_key|model_name|home)\}/g, (m) =>
+    m === "{home}" ? home : m === "{model_url}" ? (model?.url ?? "") : m === "{model_key}" ? (model?.key ?? "") : (model?.name ?? ""),
+  );
+
+/**
+ * Everything set for the agent besides what it passes through: its constant variables, and where
+ * it is pointed at a model endpoint, the endpoint's variables; the endpoint's files are written
+ * into its home (a file never holds the key: the schema refuses it).
+ */
+async function agentSettings(agent: AgentSpec, model: ModelTarget | undefined, home: string, writeHome: string): Promise<Record<string, string>> {
+  const env: Record<string, string> = { ...agent.constant_env };
+  if (model && agent.model_endpoint) {
+    if (!model.name && agent.model_endpoint.default_model) model = { ...model, name: agent.model_endpoint.default_model };
+    for (const [key, value] of Object.entries(agent.model_endpoint.env)) {
+      // A variable naming a model when none was given is left unset: the harness keeps its default.
+      if (value.includes("{model_name}") && !model.name) continue;
+      env[key] = fillEndpoint(value, model, home);
+    }
+    for (const file of agent.model_endpoint.files) {
+      const path = join(writeHome, file.path);
+      await mkdir(dirname(path), { recursive: true });
+      await writeFile(path, fillEndpoint(file.content, model, home));
+    }
+  }
+  return env;
+}
+
+const modelNameOf = (agent: AgentSpec, model: ModelTarget | undefined): { modelName?: string } => {
+  const name = model?.name ?? (model ? agent.model_endpoint?.default_model : undefined);
+  return name ? { modelName: name } : {};
+};
+
+/** command[0] of an installed agent, from its tools directory when it is there. */
+function installedCommand(agent: AgentSpec, toolsDir: string | undefined, argv: string[]): string[] {
+  if (!agent.install || !toolsDir) return argv;
+  return [agentExecutable(toolsDir, agent, argv[0]!), ...argv.slice(1)];
+}
+
 /** Where a command agent runs, and how one attempt is run there. */
 interface AgentPlace {
   paths: AgentPaths;
   /** The path the agent is given for a checkout of the session. */
   checkout: (sessionPath: string) => string;
-  attempt: (argv: string[], checkout: string, budgetSeconds: number, logFile: string) => Promise<Attempt>;
+  attempt: (argv: string[], checkout: string, budgetSeconds: number, logFile: string, input: string) => Promise<Attempt>;
   close: () => Promise<void>;
 }
 
@@ -177,10 +246,23 @@ function commonParent(paths: string[]): string {
 async function agentPlace(options: SessionRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
   const { agent, spec, runDir } = options;
   if (agent.runs === "host") {
+    // An isolated home is the run's own: the harness's settings, state and conversations stay in the run.
+    const home = agent.isolated_home ? join(runDir, "home") : (process.env.HOME ?? runDir);
+    if (agent.isolated_home) await mkdir(home, { recursive: true });
+    const isolated: Record<string, string> = agent.isolated_home
+      ? {
+          HOME: home,
+          XDG_CONFIG_HOME: join(home, ".config"),
+          XDG_DATA_HOME: join(home, ".local", "share"),
+          XDG_CACHE_HOME: join(home, ".cache"),
+          XDG_STATE_HOME: join(home, ".local", "state"),
+        }
+      : {};
+    const env = { ...agentVariables(agent, true), ...isolated, ...(await agentSettings(agent, options.model, home, home)) };
     return {
-      paths: { workspace: join(runDir, "workspace"), sessionDir: runDir },
+      paths: { workspace: join(runDir, "workspace"), sessionDir: runDir, ...modelNameOf(agent, options.model) },
       checkout: hostPath,
-      attempt: (argv, checkout, budget, logFile) => runCommand(argv, checkout, agentVariables(agent, true), budget, logFile),
+      attempt: (argv, checkout, budget, logFile, input) => runCommand(installedCommand(agent, options.toolsDir, argv), checkout, env, budget, logFile, input),
       close: async () => undefined,
     };
   }
@@ -208,7 +290,7 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
     network: agent.network,
     labels: options.environment.labels,
   });
-  const variables = { ...network.vars, ...ca, ...agentVariables(agent, false) };
+  const variables = { ...network.vars, ...ca, ...agentVariables(agent, false), ...(await agentSettings(agent, options.model, "/agent", agentDir)) };
   try {
     for (const [i, command] of agent.setup.entries()) {
       const logFile = join(logs, `setup-${i}.log`);
@@ -223,7 +305,7 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
     throw error;
   }
   return {
-    paths: { workspace: commonParent(spec.checkouts.map((c) => c.path)), sessionDir: "/agent" },
+    paths: { workspace: commonParent(spec.checkouts.map((c) => c.path)), sessionDir: "/agent", ...modelNameOf(agent, options.model) },
     checkout: (path) => path,
     attempt: (argv, checkout, budget, logFile) => environment.exec(argv, { cwd: checkout, env: variables, budgetSeconds: budget, logFile }),
     close: () => environment.stop(),
@@ -270,8 +352,9 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
   const snapshots = new Map<string, Snapshot>();
   for (const checkout of spec.checkouts) snapshots.set(checkout.path, await snapshot(hostPath(checkout.path), hashes));
   const base = new Map(snapshots);
+  if (!agent.scripted && agent.runs === "host") warnOfInstructionsAbove(workspace, options.log);
   const place = agent.scripted ? undefined : await agentPlace(options, hostPath, logs);
-  let requests: { lines: TrajectoryRequest[]; everChanged: Set<string>; agentMs: number };
+  let requests: Awaited<ReturnType<typeof deliverRequests>>;
   try {
     requests = await deliverRequests(options, { hostPath, focusPath, logs, hashes, snapshots, place });
   } finally {
@@ -280,8 +363,31 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
   const trajectoryFile = join(runDir, "trajectory.jsonl");
   await writeFileAtomic(trajectoryFile, requests.lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
   const lost = [...requests.everChanged].filter((p) => snapshots.get(focusPath)!.get(p) === base.get(focusPath)!.get(p)).length;
-  const behaviour = summarise(agent.name, requests.lines, lost, Math.max(0, (Date.now() - runStarted - requests.agentMs) / 1000), trajectoryFile);
+  const behaviour = {
+    ...summarise(agent, requests.lines, lost, Math.max(0, (Date.now() - runStarted - requests.agentMs) / 1000), trajectoryFile, requests.infrastructureFault),
+    ...(requests.conversation ? { conversation: requests.conversation } : {}),
+  };
   return { focusCheckout: focusCheckoutIn(runDir, spec), trajectoryFile, behaviour };
+}
+
+/** Files harnesses read as instructions or settings from the directories above where they run. */
+const HARNESS_INSTRUCTIONS = ["CLAUDE.md", "AGENTS.md", ".claude", "opencode.json", "opencode.jsonc", ".opencode", "CONVENTIONS.md", ".aider.conf.yml"];
+
+/**
+ * Harnesses read instructions from the directories above their working directory (Claude Code's
+ * CLAUDE.md, Codex's AGENTS.md up to the git root, OpenCode's project config): any found above
+ * the workspace would reach the agent although no session has it, so the run says so.
+ */
+function warnOfInstructionsAbove(workspace: string, log: Logger): void {
+  const found: string[] = [];
+  for (let dir = dirname(resolve(workspace)); ; dir = dirname(dir)) {
+    for (const name of HARNESS_INSTRUCTIONS) if (existsSync(join(dir, name))) found.push(join(dir, name));
+    if (dirname(dir) === dir) break;
+  }
+  if (found.length)
+    log.warn(
+      `above the workspace ${workspace}: ${found.join(", ")}; a harness may read them as instructions: keep session runs (--work) outside that directory`,
+    );
 }
 
 const focusPathOf = (spec: SessionSpec) => spec.checkouts.find((c) => c.task_id === spec.focus)!.path;
@@ -300,20 +406,46 @@ interface Delivery {
   place?: AgentPlace;
 }
 
-/** Delivers every request of the condition in order, and records what each did. */
-async function deliverRequests(options: SessionRunOptions, d: Delivery): Promise<{ lines: TrajectoryRequest[]; everChanged: Set<string>; agentMs: number }> {
-  const { spec, condition, agent, log } = options;
-  const schedule = spec.conditions[condition];
-  const conversation = createHash("sha256")
-    .update(`${spec.session_id}/${condition}/${agent.name}`)
+/** What the runner learnt from one request's attempts: usage summed over them, the last failure, the retries the provider cost. */
+interface RequestOutcome {
+  exits: (number | null)[];
+  continuations: number;
+  timedOut: boolean;
+  usage: RequestUsage | null;
+  failure?: NonNullable<TrajectoryRequest["failure"]>;
+  infrastructureRetries: number;
+}
+
+/**
+ * The conversation id for `{conversation}`: fixed (from session, condition and agent), fresh (a new
+ * one each run, so a re-run never continues an earlier run's), or captured from the harness's first
+ * output (undefined until then).
+ */
+function conversationOf(agent: AgentSpec, sessionId: string, condition: string): string | undefined {
+  if (agent.conversation === "fresh") return randomUUID();
+  if (agent.conversation !== "fixed") return undefined;
+  return createHash("sha256")
+    .update(`${sessionId}/${condition}/${agent.name}`)
     .digest("hex")
     .slice(0, 32)
     .replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, "$1-$2-$3-$4-$5");
+}
+
+/** Delivers every request of the condition in order, and records what each did. */
+async function deliverRequests(
+  options: SessionRunOptions,
+  d: Delivery,
+): Promise<{ lines: TrajectoryRequest[]; everChanged: Set<string>; agentMs: number; infrastructureFault?: string; conversation?: string }> {
+  const { spec, condition, agent } = options;
+  const schedule = spec.conditions[condition];
   const scripted = agent.scripted ? scriptedAgent(agent.scripted, schedule, spec.focus, d.hostPath, options.heldout) : undefined;
-  const budget = spec.budget.per_request_seconds;
+  const state: { conversation: string | undefined; agentMs: number; runningTotal?: RequestUsage; usageFileRead?: number } = {
+    conversation: conversationOf(agent, spec.session_id, condition),
+    agentMs: 0,
+  };
   const everChanged = new Set<string>();
   const lines: TrajectoryRequest[] = [];
-  let agentMs = 0;
+  let infrastructureFault: string | undefined;
   for (const [index, scheduled] of schedule.entries()) {
     const active = scheduled.message.checkout;
     const isFocus = scheduled.task_id === spec.focus;
@@ -322,30 +454,7 @@ async function deliverRequests(options: SessionRunOptions, d: Delivery): Promise
     const watcher = focusReturn
       ? watchFirstChange(d.hostPath(d.focusPath), d.snapshots.get(d.focusPath)!, started, options.pollSeconds ?? 0.5, d.hashes)
       : undefined;
-    const exits: (number | null)[] = [];
-    let continuations = 0;
-    let timedOut = false;
-    for (let attempt = 0; ; attempt++) {
-      const request: AgentRequest = {
-        repository: scheduled.message.repository,
-        checkout: d.place ? d.place.checkout(active) : d.hostPath(active),
-        text: attempt === 0 ? scheduled.message.text : CONTINUATION_MESSAGE,
-        continued: index > 0 || attempt > 0,
-      };
-      const attemptStarted = Date.now();
-      const logFile = join(d.logs, `request-${String(index).padStart(2, "0")}-attempt-${attempt}.log`);
-      const result: Attempt = scripted
-        ? await scripted(index, request).then(() => ({ exit: 0, timedOut: false }))
-        : await d.place!.attempt(agentArgv(agent, request, d.place!.paths, conversation), request.checkout, budget, logFile);
-      agentMs += Date.now() - attemptStarted;
-      exits.push(result.exit);
-      timedOut = result.timedOut;
-      if (!result.timedOut || continuations >= spec.budget.timeout_continuations) break;
-      continuations++;
-      log.info(
-        `${spec.session_id} (${condition}) request ${index}: out of its ${budget}s budget; continuation ${continuations} of ${spec.budget.timeout_continuations}`,
-      );
-    }
+    const outcome = await deliverOne(options, d, index, scripted, state);
     const firstChange = watcher ? await watcher.stop() : undefined;
     const ended = Date.now();
     const changes = await recordChanges(
@@ -367,22 +476,136 @@ async function deliverRequests(options: SessionRunOptions, d: Delivery): Promise
       started_at: new Date(started).toISOString(),
       ended_at: new Date(ended).toISOString(),
       seconds: (ended - started) / 1000,
-      budget_seconds: budget,
-      continuations,
-      timed_out: timedOut,
-      exits,
+      budget_seconds: spec.budget.per_request_seconds,
+      continuations: outcome.continuations,
+      timed_out: outcome.timedOut,
+      exits: outcome.exits,
       changes,
       ...(focusFirst !== undefined ? { focus_first_change_seconds: focusFirst } : {}),
+      ...(agent.usage ? { usage: outcome.usage } : {}),
+      ...(outcome.failure ? { failure: outcome.failure } : {}),
+      ...(outcome.infrastructureRetries ? { infrastructure_retries: outcome.infrastructureRetries } : {}),
     });
+    if (outcome.failure?.kind === "infrastructure") {
+      // Out of retries: the provider, not the agent, ended the run; what it did so far stands.
+      infrastructureFault = `request ${index}: ${outcome.failure.detail}`;
+      options.log.warn(
+        `${spec.session_id} (${condition}): an infrastructure fault outlasted ${INFRASTRUCTURE_RETRIES} retries at ${infrastructureFault}; the run ends there`,
+      );
+      break;
+    }
   }
-  return { lines, everChanged, agentMs };
+  return {
+    lines,
+    everChanged,
+    agentMs: state.agentMs,
+    ...(infrastructureFault ? { infrastructureFault } : {}),
+    ...(state.conversation && !scripted ? { conversation: state.conversation } : {}),
+  };
+}
+
+/**
+ * One request: attempts until it ends within its budget (continuations after a timeout, in the same
+ * conversation) or the provider fails it more than INFRASTRUCTURE_RETRIES times. A model-side
+ * error or a non-zero exit is the agent's and is never retried.
+ */
+async function deliverOne(
+  options: SessionRunOptions,
+  d: Delivery,
+  index: number,
+  scripted: ScriptedStep | undefined,
+  state: { conversation: string | undefined; agentMs: number; runningTotal?: RequestUsage; usageFileRead?: number },
+): Promise<RequestOutcome> {
+  const { spec, condition, agent, log } = options;
+  const scheduled = spec.conditions[condition][index]!;
+  const budget = spec.budget.per_request_seconds;
+  const outcome: RequestOutcome = { exits: [], continuations: 0, timedOut: false, usage: null, infrastructureRetries: 0 };
+  let text = scheduled.message.text;
+  for (let attempt = 0; ; attempt++) {
+    const request: AgentRequest = {
+      repository: scheduled.message.repository,
+      checkout: d.place ? d.place.checkout(scheduled.message.checkout) : d.hostPath(scheduled.message.checkout),
+      text,
+      // A captured conversation continues only once the harness has said its id.
+      continued: (index > 0 || attempt > 0) && state.conversation !== undefined,
+    };
+    const attemptStarted = Date.now();
+    const logFile = join(d.logs, `request-${String(index).padStart(2, "0")}-attempt-${attempt}.log`);
+    const cwd = agent.working_directory === "workspace" && d.place ? d.place.paths.workspace : request.checkout;
+    const result: Attempt = scripted
+      ? await scripted(index, request).then(() => ({ exit: 0, timedOut: false }))
+      : await d.place!.attempt(
+          agentArgv(agent, request, d.place!.paths, state.conversation ?? ""),
+          cwd,
+          budget,
+          logFile,
+          agentStdin(agent, request, d.place!.paths, state.conversation ?? ""),
+        );
+    state.agentMs += Date.now() - attemptStarted;
+    outcome.exits.push(result.exit);
+    outcome.timedOut = result.timedOut;
+    const reading: AttemptReading | undefined = agent.usage ? readAttempt(agent.usage, await attemptOutput(agent, d, request, logFile, state)) : undefined;
+    if (reading?.usage) {
+      // A running total (Codex's) becomes this attempt's own by the difference from the last one seen.
+      const own = reading.cumulative ? usageSince(reading.usage, state.runningTotal) : reading.usage;
+      if (reading.cumulative) state.runningTotal = reading.usage;
+      outcome.usage = addUsage(outcome.usage ?? NO_USAGE, own);
+    }
+    if (state.conversation === undefined && typeof agent.conversation === "object")
+      state.conversation = await capturedConversation(agent.conversation.capture, logFile);
+    outcome.failure =
+      reading?.failure ?? (!result.timedOut && result.exit !== 0 ? { kind: "exit", detail: `exited with ${result.exit} (its output: ${logFile})` } : undefined);
+    if (result.timedOut) {
+      if (outcome.continuations >= spec.budget.timeout_continuations) break;
+      outcome.continuations++;
+      text = CONTINUATION_MESSAGE;
+      log.info(
+        `${spec.session_id} (${condition}) request ${index}: out of its ${budget}s budget; continuation ${outcome.continuations} of ${spec.budget.timeout_continuations}`,
+      );
+      continue;
+    }
+    if (outcome.failure?.kind !== "infrastructure" || outcome.infrastructureRetries >= INFRASTRUCTURE_RETRIES) break;
+    outcome.infrastructureRetries++;
+    log.info(
+      `${spec.session_id} (${condition}) request ${index}: ${outcome.failure.detail}; retry ${outcome.infrastructureRetries} of ${INFRASTRUCTURE_RETRIES}`,
+    );
+  }
+  return outcome;
+}
+
+/** What an attempt said: its output, and what it added to the agent's usage file during it. */
+async function attemptOutput(agent: AgentSpec, d: Delivery, request: AgentRequest, logFile: string, state: { usageFileRead?: number }): Promise<string> {
+  const output = await readFile(logFile, "utf8").catch(() => "");
+  if (!agent.usage_file || !d.place) return output;
+  // The file is named as the agent sees it; on the host that is where it is.
+  const file = agentArgv({ ...agent, command: [agent.usage_file], continue_command: [agent.usage_file] }, request, d.place.paths, "")[0]!;
+  const all = await readFile(file, "utf8").catch(() => "");
+  const added = all.slice(state.usageFileRead ?? 0);
+  state.usageFileRead = all.length;
+  return `${output}\n${added}`;
+}
+
+/** The conversation id a harness printed in its first request's output (the capture regex's first group). */
+async function capturedConversation(pattern: string, logFile: string): Promise<string | undefined> {
+  const output = await readFile(logFile, "utf8").catch(() => "");
+  return new RegExp(pattern).exec(output)?.[1];
 }
 
 /** The behaviour the study discusses, from a run's trajectory. */
-function summarise(agent: string, lines: TrajectoryRequest[], workLostFiles: number, runnerSeconds: number, trajectory: string): SessionBehaviour {
+function summarise(
+  agent: AgentSpec,
+  lines: TrajectoryRequest[],
+  workLostFiles: number,
+  runnerSeconds: number,
+  trajectory: string,
+  infrastructureFault: string | undefined,
+): SessionBehaviour {
   const elsewhere = (l: TrajectoryRequest) => Object.entries(l.changes).filter(([path]) => path !== l.checkout);
+  // Switch-Focus: the substantive focus requests after intervening work (not the first, not the finalization).
+  const resumed = lines.filter((l, i) => l.focus && !l.finalization && i > 0 && !lines[i - 1]!.focus);
+  const total = (ls: TrajectoryRequest[]) => ls.reduce((sum, l) => (l.usage ? addUsage(sum, l.usage) : sum), NO_USAGE);
   return {
-    agent,
+    agent: agent.name,
     requests: lines.length,
     cross_task_write_requests: lines.filter((l) => elsewhere(l).length > 0).length,
     cross_task_write_files: lines.reduce((n, l) => n + elsewhere(l).reduce((m, [, c]) => m + c.added.length + c.modified.length + c.deleted.length, 0), 0),
@@ -390,6 +613,9 @@ function summarise(agent: string, lines: TrajectoryRequest[], workLostFiles: num
     work_lost_files: workLostFiles,
     continuations_used: lines.reduce((n, l) => n + l.continuations, 0),
     timed_out_requests: lines.filter((l) => l.timed_out).length,
+    failed_requests: lines.filter((l) => l.failure).length,
+    ...(infrastructureFault ? { infrastructure_fault: infrastructureFault } : {}),
+    ...(agent.usage ? { usage: { all: total(lines), focus_resumed: total(resumed) } } : {}),
     runner_seconds: runnerSeconds,
     trajectory,
   };

@@ -15,7 +15,7 @@ import { AgentSpec } from "../schemas/agent.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
-import { focusCheckoutIn, runSession } from "./run.ts";
+import { focusCheckoutIn, type ModelTarget, runSession } from "./run.ts";
 import { verifySubmission } from "./score.ts";
 
 export type Condition = "control" | "switched";
@@ -52,6 +52,9 @@ export interface SessionRunOptions {
    */
   reverify?: VerificationReport;
   log: Logger;
+  /** The model endpoint an agent with `model_endpoint` is pointed at, and where installed agents are. */
+  model?: ModelTarget;
+  toolsDir?: string;
 }
 
 /**
@@ -65,6 +68,9 @@ export function sessionCloneSource(spec: SessionSpec, sessionFile: string): stri
   const path = resolve(dirname(resolve(sessionFile)), url);
   return existsSync(path) ? path : undefined;
 }
+
+/** Where `switch-swe agents install` puts harnesses, and the session runner looks for them, by default. */
+export const DEFAULT_TOOLS_DIR = join(".switch-swe", "agents");
 
 /** The report file of one session and condition under a results directory. */
 export const reportFileOf = (out: string, sessionId: string, condition: Condition) => join(out, `${sessionId}.${condition}.json`);
@@ -103,7 +109,18 @@ async function runAgent(bench: OpenedBenchmark, options: SessionRunOptions, at: 
   // Only the scripted test agents may read held-out assets; a command agent is never given them.
   const heldout = options.agent.scripted ? (taskId: string) => bench.heldout(taskId) : undefined;
   await rm(runDir, { recursive: true, force: true });
-  const run = await runSession({ spec, condition: options.condition, agent: options.agent, runDir, mirror: at.mirror, heldout, log: options.log, environment });
+  const run = await runSession({
+    spec,
+    condition: options.condition,
+    agent: options.agent,
+    runDir,
+    mirror: at.mirror,
+    heldout,
+    log: options.log,
+    environment,
+    ...(options.model ? { model: options.model } : {}),
+    toolsDir: resolve(options.toolsDir ?? DEFAULT_TOOLS_DIR),
+  });
   return { focusCheckout: run.focusCheckout, behaviour: { ...run.behaviour, trajectory: relative(dirname(resolve(at.reportFile)), run.trajectoryFile) } };
 }
 
@@ -140,7 +157,18 @@ async function agentImage(
  */
 export async function runAllSessions(
   bench: OpenedBenchmark,
-  options: { manifest: string; conditions: Condition[]; agent: AgentSpec; out: string; work?: string; jobs: number; log: Logger; only?: string[] },
+  options: {
+    manifest: string;
+    conditions: Condition[];
+    agent: AgentSpec;
+    out: string;
+    work?: string;
+    jobs: number;
+    log: Logger;
+    only?: string[];
+    model?: ModelTarget;
+    toolsDir?: string;
+  },
 ): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
   const sessionsDir = join(options.manifest, "sessions");
   const index = readJsonFile(join(sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
@@ -176,6 +204,8 @@ export async function runAllSessions(
             work: options.work,
             ...(item.report ? { reverify: item.report } : {}),
             log: options.log,
+            ...(options.model ? { model: options.model } : {}),
+            ...(options.toolsDir ? { toolsDir: options.toolsDir } : {}),
           }),
         );
       } catch (error) {

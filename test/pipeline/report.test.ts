@@ -133,17 +133,17 @@ describe("the results report", () => {
       ["agent-b", "near", 4, 25, 25, 0, 3, 3],
       ["agent-b", "far", 4, 25, 25, 0, 3, 3],
     ]);
-    const csv = renderCsv({ rows, suspicious, behaviour: [], problems });
+    const csv = renderCsv({ rows, suspicious, behaviour: [], workload: [], problems });
     expect(csv.split("\n")[0]).toBe(
       "configuration,group,sessions,uninterrupted_resolved,switched_resolved,uninterrupted_pct,switched_pct,gap_pp,uninterrupted_missing,switched_missing",
     );
     expect(csv).toContain("agent-a,overall,8,5,3,62.5,37.5,25.0,0,1\n");
     expect(csv).toContain("agent-b,far,4,1,1,25.0,25.0,0.0,3,3\n");
-    const md = renderMarkdown({ rows, suspicious, behaviour: [], problems });
+    const md = renderMarkdown({ rows, suspicious, behaviour: [], workload: [], problems });
     expect(md).toContain("| agent-a | Unint. | 8 | 1 | 1 | atexit 1, runtime 1 |");
     expect(md).toContain("| agent-a | 62.5 | 37.5 | 25.0 | 75.0 | 50.0 | 25.0 | 50.0 | 25.0 | 25.0 |");
     expect(md).toContain("Overall 8 sessions, Near 4, Far 4");
-    const svg = renderSvg({ rows, suspicious, behaviour: [], problems });
+    const svg = renderSvg({ rows, suspicious, behaviour: [], workload: [], problems });
     expect(svg.startsWith("<svg")).toBe(true);
     expect(svg).toContain("agent-a, Near, switched: 50.0%");
     expect(svg).toContain("gap 25.0 pp");

@@ -1,0 +1,114 @@
+// Real agent harnesses on the demo, against the scripted model endpoint: each adapter of
+// data/agents/ that installs a harness (Claude Code, Codex CLI, OpenCode, aider) is installed by
+// its own install (switch-swe agents install), then run through every demo session in both
+// conditions with the endpoint's `solve` script, then `idle` and `wrong-checkout`. It prints, per
+// harness and script, the sessions resolved in each condition, failed requests, the runner's own
+// seconds per request (what the benchmark adds to the harness's time) and the harness's seconds
+// per request, and how the usage the harness reported compares with the endpoint's log (model
+// calls, tool calls, tokens), so a README figure that says what a harness does not report is
+// measured, not assumed.
+// Usage: npm run bench:agents [-- --agents claude-code,codex --scripts solve,idle --sessions 4]
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { OpenedBenchmark } from "../pipeline/engine/benchmark.ts";
+import { runPipeline } from "../pipeline/engine/engine.ts";
+import { createLogger } from "../pipeline/logger.ts";
+import { benchmarkKnowledge } from "../pipeline/model-endpoint/knowledge.ts";
+import type { ModelScript } from "../pipeline/model-endpoint/scripts.ts";
+import { ModelEndpoint } from "../pipeline/model-endpoint/server.ts";
+import { SessionIndex } from "../pipeline/schemas/session.ts";
+import { installAgent } from "../pipeline/session/install.ts";
+import { DEFAULT_TOOLS_DIR, loadAgent, runAllSessions } from "../pipeline/session/runs.ts";
+import { BUILT_STAGES } from "../stages/index.ts";
+import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
+
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : fallback;
+};
+const agents = arg("agents", "claude-code,codex,opencode,aider").split(",");
+const scripts = arg("scripts", "solve,idle,wrong-checkout").split(",") as ModelScript[];
+const sessionLimit = Number(arg("sessions", "0"));
+const toolsDir = join(process.cwd(), DEFAULT_TOOLS_DIR);
+const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-agents-"));
+const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
+try {
+  const demo = await prepareDemoCopy(dir);
+  const built = await runPipeline(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
+  if (!built.ok) throw new Error("the demo pipeline did not finish");
+  const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
+  const all = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions.map((s) => s.session_id);
+  const only = sessionLimit > 0 ? all.slice(0, sessionLimit) : all;
+  const bench = () => OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log });
+  const b = bench();
+  const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
+  console.log(`${only.length} demo sessions × 2 conditions; verification with the local executor; 1 job; tools in ${toolsDir}`);
+  for (const name of agents) {
+    const agent = loadAgent(join("data", "agents", `${name}.yaml`));
+    const installStarted = Date.now();
+    const { installed } = await installAgent(agent, toolsDir);
+    console.log(
+      `${name} ${agent.install!.version}: ${installed ? `installed in ${((Date.now() - installStarted) / 1000).toFixed(0)} s` : "already installed"}`,
+    );
+    for (const script of scripts) {
+      const endpoint = await ModelEndpoint.start({ script, knowledge });
+      try {
+        const started = Date.now();
+        const { ran, failed } = await runAllSessions(bench(), {
+          manifest,
+          conditions: ["control", "switched"],
+          agent,
+          out: join(dir, "results", name, script),
+          work: join(dir, "runs", name, script),
+          jobs: 1,
+          log,
+          only,
+          model: { url: endpoint.url, key: "bench" },
+          toolsDir,
+        });
+        const wall = (Date.now() - started) / 1000;
+        const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
+        const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);
+        const agentSeconds = ran.reduce(
+          (n, r) =>
+            n +
+            readFileSync(join(dir, "results", name, script, r.behaviour!.trajectory), "utf8")
+              .split("\n")
+              .filter(Boolean)
+              .reduce((m, l) => m + (JSON.parse(l) as { seconds: number }).seconds, 0),
+          0,
+        );
+        const resolved = (condition: string) => ran.filter((r) => r.condition === condition && r.resolved).length;
+        const reported = ran.reduce(
+          (t, r) => {
+            const u = r.behaviour!.usage?.all;
+            return {
+              calls: t.calls === null || !u || u.model_calls === null ? null : t.calls + u.model_calls,
+              tools: t.tools + (u?.tool_calls ?? 0),
+              tokens: t.tokens + (u ? u.input_tokens + (u.cached_input_tokens ?? 0) + u.output_tokens : 0),
+            };
+          },
+          { calls: 0 as number | null, tools: 0, tokens: 0 },
+        );
+        const answered = endpoint.calls.filter((c) => c.status === 200);
+        const logged = {
+          calls: answered.length,
+          tools: answered.filter((c) => c.answer?.kind === "tool").length,
+          tokens: answered.reduce((n, c) => n + c.usage!.input + c.usage!.cachedInput + c.usage!.output, 0),
+        };
+        const crossTask = ran.filter((r) => r.behaviour!.cross_task_write_requests > 0).map((r) => r.condition);
+        console.log(
+          `  ${script}: ${ran.length} runs (${failed.length} failed to run), resolved control ${resolved("control")}/${only.length}, switched ${resolved("switched")}/${only.length}; ` +
+            `failed requests ${ran.reduce((n, r) => n + r.behaviour!.failed_requests, 0)}; runs with cross-task writes: ${crossTask.length ? crossTask.join(", ") : "none"}; ` +
+            `runner ${(runner / Math.max(1, requests)).toFixed(3)} s a request, harness ${(agentSeconds / Math.max(1, requests)).toFixed(2)} s a request, wall ${wall.toFixed(0)} s; ` +
+            `harness reported / endpoint logged: model calls ${reported.calls ?? "not reported"} / ${logged.calls}, tool calls ${reported.tools} / ${logged.tools}, tokens ${reported.tokens} / ${logged.tokens}`,
+        );
+      } finally {
+        await endpoint.close();
+      }
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,156 @@
+/**
+ * A task's reference change cut into small steps, for the endpoint's scripted models: the change
+ * is a sequence of units (one changed line of a text file, one deleted file, one binary file), and
+ * step m is the base revision with the first m units applied. The last step is the reference
+ * change itself.
+ */
+import { parseGitDiff, type FileDiff } from "../changes/diff.ts";
+
+/** What one file is after some units: text, bytes, or gone. */
+export type FileState = { kind: "text"; text: string } | { kind: "binary"; bytes: Buffer } | { kind: "deleted" };
+
+/** One file operation a step needs: write its content, or delete it. */
+export type FileOperation = { path: string; state: FileState };
+
+interface FilePlan {
+  path: string;
+  /** The units of this file, in the order they apply; `at` is the content after the first k of them. */
+  units: number;
+  at: (k: number) => FileState;
+}
+
+export interface ChangePlan {
+  /** Every unit of the change. */
+  units: number;
+  /** The files whose state differs between unit counts `from` and `to`, with their state at `to`. */
+  between: (from: number, to: number) => FileOperation[];
+  /** The files the whole change touches, at the base revision (deleted: did not exist). */
+  base: () => FileOperation[];
+}
+
+const HUNK = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
+
+/** Lines of a text with their newlines kept, so that a file without a final newline stays so. */
+function linesOf(text: string): string[] {
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+}
+
+/** Applies a file's hunks to its base text, only the first `k` changed lines of them. */
+function applyPartly(base: string, diff: FileDiff, k: number): string {
+  const lines = linesOf(base);
+  const body = diff.raw.split("\n");
+  const out: string[] = [];
+  let cursor = 0; // the next base line (0-based) not yet copied
+  let used = 0;
+  for (let i = 0; i < body.length; i++) {
+    const header = HUNK.exec(body[i]!);
+    if (!header) continue;
+    const oldStart = Number(header[1]);
+    const oldCount = header[2] === undefined ? 1 : Number(header[2]);
+    // A hunk of zero old lines is placed after line oldStart, otherwise at it.
+    const first = oldCount === 0 ? oldStart : oldStart - 1;
+    while (cursor < first) out.push(lines[cursor++]!);
+    for (i++; i < body.length && !HUNK.exec(body[i]!) && !body[i]!.startsWith("diff --git "); i++) {
+      const line = body[i]!;
+      const noNewline = body[i + 1]?.startsWith("\\ ");
+      const text = line.slice(1) + (noNewline ? "" : "\n");
+      if (line.startsWith(" ")) out.push(lines[cursor++]!);
+      else if (line.startsWith("-")) {
+        if (used++ >= k) out.push(lines[cursor]!);
+        cursor++;
+      } else if (line.startsWith("+")) {
+        if (used++ < k) out.push(text);
+      }
+      if (noNewline) i++;
+    }
+    i--;
+  }
+  while (cursor < lines.length) out.push(lines[cursor++]!);
+  return out.join("");
+}
+
+/** The changed lines of a file's hunks (a one-file section: its `---` and `+++` header lines come before the first hunk). */
+function changedLines(diff: FileDiff): number {
+  const lines = diff.raw.split("\n");
+  const first = lines.findIndex((l) => HUNK.test(l));
+  return first < 0 ? 0 : lines.slice(first).filter((l) => l.startsWith("+") || l.startsWith("-")).length;
+}
+
+/**
+ * The plan of `patch` over a base revision. `baseText(path)` gives a file's base content (null:
+ * no such file); `final(path)` its content once the whole patch is applied (null: deleted), used
+ * for binary files and to check each text file's last step against what git makes of the patch.
+ */
+export function planChange(patch: string, baseText: (path: string) => Buffer | null, final: (path: string) => Buffer | null): ChangePlan {
+  const files: FilePlan[] = [];
+  for (const diff of parseGitDiff(patch)) {
+    const renamed = diff.oldPath !== diff.path;
+    if (diff.status === "deleted") {
+      files.push({ path: diff.path, units: 1, at: (k) => (k ? { kind: "deleted" } : textOrBytes(baseText(diff.path))) });
+      continue;
+    }
+    if (diff.binary) {
+      const bytes = final(diff.path) ?? Buffer.alloc(0);
+      files.push({ path: diff.path, units: 1, at: (k) => (k ? { kind: "binary", bytes } : textOrBytes(baseText(diff.path))) });
+      if (renamed) files.push({ path: diff.oldPath, units: 1, at: (k) => (k ? { kind: "deleted" } : textOrBytes(baseText(diff.oldPath))) });
+      continue;
+    }
+    const base = (renamed ? baseText(diff.oldPath) : baseText(diff.path))?.toString("utf8") ?? "";
+    const lines = changedLines(diff);
+    const expected = final(diff.path)?.toString("utf8");
+    // What git made of the patch is the truth; a diff this reading cannot follow is written whole at its last unit.
+    const faithful = expected === undefined || applyPartly(base, diff, lines) === expected;
+    const existedBefore = renamed ? false : baseText(diff.path) !== null;
+    // A new or renamed file appears at its first unit (a rename: the old content under the new name).
+    const lead = existedBefore ? 0 : 1;
+    const units = lead + Math.max(lines, 1);
+    files.push({
+      path: diff.path,
+      units,
+      at: (k) => {
+        if (k === 0) return existedBefore ? { kind: "text", text: base } : { kind: "deleted" };
+        const applied = k - lead;
+        if (!faithful) return { kind: "text", text: k >= units ? (expected ?? base) : base };
+        return { kind: "text", text: applyPartly(base, diff, applied) };
+      },
+    });
+    if (renamed) files.push({ path: diff.oldPath, units: 1, at: (k) => (k ? { kind: "deleted" } : textOrBytes(baseText(diff.oldPath))) });
+  }
+  const offsets: number[] = [];
+  let total = 0;
+  for (const f of files) {
+    offsets.push(total);
+    total += f.units;
+  }
+  const stateAt = (f: number, units: number) => files[f]!.at(Math.max(0, Math.min(files[f]!.units, units - offsets[f]!)));
+  return {
+    units: total,
+    between: (from, to) => {
+      const ops: FileOperation[] = [];
+      files.forEach((file, f) => {
+        const before = stateAt(f, from);
+        const after = stateAt(f, to);
+        if (!sameState(before, after)) ops.push({ path: file.path, state: after });
+      });
+      return ops;
+    },
+    base: () => files.map((file, f) => ({ path: file.path, state: stateAt(f, 0) })),
+  };
+}
+
+function textOrBytes(content: Buffer | null): FileState {
+  if (content === null) return { kind: "deleted" };
+  return content.includes(0) ? { kind: "binary", bytes: content } : { kind: "text", text: content.toString("utf8") };
+}
+
+function sameState(a: FileState, b: FileState): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === "text") return a.text === (b as { text: string }).text;
+  if (a.kind === "binary") return a.bytes.equals((b as { bytes: Buffer }).bytes);
+  return true;
+}
+
+/** How many units a scripted model has applied after stage `stage` of a task of `stages` stages: the last stage applies all. */
+export function unitsAfterStage(units: number, stage: number, stages: number): number {
+  return stage >= stages ? units : Math.floor((stage * units) / stages);
+}
