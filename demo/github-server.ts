@@ -102,7 +102,14 @@ export class FakeGithub {
 
   async start(port = 0): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(port, "127.0.0.1", resolve));
+    // A port already taken is an error event, not an exception: it rejects here, so the caller can say so.
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once("error", reject);
+      this.server!.listen(port, "127.0.0.1", () => {
+        this.server!.off("error", reject);
+        resolve();
+      });
+    });
     return this.url;
   }
 

@@ -40,6 +40,8 @@ const SUBCOMMANDS = [
   "schemas",
   "repo",
   "demo",
+  "model-endpoint",
+  "agents",
 ];
 
 describe("switch-swe CLI", () => {
@@ -47,12 +49,32 @@ describe("switch-swe CLI", () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
     for (const name of SUBCOMMANDS) expect(help.stdout).toMatch(new RegExp(`^  ${name}\\b`, "m"));
-    for (const name of SUBCOMMANDS.filter((n) => n !== "repo")) {
+    for (const name of SUBCOMMANDS.filter((n) => n !== "repo" && n !== "agents")) {
       const sub = await cli([name, "--help"]);
       expect(sub.code, name).toBe(0);
       expect(sub.stdout, name).toMatch(/Example:\n  switch-swe /);
     }
     expect((await cli(["repo", "init", "--help"])).stdout).toMatch(/Example:\n  switch-swe repo init/);
+    expect((await cli(["agents", "install", "--help"])).stdout).toMatch(/Example:\n  switch-swe agents install/);
+  });
+
+  it("demo says which port is taken when its GitHub API cannot be served, and exits 2", async () => {
+    const dir = tempDir();
+    const config = join(dir, "pipeline.yaml");
+    // A port this test holds: the demo's config pointed at it.
+    const { createServer } = await import("node:net");
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const port = (holder.address() as { port: number }).port;
+    writeFileSync(config, readFileSync(join(root, "data", "demo", "pipeline.yaml"), "utf8").replace("http://127.0.0.1:47623", `http://127.0.0.1:${port}`));
+    try {
+      const result = await cli(["demo", "--out", join(dir, "corpus"), "-c", config]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`cannot serve the demo's GitHub API on http://127.0.0.1:${port}`);
+      expect(result.stderr).toMatch(/EADDRINUSE[\s\S]*free the port or change stages\.mine\.github\.api_url/);
+    } finally {
+      holder.close();
+    }
   });
 
   it("verify names the file and field of bad input, and exits 2 without running anything", async () => {
