@@ -5,7 +5,8 @@
  *
  * and inside pipeline/, each folder imports only the folders below it:
  *
- *   session, fidelity, report
+ *   model-endpoint
+ *   → session, fidelity, report
  *     → engine, verifier
  *       → profiles
  *         → executors
@@ -30,6 +31,7 @@ const LAYERS = {
   session: ["engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
   fidelity: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   report: ["session"],
+  "model-endpoint": ["session", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
 };
 
 const folderRules = Object.entries(LAYERS).map(([folder, below]) => ({

@@ -49,6 +49,10 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
         return report.infrastructure_fault || report.behaviour?.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
       }),
     );
+  registerRunAll(session, io, exit, logger);
+}
+
+function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet: boolean) => ReturnType<typeof createLogger>): void {
   withRunnerOptions(
     session
       .command("run-all")

@@ -184,13 +184,8 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
     }
   }
   // A duplicate is found once per group it belongs to; say it once.
-  return {
-    rows,
-    suspicious,
-    behaviour: behaviourRows(sessions, configurations, seen),
-    workload: workloadRows(sessions, configurations, seen),
-    problems: [...new Set(problems)],
-  };
+  const behaviour = behaviourRows(sessions, configurations, seen);
+  return { rows, suspicious, behaviour, workload: workloadRows(sessions, configurations, seen), problems: [...new Set(problems)] };
 }
 
 const median = (values: number[]): number | null => {
