@@ -24,6 +24,16 @@ export interface AttemptReading {
 /** HTTP statuses that are the provider's moment, not the request's: overloaded, rate limited, unavailable. */
 const INFRASTRUCTURE_STATUSES = new Set([408, 429, 500, 502, 503, 504, 529]);
 
+/** Whether a harness's error is the provider's moment (overloaded, limited, unavailable, unreachable) rather than the request's. */
+function providerFault(message: string, status?: number): boolean {
+  return (
+    (status !== undefined && INFRASTRUCTURE_STATUSES.has(status)) ||
+    /\b(429|500|502|503|504|529)\b|overloaded|unavailable|rate.?limit|stream disconnected|ECONNREFUSED|connection (error|refused|reset)|timed out/i.test(
+      message,
+    )
+  );
+}
+
 function jsonLines(output: string): Record<string, unknown>[] {
   const values: Record<string, unknown>[] = [];
   for (const line of output.split("\n")) {
@@ -75,7 +85,7 @@ function readClaudeCode(output: string): AttemptReading {
   if (result.is_error === true) {
     const status = typeof result.api_error_status === "number" ? result.api_error_status : undefined;
     const text = typeof result.result === "string" ? result.result : String(result.subtype ?? "error");
-    const infrastructure = (status !== undefined && INFRASTRUCTURE_STATUSES.has(status)) || /overloaded|ECONNREFUSED|connection error|rate limit/i.test(text);
+    const infrastructure = providerFault(text, status);
     reading.failure = {
       kind: infrastructure ? "infrastructure" : "model",
       detail: `${status !== undefined ? `API status ${status}: ` : ""}${text}`.slice(0, 500),
@@ -118,9 +128,7 @@ function readCodex(output: string): AttemptReading {
     if (event.type === "item.completed" && item && CODEX_TOOL_ITEMS.has(String(item.type))) tools.add(String(item.id ?? tools.size));
     if (event.type === "turn.failed" || event.type === "error") {
       const message = String((event.error as { message?: unknown } | undefined)?.message ?? event.message ?? "failed");
-      const infrastructure = /\b(429|500|502|503|504|529)\b|overloaded|unavailable|rate limit|stream disconnected|connection (refused|reset)|timed out/i.test(
-        message,
-      );
+      const infrastructure = providerFault(message);
       failure = { kind: infrastructure ? "infrastructure" : "model", detail: message.slice(0, 500) };
     }
   }
@@ -160,9 +168,7 @@ function readOpenCode(output: string): AttemptReading {
       const data = (error.data ?? {}) as Record<string, unknown>;
       const message = String(data.message ?? error.message ?? error.name ?? "failed");
       const status = num(data.statusCode);
-      const infrastructure =
-        INFRASTRUCTURE_STATUSES.has(status) ||
-        /\b(429|500|502|503|504|529)\b|overloaded|unavailable|rate limit|ECONNREFUSED|connection (refused|reset)/i.test(message);
+      const infrastructure = providerFault(message, status || undefined);
       failure = { kind: infrastructure ? "infrastructure" : "model", detail: `${status ? `API status ${status}: ` : ""}${message}`.slice(0, 500) };
     }
   }
@@ -194,7 +200,7 @@ function readAider(output: string): AttemptReading {
   }
   const error = /^(litellm\.\w+Error|.*APIError|.*(ServiceUnavailable|Overloaded|RateLimit|InternalServer|BadRequest)\w*Error)[^\n]*/m.exec(output)?.[0];
   if (!error || (usage && usage.model_calls === started)) return { usage };
-  const infrastructure = /ServiceUnavailable|Overloaded|RateLimit|InternalServer|\b(429|500|502|503|504|529)\b|Connection/i.test(error);
+  const infrastructure = /ServiceUnavailable|InternalServer|Connection/i.test(error) || providerFault(error);
   return { usage, failure: { kind: infrastructure ? "infrastructure" : "model", detail: error.slice(0, 500) } };
 }
 

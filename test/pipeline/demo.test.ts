@@ -836,10 +836,7 @@ describe("the demo", () => {
         });
       await withEndpoint("overloaded", async (endpoint) => {
         const report = await runShort(endpoint, "overloaded");
-        const trajectory = readFileSync(join(dir, "overloaded", "results", report.behaviour!.trajectory), "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l));
+        const trajectory = trajectoryOf(join(dir, "overloaded"), report);
         // The first request, tried three times (two retries), then the run ends: the second is never delivered.
         expect(trajectory).toHaveLength(1);
         expect(trajectory[0]).toMatchObject({ infrastructure_retries: 2, failure: { kind: "infrastructure" } });
@@ -850,10 +847,7 @@ describe("the demo", () => {
       });
       await withEndpoint("model-error", async (endpoint) => {
         const report = await runShort(endpoint, "model-error");
-        const trajectory = readFileSync(join(dir, "model-error", "results", report.behaviour!.trajectory), "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l));
+        const trajectory = trajectoryOf(join(dir, "model-error"), report);
         expect(trajectory).toHaveLength(2);
         expect(trajectory.map((t) => t.failure?.kind)).toEqual(["model", "model"]);
         expect(trajectory.map((t) => t.exits.length)).toEqual([1, 1]);
