@@ -2,8 +2,8 @@ import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
-import { type Condition, DEFAULT_TOOLS_DIR, loadAgent, runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
-import type { ModelTarget } from "../../pipeline/session/run.ts";
+import { type Condition, loadAgent, runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
+import { modelTarget, withModelOptions } from "../model-options.ts";
 import { formatVerification } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { executorOption, redisOption } from "../execution-options.ts";
@@ -104,33 +104,9 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
 
 /** The options both session commands take: where runs go, and how the focus artifact is verified. */
 function withRunnerOptions(command: Command): Command {
-  return command
+  return withModelOptions(command)
     .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
     .addOption(executorOption("executor of the verification: docker, local, auto, or queue (default: the config's execution.executor)"))
     .addOption(redisOption())
-    .option("--model-url <url>", "point an agent whose adapter has model_endpoint at this model endpoint (e.g. switch-swe model-endpoint's)")
-    .option("--model-key-env <name>", "the environment variable holding the endpoint's key (never written anywhere; a loopback endpoint needs none)")
-    .option("--model <name>", "the model's name, for adapters that pass one")
-    .option("--tools-dir <dir>", "where switch-swe agents install put the harnesses", DEFAULT_TOOLS_DIR)
     .option("-q, --quiet", "only warnings and errors");
-}
-
-/** The model endpoint and tools directory of the runner's options. */
-function modelTarget(opts: { modelUrl?: string; modelKeyEnv?: string; model?: string; toolsDir: string }): { model?: ModelTarget; toolsDir: string } {
-  if (!opts.modelUrl) {
-    if (opts.modelKeyEnv || opts.model) throw new UsageError("--model-key-env and --model need --model-url");
-    return { toolsDir: opts.toolsDir };
-  }
-  let url: URL;
-  try {
-    url = new URL(opts.modelUrl);
-  } catch {
-    throw new UsageError(`--model-url: not a URL: '${opts.modelUrl}'`);
-  }
-  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
-  const key = opts.modelKeyEnv ? process.env[opts.modelKeyEnv] : undefined;
-  if (opts.modelKeyEnv && !key) throw new UsageError(`--model-key-env: the variable ${opts.modelKeyEnv} is not set`);
-  if (!key && !loopback) throw new UsageError("--model-url is not on loopback: name the variable holding its key with --model-key-env");
-  // A loopback endpoint (switch-swe model-endpoint) takes any key; harnesses refuse to start without one.
-  return { model: { url: opts.modelUrl, key: key ?? "switch-swe-loopback", ...(opts.model ? { name: opts.model } : {}) }, toolsDir: opts.toolsDir };
 }
