@@ -61,10 +61,16 @@ export class GitError extends Error {
  * simple-git is told that this config path is meant. Its failures surface as GitError, like every
  * other git call's.
  */
-async function mirrorGit(baseDir: string, operation: string, run: (client: ReturnType<typeof simpleGit>) => Promise<unknown>): Promise<void> {
-  const guarded = Object.keys(GIT_ENV).filter((key) => key.startsWith("GIT_"));
+async function mirrorGit(
+  baseDir: string,
+  operation: string,
+  run: (client: ReturnType<typeof simpleGit>) => Promise<unknown>,
+  extraEnv: Record<string, string> = {},
+): Promise<void> {
+  const env = { ...GIT_ENV, ...extraEnv };
+  const guarded = Object.keys(env).filter((key) => key.startsWith("GIT_"));
   try {
-    await run(simpleGit({ baseDir, allowEnvironment: guarded, unsafe: { allowUnsafeConfigPaths: true } }).env(GIT_ENV));
+    await run(simpleGit({ baseDir, allowEnvironment: guarded, unsafe: { allowUnsafeConfigPaths: true, allowUnsafeConfigEnvCount: true } }).env(env));
   } catch (error) {
     throw new GitError([operation], (error as { exitCode?: number }).exitCode ?? -1, (error as Error).message);
   }
@@ -85,7 +91,14 @@ export class MirrorCache {
 
   readonly root: string;
 
-  constructor(root: string) {
+  /**
+   * `envFor` gives the environment git needs to fetch from a source (a git service's token as an
+   * HTTP header, say), kept out of the command line and the mirror's config.
+   */
+  constructor(
+    root: string,
+    private readonly envFor: (source: string) => Record<string, string> = () => ({}),
+  ) {
     this.root = resolve(root);
   }
 
@@ -135,7 +148,7 @@ export class MirrorCache {
       await mkdir(this.root, { recursive: true });
       const partial = `${path}.partial-${process.pid}`;
       await rm(partial, { recursive: true, force: true });
-      await mirrorGit(this.root, "clone", (client) => client.mirror(source, partial));
+      await mirrorGit(this.root, "clone", (client) => client.mirror(source, partial), this.envFor(source));
       // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
       await rename(partial, path);
     }
@@ -143,7 +156,7 @@ export class MirrorCache {
     let missing = await absent();
     if (missing.length) {
       // Pull requests' heads (refs/pull/*) come along: a squash-merged PR's head is only there.
-      await mirrorGit(path, "fetch", (client) => client.fetch(source, "+refs/*:refs/*"));
+      await mirrorGit(path, "fetch", (client) => client.fetch(source, "+refs/*:refs/*"), this.envFor(source));
       missing = await absent();
     }
     return { path, missing };
