@@ -5,7 +5,9 @@
 // Prints both stages' times, their ratio (goal: queue within 1.10 of local), and the queue's
 // per-job overhead (from sending a job to its result, less the time the worker spent on it;
 // goal: under 50 ms). Needs redis-server (Debian's package).
-// Usage: npm run bench:queue [-- --jobs 2]
+// With --isolated: the same stages on a fleet that shares only the network (bench/queue-fleet.ts),
+// with 1 and 2 workers.
+// Usage: npm run bench:queue [-- --jobs 2] [-- --isolated]
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,6 +17,11 @@ import { createLogger } from "../pipeline/logger.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 import { startRedis } from "../test/helpers/redis.ts";
 
+if (process.argv.includes("--isolated")) {
+  const { benchIsolatedFleet } = await import("./queue-fleet.ts");
+  await benchIsolatedFleet([1, 2]);
+  process.exit(0);
+}
 const jobsArg = process.argv.indexOf("--jobs");
 const jobs = jobsArg >= 0 ? Number(process.argv[jobsArg + 1]) : 2;
 const stageSeconds = (summary: RunSummary, names: string[]) => summary.stages.filter((s) => names.includes(s.stage)).reduce((n, s) => n + (s.seconds ?? 0), 0);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 
-import { executorOption, redisOption } from "./execution-options.ts";
+import { executorOption, gitServiceOption, redisOption } from "./execution-options.ts";
 
 /**
  * The options every command that qualifies a SWE-bench-family file's tasks takes (fidelity,
@@ -13,6 +13,7 @@ export function qualificationOptions(command: Command, workDir: string, options:
     .option("--work-dir <dir>", "where environments, mirrors and artifacts go (kept between runs)", workDir)
     .addOption(executorOption("docker, local, auto, or queue (workers on other hosts, running the Docker executor)").default("auto"))
     .addOption(redisOption())
+    .addOption(gitServiceOption())
     .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
     .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
     .option(

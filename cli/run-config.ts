@@ -68,5 +68,11 @@ export function overridesFrom(opts: Record<string, unknown>, stages: AnyStage[])
   const stageKeys = stageFlags(stages)
     .filter((f) => opts[f.attribute] !== undefined)
     .map((f) => ({ stage: f.stage, key: f.key, value: opts[f.attribute] }));
-  return { executor: opts.executor as ExecutorChoice | undefined, redis: opts.redis as string | undefined, jobs: opts.jobs as number | undefined, stageKeys };
+  return {
+    executor: opts.executor as ExecutorChoice | undefined,
+    redis: opts.redis as string | undefined,
+    gitService: opts.gitService as string | undefined,
+    jobs: opts.jobs as number | undefined,
+    stageKeys,
+  };
 }

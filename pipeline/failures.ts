@@ -14,6 +14,14 @@ export class TransientFailure extends Error {
   override name = "TransientFailure";
 }
 
+/**
+ * A transient failure of what every record needs (no healthy worker left in the fleet, say): the
+ * stage stops taking records at once, instead of meeting it (and retrying it) once per record.
+ */
+export class RunAbort extends TransientFailure {
+  override name = "RunAbort";
+}
+
 /** The disk holding a file the run writes is full: one message for every write, naming the file. */
 export class NoSpaceLeft extends TransientFailure {
   override name = "NoSpaceLeft";

@@ -38,6 +38,7 @@ export function registerRepoCheck(repo: Command, io: Io, exit: ExitCode): void {
           workDir: opts.workDir,
           executor: opts.executor,
           redis: opts.redis,
+          gitService: opts.gitService,
           jobs: opts.jobs,
           mirrors: opts.mirrors,
           pythonDownloads: opts.pythonDownloads,

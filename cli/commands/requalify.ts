@@ -31,6 +31,7 @@ export function registerRequalify(program: Command, io: Io, exit: ExitCode): voi
           workDir: opts.workDir,
           executor: opts.executor,
           redis: opts.redis,
+          gitService: opts.gitService,
           runs: opts.runs,
           jobs: opts.jobs,
           tasks: opts.task,

@@ -5,7 +5,7 @@ import { orderStages } from "../../pipeline/engine/engine.ts";
 import { splitByHand } from "../by-hand-split.ts";
 import { qualifyTaskCommand } from "../by-hand-qualify.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
-import { executorOption, redisOption } from "../execution-options.ts";
+import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { flagOption, overridesFrom, runWithConfig, stageFlags, stageOption } from "../run-config.ts";
 
 export function registerRun(program: Command, io: Io, exit: ExitCode): void {
@@ -20,6 +20,7 @@ export function registerRun(program: Command, io: Io, exit: ExitCode): void {
     .option("-q, --quiet", "print only warnings, errors and the summary")
     .addOption(executorOption("the execution settings' executor for this run: docker, local, auto, or queue (workers on other hosts)"))
     .addOption(redisOption())
+    .addOption(gitServiceOption())
     .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
   for (const flag of stageFlags(BUILT_STAGES)) run.addOption(flagOption(flag, `${flag.stage}: ${flag.description}`));
   run
@@ -52,6 +53,7 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
       command
         .addOption(executorOption("docker, local, auto (Docker when an engine answers), or queue (workers on other hosts)"))
         .addOption(redisOption())
+        .addOption(gitServiceOption())
         .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
     if (stage.name === "split") splitByHand.addOptions(command);
     if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);

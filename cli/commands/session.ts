@@ -6,7 +6,7 @@ import { type Condition, loadAgent, runAllSessions, runAndScoreSession } from ".
 import { modelTarget, withModelOptions } from "../model-options.ts";
 import { formatVerification } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
-import { executorOption, redisOption } from "../execution-options.ts";
+import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 
 export function registerSession(program: Command, io: Io, exit: ExitCode): void {
@@ -35,7 +35,10 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
         ] as const)
           requirePath(flag, opts[flag.slice(2)], kind);
         const log = logger(Boolean(opts.quiet));
-        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { overrides: { executor: opts.executor, redis: opts.redis }, log });
+        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, {
+          overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
+          log,
+        });
         const report = await runAndScoreSession(bench, {
           session: opts.session,
           condition: opts.condition,
@@ -82,7 +85,10 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
         const conditions: Condition[] = opts.conditions === "both" ? ["control", "switched"] : [opts.conditions];
         const out = opts.out ?? join("results", agent.name);
         const log = logger(Boolean(opts.quiet));
-        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { overrides: { executor: opts.executor, redis: opts.redis }, log });
+        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, {
+          overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
+          log,
+        });
         const { ran, skipped, failed } = await runAllSessions(bench, {
           manifest: opts.manifest,
           conditions,
@@ -108,5 +114,6 @@ function withRunnerOptions(command: Command): Command {
     .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
     .addOption(executorOption("executor of the verification: docker, local, auto, or queue (default: the config's execution.executor)"))
     .addOption(redisOption())
+    .addOption(gitServiceOption())
     .option("-q, --quiet", "only warnings and errors");
 }

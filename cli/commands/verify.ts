@@ -4,7 +4,7 @@ import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { formatVerification, verifySubmission } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
-import { executorOption, redisOption } from "../execution-options.ts";
+import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 
 export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
@@ -24,6 +24,7 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
     .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
     .addOption(executorOption("docker, local, auto, or queue (workers on other hosts) (default: the config's execution.executor)"))
     .addOption(redisOption())
+    .addOption(gitServiceOption())
     .option("--out <file>", "also write the verification report (JSON) to this file")
     .option("--save-artifact <file>", "also write the artifact that was scored (as collected) to this file")
     .option("--json", "print the verification report as JSON")
@@ -40,7 +41,7 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
         requirePath("--heldout", opts.heldout, "directory");
         const log = createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") });
         const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, {
-          overrides: { executor: opts.executor, redis: opts.redis },
+          overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
           heldoutDir: opts.heldout,
           log,
         });

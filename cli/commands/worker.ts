@@ -1,7 +1,7 @@
 import { type Command, Option } from "commander";
 import { createLogger } from "../../pipeline/logger.ts";
-import { connectRedis, liveWorkers, redactUrl } from "../../pipeline/executors/queue.ts";
-import { startQueueWorker } from "../../pipeline/executors/queue-worker.ts";
+import { announcedWorkers, connectRedis, redactUrl } from "../../pipeline/executors/queue.ts";
+import { DEFAULT_MIN_FREE_DISK_BYTES, startQueueWorker } from "../../pipeline/executors/queue-worker.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
 
 const DEFAULT_REDIS = "redis://127.0.0.1:6379";
@@ -29,6 +29,9 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
     .option("--work-dir <dir>", "this worker's mirrors, environments and scratch checkouts", ".switch-swe/worker")
     .option("--name <id>", "the worker's name in `switch-swe workers` (default: host-pid)")
     .option("--lock-seconds <n>", "after this long without a sign of life, a worker's job goes to another worker", "30")
+    .option("--git-token-env <name>", "the variable holding the coordinator's git service token", "SWITCH_SWE_GIT_TOKEN")
+    .option("--recheck-seconds <n>", "while out of service, how often the worker checks itself again", "30")
+    .option("--min-free-disk-mb <n>", "below this much free disk in --work-dir the worker takes no jobs", String(DEFAULT_MIN_FREE_DISK_BYTES / 2 ** 20))
     .addHelpText("after", "\nExample:\n  switch-swe worker --redis redis://queue.internal:6379 --concurrency 2 --work-dir /srv/switch-swe-worker")
     .action(
       exit.act(async (opts) => {
@@ -42,6 +45,9 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
           workDir: opts.workDir,
           id: opts.name,
           lockSeconds: positiveInteger("--lock-seconds", opts.lockSeconds),
+          gitToken: process.env[opts.gitTokenEnv] || undefined,
+          recheckSeconds: positiveInteger("--recheck-seconds", opts.recheckSeconds),
+          minFreeDiskBytes: positiveInteger("--min-free-disk-mb", opts.minFreeDiskMb) * 2 ** 20,
           log,
         });
         await new Promise<void>((resolve) => {
@@ -60,7 +66,7 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
     );
   program
     .command("workers")
-    .description("list the workers connected to a queue: executor, Python versions, free disk, jobs done")
+    .description("list the workers connected to a queue: executor, Python versions, free disk, jobs done, and why one is out of service")
     .option("--redis <url>", "the queue's Redis", DEFAULT_REDIS)
     .option("--prefix <name>", "the queue's key prefix", DEFAULT_PREFIX)
     .option("--json", "one JSON object per worker")
@@ -69,7 +75,7 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
       exit.act(async (opts) => {
         const redis = await connectRedis(opts.redis);
         try {
-          const workers = await liveWorkers(redis, opts.prefix);
+          const workers = await announcedWorkers(redis, opts.prefix);
           if (opts.json) {
             for (const w of workers) io.out(JSON.stringify(w) + "\n");
             return 0;
@@ -80,7 +86,9 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
           }
           for (const w of workers) {
             io.out(
-              `${w.id}  ${w.executor}  Python ${w.pythons.join(",")}  ${w.active}/${w.concurrency} busy  ${w.jobs_done} done  ${w.jobs_failed} errors  ${(w.free_disk_bytes / 2 ** 30).toFixed(1)} GiB free  since ${w.started_at}\n`,
+              `${w.id}  ${w.executor}  Python ${w.pythons.join(",")}  ${w.active}/${w.concurrency} busy  ${w.jobs_done} done  ${w.jobs_failed} errors  ${(w.free_disk_bytes / 2 ** 30).toFixed(1)} GiB free  since ${w.started_at}` +
+                (w.out_of_service ? `\n  OUT OF SERVICE since ${w.out_of_service.since}: ${w.out_of_service.reason}` : "") +
+                "\n",
             );
           }
           return 0;

@@ -1,5 +1,5 @@
 import { hashValue } from "../canonical.ts";
-import { transientCause } from "../failures.ts";
+import { RunAbort, transientCause } from "../failures.ts";
 import { CommitNotInSource, IncompleteSource } from "../git.ts";
 import { RetriesExhausted } from "../executors/retries.ts";
 import type { Progress } from "../progress.ts";
@@ -58,6 +58,12 @@ export async function mapRecords<T, R>(ctx: RecordMapContext, records: readonly 
         recordRejects[index] = cached.reject;
       } else {
         const outcome = await runRecord(ctx.stage, id, record, map);
+        if (outcome.abort) {
+          // No record can proceed: the ones not started are left for the next run, and said so.
+          const left = records.length - next;
+          next = records.length;
+          if (outcome.reject) outcome.reject.message += left ? ` (the stage stopped: ${left} record(s) not started)` : "";
+        }
         results[index] = outcome.results;
         recordRejects[index] = outcome.reject;
         if (!outcome.cacheable && outcome.reject) tally.transient.add(outcome.reject);
@@ -73,7 +79,12 @@ export async function mapRecords<T, R>(ctx: RecordMapContext, records: readonly 
   return results.flat();
 }
 
-async function runRecord<T, R>(stage: StageName, id: string, record: T, map: MapOptions<T, R>): Promise<CachedRecord<R> & { cacheable: boolean }> {
+async function runRecord<T, R>(
+  stage: StageName,
+  id: string,
+  record: T,
+  map: MapOptions<T, R>,
+): Promise<CachedRecord<R> & { cacheable: boolean; abort?: boolean }> {
   try {
     const value = await map.work(record);
     const results = value === undefined ? [] : Array.isArray(value) ? value : [value];
@@ -122,6 +133,13 @@ async function runRecord<T, R>(stage: StageName, id: string, record: T, map: Map
           ...where,
         }),
         cacheable: true,
+      };
+    if (error instanceof RunAbort)
+      return {
+        results: [],
+        reject: { stage, record_id: id, reason: "transient_failure", message: `${id}: ${error.message}`, ...where },
+        cacheable: false,
+        abort: true,
       };
     const cause = transientCause(error);
     if (cause !== undefined)

@@ -1,5 +1,6 @@
 import { InputError } from "../validation.ts";
 import { z } from "zod";
+import { GitServiceSettings } from "../executors/git-service.ts";
 
 /** The five role-neutral checkouts of a session (SPEC §1), unless the config names others. */
 export const DEFAULT_CHECKOUTS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
@@ -33,6 +34,11 @@ export const ExecutionSettings = z.strictObject({
         .default("switch-swe"),
       /** How long a job may wait for a worker that can run it before it fails as an infrastructure fault. */
       wait_for_worker_seconds: z.number().int().positive().default(60),
+      /**
+       * The coordinator's repositories, served read-only over git's smart HTTP so that workers on
+       * other hosts clone from a URL, never from a path of this machine (docs/SCALING-OUT.md).
+       */
+      git_service: GitServiceSettings.optional(),
     })
     .default({ redis: "redis://127.0.0.1:6379", name: "switch-swe", wait_for_worker_seconds: 60 }),
   /** Tasks worked on at once; 0 means one per core. Changes how fast, not what: not in any cache key. */
@@ -89,6 +95,11 @@ export interface ExecutionOverrides {
   executor?: ExecutorChoice;
   /** With `--executor queue`: the Redis URL of the queue. */
   redis?: string;
+  /**
+   * With `--executor queue`: host:port the git service listens on (workers on other hosts reach
+   * it there); its token from SWITCH_SWE_GIT_TOKEN unless the config names another variable.
+   */
+  gitService?: string;
   jobs?: number;
 }
 
@@ -98,8 +109,26 @@ export function withExecutionOverrides(configured: ExecutionSettings, overrides:
     ...configured,
     ...(overrides.executor ? { executor: overrides.executor } : {}),
     ...(overrides.jobs ? { jobs: overrides.jobs } : {}),
-    ...(overrides.redis ? { queue: { ...configured.queue, redis: overrides.redis } } : {}),
+    ...(overrides.redis || overrides.gitService
+      ? {
+          queue: {
+            ...configured.queue,
+            ...(overrides.redis ? { redis: overrides.redis } : {}),
+            ...(overrides.gitService
+              ? {
+                  git_service: {
+                    ...(configured.queue.git_service ?? { serve: "local" as const }),
+                    listen: overrides.gitService,
+                    token_env: configured.queue.git_service?.token_env ?? (process.env.SWITCH_SWE_GIT_TOKEN ? "SWITCH_SWE_GIT_TOKEN" : undefined),
+                  },
+                }
+              : {}),
+          },
+        }
+      : {}),
   };
+  if (overrides.gitService && execution.executor !== "queue")
+    throw new InputError("--git-service serves the queue's workers: it goes with --executor queue (or execution.executor: queue in the config)");
   if (overrides.redis && execution.executor !== "queue")
     throw new InputError("--redis is the queue's address: it goes with --executor queue (or execution.executor: queue in the config)");
   return execution;

@@ -6,6 +6,7 @@ import { LocalExecutor } from "./local.ts";
 import type { PythonDownloads } from "./python-offer.ts";
 import { QueueExecutor } from "./queue.ts";
 import type { Executor } from "./types.ts";
+import { DEFAULT_GIT_SERVICE, type GitServiceSettings } from "./git-service.ts";
 
 export * from "./types.ts";
 export { DockerExecutor, LocalExecutor };
@@ -17,13 +18,18 @@ export const WORK_LABEL = "org.switch-swe.work";
 export interface ExecutorSettings {
   executor: "auto" | "docker" | "local" | "queue";
   limits: { memory_mb: number; pids: number; cpus: number };
-  queue?: { redis: string; name: string; wait_for_worker_seconds: number };
+  queue?: {
+    redis: string;
+    name: string;
+    wait_for_worker_seconds: number;
+    git_service?: GitServiceSettings;
+  };
   /** With `executor: queue`: what the workers run tests with. */
   queue_executor?: "docker" | "local";
   python_downloads?: PythonDownloads;
 }
 
-const DEFAULT_QUEUE = { redis: "redis://127.0.0.1:6379", name: "switch-swe", wait_for_worker_seconds: 60 };
+const DEFAULT_QUEUE = { redis: "redis://127.0.0.1:6379", name: "switch-swe", wait_for_worker_seconds: 60, git_service: DEFAULT_GIT_SERVICE };
 
 /**
  * The one place executors are made. `auto` takes Docker when an engine answers and otherwise the
@@ -46,6 +52,7 @@ export async function createExecutor(settings: ExecutorSettings, place: { workDi
       limits,
       log: place.log,
       pythonDownloads,
+      gitService: queue.git_service ?? DEFAULT_GIT_SERVICE,
     });
   }
   const envRoot = place.envRoot ?? join(place.workDir, "envs");

@@ -8,7 +8,7 @@ import { EnvironmentRecipe } from "../schemas/repo-profile.ts";
  */
 
 /** Bumped when a job's or a result's meaning changes: a worker refuses jobs of another version. */
-export const QUEUE_PROTOCOL = 1;
+export const QUEUE_PROTOCOL = 2;
 
 /** One queue per (executor, Python version): a worker listens on the queues of what it can run. */
 export function queueNameFor(executor: "docker" | "local", python: string): string {
@@ -17,8 +17,13 @@ export function queueNameFor(executor: "docker" | "local", python: string): stri
 
 export const JobSource = z.strictObject({
   repo: z.string(),
-  /** A URL or a path the workers can reach; the worker keeps its own mirror of it. */
+  /**
+   * A URL the workers fetch from (never a path of the coordinator's machine); the worker keeps its
+   * own mirror of it.
+   */
   clone_url: z.string().min(1),
+  /** Whether the URL is the coordinator's git service, whose token the worker sends from its own environment. */
+  served: z.boolean().default(false),
   commit: z.string(),
   patches: z.array(z.strictObject({ name: z.string(), text: z.string() })),
 });
@@ -84,6 +89,12 @@ export const JobResult = z.union([
     worker: z.string(),
     ok: z.literal(false),
     error: z.strictObject({ name: z.string(), message: z.string() }),
+    /**
+     * Set when the worker found the failure to be its own (it cannot clone, its Docker engine or
+     * base image is gone, its disk is full): it has taken itself out of service, and the job is
+     * sent again for another worker.
+     */
+    worker_fault: z.string().optional(),
     seconds: z.number().optional(),
   }),
 ]);
@@ -104,6 +115,8 @@ export const WorkerInfo = z.strictObject({
   jobs_done: z.number().int().nonnegative(),
   jobs_failed: z.number().int().nonnegative(),
   active: z.number().int().nonnegative(),
+  /** Set while the worker takes no jobs because a check of its own failed: why, and since when. */
+  out_of_service: z.strictObject({ reason: z.string(), since: z.string() }).optional(),
 });
 export type WorkerInfo = z.infer<typeof WorkerInfo>;
 

@@ -6,7 +6,8 @@ import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { writeFileAtomic } from "../atomic.ts";
 import { baseRevision, freshCheckout } from "../checkouts/checkout.ts";
-import { MirrorCache } from "../git.ts";
+import { git, MirrorCache } from "../git.ts";
+import { gitServiceAuthEnv } from "./git-service.ts";
 import type { Logger } from "../logger.ts";
 import { hostPythons, type PythonDownloads, UV_MANAGED_PYTHONS, uvDownloadsReachable } from "./python-offer.ts";
 import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable, type DockerLimits } from "./docker.ts";
@@ -34,7 +35,19 @@ export interface QueueWorkerOptions {
   lockSeconds?: number;
   /** Whether builds may download uv-managed Pythons (auto: when the download host answers). */
   pythonDownloads?: PythonDownloads;
+  /** The coordinator's git service token (from this worker's own environment, never the queue). */
+  gitToken?: string;
+  /** Seconds between checks of a worker out of service; it takes jobs again once one passes. */
+  recheckSeconds?: number;
+  /** Below this much free disk in its work directory, the worker takes itself out of service. */
+  minFreeDiskBytes?: number;
 }
+
+/** The default least free disk a worker works with: an environment build alone can take this much. */
+export const DEFAULT_MIN_FREE_DISK_BYTES = 512 * 2 ** 20;
+
+/** Errors a job answers with that say something of the job (its recipe, its tests), never of the worker. */
+const JOB_ERRORS = new Set(["BuildFailed", "RunTimedOut", "ProtocolError", "PatchDoesNotApply", "CommitNotInSource"]);
 
 /** Python versions whose base image this engine has (for a Docker worker). */
 async function imagePythons(docker: Docker): Promise<string[]> {
@@ -130,8 +143,12 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   const id = options.id ?? `${hostname()}-${process.pid}`;
   const executors = new ExecutorsByLimits(options, workDir, pythonDownloads);
   const executorFor = (limits: DockerLimits | undefined) => executors.for(limits);
-  const mirrors = new MirrorCache(join(workDir, "git"));
+  // The coordinator's git service wants the token; other sources never see it.
+  const served = new Set<string>();
+  const fetchEnv = (source: string) => (served.has(source) ? gitServiceAuthEnv(options.gitToken) : {});
+  const mirrors = new MirrorCache(join(workDir, "git"), fetchEnv);
   const counters = { done: 0, failed: 0, active: 0 };
+  let outOfService: { reason: string; since: string; source?: { url: string } } | undefined;
   const startedAt = new Date().toISOString();
   const info = (): WorkerInfo => ({
     id,
@@ -146,6 +163,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
     jobs_done: counters.done,
     jobs_failed: counters.failed,
     active: counters.active,
+    ...(outOfService ? { out_of_service: { reason: outOfService.reason, since: outOfService.since } } : {}),
   });
   const announce = () =>
     redis
@@ -154,13 +172,57 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   await announce();
   const heartbeat = setInterval(announce, HEARTBEAT_SECONDS * 1000);
 
+  // What this worker needs of itself to take jobs: room, its engine and images, a way to the job's source.
+  const check = (source: { url: string } | undefined) =>
+    selfCheck({ executor: options.executor, pythons: installed, workDir, minFree: options.minFreeDiskBytes ?? DEFAULT_MIN_FREE_DISK_BYTES, source, fetchEnv });
+  let consumers: ReturnType<typeof consumeQueues> | undefined;
+  let recheck: NodeJS.Timeout | undefined;
+  const takeOut = async (reason: string, source: { url: string } | undefined) => {
+    if (outOfService) return;
+    outOfService = { reason, since: new Date().toISOString(), ...(source ? { source } : {}) };
+    options.log.warn(`worker ${id}: out of service, taking no jobs: ${reason}`);
+    // Paused before the job is answered, so that the coordinator's resend goes to another worker.
+    await consumers?.pause();
+    await announce();
+    const again = async () => {
+      const still = await check(outOfService?.source);
+      if (still) {
+        outOfService = { ...outOfService!, reason: still };
+        await announce();
+        recheck = setTimeout(again, (options.recheckSeconds ?? 30) * 1000);
+        return;
+      }
+      options.log.info(`worker ${id}: back in service (its checks pass again)`);
+      outOfService = undefined;
+      consumers?.resume();
+      await announce();
+    };
+    recheck = setTimeout(again, (options.recheckSeconds ?? 30) * 1000);
+  };
+
   const process_ = limited(options.concurrency, async (job: Job): Promise<JobResult> => {
     counters.active++;
     const started = performance.now();
     try {
+      // Jobs taken before this worker went out of service are handed back, not run.
+      if (outOfService) {
+        counters.failed++;
+        return { worker: id, ok: false, error: { name: "OutOfService", message: outOfService.reason }, worker_fault: outOfService.reason };
+      }
+      const data = RunJob.safeParse(job.data);
+      if (data.success && data.data.source?.served) served.add(data.data.source.clone_url);
       const result = await runJob(job, { id, executorFor, mirrors, scratch, logs, log: options.log });
       if (result.ok) counters.done++;
       else counters.failed++;
+      if (!result.ok && !JOB_ERRORS.has(result.error.name)) {
+        // A failure of the worker's own is taken for one only when a check of the worker fails too.
+        const source = data.success && data.data.source ? { url: data.data.source.clone_url } : undefined;
+        const reason = await check(source);
+        if (reason) {
+          await takeOut(reason, source);
+          return { ...result, worker_fault: reason, seconds: (performance.now() - started) / 1000 };
+        }
+      }
       return { ...result, seconds: (performance.now() - started) / 1000 };
     } finally {
       counters.active--;
@@ -168,7 +230,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
       void announce();
     }
   });
-  const consumers = consumeQueues(options, pythons, process_, id);
+  consumers = consumeQueues(options, pythons, process_, id);
   options.log.info(
     `worker ${id}: ${options.executor} executor, Python ${pythons.join(", ")}, ${options.concurrency} at a time, on ${redactUrl(options.redis)} (prefix ${options.prefix})`,
   );
@@ -177,7 +239,8 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
     info,
     stop: async () => {
       clearInterval(heartbeat);
-      await consumers.close();
+      clearTimeout(recheck);
+      await consumers!.close();
       await redis.del(workerKey(options.prefix, id)).catch(() => undefined);
       redis.disconnect();
       await executors.close();
@@ -212,7 +275,12 @@ class ExecutorsByLimits {
 }
 
 /** A BullMQ worker on the queue of each Python version served, each with its own connection. */
-function consumeQueues(options: QueueWorkerOptions, pythons: string[], process_: (job: Job) => Promise<JobResult>, id: string): { close: () => Promise<void> } {
+function consumeQueues(
+  options: QueueWorkerOptions,
+  pythons: string[],
+  process_: (job: Job) => Promise<JobResult>,
+  id: string,
+): { pause: () => Promise<void>; resume: () => void; close: () => Promise<void> } {
   const lockDuration = (options.lockSeconds ?? 30) * 1000;
   const connections: Redis[] = [];
   const connectionFor = () => {
@@ -235,11 +303,58 @@ function consumeQueues(options: QueueWorkerOptions, pythons: string[], process_:
   );
   for (const worker of workers) worker.on("error", (error) => options.log.warn(`worker ${id}: ${error.message}`));
   return {
+    pause: async () => {
+      await Promise.all(workers.map((w) => w.pause(true)));
+    },
+    resume: () => {
+      for (const w of workers) w.resume();
+    },
     close: async () => {
       await Promise.all(workers.map((w) => w.close()));
       for (const connection of connections) connection.disconnect();
     },
   };
+}
+
+/**
+ * Why this worker cannot work now, in one line, or undefined when it can: too little disk, no
+ * Docker engine or base image (a Docker worker), or no way to fetch from the job's source.
+ */
+async function selfCheck(context: {
+  executor: "docker" | "local";
+  pythons: string[];
+  workDir: string;
+  minFree: number;
+  source?: { url: string };
+  fetchEnv: (source: string) => Record<string, string>;
+}): Promise<string | undefined> {
+  const free = freeDisk(context.workDir);
+  if (free < context.minFree)
+    return `the disk holding ${context.workDir} has ${(free / 2 ** 20).toFixed(0)} MiB free (this worker needs ${(context.minFree / 2 ** 20).toFixed(0)} MiB)`;
+  if (context.executor === "docker") {
+    const docker = new Docker();
+    if (!(await dockerAvailable(docker))) return "its Docker engine does not answer";
+    const images = await imagePythons(docker);
+    const gone = context.pythons.filter((p) => !images.includes(p));
+    if (gone.length) return `its base image of Python ${gone.join(", ")} is gone (${gone.map((p) => `${BASE_REPOSITORY}:${DEBIAN_FOR_PYTHON[p]}`).join(", ")})`;
+  }
+  if (context.source) {
+    const { url } = context.source;
+    try {
+      await withTimeout(git(["ls-remote", "--heads", url], { env: context.fetchEnv(url) }), 60_000, "no answer in 60 s");
+    } catch (error) {
+      const words = (error as Error).message;
+      if (/could not read Username|Authentication failed|401/i.test(words))
+        return `cannot fetch from ${redactUrl(url)}: it refuses this worker's credentials (HTTP 401; start the worker with the coordinator's git service token in SWITCH_SWE_GIT_TOKEN)`;
+      return `cannot fetch from ${redactUrl(url)}: ${words.replace(/^git ls-remote failed \(exit -?\d+\): /, "")}`;
+    }
+  }
+  return undefined;
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms)))]).finally(() => clearTimeout(timer));
 }
 
 function freeDisk(dir: string): number {

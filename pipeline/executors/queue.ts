@@ -1,10 +1,12 @@
 import { existsSync } from "node:fs";
-import { isAbsolute, resolve } from "node:path";
+import { resolve } from "node:path";
 import { Job, Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
 import type { z } from "zod";
 import { hashValue } from "../canonical.ts";
+import { RunAbort } from "../failures.ts";
 import { git, isRemoteCloneUrl } from "../git.ts";
+import { DEFAULT_GIT_SERVICE, GitService, type GitServiceSettings } from "./git-service.ts";
 import type { Logger } from "../logger.ts";
 import { DEBIAN_FOR_PYTHON, type DockerLimits } from "./docker.ts";
 import type { PythonDownloads } from "./python-offer.ts";
@@ -48,7 +50,20 @@ export interface QueueExecutorOptions {
   progressSeconds?: number;
   /** Whether environments may use uv-managed Python downloads (auto: when every worker can). */
   pythonDownloads?: PythonDownloads;
+  /** How the workers get the repositories whose clone source is on this machine (or all of them). */
+  gitService?: GitServiceSettings;
 }
+
+/**
+ * No worker that could run a job is in service, and at least one is out of service for a reason
+ * of its own: the run stops at once, naming the reasons, instead of meeting it once per task.
+ */
+export class FleetUnavailable extends RunAbort {
+  override name = "FleetUnavailable";
+}
+
+/** How many times one job is sent again after workers took themselves out of service on it. */
+const MAX_WORKER_FAULT_RESENDS = 4;
 
 /** How long connecting to Redis may take before the run gives up with a message. */
 const CONNECT_TIMEOUT_MS = 5000;
@@ -79,6 +94,11 @@ export const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, "//***@");
 
 /** The workers that announced themselves and have not gone silent. */
 export async function liveWorkers(redis: Redis, prefix: string): Promise<WorkerInfo[]> {
+  return (await announcedWorkers(redis, prefix)).filter((w) => !w.out_of_service);
+}
+
+/** Every worker that announced itself and has not gone silent, in service or not. */
+export async function announcedWorkers(redis: Redis, prefix: string): Promise<WorkerInfo[]> {
   const keys: string[] = [];
   let cursor = "0";
   do {
@@ -123,6 +143,7 @@ export class QueueExecutor implements Executor {
   /** Jobs answered, the time from sending each to its result, and the time workers spent on them (for bench:queue). */
   readonly timing = { jobs: 0, roundTripSeconds: 0, workerSeconds: 0 };
   private progressTimer?: NodeJS.Timeout;
+  private gitService?: Promise<GitService>;
 
   private constructor(
     private readonly redis: Redis,
@@ -213,48 +234,93 @@ export class QueueExecutor implements Executor {
       url = git([`--git-dir=${origin.mirror}`, "config", "--get", "remote.origin.url"]).then((u) => u.trim());
       this.originUrls.set(origin.mirror, url);
     }
-    let clone = await url;
-    // A local path is given absolute: a worker on this machine (or with the same path mounted) can reach it.
-    if (!isRemoteCloneUrl(clone) && !isAbsolute(clone)) clone = resolve(origin.mirror, clone);
+    const clone = await url;
+    const settings = this.options.gitService ?? DEFAULT_GIT_SERVICE;
+    // A path of this machine (file:// is one too) means nothing on another host: the workers fetch
+    // the coordinator's mirror, which holds the commit, from the git service instead.
+    if (!isRemoteCloneUrl(clone) || /^file:/i.test(clone) || settings.serve === "all") {
+      const service = await this.startGitService(settings);
+      return { repo, clone_url: service.serve(origin.mirror), served: true, commit: origin.commit, patches: origin.patches };
+    }
     assertNoCredentials(clone);
-    return { repo, clone_url: clone, commit: origin.commit, patches: origin.patches };
+    return { repo, clone_url: clone, served: false, commit: origin.commit, patches: origin.patches };
   }
 
-  /** Sends one job and waits for its result; a result carrying an error is thrown as that error's class. */
+  /** The git service, started the first time a job needs it; its token from the variable the settings name. */
+  private startGitService(settings: GitServiceSettings): Promise<GitService> {
+    this.gitService ??= (async () => {
+      let token: string | undefined;
+      if (settings.token_env) {
+        token = process.env[settings.token_env];
+        if (!token)
+          throw new RunAbort(
+            `execution.queue.git_service.token_env names ${settings.token_env}, which is not set (or empty) here: export the token the workers were given`,
+          );
+      }
+      // A service that cannot start (its address taken, say) leaves no job a way to its repositories.
+      const service = await GitService.start({ listen: settings.listen, url: settings.url, token, log: this.options.log }).catch((error: Error) => {
+        throw new RunAbort(error.message);
+      });
+      this.options.log.info(`queue: serving this run's repositories to the workers at ${service.url}${token ? " (with a token)" : ""}`);
+      return service;
+    })();
+    return this.gitService;
+  }
+
+  /**
+   * Sends one job and waits for its result; a result carrying an error is thrown as that error's
+   * class. A worker that answers with a fault of its own has taken itself out of service: the job
+   * is sent again, for the workers still in service, and when none is left the run stops.
+   */
   private async submit(job: z.input<typeof RunJob>): Promise<Extract<JobResult, { ok: true }>> {
     const content = hashValue(job);
     const ordinal = this.sent.get(content) ?? 0;
     this.sent.set(content, ordinal + 1);
-    const jobId = `${content.slice(0, 40)}-${ordinal}`;
     const { queue, events } = await this.queueFor(job.env.recipe.python);
     this.outstanding++;
     this.startProgress();
     try {
-      // A job of this id already in the queue (sent by this coordinator before it was killed) is not added again: its result is taken.
-      const existing = await this.reusable(queue, jobId);
-      // A result already there needs no worker; anything else does.
-      if (!existing || !(await existing.isCompleted())) await this.awaitWorker(job.env.recipe.python);
-      const added =
-        existing ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
-      const sent = performance.now();
-      const value = await this.finished(queue, added, events, job.env.recipe.python);
-      const parsed = JobResult.safeParse(value);
-      if (!parsed.success) throw new InfrastructureFault(`job ${jobId}: a worker's answer is not a result of this version of switch-swe`);
-      const result = parsed.data;
-      this.answered.push({ queue, id: jobId });
-      this.timing.jobs++;
-      this.timing.roundTripSeconds += (performance.now() - sent) / 1000;
-      this.timing.workerSeconds += result.seconds ?? 0;
-      this.perWorker.set(result.worker, (this.perWorker.get(result.worker) ?? 0) + 1);
-      if (result.ok) return result;
-      const { name, message } = result.error;
-      if (name === "BuildFailed") throw new BuildFailed(message);
-      if (name === "RunTimedOut") throw new RunTimedOut(message);
-      if (name === "InfrastructureFault") throw new InfrastructureFault(message);
-      throw new InfrastructureFault(`on worker ${result.worker}: ${message}`);
+      const faults: string[] = [];
+      for (let resend = 0; ; resend++) {
+        const jobId = `${content.slice(0, 40)}-${ordinal}${resend ? `-again${resend}` : ""}`;
+        const result = await this.sendOnce(queue, events, jobId, job);
+        if (result.ok) return result;
+        if (result.worker_fault !== undefined) {
+          faults.push(`${result.worker}: ${result.worker_fault}`);
+          this.options.log.warn(`queue: worker ${result.worker} took itself out of service (${result.worker_fault}); sending job ${jobId} again`);
+          if (resend < MAX_WORKER_FAULT_RESENDS) continue;
+          throw new InfrastructureFault(`job ${jobId} met a worker that took itself out of service ${faults.length} times: ${faults.join("; ")}`);
+        }
+        const { name, message } = result.error;
+        if (name === "BuildFailed") throw new BuildFailed(message);
+        if (name === "RunTimedOut") throw new RunTimedOut(message);
+        if (name === "InfrastructureFault") throw new InfrastructureFault(message);
+        throw new InfrastructureFault(`on worker ${result.worker}: ${message}`);
+      }
     } finally {
       this.outstanding--;
     }
+  }
+
+  /** One send of a job under one id, and its answer (taken from Redis when a killed coordinator sent it before). */
+  private async sendOnce(queue: Queue, events: QueueEvents, jobId: string, job: z.input<typeof RunJob>): Promise<JobResult> {
+    // A job of this id already in the queue (sent by this coordinator before it was killed) is not added again: its result is taken.
+    const existing = await this.reusable(queue, jobId);
+    // A result already there needs no worker; anything else does.
+    if (!existing || !(await existing.isCompleted())) await this.awaitWorker(job.env.recipe.python);
+    const added =
+      existing ?? (await queue.add(job.type, job, { jobId, attempts: 1, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } }));
+    const sent = performance.now();
+    const value = await this.finished(queue, added, events, job.env.recipe.python);
+    const parsed = JobResult.safeParse(value);
+    if (!parsed.success) throw new InfrastructureFault(`job ${jobId}: a worker's answer is not a result of this version of switch-swe`);
+    const result = parsed.data;
+    this.answered.push({ queue, id: jobId });
+    this.timing.jobs++;
+    this.timing.roundTripSeconds += (performance.now() - sent) / 1000;
+    this.timing.workerSeconds += result.seconds ?? 0;
+    this.perWorker.set(result.worker, (this.perWorker.get(result.worker) ?? 0) + 1);
+    return result;
   }
 
   /**
@@ -291,9 +357,12 @@ export class QueueExecutor implements Executor {
           reject(new InfrastructureFault(`job ${job.id} vanished from Redis while it waited or ran (was Redis restarted without persistence, or flushed?)`));
           return;
         }
-        const capable = (await liveWorkers(this.redis, this.options.prefix).catch(() => [])).filter((w) => this.canRun(w, python));
-        if (capable.length) silentSince = Date.now();
-        else if (Date.now() - silentSince > this.options.waitForWorkerSeconds * 1000) {
+        const fleet = await this.fleetFor(python).catch(() => ({ inService: [], outOfService: [] }));
+        if (fleet.inService.length) silentSince = Date.now();
+        else if (fleet.outOfService.length && ["waiting", "prioritized", "delayed"].includes(await job.getState().catch(() => "unknown"))) {
+          reject(this.unavailable(python, fleet.outOfService));
+          return;
+        } else if (Date.now() - silentSince > this.options.waitForWorkerSeconds * 1000) {
           reject(
             new InfrastructureFault(
               `no live worker could run job ${job.id} (${this.options.workerExecutor} executor, Python ${python}) for ${this.options.waitForWorkerSeconds} s`,
@@ -334,6 +403,20 @@ export class QueueExecutor implements Executor {
     };
   }
 
+  /** The connected workers that could run this Python: in service, and out of it (with their reasons). */
+  private async fleetFor(python: string): Promise<{ inService: WorkerInfo[]; outOfService: WorkerInfo[] }> {
+    const capable = (await announcedWorkers(this.redis, this.options.prefix)).filter((w) => this.canRun(w, python));
+    return { inService: capable.filter((w) => !w.out_of_service), outOfService: capable.filter((w) => w.out_of_service) };
+  }
+
+  private unavailable(python: string, outOfService: WorkerInfo[]): FleetUnavailable {
+    return new FleetUnavailable(
+      `no worker that runs Python ${python} with the ${this.options.workerExecutor} executor is in service: ${outOfService
+        .map((w) => `${w.id} is out of service since ${w.out_of_service!.since}: ${w.out_of_service!.reason}`)
+        .join("; ")} (see 'switch-swe workers'; mend them, or start one that works, and run again)`,
+    );
+  }
+
   private canRun(worker: WorkerInfo, python: string): boolean {
     return worker.executor === this.options.workerExecutor && worker.pythons.includes(python);
   }
@@ -342,8 +425,10 @@ export class QueueExecutor implements Executor {
   private async awaitWorker(python: string): Promise<void> {
     const deadline = Date.now() + this.options.waitForWorkerSeconds * 1000;
     for (;;) {
+      const { inService, outOfService } = await this.fleetFor(python);
+      if (inService.length) return;
+      if (outOfService.length) throw this.unavailable(python, outOfService);
       const workers = await liveWorkers(this.redis, this.options.prefix);
-      if (workers.some((w) => this.canRun(w, python))) return;
       if (Date.now() > deadline) {
         const who = workers.length ? workers.map((w) => `${w.id} (${w.executor}: Python ${w.pythons.join(", ") || "none"})`).join("; ") : "none";
         throw new InfrastructureFault(
@@ -395,5 +480,6 @@ export class QueueExecutor implements Executor {
     }
     for (const connection of this.connections) connection.disconnect();
     this.redis.disconnect();
+    if (this.gitService) await (await this.gitService.catch(() => undefined))?.close();
   }
 }

@@ -1,5 +1,5 @@
 import type { Logger } from "../logger.ts";
-import { TransientFailure } from "../failures.ts";
+import { RunAbort, TransientFailure } from "../failures.ts";
 import { RunTimedOut } from "./types.ts";
 
 export const MAX_INFRASTRUCTURE_RETRIES = 2;
@@ -36,7 +36,8 @@ export async function withInfrastructureRetries<T>(
     try {
       return { value: await attempt(), retries };
     } catch (error) {
-      if (!(error instanceof TransientFailure)) throw error;
+      // Retrying what stops the whole run would only delay the stop.
+      if (!(error instanceof TransientFailure) || error instanceof RunAbort) throw error;
       if (retries === MAX_INFRASTRUCTURE_RETRIES) {
         throw new RetriesExhausted(error instanceof RunTimedOut ? "timeout" : "infrastructure_fault", `${what}: ${error.message} (after ${retries} retries)`);
       }

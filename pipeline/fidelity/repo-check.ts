@@ -33,6 +33,8 @@ export interface RepoCheckOptions {
   executor: ExecutorChoice;
   /** With `executor: queue`: the Redis of the queue. */
   redis?: string;
+  /** With `executor: queue`: host:port of the git service the workers fetch the repositories from. */
+  gitService?: string;
   jobs: number;
   mirrors?: string;
   pythonDownloads?: "auto" | "yes" | "no";
@@ -99,6 +101,7 @@ export async function checkProfile(options: RepoCheckOptions): Promise<EraCheck[
     workDir,
     executor: options.executor,
     redis: options.redis,
+    gitService: options.gitService,
     runs: 1,
     jobs: options.jobs,
     tasks: sampled,

@@ -22,6 +22,8 @@ export interface FidelityOptions {
   executor: ExecutorChoice;
   /** With `executor: queue`: the Redis of the queue (its workers run the Docker executor). */
   redis?: string;
+  /** With `executor: queue`: host:port of the git service the workers fetch the repositories from. */
+  gitService?: string;
   runs: number;
   jobs: number;
   /** Only these task ids of the file (all when empty). */
@@ -60,7 +62,7 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
     profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir),
     execution: withExecutionOverrides(
       ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }),
-      { executor: options.executor, redis: options.redis },
+      { executor: options.executor, redis: options.redis, gitService: options.gitService },
     ),
   });
   // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.

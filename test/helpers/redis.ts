@@ -18,13 +18,17 @@ export async function freePort(): Promise<number> {
  * machine without redis-server the queue tests skip; in CI (CI=true) a missing one is an error,
  * so they can never be skipped there by accident (.ci/run installs it).
  */
-export async function startRedis(): Promise<{ url: string; port: number; stop: () => Promise<void> } | undefined> {
+export async function startRedis(
+  options: { bind?: string[]; password?: string } = {},
+): Promise<{ url: string; port: number; stop: () => Promise<void> } | undefined> {
   if (spawnSync("redis-server", ["--version"]).status !== 0) {
     if (process.env.CI) throw new Error("CI=true but redis-server is not installed: .ci/run must install it");
     return undefined;
   }
   const port = await freePort();
-  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+  const bind = options.bind ?? ["127.0.0.1"];
+  const auth = options.password ? ["--requirepass", options.password] : [];
+  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", ...bind, ...auth, "--save", "", "--appendonly", "no"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output: Buffer[] = [];
@@ -42,7 +46,7 @@ export async function startRedis(): Promise<{ url: string; port: number; stop: (
     }, 50);
   });
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://${options.password ? `:${options.password}@` : ""}127.0.0.1:${port}`,
     port,
     stop: () =>
       new Promise<void>((resolve) => {

@@ -6,6 +6,8 @@ import { formatSummary, runPipeline, type EngineOptions } from "../../pipeline/e
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { defineStage, input, RecordError, type AnyStage } from "../../pipeline/engine/stage.ts";
+import { RunAbort } from "../../pipeline/failures.ts";
+import { MAX_INFRASTRUCTURE_RETRIES, withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const Item = z.object({ id: z.string(), value: z.number() });
@@ -33,6 +35,7 @@ function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = 
           if (raw === "bad") throw new RecordError("invalid_field", `record ${id}: field value: not a number`, { field: "value" });
           if (raw === "boom") throw new Error("unexpected");
           if (raw === "full") throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+          if (raw === "fleet") throw new RunAbort("no worker is in service");
           return { id: id!, value: Number(raw) };
         },
       });
@@ -214,6 +217,26 @@ describe("per-record isolation", () => {
     expect(going.ok).toBe(false);
     expect(going.stages.find((s) => s.stage === "split")!.status).toBe("ran");
     expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a"]);
+  });
+
+  it("stops a stage at the first failure of what every record needs, without retrying it, and leaves the rest for the next run", async () => {
+    const t = setup(["a=1", "b=fleet", "c=3", "d=4"]);
+    const summary = await runPipeline(t.options());
+    expect(summary.ok).toBe(false);
+    const mine = summary.stages.find((s) => s.stage === "mine")!;
+    expect(mine.status).toBe("incomplete");
+    expect(mine.transient).toEqual(["transient_failure: b: no worker is in service (the stage stopped: 2 record(s) not started)"]);
+    // One record at a time: the ones after it were never started.
+    expect(t.calls.mine).toEqual(["a", "b"]);
+    // Infrastructure retries give it up at once (retrying what stops the run only delays the stop).
+    let attempts = 0;
+    const attempt = async () => {
+      attempts++;
+      throw new RunAbort("no worker is in service");
+    };
+    await expect(withInfrastructureRetries("x", silentLogger, attempt, [0])).rejects.toThrow(RunAbort);
+    expect(attempts).toBe(1);
+    expect(MAX_INFRASTRUCTURE_RETRIES).toBe(2);
   });
 
   it("retries an unexpected error on the next run but keeps a deterministic reject cached", async () => {

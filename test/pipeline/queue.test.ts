@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue, Worker } from "bullmq";
@@ -20,11 +20,8 @@ import { queueNameFor, type WorkerInfo, workerKey } from "../../pipeline/executo
 import { type BaseRevision } from "../../pipeline/checkouts/checkout.ts";
 import { InfrastructureFault, type EnvironmentSpec, type TestRunRequest } from "../../pipeline/executors/types.ts";
 import { HEARTBEAT_SECONDS } from "../../pipeline/executors/queue-protocol.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
 import { MirrorCache } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
-import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
-import { demoOutputsDigest } from "../helpers/demo-digest.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { freePort, startRedis } from "../helpers/redis.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
@@ -156,75 +153,7 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     await server?.stop();
   });
 
-  it("runs the demo's qualify and oracle on two worker processes and produces the local executor's artifacts byte for byte", async (context) => {
-    if (!server) return context.skip();
-    // The config's own queue name, so that `verify` below, which reads the config, finds these workers.
-    const f = fleet("switch-swe");
-    const dir = tempDir();
-    startWorker(f, "host-a", join(dir, "host-a"), 30);
-    startWorker(f, "host-b", join(dir, "host-b"), 30);
-    const demo = await prepareDemoCopy(join(dir));
-    const summary = await runPipeline(
-      withExecution(demo.options, {
-        executor: "queue",
-        queue_executor: "local",
-        jobs: 2,
-        queue: { redis: f.redis, name: f.prefix, wait_for_worker_seconds: 60 },
-      }),
-    ).finally(() => demo.server.stop());
-    expect(summary.ok).toBe(true);
-    // The fixture is the digest of a run with the local executor on this machine.
-    const fixture = JSON.parse(readFileSync(join(root, "test", "fixtures", "demo-outputs.json"), "utf8"));
-    expect(fixture.executor).toBe("local");
-    const digest = demoOutputsDigest({
-      artifacts: join(demo.workDir, "artifacts"),
-      manifests: join(demo.workDir, "..", "..", "manifests", "demo"),
-      audits: join(demo.workDir, "..", "..", "audits", "demo"),
-    });
-    expect(digest).toEqual({ files: fixture.files, digest: fixture.digest });
-    // Both hosts took work, each from its own mirror and environments.
-    const workers = await workerInfo(f.redis, f.prefix);
-    expect(workers.map((w) => w.id).sort()).toEqual(["host-a", "host-b"]);
-    for (const w of workers) expect(w.jobs_done).toBeGreaterThan(0);
-    for (const host of ["host-a", "host-b"]) expect(existsSync(join(dir, host, "git", "demo-org__geometry.git"))).toBe(true);
-    // verify from the command line through the same queue: the reference resolves, an empty artifact does not.
-    const manifests = join(demo.workDir, "..", "..", "manifests", "demo");
-    const session = readdirSync(join(manifests, "sessions"))
-      .filter((n) => n.startsWith("session-"))
-      .sort()[0]!;
-    const focus = JSON.parse(readFileSync(join(manifests, "sessions", session), "utf8")).focus as string;
-    writeFileSync(join(dir, "reference.patch"), JSON.parse(readFileSync(join(manifests, "heldout", `${focus}.json`), "utf8")).implementation_patch);
-    writeFileSync(join(dir, "empty.patch"), "");
-    // The config is what verify reads: its workers here run the local executor.
-    writeFileSync(demo.configPath, readFileSync(demo.configPath, "utf8").replace(/^execution:\n/m, "execution:\n  queue_executor: local\n"));
-    const verify = (artifact: string) =>
-      runCli([
-        "verify",
-        "-c",
-        demo.configPath,
-        "--session",
-        join(manifests, "sessions", session),
-        "--artifact",
-        join(dir, artifact),
-        "--condition",
-        "control",
-        "--executor",
-        "queue",
-        "--redis",
-        f.redis,
-        "--json",
-      ]);
-    const resolved = await verify("reference.patch");
-    expect(resolved.code, resolved.stderr).toBe(0);
-    const report = JSON.parse(resolved.stdout);
-    expect(report).toMatchObject({ task_id: focus, resolved: true });
-    expect(report.infrastructure_fault).toBeUndefined();
-    expect((await verify("empty.patch")).code).toBe(1);
-    const listed = await runCli(["workers", "--redis", f.redis, "--prefix", f.prefix]);
-    expect(listed.stdout).toMatch(/^host-a {2}local {2}Python 3\.\d+ {2}[01]\/1 busy {2}\d+ done/m);
-    for (const name of ["host-a", "host-b"]) await stopWorker(f, name);
-    expect((await workerInfo(f.redis, f.prefix)).length).toBe(0);
-  }, 1_800_000);
+  // The demo's qualify and oracle through a fleet, byte for byte, with verify and `workers`: test/pipeline/fleet.test.ts (workers in containers of their own).
 
   it("gives a killed worker's job to another worker, which finishes it once, with the same result", async (context) => {
     if (!server) return context.skip();

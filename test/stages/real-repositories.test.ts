@@ -21,13 +21,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { requalify, writeRequalifyReport } from "../../pipeline/fidelity/requalify.ts";
 import { checkProfile, formatProfileCheck } from "../../pipeline/fidelity/repo-check.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
-import { startRedis } from "../helpers/redis.ts";
-import { spawn } from "node:child_process";
+import { freePort, startRedis } from "../helpers/redis.ts";
+import { bridgeGateway, startWorkerContainer } from "../helpers/fleet.ts";
 
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
 const RECORDS = join(SHARED, "swebench-lite-dev.jsonl");
 const PROFILES = fileURLToPath(new URL("../../data/repos/", import.meta.url));
-const BIN = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
 /** One record of each bundled repository (../shared/data/mirrors), each from another era. */
 const TASKS = ["marshmallow-code__marshmallow-1359", "pylint-dev__astroid-1866", "sqlfluff__sqlfluff-1625"];
 
@@ -237,8 +236,9 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     if (result.builds.length) expect(existsSync(join(workDir, "envs", "build-logs"))).toBe(true);
   });
 
-  it("qualifies the same tasks through the queue on a Docker worker, which builds each base revision's layer from its own mirror", async (context) => {
-    const redis = await startRedis();
+  it("qualifies the same tasks through the queue on a Docker worker in a container of its own, which fetches them from the coordinator's git service and builds each base revision's layer", async (context) => {
+    const gateway = await bridgeGateway();
+    const redis = await startRedis({ bind: ["127.0.0.1", gateway] });
     if (!redis) return context.skip();
     // The worker must build the revision layers itself: the ones the fidelity run left are removed.
     const engine = new Docker();
@@ -247,9 +247,17 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
       // Forced: the tag goes even where another run's container still uses the image (it keeps its image by id).
       await engine.getImage(DockerExecutor.revisionTag(env, record.base_commit)).remove({ force: true });
     }
+    // Its own directory of this machine (the engine mounts its checkouts from there); it sees no
+    // other: not the bundles, not the coordinator's work directory.
     const workerDir = fileTempDir();
-    const worker = spawn(process.execPath, [BIN, "worker", "--redis", redis.url, "--executor", "docker", "--work-dir", workerDir, "--name", "far-host"], {
-      stdio: "ignore",
+    process.env.SWITCH_SWE_GIT_TOKEN = "real-repositories-token";
+    const worker = startWorkerContainer({
+      name: "far-host",
+      executor: "docker",
+      workDir: workerDir,
+      redis: `redis://${gateway}:${redis.port}`,
+      prefix: "switch-swe",
+      gitToken: "real-repositories-token",
     });
     try {
       const queued = fileTempDir();
@@ -261,6 +269,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
         workDir: queued,
         executor: "queue",
         redis: redis.url,
+        gitService: `${gateway}:${await freePort()}`,
         runs: 1,
         jobs: 2,
         tasks: TASKS,
@@ -281,8 +290,8 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
         );
       }
     } finally {
-      worker.kill("SIGTERM");
-      await new Promise((r) => (worker.exitCode !== null ? r(undefined) : worker.once("exit", r)));
+      delete process.env.SWITCH_SWE_GIT_TOKEN;
+      worker.remove();
       await redis.stop();
     }
   });

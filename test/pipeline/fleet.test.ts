@@ -1,0 +1,248 @@
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Queue } from "bullmq";
+import Docker from "dockerode";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BASE_REPOSITORY } from "../../pipeline/executors/docker.ts";
+import { announcedWorkers, connectRedis } from "../../pipeline/executors/queue.ts";
+import { queueNameFor, type WorkerInfo } from "../../pipeline/executors/queue-protocol.ts";
+import { UV_MANAGED_PYTHONS } from "../../pipeline/executors/python-offer.ts";
+import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
+import { demoOutputsDigest } from "../helpers/demo-digest.ts";
+import { dockerForTests } from "../helpers/docker.ts";
+import { bridgeGateway, removeFleetLeftovers, startWorkerContainer, type WorkerContainer } from "../helpers/fleet.ts";
+import { freePort, startRedis } from "../helpers/redis.ts";
+import { runCli } from "../helpers/cli-in-process.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const TOKEN = "fleet-test-token";
+const REDIS_PASSWORD = "fleet-test-redis";
+
+/** Every job the coordinator put on the queues while `work` ran (jobs stay in Redis until the run closes). */
+async function watchJobs<T>(redisUrl: string, prefix: string, work: () => Promise<T>): Promise<{ value: T; jobs: Map<string, unknown> }> {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  connection.on("error", () => undefined);
+  const queues = UV_MANAGED_PYTHONS.map((python) => new Queue(queueNameFor("local", python), { connection, prefix }));
+  const jobs = new Map<string, unknown>();
+  let watching = true;
+  const poll = async () => {
+    while (watching) {
+      for (const queue of queues)
+        for (const job of await queue.getJobs(["waiting", "active", "completed", "failed", "delayed", "prioritized"]).catch(() => []))
+          if (job) jobs.set(`${queue.name}/${job.id}`, job.data);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  const polling = poll();
+  try {
+    return { value: await work(), jobs };
+  } finally {
+    watching = false;
+    await polling;
+    for (const queue of queues) await queue.close();
+    connection.disconnect();
+  }
+}
+
+async function workersOf(redisUrl: string, prefix: string): Promise<WorkerInfo[]> {
+  const redis = await connectRedis(redisUrl);
+  try {
+    return await announcedWorkers(redis, prefix);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, seconds = 300): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${seconds} s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+describe("a fleet that shares only the network (each worker in a container of its own, the coordinator reached over TCP)", () => {
+  let redis: Awaited<ReturnType<typeof startRedis>>;
+  let gateway = "";
+  /** Redis as the containers reach it (the bridge's gateway), and as the coordinator does (loopback). */
+  let workerRedis = "";
+  let gitPort = 0;
+  const containers: WorkerContainer[] = [];
+  let skip = false;
+
+  beforeAll(async () => {
+    if (!(await dockerForTests())) {
+      skip = true;
+      return;
+    }
+    await new Docker().getImage(`${BASE_REPOSITORY}:bookworm`).inspect();
+    removeFleetLeftovers();
+    gateway = await bridgeGateway();
+    redis = await startRedis({ bind: ["127.0.0.1", gateway], password: REDIS_PASSWORD });
+    if (!redis) {
+      skip = true;
+      return;
+    }
+    workerRedis = `redis://:${REDIS_PASSWORD}@${gateway}:${redis.port}`;
+    gitPort = await freePort();
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const c of containers) c.remove();
+    await redis?.stop();
+  });
+
+  const demoRun = async (dir: string, prefix: string) => {
+    const demo = await prepareDemoCopy(dir);
+    process.env.SWITCH_SWE_FLEET_TEST_TOKEN = TOKEN;
+    const started = Date.now();
+    const watched = await watchJobs(redis!.url, prefix, () =>
+      runPipeline(
+        withExecution(demo.options, {
+          executor: "queue",
+          queue_executor: "local",
+          jobs: 4,
+          infrastructure_backoff_seconds: [1, 1],
+          queue: {
+            redis: redis!.url,
+            name: prefix,
+            wait_for_worker_seconds: 120,
+            git_service: { listen: `${gateway}:${gitPort}`, token_env: "SWITCH_SWE_FLEET_TEST_TOKEN", serve: "local" },
+          },
+        }),
+      ).finally(() => demo.server.stop()),
+    );
+    const digest = demoOutputsDigest({
+      artifacts: join(demo.workDir, "artifacts"),
+      manifests: join(demo.workDir, "..", "..", "manifests", "demo"),
+      audits: join(demo.workDir, "..", "..", "audits", "demo"),
+    });
+    return { ...watched, demo, digest, seconds: (Date.now() - started) / 1000 };
+  };
+  const fixture = () => JSON.parse(readFileSync(join(root, "test", "fixtures", "demo-outputs.json"), "utf8"));
+
+  it("runs the demo's qualify and oracle on two isolated workers, one killed mid-run: the local executor's artifacts byte for byte, and no job holds a path of the coordinator", async (context) => {
+    if (skip) return context.skip();
+    const prefix = "fleet-kill";
+    const a = startWorkerContainer({ name: "host-a", redis: workerRedis, prefix, gitToken: TOKEN, concurrency: 2 });
+    const b = startWorkerContainer({ name: "host-b", redis: workerRedis, prefix, gitToken: TOKEN, concurrency: 2 });
+    containers.push(a, b);
+    await until("both workers", async () => (await workersOf(redis!.url, prefix)).length === 2, 120);
+    const dir = tempDir();
+    // host-a is killed (its whole container) once it has done some work.
+    let killedAfter = -1;
+    const killer = until(
+      "host-a to do some work",
+      async () => {
+        const done = (await workersOf(redis!.url, prefix)).find((w) => w.id === "host-a")?.jobs_done ?? 0;
+        if (done < 8) return false;
+        killedAfter = done;
+        a.kill();
+        return true;
+      },
+      1200,
+    );
+    const run = await demoRun(dir, prefix);
+    await killer;
+    expect(run.value.ok, b.logs().slice(-3000)).toBe(true);
+    expect(killedAfter).toBeGreaterThanOrEqual(8);
+    expect(run.digest).toEqual({ files: fixture().files, digest: fixture().digest });
+    // Every job: its sources are URLs of the git service, and nothing in it names the coordinator's files.
+    expect(run.jobs.size).toBeGreaterThan(20);
+    const coordinatorPaths = [dir, root.replace(/\/$/, ""), tmpdir()];
+    for (const [id, data] of run.jobs) {
+      const text = JSON.stringify(data);
+      for (const path of coordinatorPaths) expect(text.includes(path), `${id} holds ${path}`).toBe(false);
+      const source = (data as { source?: { clone_url: string; served: boolean } }).source;
+      if (source)
+        expect(source, id).toMatchObject({
+          clone_url: expect.stringMatching(new RegExp(`^http://${gateway.replaceAll(".", "\\.")}:${gitPort}/`)),
+          served: true,
+        });
+    }
+    // The survivor took over: it is the one left, and it worked.
+    const workers = await workersOf(redis!.url, prefix);
+    expect(workers.map((w) => w.id)).toEqual(["host-b"]);
+    expect(workers[0]!.jobs_done).toBeGreaterThan(0);
+    // verify from the command line through the same fleet: the reference resolves, an empty artifact does not.
+    const manifests = join(run.demo.workDir, "..", "..", "manifests", "demo");
+    const session = readdirSync(join(manifests, "sessions"))
+      .filter((n) => n.startsWith("session-"))
+      .sort()[0]!;
+    const focus = JSON.parse(readFileSync(join(manifests, "sessions", session), "utf8")).focus as string;
+    writeFileSync(join(dir, "reference.patch"), JSON.parse(readFileSync(join(manifests, "heldout", `${focus}.json`), "utf8")).implementation_patch);
+    writeFileSync(join(dir, "empty.patch"), "");
+    writeFileSync(
+      run.demo.configPath,
+      readFileSync(run.demo.configPath, "utf8").replace(
+        /^execution:\n/m,
+        `execution:\n  queue_executor: local\n  queue:\n    name: ${prefix}\n    git_service: { listen: "${gateway}:${gitPort}", token_env: SWITCH_SWE_FLEET_TEST_TOKEN }\n`,
+      ),
+    );
+    const verify = (artifact: string) =>
+      runCli([
+        "verify",
+        "-c",
+        run.demo.configPath,
+        "--session",
+        join(manifests, "sessions", session),
+        "--artifact",
+        join(dir, artifact),
+        "--condition",
+        "control",
+        "--executor",
+        "queue",
+        "--redis",
+        redis!.url,
+        "--json",
+      ]);
+    const resolved = await verify("reference.patch");
+    expect(resolved.code, resolved.stderr).toBe(0);
+    expect(JSON.parse(resolved.stdout)).toMatchObject({ task_id: focus, resolved: true });
+    expect((await verify("empty.patch")).code).toBe(1);
+  }, 2_400_000);
+
+  it("takes a worker that cannot fetch out of service beside a good one and completes the run byte for byte; with only the broken one, stops at once naming why", async (context) => {
+    if (skip) return context.skip();
+    const prefix = "fleet-broken";
+    // A misconfigured host: it has the wrong token for the coordinator's git service.
+    const broken = startWorkerContainer({ name: "host-broken", redis: workerRedis, prefix, gitToken: "not-the-token", recheckSeconds: 600, concurrency: 2 });
+    containers.push(broken);
+    await until("the broken worker", async () => (await workersOf(redis!.url, prefix)).length === 1, 120);
+    // Alone, it gets the run nowhere: the run stops at its first fetch, with its reason, instead of failing every task.
+    const alone = await demoRun(tempDir(), prefix);
+    expect(alone.value.ok).toBe(false);
+    const qualify = alone.value.stages.find((s) => s.stage === "qualify")!;
+    expect(qualify.status).toBe("incomplete");
+    expect(qualify.transient?.join("\n")).toMatch(/host-broken is out of service since .*: cannot fetch from http:\/\/.*refuses this worker's credentials/);
+    expect(qualify.transient?.join("\n")).toMatch(/the stage stopped: \d+ record\(s\) not started/);
+    const [out] = await workersOf(redis!.url, prefix);
+    expect(out!.out_of_service?.reason).toMatch(/refuses this worker's credentials \(HTTP 401/);
+    // Fed no more after it went out: only what it held when it did.
+    const failedAlone = out!.jobs_failed;
+    expect(failedAlone).toBeLessThanOrEqual(4);
+    const listed = await runCli(["workers", "--redis", redis!.url, "--prefix", prefix]);
+    expect(listed.stdout).toMatch(
+      /^host-broken {2}local .*\n {2}OUT OF SERVICE since \S+: cannot fetch from http:\/\/\S+: it refuses this worker's credentials/m,
+    );
+
+    // With a good worker beside it: the run completes, byte for byte, and the broken one takes no job.
+    const good = startWorkerContainer({ name: "host-good", redis: workerRedis, prefix, gitToken: TOKEN, concurrency: 2 });
+    containers.push(good);
+    await until("the good worker", async () => (await workersOf(redis!.url, prefix)).length === 2, 120);
+    const run = await demoRun(tempDir(), prefix);
+    expect(run.value.ok, good.logs().slice(-3000)).toBe(true);
+    expect(run.digest).toEqual({ files: fixture().files, digest: fixture().digest });
+    const workers = await workersOf(redis!.url, prefix);
+    expect(workers.find((w) => w.id === "host-broken")!.jobs_failed).toBe(failedAlone);
+    expect(workers.find((w) => w.id === "host-good")!.jobs_done).toBeGreaterThan(20);
+    console.log(`fleet: good + broken worker, demo pipeline in ${run.seconds.toFixed(0)} s`);
+  }, 2_400_000);
+});
