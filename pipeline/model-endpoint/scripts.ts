@@ -45,6 +45,13 @@ function pathIn(text: string, checkout: string): string | undefined {
  * longest schedule prefix whose texts the user turns carry, in order. Other user turns
  * (continuation messages, what a harness adds itself) are part of the request before them.
  */
+/**
+ * Text as a reader takes it: without the spaces that end its lines. A harness that keeps its
+ * history as Markdown (aider) gives earlier requests back with a hard break (two spaces) after
+ * every line, which changes no word of them.
+ */
+const readsAs = (text: string) => text.replace(/[ \t]+$/gm, "");
+
 export function recogniseRequests(call: ModelCall, knowledge: EndpointKnowledge): { requests: RecognisedRequest[]; lastUserTurn: number } {
   const userTurns = call.turns.map((t, i) => ({ t, i })).filter((x): x is { t: Extract<Turn, { role: "user" }>; i: number } => x.t.role === "user");
   let best: { requests: RecognisedRequest[]; lastUserTurn: number } = { requests: [], lastUserTurn: -1 };
@@ -53,7 +60,7 @@ export function recogniseRequests(call: ModelCall, knowledge: EndpointKnowledge)
     let lastUserTurn = -1;
     for (const { t, i } of userTurns) {
       const next = schedule.requests[requests.length];
-      if (next && t.text.includes(next.message.text)) {
+      if (next && readsAs(t.text).includes(readsAs(next.message.text))) {
         requests.push({
           index: requests.length,
           task: next.task_id,
@@ -121,12 +128,16 @@ function toolCallsFor(dialect: Dialect, ops: FileOperation[], at: string): Answe
  */
 function textEdits(ops: FileOperation[], at: string): string {
   const parts = ["Here are the changes."];
+  const rest: string[] = [];
   for (const op of ops) {
     if (op.state.kind === "text") {
       const fence = op.state.text.includes("```") ? "````" : "```";
       parts.push(`${at}/${op.path}\n${fence}\n${op.state.text}${op.state.text.endsWith("\n") ? "" : "\n"}${fence}`);
-    } else parts.push("```bash\n" + shellCommand(op, at) + "\n```");
+    } else rest.push(`- ${op.state.kind === "deleted" ? "delete" : "replace (binary)"} ${at}/${op.path}: \`${shellCommand(op, at)}\``);
   }
+  // A whole-file harness (aider) reads every fenced block as a file: what it cannot write (a
+  // deletion, binary content) is said in prose, as a model would, and not fenced.
+  if (rest.length) parts.push(["What a file listing cannot do, to be done by hand:", ...rest].join("\n"));
   return parts.join("\n\n");
 }
 

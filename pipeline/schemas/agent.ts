@@ -3,6 +3,7 @@ import { z } from "zod";
 /** Placeholders a command template may use; each is one argv element's text, never a shell. */
 export const AGENT_PLACEHOLDERS = [
   "{message}",
+  "{message_file}",
   "{text}",
   "{checkout}",
   "{workspace}",
@@ -136,6 +137,10 @@ export const AgentSpec = z
     path: ["stdin"],
   })
   .refine((a) => a.stdin === undefined || a.runs === "host", { message: "stdin is given to host runs only", path: ["stdin"] })
+  .refine((a) => a.runs === "host" || ![...(a.command ?? []), ...(a.continue_command ?? [])].some((p) => p.includes("{message_file}")), {
+    message: "{message_file} is written for host runs only",
+    path: ["command"],
+  })
   .refine((a) => a.usage_file === undefined || (a.runs === "host" && a.usage !== undefined && onlyPlaceholders([a.usage_file], AGENT_PLACEHOLDERS)), {
     message: "a usage file is read for host runs with a usage reader, and may use only the command's placeholders",
     path: ["usage_file"],

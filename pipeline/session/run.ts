@@ -80,6 +80,13 @@ export interface AgentPaths {
   modelName?: string;
 }
 
+/**
+ * `{message_file}`: the request's message, written afresh before each request, beside (never in)
+ * the workspace, for a harness that takes its message from a file (aider's --message-file keeps a
+ * multi-line message out of the command line it logs and later restores as history).
+ */
+export const messageFileOf = (paths: AgentPaths) => join(paths.sessionDir, "message.txt");
+
 /** Runs a scripted test agent's step for one request; only these read the held-out assets. */
 type ScriptedStep = (index: number, request: AgentRequest) => Promise<void>;
 
@@ -132,6 +139,7 @@ export function agentArgv(agent: AgentSpec, request: AgentRequest, paths: AgentP
   const template = request.continued && agent.continue_command ? agent.continue_command : agent.command!;
   const values: Record<string, string> = {
     "{message}": agentMessage(agent, request),
+    "{message_file}": messageFileOf(paths),
     "{text}": request.text,
     "{checkout}": request.checkout,
     "{workspace}": paths.workspace,
@@ -140,7 +148,8 @@ export function agentArgv(agent: AgentSpec, request: AgentRequest, paths: AgentP
     "{conversation}": conversation,
     "{model_name}": paths.modelName ?? "",
   };
-  const fill = (part: string) => part.replace(/\{(message|text|checkout|workspace|repository|session_dir|conversation|model_name)\}/g, (m) => values[m]!);
+  const fill = (part: string) =>
+    part.replace(/\{(message_file|message|text|checkout|workspace|repository|session_dir|conversation|model_name)\}/g, (m) => values[m]!);
   return template.map(fill);
 }
 
@@ -532,15 +541,11 @@ async function deliverOne(
     const attemptStarted = Date.now();
     const logFile = join(d.logs, `request-${String(index).padStart(2, "0")}-attempt-${attempt}.log`);
     const cwd = agent.working_directory === "workspace" && d.place ? d.place.paths.workspace : request.checkout;
+    const argv = scripted ? [] : agentArgv(agent, request, d.place!.paths, state.conversation ?? "");
+    if (!scripted && argv.some((a) => a.includes(messageFileOf(d.place!.paths)))) await writeFile(messageFileOf(d.place!.paths), agentMessage(agent, request));
     const result: Attempt = scripted
       ? await scripted(index, request).then(() => ({ exit: 0, timedOut: false }))
-      : await d.place!.attempt(
-          agentArgv(agent, request, d.place!.paths, state.conversation ?? ""),
-          cwd,
-          budget,
-          logFile,
-          agentStdin(agent, request, d.place!.paths, state.conversation ?? ""),
-        );
+      : await d.place!.attempt(argv, cwd, budget, logFile, agentStdin(agent, request, d.place!.paths, state.conversation ?? ""));
     state.agentMs += Date.now() - attemptStarted;
     outcome.exits.push(result.exit);
     outcome.timedOut = result.timedOut;
