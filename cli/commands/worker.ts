@@ -64,6 +64,11 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
         return 0;
       }),
     );
+  registerWorkersList(program, io, exit);
+}
+
+/** `switch-swe workers`: who is connected, and why one is out of service. */
+function registerWorkersList(program: Command, io: Io, exit: ExitCode): void {
   program
     .command("workers")
     .description("list the workers connected to a queue: executor, Python versions, free disk, jobs done, and why one is out of service")

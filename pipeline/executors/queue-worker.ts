@@ -1,4 +1,4 @@
-import { mkdirSync, statfsSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { type Job, Worker } from "bullmq";
@@ -6,11 +6,12 @@ import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { writeFileAtomic } from "../atomic.ts";
 import { baseRevision, freshCheckout } from "../checkouts/checkout.ts";
-import { git, MirrorCache } from "../git.ts";
+import { MirrorCache } from "../git.ts";
 import { gitServiceAuthEnv } from "./git-service.ts";
+import { freeDisk, imagePythons, selfCheck, WorkerHealth } from "./worker-health.ts";
 import type { Logger } from "../logger.ts";
 import { hostPythons, type PythonDownloads, UV_MANAGED_PYTHONS, uvDownloadsReachable } from "./python-offer.ts";
-import { DEBIAN_FOR_PYTHON, BASE_REPOSITORY, dockerAvailable, type DockerLimits } from "./docker.ts";
+import { BASE_REPOSITORY, dockerAvailable, type DockerLimits } from "./docker.ts";
 import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "./index.ts";
 import { connectRedis, redactUrl } from "./queue.ts";
 import { HEARTBEAT_SECONDS, type JobResult, QUEUE_PROTOCOL, queueNameFor, RunJob, workerKey, type WorkerInfo, WORKER_TTL_SECONDS } from "./queue-protocol.ts";
@@ -48,24 +49,6 @@ export const DEFAULT_MIN_FREE_DISK_BYTES = 512 * 2 ** 20;
 
 /** Errors a job answers with that say something of the job (its recipe, its tests), never of the worker. */
 const JOB_ERRORS = new Set(["BuildFailed", "RunTimedOut", "ProtocolError", "PatchDoesNotApply", "CommitNotInSource"]);
-
-/** Python versions whose base image this engine has (for a Docker worker). */
-async function imagePythons(docker: Docker): Promise<string[]> {
-  const found: string[] = [];
-  for (const [python, suite] of Object.entries(DEBIAN_FOR_PYTHON)) {
-    if (
-      await docker
-        .getImage(`${BASE_REPOSITORY}:${suite}`)
-        .inspect()
-        .then(
-          () => true,
-          () => false,
-        )
-    )
-      found.push(python);
-  }
-  return found.sort();
-}
 
 /** The Python versions this worker can run, or why it cannot work at all (one line). */
 async function workerPythons(options: QueueWorkerOptions): Promise<string[]> {
@@ -143,28 +126,37 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   const id = options.id ?? `${hostname()}-${process.pid}`;
   const executors = new ExecutorsByLimits(options, workDir, pythonDownloads);
   const executorFor = (limits: DockerLimits | undefined) => executors.for(limits);
-  // The coordinator's git service wants the token; other sources never see it.
   const served = new Set<string>();
   const fetchEnv = (source: string) => (served.has(source) ? gitServiceAuthEnv(options.gitToken) : {});
   const mirrors = new MirrorCache(join(workDir, "git"), fetchEnv);
   const counters = { done: 0, failed: 0, active: 0 };
-  let outOfService: { reason: string; since: string; source?: { url: string } } | undefined;
-  const startedAt = new Date().toISOString();
-  const info = (): WorkerInfo => ({
+  const checks = { executor: options.executor, pythons: installed, workDir, minFree: options.minFreeDiskBytes ?? DEFAULT_MIN_FREE_DISK_BYTES, fetchEnv };
+  let consumers: ReturnType<typeof consumeQueues> | undefined;
+  // What this worker needs of itself to take jobs: room, its engine and images, a way to the job's source.
+  const health = new WorkerHealth({
     id,
-    host: hostname(),
-    pid: process.pid,
+    log: options.log,
+    recheckSeconds: options.recheckSeconds ?? 30,
+    check: (source) => selfCheck({ ...checks, source }),
+    // Paused before the job is answered, so that the coordinator's resend goes to another worker.
+    pause: async () => {
+      await consumers?.pause();
+      await announce();
+    },
+    resume: async () => {
+      consumers?.resume();
+      await announce();
+    },
+  });
+  const fixed = {
+    id,
     executor: options.executor,
     pythons,
     python_downloads: pythonDownloads,
     concurrency: options.concurrency,
-    free_disk_bytes: freeDisk(workDir),
-    started_at: startedAt,
-    jobs_done: counters.done,
-    jobs_failed: counters.failed,
-    active: counters.active,
-    ...(outOfService ? { out_of_service: { reason: outOfService.reason, since: outOfService.since } } : {}),
-  });
+    started_at: new Date().toISOString(),
+  };
+  const info = () => workerInfo(fixed, workDir, counters, health);
   const announce = () =>
     redis
       .set(workerKey(options.prefix, id), JSON.stringify(info()), "EX", WORKER_TTL_SECONDS)
@@ -172,58 +164,10 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   await announce();
   const heartbeat = setInterval(announce, HEARTBEAT_SECONDS * 1000);
 
-  // What this worker needs of itself to take jobs: room, its engine and images, a way to the job's source.
-  const check = (source: { url: string } | undefined) =>
-    selfCheck({ executor: options.executor, pythons: installed, workDir, minFree: options.minFreeDiskBytes ?? DEFAULT_MIN_FREE_DISK_BYTES, source, fetchEnv });
-  let consumers: ReturnType<typeof consumeQueues> | undefined;
-  let recheck: NodeJS.Timeout | undefined;
-  const takeOut = async (reason: string, source: { url: string } | undefined) => {
-    if (outOfService) return;
-    outOfService = { reason, since: new Date().toISOString(), ...(source ? { source } : {}) };
-    options.log.warn(`worker ${id}: out of service, taking no jobs: ${reason}`);
-    // Paused before the job is answered, so that the coordinator's resend goes to another worker.
-    await consumers?.pause();
-    await announce();
-    const again = async () => {
-      const still = await check(outOfService?.source);
-      if (still) {
-        outOfService = { ...outOfService!, reason: still };
-        await announce();
-        recheck = setTimeout(again, (options.recheckSeconds ?? 30) * 1000);
-        return;
-      }
-      options.log.info(`worker ${id}: back in service (its checks pass again)`);
-      outOfService = undefined;
-      consumers?.resume();
-      await announce();
-    };
-    recheck = setTimeout(again, (options.recheckSeconds ?? 30) * 1000);
-  };
-
   const process_ = limited(options.concurrency, async (job: Job): Promise<JobResult> => {
     counters.active++;
-    const started = performance.now();
     try {
-      // Jobs taken before this worker went out of service are handed back, not run.
-      if (outOfService) {
-        counters.failed++;
-        return { worker: id, ok: false, error: { name: "OutOfService", message: outOfService.reason }, worker_fault: outOfService.reason };
-      }
-      const data = RunJob.safeParse(job.data);
-      if (data.success && data.data.source?.served) served.add(data.data.source.clone_url);
-      const result = await runJob(job, { id, executorFor, mirrors, scratch, logs, log: options.log });
-      if (result.ok) counters.done++;
-      else counters.failed++;
-      if (!result.ok && !JOB_ERRORS.has(result.error.name)) {
-        // A failure of the worker's own is taken for one only when a check of the worker fails too.
-        const source = data.success && data.data.source ? { url: data.data.source.clone_url } : undefined;
-        const reason = await check(source);
-        if (reason) {
-          await takeOut(reason, source);
-          return { ...result, worker_fault: reason, seconds: (performance.now() - started) / 1000 };
-        }
-      }
-      return { ...result, seconds: (performance.now() - started) / 1000 };
+      return await handleJob(job, { id, health, counters, served, run: { id, executorFor, mirrors, scratch, logs, log: options.log } });
     } finally {
       counters.active--;
       // Announced at once, so `switch-swe workers` and the coordinator see what this worker is doing now.
@@ -239,13 +183,69 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
     info,
     stop: async () => {
       clearInterval(heartbeat);
-      clearTimeout(recheck);
+      health.stop();
       await consumers!.close();
       await redis.del(workerKey(options.prefix, id)).catch(() => undefined);
       redis.disconnect();
       await executors.close();
     },
   };
+}
+
+/** What a worker announces: what it is, what it did, and whether it is in service. */
+function workerInfo(
+  fixed: Pick<WorkerInfo, "id" | "executor" | "pythons" | "python_downloads" | "concurrency" | "started_at">,
+  workDir: string,
+  counters: { done: number; failed: number; active: number },
+  health: WorkerHealth,
+): WorkerInfo {
+  const state = health.state;
+  return {
+    ...fixed,
+    host: hostname(),
+    pid: process.pid,
+    free_disk_bytes: freeDisk(workDir),
+    jobs_done: counters.done,
+    jobs_failed: counters.failed,
+    active: counters.active,
+    ...(state ? { out_of_service: { reason: state.reason, since: state.since } } : {}),
+  };
+}
+
+/**
+ * One job, with this worker's health in mind: a job taken while out of service is handed back
+ * unrun; a failure a check of the worker confirms is answered as the worker's own fault.
+ */
+async function handleJob(
+  job: Job,
+  context: {
+    id: string;
+    health: WorkerHealth;
+    counters: { done: number; failed: number };
+    served: Set<string>;
+    run: Parameters<typeof runJob>[1];
+  },
+): Promise<JobResult> {
+  const { id, health, counters } = context;
+  const started = performance.now();
+  const state = health.state;
+  if (state) {
+    counters.failed++;
+    return { worker: id, ok: false, error: { name: "OutOfService", message: state.reason }, worker_fault: state.reason };
+  }
+  const data = RunJob.safeParse(job.data);
+  // The coordinator's git service wants the token; other sources never see it.
+  if (data.success && data.data.source?.served) context.served.add(data.data.source.clone_url);
+  const result = await runJob(job, context.run);
+  if (result.ok) counters.done++;
+  else counters.failed++;
+  const seconds = (performance.now() - started) / 1000;
+  if (!result.ok && !JOB_ERRORS.has(result.error.name)) {
+    // A failure is taken for the worker's own only when a check of the worker fails too.
+    const reason = await health.confirm(data.success && data.data.source ? { url: data.data.source.clone_url } : undefined);
+    if (reason) return { ...result, worker_fault: reason, seconds };
+  }
+  return { ...result, seconds };
 }
 
 /** One executor per set of limits the coordinators ask for (they share the environments). */
@@ -314,56 +314,6 @@ function consumeQueues(
       for (const connection of connections) connection.disconnect();
     },
   };
-}
-
-/**
- * Why this worker cannot work now, in one line, or undefined when it can: too little disk, no
- * Docker engine or base image (a Docker worker), or no way to fetch from the job's source.
- */
-async function selfCheck(context: {
-  executor: "docker" | "local";
-  pythons: string[];
-  workDir: string;
-  minFree: number;
-  source?: { url: string };
-  fetchEnv: (source: string) => Record<string, string>;
-}): Promise<string | undefined> {
-  const free = freeDisk(context.workDir);
-  if (free < context.minFree)
-    return `the disk holding ${context.workDir} has ${(free / 2 ** 20).toFixed(0)} MiB free (this worker needs ${(context.minFree / 2 ** 20).toFixed(0)} MiB)`;
-  if (context.executor === "docker") {
-    const docker = new Docker();
-    if (!(await dockerAvailable(docker))) return "its Docker engine does not answer";
-    const images = await imagePythons(docker);
-    const gone = context.pythons.filter((p) => !images.includes(p));
-    if (gone.length) return `its base image of Python ${gone.join(", ")} is gone (${gone.map((p) => `${BASE_REPOSITORY}:${DEBIAN_FOR_PYTHON[p]}`).join(", ")})`;
-  }
-  if (context.source) {
-    const { url } = context.source;
-    try {
-      await withTimeout(git(["ls-remote", "--heads", url], { env: context.fetchEnv(url) }), 60_000, "no answer in 60 s");
-    } catch (error) {
-      const words = (error as Error).message;
-      if (/could not read Username|Authentication failed|401/i.test(words))
-        return `cannot fetch from ${redactUrl(url)}: it refuses this worker's credentials (HTTP 401; start the worker with the coordinator's git service token in SWITCH_SWE_GIT_TOKEN)`;
-      return `cannot fetch from ${redactUrl(url)}: ${words.replace(/^git ls-remote failed \(exit -?\d+\): /, "")}`;
-    }
-  }
-  return undefined;
-}
-
-function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms)))]).finally(() => clearTimeout(timer));
-}
-
-function freeDisk(dir: string): number {
-  try {
-    const stats = statfsSync(dir);
-    return stats.bavail * stats.bsize;
-  } catch {
-    return 0;
-  }
 }
 
 /** One job: the same checkout the coordinator made, from this worker's own mirror, then the executor's build or run. */
