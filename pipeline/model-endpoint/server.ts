@@ -66,6 +66,8 @@ function protocolOf(path: string): Protocol | undefined {
 
 export class ModelEndpoint {
   readonly calls: EndpointCall[] = [];
+  /** Failures of the endpoint itself (a script that threw): answered with 500, and kept here. */
+  readonly internalErrors: string[] = [];
   private readonly sockets = new Set<Socket>();
   private ids = 0;
 
@@ -78,7 +80,15 @@ export class ModelEndpoint {
   /** Starts the endpoint on 127.0.0.1 (port 0: any free one); `url` is its root (Anthropic's base URL; OpenAI clients add /v1). */
   static async start(options: ModelEndpointOptions): Promise<ModelEndpoint> {
     let endpoint: ModelEndpoint | undefined;
-    const server = createServer((req, res) => void endpoint!.handle(req, res));
+    // A fault of the endpoint's own is answered (500, its message) and kept in the log's place,
+    // never left as a call that hangs the harness until its budget.
+    const server = createServer((req, res) =>
+      endpoint!.handle(req, res).catch((error: Error) => {
+        endpoint!.internalErrors.push(error.message);
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { type: "api_error", message: `the model endpoint failed: ${error.message}` } }));
+      }),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(options.port ?? 0, "127.0.0.1", () => resolve());

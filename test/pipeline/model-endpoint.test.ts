@@ -104,6 +104,45 @@ describe("the model endpoint", () => {
     expect(chat.usage.prompt_tokens).toBe(endpoint!.calls[0]!.usage!.input + endpoint!.calls[0]!.usage!.cachedInput);
   });
 
+  it("answers a whole-file harness (no tools) with file listings, says a deletion in prose, and reads a request given back with Markdown hard breaks", async () => {
+    const deleting = [
+      patch.trimEnd(),
+      "diff --git a/pkg/b.py b/pkg/b.py",
+      "deleted file mode 100644",
+      "--- a/pkg/b.py",
+      "+++ /dev/null",
+      "@@ -1 +0,0 @@",
+      "-z = 1",
+      "",
+    ].join("\n");
+    const old = (p: string) => (p === "pkg/a.py" ? Buffer.from("x = 1\ny = 1\n") : p === "pkg/b.py" ? Buffer.from("z = 1\n") : null);
+    const now = (p: string) => (p === "pkg/a.py" ? Buffer.from("x = 2\ny = 1\n") : null);
+    endpoint = await ModelEndpoint.start({ script: "solve", knowledge: { ...knowledge, plan: () => planChange(deleting, old, now) } });
+    // As aider restores its history: every line ends in two spaces.
+    const restored = ask.replace(/\n/g, "  \n") + "  ";
+    const answer = await (await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: restored }] })).json();
+    const text: string = answer.choices[0].message.content;
+    expect(endpoint.calls[0]!.request?.index).toBe(0);
+    expect(text).toContain("/tmp/run/workspace/w00/pkg/a.py\n```\nx = 2\ny = 1\n```");
+    // Every fenced block is a file listing (a whole-file harness reads each one as a file); the deletion is prose.
+    expect(text.match(/```/g)).toHaveLength(2);
+    expect(text).toMatch(/delete \/tmp\/run\/workspace\/w00\/pkg\/b\.py: `rm -- '\/tmp\/run\/workspace\/w00\/pkg\/b\.py'`/);
+    // A script that fails is answered at once (500), not left hanging.
+    await endpoint.close();
+    endpoint = await ModelEndpoint.start({
+      script: "solve",
+      knowledge: {
+        ...knowledge,
+        plan: () => {
+          throw new Error("no plan");
+        },
+      },
+    });
+    const failed = await post("/v1/chat/completions", { model: "m", messages: [{ role: "user", content: ask }] });
+    expect(failed.status).toBe(500);
+    expect(endpoint.internalErrors).toEqual(["no plan"]);
+  });
+
   it("scripts the faults: overloaded is the provider's (529, 503), a model error comes after work (400), idle only talks, hang never answers", async () => {
     await start("overloaded");
     expect((await post("/v1/messages", { model: "m", messages: [{ role: "user", content: ask }] })).status).toBe(529);
