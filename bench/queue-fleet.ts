@@ -16,7 +16,13 @@ import { freePort, startRedis } from "../test/helpers/redis.ts";
 
 const stageSeconds = (summary: RunSummary, names: string[]) => summary.stages.filter((s) => names.includes(s.stage)).reduce((n, s) => n + (s.seconds ?? 0), 0);
 
-export async function benchIsolatedFleet(sizes: number[]): Promise<void> {
+/** A fleet: its good workers, and whether a misconfigured one (the wrong git token) stands beside them. */
+export interface FleetShape {
+  good: number;
+  broken: boolean;
+}
+
+export async function benchIsolatedFleet(shapes: FleetShape[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-fleet-"));
   removeFleetLeftovers();
   const gateway = await bridgeGateway();
@@ -27,13 +33,16 @@ export async function benchIsolatedFleet(sizes: number[]): Promise<void> {
   try {
     const corpus = await prepareDemoCopy(join(dir, "corpus"));
     corpus.server.stop();
-    for (const size of sizes) {
-      const prefix = `bench-fleet-${size}`;
-      for (let i = 0; i < size; i++)
-        containers.push(startWorkerContainer({ name: `w${i}`, redis: `redis://:bench@${gateway}:${redis.port}`, prefix, gitToken: "bench-token" }));
+    for (const shape of shapes) {
+      const size = shape.good;
+      const label = `${size} isolated worker(s)${shape.broken ? " + 1 broken" : ""}`;
+      const prefix = `bench-fleet-${size}${shape.broken ? "-broken" : ""}`;
+      const workerRedis = `redis://:bench@${gateway}:${redis.port}`;
+      for (let i = 0; i < size; i++) containers.push(startWorkerContainer({ name: `w${i}`, redis: workerRedis, prefix, gitToken: "bench-token" }));
+      if (shape.broken) containers.push(startWorkerContainer({ name: "broken", redis: workerRedis, prefix, gitToken: "wrong-token", recheckSeconds: 3600 }));
       const lines: string[] = [];
       const log = createLogger({ level: "info", write: (line) => lines.push(line) });
-      const demo = await prepareDemoCopy(join(dir, `fleet-${size}`), { corpusDir: join(dir, "corpus", "out", "demo-corpus") });
+      const demo = await prepareDemoCopy(join(dir, prefix), { corpusDir: join(dir, "corpus", "out", "demo-corpus") });
       const execution = {
         executor: "queue" as const,
         queue_executor: "local" as const,
@@ -47,15 +56,15 @@ export async function benchIsolatedFleet(sizes: number[]): Promise<void> {
       };
       try {
         const warm = await runPipeline({ ...withExecution(demo.options, execution), log });
-        if (!warm.ok) throw new Error(`the first run on ${size} worker(s) did not finish`);
+        if (!warm.ok) throw new Error(`the first run on ${label} did not finish`);
         lines.length = 0;
         const timed = await runPipeline({ ...withExecution(demo.options, execution), log }, { from: "qualify" });
-        if (!timed.ok) throw new Error(`the timed run on ${size} worker(s) did not finish`);
+        if (!timed.ok) throw new Error(`the timed run on ${label} did not finish`);
         const seconds = stageSeconds(timed, ["qualify", "oracle"]);
         const overhead = lines.find((line) => line.includes("ms of queue overhead a job")) ?? "";
         const jobs = Number(/queue: (\d+) job/.exec(overhead)?.[1] ?? 0);
         console.log(
-          `${size} isolated worker(s): demo qualify + oracle ${seconds.toFixed(1)} s, ${jobs} jobs, ${(jobs / seconds).toFixed(2)} jobs/s; ${overhead.replace(/^.*?queue: /, "")}`,
+          `${label}: demo qualify + oracle ${seconds.toFixed(1)} s, ${jobs} jobs, ${(jobs / seconds).toFixed(2)} jobs/s; ${overhead.replace(/^.*?queue: /, "")}`,
         );
       } finally {
         demo.server.stop();

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { Job, Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
 import type { z } from "zod";
@@ -239,7 +239,7 @@ export class QueueExecutor implements Executor {
     // A path of this machine (file:// is one too) means nothing on another host: the workers fetch
     // the coordinator's mirror, which holds the commit, from the git service instead.
     if (!isRemoteCloneUrl(clone) || /^file:/i.test(clone) || settings.serve === "all") {
-      const service = await this.startGitService(settings);
+      const service = await this.startGitService(settings, dirname(origin.mirror));
       return { repo, clone_url: service.serve(origin.mirror), served: true, commit: origin.commit, patches: origin.patches };
     }
     assertNoCredentials(clone);
@@ -247,7 +247,7 @@ export class QueueExecutor implements Executor {
   }
 
   /** The git service, started the first time a job needs it; its token from the variable the settings name. */
-  private startGitService(settings: GitServiceSettings): Promise<GitService> {
+  private startGitService(settings: GitServiceSettings, mirrorRoot: string): Promise<GitService> {
     this.gitService ??= (async () => {
       let token: string | undefined;
       if (settings.token_env) {
@@ -258,9 +258,19 @@ export class QueueExecutor implements Executor {
           );
       }
       // A service that cannot start (its address taken, say) leaves no job a way to its repositories.
-      const service = await GitService.start({ listen: settings.listen, url: settings.url, token, log: this.options.log }).catch((error: Error) => {
+      const start = (listen: string) => GitService.start({ listen, url: settings.url, token, log: this.options.log });
+      const fail = (error: Error) => {
         throw new RunAbort(error.message);
-      });
+      };
+      // Port 0: one derived from where the mirrors live, so that a coordinator restarted on the same
+      // work gives the same URLs (its jobs keep their ids, and jobs already queued stay valid);
+      // any free port when that one is taken.
+      const stable = settings.listen.replace(
+        /:0$/,
+        `:${20000 + (Number.parseInt(hashValue({ mirrors: mirrorRoot, prefix: this.options.prefix }).slice(0, 8), 16) % 20000)}`,
+      );
+      const service =
+        stable === settings.listen ? await start(settings.listen).catch(fail) : await start(stable).catch(() => start(settings.listen).catch(fail));
       this.options.log.info(`queue: serving this run's repositories to the workers at ${service.url}${token ? " (with a token)" : ""}`);
       return service;
     })();
@@ -378,6 +388,9 @@ export class QueueExecutor implements Executor {
       return await Promise.race([job.waitUntilFinished(events), orphaned]);
     } catch (error) {
       if (error instanceof InfrastructureFault) throw error;
+      // BullMQ's own words when the job's keys went while it waited (Redis flushed or restarted).
+      if (/Missing key for job/.test((error as Error).message))
+        throw new InfrastructureFault(`job ${job.id} vanished from Redis while it waited or ran (was Redis restarted without persistence, or flushed?)`);
       await job.remove().catch(() => undefined);
       throw new InfrastructureFault(`job ${job.id} failed on a worker: ${(error as Error).message}`);
     } finally {

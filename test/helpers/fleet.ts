@@ -3,8 +3,10 @@
 // service on the Docker bridge's gateway address. The container gets this Node binary and this
 // checkout of switch-swe, read-only, as a worker's operator would install them; it sees none of
 // the coordinator's files (its work directory, mirrors, the demo corpus live in the host's /tmp).
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { BASE_REPOSITORY } from "../../pipeline/executors/docker.ts";
@@ -60,7 +62,13 @@ export function startWorkerContainer(options: {
   const executor = options.executor ?? "local";
   const workDir = options.workDir ?? "/var/lib/switch-swe-worker";
   if (executor === "docker" && !options.workDir) throw new Error("a Docker worker in a container needs a host work directory");
-  const executorArgs = executor === "docker" ? ["--volume", "/var/run/docker.sock:/var/run/docker.sock", "--volume", `${workDir}:${workDir}`] : [];
+  // The engine resolves bind mounts on the host: the work directory, and the temporary directory
+  // the executor keeps each run's results in, are the host's, at the same paths.
+  if (executor === "docker") mkdirSync(join(workDir, "tmp"), { recursive: true });
+  const executorArgs =
+    executor === "docker"
+      ? ["--volume", "/var/run/docker.sock:/var/run/docker.sock", "--volume", `${workDir}:${workDir}`, "--env", `TMPDIR=${join(workDir, "tmp")}`]
+      : [];
   const args = [
     "run",
     "--detach",
@@ -112,11 +120,9 @@ export function startWorkerContainer(options: {
     kill: () => void quiet(["kill", "--signal", "KILL", container]),
     remove: () => void quiet(["rm", "--force", container]),
     logs: () => {
-      try {
-        return execFileSync("docker", ["logs", container], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-      } catch (error) {
-        return String((error as { stderr?: string }).stderr ?? "");
-      }
+      // The worker writes to standard error, which `docker logs` gives back as its own.
+      const result = spawnSync("docker", ["logs", container], { encoding: "utf8" });
+      return `${result.stdout ?? ""}${result.stderr ?? ""}`;
     },
   };
 }

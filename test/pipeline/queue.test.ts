@@ -198,7 +198,8 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
       expect(job!.returnvalue.worker).toBe("rescuer");
       // The job said everything the worker needed, the coordinator's limits too; no secret.
       expect(job!.data).toMatchObject({ type: "run", tests: ["tests/test_slow.py"], limits, source: { repo: REPO, commit: slow.source!.commit } });
-      expect(job!.data.source.clone_url).toMatch(/^\//);
+      // From the coordinator's git service, by name: never a path of the coordinator.
+      expect(job!.data.source).toMatchObject({ clone_url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/demo-org__geometry\.git$/), served: true });
       await new Promise((r) => setTimeout(r, (HEARTBEAT_SECONDS + 1) * 1000));
       const rescuer = (await workerInfo(f.redis, f.prefix)).find((w) => w.id === "rescuer")!;
       expect(rescuer.jobs_done).toBe(1);

@@ -238,7 +238,8 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
 
   it("qualifies the same tasks through the queue on a Docker worker in a container of its own, which fetches them from the coordinator's git service and builds each base revision's layer", async (context) => {
     const gateway = await bridgeGateway();
-    const redis = await startRedis({ bind: ["127.0.0.1", gateway] });
+    // Reached from the bridge, Redis wants a password (its protected mode refuses others without one).
+    const redis = await startRedis({ bind: ["127.0.0.1", gateway], password: "real-repositories" });
     if (!redis) return context.skip();
     // The worker must build the revision layers itself: the ones the fidelity run left are removed.
     const engine = new Docker();
@@ -255,7 +256,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
       name: "far-host",
       executor: "docker",
       workDir: workerDir,
-      redis: `redis://${gateway}:${redis.port}`,
+      redis: `redis://:real-repositories@${gateway}:${redis.port}`,
       prefix: "switch-swe",
       gitToken: "real-repositories-token",
     });
