@@ -18,7 +18,9 @@ describe("the session runner's parts", () => {
     expect(() => loadAgent(file)).toThrow(/name/);
     // A placeholder the runner does not fill would reach the agent as literal text.
     writeFileSync(file, "name: typo\ncommand: [tool, '{txt}']\n");
-    expect(() => loadAgent(file)).toThrow(`${file}: field command: a command may use only the placeholders {message}, {message_file}, {text}, {checkout}, {workspace}`);
+    expect(() => loadAgent(file)).toThrow(
+      `${file}: field command: a command may use only the placeholders {message}, {message_file}, {text}, {checkout}, {workspace}`,
+    );
     writeFileSync(file, "name: s\nscripted: noop\nruns: environment\n");
     expect(() => loadAgent(file)).toThrow(`${file}: field runs`);
     writeFileSync(file, "name: s\ncommand: [tool]\nsetup: [[pip, install, tool]]\n");
