@@ -10,6 +10,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { BASE_REPOSITORY } from "../../pipeline/executors/docker.ts";
+import { announcedWorkers, connectRedis, liveWorkers } from "../../pipeline/executors/queue.ts";
+import type { WorkerInfo } from "../../pipeline/executors/queue-protocol.ts";
 import { buildNetworkSettings } from "../../pipeline/executors/types.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -133,4 +135,14 @@ export function removeFleetLeftovers(): void {
     .split("\n")
     .filter(Boolean);
   if (ids.length) execFileSync("docker", ["rm", "--force", ...ids], { stdio: "pipe" });
+}
+
+/** The workers connected to a queue: those in service (`live`), or every one that announced itself. */
+export async function workersOn(redisUrl: string, prefix: string, which: "live" | "announced" = "announced"): Promise<WorkerInfo[]> {
+  const redis = await connectRedis(redisUrl);
+  try {
+    return await (which === "live" ? liveWorkers : announcedWorkers)(redis, prefix);
+  } finally {
+    redis.disconnect();
+  }
 }

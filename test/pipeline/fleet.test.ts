@@ -7,17 +7,17 @@ import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_REPOSITORY } from "../../pipeline/executors/docker.ts";
-import { announcedWorkers, connectRedis } from "../../pipeline/executors/queue.ts";
-import { queueNameFor, type WorkerInfo } from "../../pipeline/executors/queue-protocol.ts";
+import { queueNameFor } from "../../pipeline/executors/queue-protocol.ts";
 import { UV_MANAGED_PYTHONS } from "../../pipeline/executors/python-offer.ts";
 import { runPipeline } from "../../pipeline/engine/engine.ts";
 import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
 import { dockerForTests } from "../helpers/docker.ts";
-import { bridgeGateway, removeFleetLeftovers, startWorkerContainer, type WorkerContainer } from "../helpers/fleet.ts";
+import { bridgeGateway, removeFleetLeftovers, startWorkerContainer, type WorkerContainer, workersOn } from "../helpers/fleet.ts";
 import { freePort, startRedis } from "../helpers/redis.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { until } from "../helpers/until.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const TOKEN = "fleet-test-token";
@@ -51,24 +51,7 @@ async function watchJobs<T>(redisUrl: string, prefix: string, work: () => Promis
   }
 }
 
-async function workersOf(redisUrl: string, prefix: string): Promise<WorkerInfo[]> {
-  const redis = await connectRedis(redisUrl);
-  try {
-    return await announcedWorkers(redis, prefix);
-  } finally {
-    redis.disconnect();
-  }
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, seconds = 300): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${seconds} s`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+const workersOf = (redisUrl: string, prefix: string) => workersOn(redisUrl, prefix, "announced");
 
 describe("a fleet that shares only the network (each worker in a container of its own, the coordinator reached over TCP)", () => {
   let redis: Awaited<ReturnType<typeof startRedis>>;

@@ -15,7 +15,7 @@ import { planEnvironments } from "../../pipeline/profiles/environments.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
-import { connectRedis, liveWorkers, QueueExecutor } from "../../pipeline/executors/queue.ts";
+import { QueueExecutor } from "../../pipeline/executors/queue.ts";
 import { queueNameFor, type WorkerInfo, workerKey } from "../../pipeline/executors/queue-protocol.ts";
 import { type BaseRevision } from "../../pipeline/checkouts/checkout.ts";
 import { InfrastructureFault, type EnvironmentSpec, type TestRunRequest } from "../../pipeline/executors/types.ts";
@@ -25,6 +25,8 @@ import { silentLogger } from "../../pipeline/logger.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { freePort, startRedis } from "../helpers/redis.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
+import { until } from "../helpers/until.ts";
+import { workersOn } from "../helpers/fleet.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -86,16 +88,6 @@ async function stopWorker(fleet: Fleet, name: string, signal: NodeJS.Signals = "
   });
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, seconds = 120): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what} after ${seconds} s`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 /** A connection for BullMQ in a test, its errors (the server stopped at the end) not reported as unhandled. */
 function quietRedis(url: string): Redis {
   const redis = new Redis(url, { maxRetriesPerRequest: null });
@@ -103,14 +95,7 @@ function quietRedis(url: string): Redis {
   return redis;
 }
 
-async function workerInfo(redisUrl: string, prefix: string): Promise<WorkerInfo[]> {
-  const redis = await connectRedis(redisUrl);
-  try {
-    return await liveWorkers(redis, prefix);
-  } finally {
-    redis.disconnect();
-  }
-}
+const workerInfo = (redisUrl: string, prefix: string) => workersOn(redisUrl, prefix, "live");
 
 describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
   let server: Awaited<ReturnType<typeof startRedis>>;
