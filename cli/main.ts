@@ -1,5 +1,5 @@
 import { CommitNotInSource, IncompleteSource } from "../pipeline/git.ts";
-import { NoSpaceLeft } from "../pipeline/failures.ts";
+import { TransientFailure } from "../pipeline/failures.ts";
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -88,8 +88,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       io.err(`switch-swe: ${error.message}\n`);
       return 2;
     }
-    // The repository's source lacks what the command needs: a fact about it, said as it is.
-    if (error instanceof RunFailed || error instanceof CommitNotInSource || error instanceof IncompleteSource || error instanceof NoSpaceLeft) {
+    // The repository's source lacks what the command needs (a fact about it), or the machine or the
+    // network does (a full disk, Redis down, no Docker engine): said as it is, not as a bug.
+    if (error instanceof RunFailed || error instanceof CommitNotInSource || error instanceof IncompleteSource || error instanceof TransientFailure) {
       io.err(`switch-swe: ${error.message}\n`);
       return 1;
     }

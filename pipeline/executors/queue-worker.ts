@@ -6,7 +6,9 @@ import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { writeFileAtomic } from "../atomic.ts";
 import { baseRevision, freshCheckout } from "../checkouts/checkout.ts";
+import { TransientFailure } from "../failures.ts";
 import { MirrorCache } from "../git.ts";
+import { InputError } from "../validation.ts";
 import { gitServiceAuthEnv } from "./git-service.ts";
 import { freeDisk, imagePythons, selfCheck, WorkerHealth } from "./worker-health.ts";
 import type { Logger } from "../logger.ts";
@@ -53,20 +55,20 @@ const JOB_ERRORS = new Set(["BuildFailed", "RunTimedOut", "ProtocolError", "Patc
 /** The Python versions this worker can run, or why it cannot work at all (one line). */
 async function workerPythons(options: QueueWorkerOptions): Promise<string[]> {
   if (options.executor === "local" && !options.allowLocal)
-    throw new Error(
+    throw new InputError(
       "a worker with the local executor runs the repositories' tests unsandboxed on this machine: start it with --allow-local if that is what you want, or use --executor docker",
     );
   if (options.executor === "local") {
     const pythons = hostPythons();
-    if (!pythons.length) throw new Error("no Python interpreter found on this machine (python3, python3.X)");
+    if (!pythons.length) throw new TransientFailure("no Python interpreter found on this machine (python3, python3.X)");
     return pythons;
   }
   const docker = new Docker();
   if (!(await dockerAvailable(docker)))
-    throw new Error("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
+    throw new TransientFailure("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
   const pythons = await imagePythons(docker);
   if (!pythons.length)
-    throw new Error(`this Docker engine has no base image (${BASE_REPOSITORY}:<suite>): build one with 'switch-swe images base --suite bookworm'`);
+    throw new TransientFailure(`this Docker engine has no base image (${BASE_REPOSITORY}:<suite>): build one with 'switch-swe images base --suite bookworm'`);
   return pythons;
 }
 

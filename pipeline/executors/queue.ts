@@ -4,7 +4,7 @@ import { Job, Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
 import type { z } from "zod";
 import { hashValue } from "../canonical.ts";
-import { RunAbort } from "../failures.ts";
+import { RunAbort, TransientFailure } from "../failures.ts";
 import { git, isRemoteCloneUrl } from "../git.ts";
 import { DEFAULT_GIT_SERVICE, GitService, type GitServiceSettings } from "./git-service.ts";
 import type { Logger } from "../logger.ts";
@@ -83,7 +83,7 @@ export async function connectRedis(url: string, forWorker = false): Promise<Redi
     await redis.ping();
   } catch (error) {
     redis.disconnect();
-    throw new Error(`cannot reach Redis at ${redactUrl(url)} (waited at most ${CONNECT_TIMEOUT_MS / 1000} s): ${(error as Error).message}`);
+    throw new TransientFailure(`cannot reach Redis at ${redactUrl(url)} (waited at most ${CONNECT_TIMEOUT_MS / 1000} s): ${(error as Error).message}`);
   }
   // From here on a dropped connection is retried (a Redis restart must not end a long run).
   redis.options.retryStrategy = (times) => Math.min(times * 200, 2000);
