@@ -4,6 +4,9 @@ import { describe, expect, it } from "vitest";
 import { assertNoCredentials, JobResult, queueNameFor } from "../../pipeline/executors/queue-protocol.ts";
 import { applyWrittenFiles, checkoutState, writtenSince } from "../../pipeline/executors/written-files.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { freePort } from "../helpers/redis.ts";
+import { selfCheck, WorkerHealth } from "../../pipeline/executors/worker-health.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
 
 describe("the queue's parts", () => {
   it("carries back exactly the files a run wrote, and lays them over another checkout", async () => {
@@ -46,5 +49,39 @@ describe("the queue's parts", () => {
     expect(queueNameFor("docker", "3.11")).toBe("runs-docker-py3.11");
     // A worker's answer is checked before it is believed.
     expect(JobResult.safeParse({ worker: "w", ok: true, result: { timedOut: false, exitCode: "0", wallSeconds: 1, outputTail: "" } }).success).toBe(false);
+  });
+});
+
+describe("a worker's own checks", () => {
+  it("finds a full disk and a source it cannot fetch from, and takes the worker out of service until its checks pass", async () => {
+    const workDir = tempDir();
+    const base = { executor: "local" as const, pythons: ["3.11"], workDir, fetchEnv: () => ({}) };
+    expect(await selfCheck({ ...base, minFree: 0 })).toBeUndefined();
+    expect(await selfCheck({ ...base, minFree: Number.MAX_SAFE_INTEGER })).toMatch(/^the disk holding \S+ has \d+ MiB free \(this worker needs \d+ MiB\)$/);
+    const port = await freePort();
+    expect(await selfCheck({ ...base, minFree: 0, source: { url: `http://127.0.0.1:${port}/org__lib.git` } })).toMatch(
+      new RegExp(`^cannot fetch from http://127\\.0\\.0\\.1:${port}/org__lib\\.git: .*(Could not connect|Failed to connect|Connection refused)`),
+    );
+    // Out of service on a confirmed failure (paused before it answers), back once a recheck passes.
+    let failing = true;
+    const events: string[] = [];
+    const health = new WorkerHealth({
+      id: "w",
+      log: silentLogger,
+      recheckSeconds: 0.05,
+      check: async () => (failing ? "its Docker engine does not answer" : undefined),
+      pause: async () => void events.push("pause"),
+      resume: async () => void events.push("resume"),
+    });
+    expect(await health.confirm(undefined)).toBe("its Docker engine does not answer");
+    expect(health.state?.reason).toBe("its Docker engine does not answer");
+    expect(events).toEqual(["pause"]);
+    failing = false;
+    for (let i = 0; i < 100 && health.state; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(health.state).toBeUndefined();
+    expect(events).toEqual(["pause", "resume"]);
+    // A failure its checks do not confirm is the job's: the worker stays in service.
+    expect(await health.confirm(undefined)).toBeUndefined();
+    health.stop();
   });
 });
