@@ -5,8 +5,8 @@
 // Prints both stages' times, their ratio (goal: queue within 1.10 of local), and the queue's
 // per-job overhead (from sending a job to its result, less the time the worker spent on it;
 // goal: under 50 ms). Needs redis-server (Debian's package).
-// With --isolated: the same stages on a fleet that shares only the network (bench/queue-fleet.ts),
-// with 1 and 2 workers, and 1 good beside 1 misconfigured (the wrong git service token).
+// With --isolated: the same stages on a fleet that shares only the network (bench/queue-fleet.ts):
+// 2 workers, 1, and 1 beside a misconfigured one (the wrong git service token).
 // Usage: npm run bench:queue [-- --jobs 2] [-- --isolated]
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -19,11 +19,7 @@ import { startRedis } from "../test/helpers/redis.ts";
 
 if (process.argv.includes("--isolated")) {
   const { benchIsolatedFleet } = await import("./queue-fleet.ts");
-  await benchIsolatedFleet([
-    { good: 1, broken: false },
-    { good: 2, broken: false },
-    { good: 1, broken: true },
-  ]);
+  await benchIsolatedFleet();
   process.exit(0);
 }
 const jobsArg = process.argv.indexOf("--jobs");
