@@ -77,7 +77,7 @@ export function startWorkerContainer(options: {
     "--name",
     container,
     "--label",
-    `${FLEET_LABEL}=1`,
+    `${FLEET_LABEL}=${process.pid}`,
     "--volume",
     `${process.execPath}:/usr/local/bin/node:ro`,
     "--volume",
@@ -129,12 +129,24 @@ export function startWorkerContainer(options: {
   };
 }
 
-/** Removes every worker container a test run left (a run killed before its cleanup). */
+/** Removes the worker containers that test runs which are gone left (a run killed before its cleanup); live runs' stay. */
 export function removeFleetLeftovers(): void {
-  const ids = execFileSync("docker", ["ps", "--all", "--quiet", "--filter", `label=${FLEET_LABEL}`], { encoding: "utf8" })
+  const rows = execFileSync("docker", ["ps", "--all", "--filter", `label=${FLEET_LABEL}`, "--format", `{{.ID}} {{.Label "${FLEET_LABEL}"}}`], {
+    encoding: "utf8",
+  })
     .split("\n")
-    .filter(Boolean);
-  if (ids.length) execFileSync("docker", ["rm", "--force", ...ids], { stdio: "pipe" });
+    .filter(Boolean)
+    .map((line) => line.split(" "));
+  const alive = (pid: string) => {
+    try {
+      process.kill(Number(pid), 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const gone = rows.filter(([, pid]) => !pid || !/^\d+$/.test(pid) || !alive(pid)).map(([id]) => id!);
+  if (gone.length) execFileSync("docker", ["rm", "--force", ...gone], { stdio: "pipe" });
 }
 
 /** The workers connected to a queue: those in service (`live`), or every one that announced itself. */
