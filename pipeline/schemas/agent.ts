@@ -137,14 +137,16 @@ export const AgentSpec = z
     path: ["stdin"],
   })
   .refine((a) => a.stdin === undefined || a.runs === "host", { message: "stdin is given to host runs only", path: ["stdin"] })
-  .refine((a) => a.runs === "host" || ![...(a.command ?? []), ...(a.continue_command ?? [])].some((p) => p.includes("{message_file}")), {
-    message: "{message_file} is written for host runs only",
-    path: ["command"],
-  })
-  .refine((a) => a.usage_file === undefined || (a.runs === "host" && a.usage !== undefined && onlyPlaceholders([a.usage_file], AGENT_PLACEHOLDERS)), {
-    message: "a usage file is read for host runs with a usage reader, and may use only the command's placeholders",
-    path: ["usage_file"],
-  })
+  .refine(
+    (a) =>
+      a.usage_file === undefined ||
+      (a.usage !== undefined && onlyPlaceholders([a.usage_file], AGENT_PLACEHOLDERS) && (a.runs === "host" || a.usage_file.startsWith("{session_dir}/"))),
+    {
+      message:
+        "a usage file is read with a usage reader, may use only the command's placeholders, and in the environment is under {session_dir} (the directory shared with this machine)",
+      path: ["usage_file"],
+    },
+  )
   .refine((a) => onlyPlaceholders([a.message], MESSAGE_PLACEHOLDERS), {
     message: `the message may use only ${MESSAGE_PLACEHOLDERS.join(", ")}`,
     path: ["message"],

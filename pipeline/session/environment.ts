@@ -112,6 +112,15 @@ export class AgentEnvironment {
     return { exit: info.ExitCode ?? null, timedOut: false };
   }
 
+  /**
+   * Starts a command that lives as long as the container (the model relay), as the agent's user
+   * and outside any attempt's process group, so no budget kill ends it.
+   */
+  async startDetached(argv: string[]): Promise<void> {
+    const exec = await this.container.exec({ Cmd: argv, User: this.options.user, AttachStdout: false, AttachStderr: false });
+    await exec.start({ Detach: true });
+  }
+
   /** Kills the running attempt's process group (as root: the agent may have changed its own user). */
   private async killAttempt(): Promise<void> {
     try {

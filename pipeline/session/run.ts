@@ -13,6 +13,7 @@ import { buildNetworkSettings } from "../executors/types.ts";
 import { runProcess } from "../executors/local.ts";
 import { addUsage, NO_USAGE, readAttempt, usageSince, type AttemptReading } from "./usage.ts";
 import { AgentEnvironment, type Attempt } from "./environment.ts";
+import { isLoopbackUrl, RELAY_MOUNT, relayReadyCheck, startModelRelay } from "./model-relay.ts";
 import { agentExecutable } from "./install.ts";
 import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
 
@@ -237,9 +238,14 @@ interface AgentPlace {
   paths: AgentPaths;
   /** The path the agent is given for a checkout of the session. */
   checkout: (sessionPath: string) => string;
+  /** Where a file the agent names (its message file, its usage log) is on this machine. */
+  hostFile: (path: string) => string;
   attempt: (argv: string[], checkout: string, budgetSeconds: number, logFile: string, input: string) => Promise<Attempt>;
   close: () => Promise<void>;
 }
+
+/** The agent's own directory in its environment (its home): the run's `agent` directory on this machine. */
+const AGENT_HOME = "/agent";
 
 /** The session paths' common parent (/workspace for /workspace/w00 ...), or / when they have none. */
 function commonParent(paths: string[]): string {
@@ -271,6 +277,7 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
     return {
       paths: { workspace: join(runDir, "workspace"), sessionDir: runDir, ...modelNameOf(agent, options.model) },
       checkout: hostPath,
+      hostFile: (path) => path,
       attempt: (argv, checkout, budget, logFile, input) => runCommand(installedCommand(agent, options.toolsDir, argv), checkout, env, budget, logFile, input),
       close: async () => undefined,
     };
@@ -286,21 +293,43 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
   const ca: Record<string, string> = network.caBundle
     ? { SSL_CERT_FILE: "/run/host-ca.crt", PIP_CERT: "/run/host-ca.crt", REQUESTS_CA_BUNDLE: "/run/host-ca.crt", NODE_EXTRA_CA_CERTS: "/run/host-ca.crt" }
     : {};
-  const environment = await AgentEnvironment.start({
-    docker: options.environment.docker,
-    image: options.environment.image,
-    mounts: [
-      ...spec.checkouts.map((c) => ({ host: hostPath(c.path), container: c.path })),
-      { host: agentDir, container: "/agent" },
-      ...(network.caBundle ? [{ host: network.caBundle, container: "/run/host-ca.crt", readOnly: true }] : []),
-    ],
-    home: "/agent",
-    user: `${uid}:${gid}`,
-    network: agent.network,
-    labels: options.environment.labels,
-  });
-  const variables = { ...network.vars, ...ca, ...agentVariables(agent, false), ...(await agentSettings(agent, options.model, "/agent", agentDir)) };
+  // An endpoint on this machine's loopback is out of the container's reach: it goes through a relay.
+  const relay = options.model && isLoopbackUrl(options.model.url) ? await startModelRelay(options.model.url) : undefined;
+  let environment: AgentEnvironment;
   try {
+    environment = await AgentEnvironment.start({
+      docker: options.environment.docker,
+      image: options.environment.image,
+      mounts: [
+        ...spec.checkouts.map((c) => ({ host: hostPath(c.path), container: c.path })),
+        { host: agentDir, container: AGENT_HOME },
+        ...(network.caBundle ? [{ host: network.caBundle, container: "/run/host-ca.crt", readOnly: true }] : []),
+        ...(relay ? [{ host: relay.dir, container: RELAY_MOUNT }] : []),
+      ],
+      home: AGENT_HOME,
+      user: `${uid}:${gid}`,
+      network: agent.network,
+      labels: options.environment.labels,
+    });
+  } catch (error) {
+    await relay?.close();
+    throw error;
+  }
+  const model = options.model && relay ? { ...options.model, url: relay.containerUrl } : options.model;
+  const variables = { ...network.vars, ...ca, ...agentVariables(agent, false), ...(await agentSettings(agent, model, AGENT_HOME, agentDir)) };
+  const stop = async () => {
+    await environment.stop();
+    await relay?.close();
+  };
+  try {
+    if (relay) {
+      await environment.startDetached(relay.containerCommand);
+      const ready = await environment.exec(relayReadyCheck(relay.port), { cwd: "/", env: {}, budgetSeconds: 60, logFile: join(logs, "model-relay.log") });
+      if (ready.exit !== 0)
+        throw new Error(
+          `the model endpoint ${options.model!.url} could not be relayed into the agent's environment (python3 in ${options.environment.image} did not listen on 127.0.0.1:${relay.port}; see ${join(logs, "model-relay.log")})`,
+        );
+    }
     for (const [i, command] of agent.setup.entries()) {
       const logFile = join(logs, `setup-${i}.log`);
       const result = await environment.exec(command, { cwd: "/", env: variables, budgetSeconds: agent.setup_timeout_seconds, logFile, asRoot: true });
@@ -310,14 +339,20 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
         );
     }
   } catch (error) {
-    await environment.stop();
+    await stop();
     throw error;
   }
   return {
-    paths: { workspace: commonParent(spec.checkouts.map((c) => c.path)), sessionDir: "/agent", ...modelNameOf(agent, options.model) },
+    paths: { workspace: commonParent(spec.checkouts.map((c) => c.path)), sessionDir: AGENT_HOME, ...modelNameOf(agent, options.model) },
     checkout: (path) => path,
+    hostFile: (path) => {
+      if (path === AGENT_HOME || path.startsWith(`${AGENT_HOME}/`)) return join(agentDir, path.slice(AGENT_HOME.length));
+      const checkout = spec.checkouts.find((c) => path === c.path || path.startsWith(`${c.path}/`));
+      if (checkout) return join(hostPath(checkout.path), path.slice(checkout.path.length));
+      throw new Error(`${path} is not in a directory the agent's environment shares with this machine (${AGENT_HOME} or a checkout)`);
+    },
     attempt: (argv, checkout, budget, logFile) => environment.exec(argv, { cwd: checkout, env: variables, budgetSeconds: budget, logFile }),
-    close: () => environment.stop(),
+    close: stop,
   };
 }
 
@@ -542,7 +577,8 @@ async function deliverOne(
     const logFile = join(d.logs, `request-${String(index).padStart(2, "0")}-attempt-${attempt}.log`);
     const cwd = agent.working_directory === "workspace" && d.place ? d.place.paths.workspace : request.checkout;
     const argv = scripted ? [] : agentArgv(agent, request, d.place!.paths, state.conversation ?? "");
-    if (!scripted && argv.some((a) => a.includes(messageFileOf(d.place!.paths)))) await writeFile(messageFileOf(d.place!.paths), agentMessage(agent, request));
+    if (!scripted && argv.some((a) => a.includes(messageFileOf(d.place!.paths))))
+      await writeFile(d.place!.hostFile(messageFileOf(d.place!.paths)), agentMessage(agent, request));
     const result: Attempt = scripted
       ? await scripted(index, request).then(() => ({ exit: 0, timedOut: false }))
       : await d.place!.attempt(argv, cwd, budget, logFile, agentStdin(agent, request, d.place!.paths, state.conversation ?? ""));
@@ -582,8 +618,8 @@ async function deliverOne(
 async function attemptOutput(agent: AgentSpec, d: Delivery, request: AgentRequest, logFile: string, state: { usageFileRead?: number }): Promise<string> {
   const output = await readFile(logFile, "utf8").catch(() => "");
   if (!agent.usage_file || !d.place) return output;
-  // The file is named as the agent sees it; on the host that is where it is.
-  const file = agentArgv({ ...agent, command: [agent.usage_file], continue_command: [agent.usage_file] }, request, d.place.paths, "")[0]!;
+  // The file is named as the agent sees it; in its environment it is in a directory shared with this machine.
+  const file = d.place.hostFile(agentArgv({ ...agent, command: [agent.usage_file], continue_command: [agent.usage_file] }, request, d.place.paths, "")[0]!);
   const all = await readFile(file, "utf8").catch(() => "");
   const added = all.slice(state.usageFileRead ?? 0);
   state.usageFileRead = all.length;

@@ -1,6 +1,7 @@
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -617,6 +618,81 @@ describe("the demo", () => {
     const procs = readFileSync(join(dir, "runs", `${spec.session_id}.control`, "workspace", basename(focus.path), "procs.txt"), "utf8");
     expect(procs).toContain("sleep 1003");
     expect(procs).not.toMatch(/sleep 100[12]/);
+  });
+
+  it("reaches a model endpoint on this machine's loopback from an environment with no network, through the runner's relay: the message from its file, usage from its log", async (context) => {
+    if (!(await dockerForTests())) return context.skip();
+    const demo = a;
+    const dir = tempDir();
+    const index = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!));
+    const spec = SessionSpec.parse(JSON.parse(demo.published[`sessions/${index.sessions[0]!.file}`]!));
+    const log = createLogger({ level: "warn", write: () => {} });
+    const session = join(dir, "three.json");
+    writeFileSync(session, JSON.stringify({ ...spec, conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 3) } }));
+    // A client of the Chat Completions API in the image's own Python, logging each call as aider's analytics log does.
+    const client = [
+      "import json, os, sys, urllib.request",
+      "message = open(sys.argv[1]).read()",
+      'body = json.dumps({"model": "probe", "messages": [{"role": "user", "content": message}]}).encode()',
+      'headers = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["PROBE_KEY"]}',
+      'answer = json.load(urllib.request.urlopen(urllib.request.Request(os.environ["PROBE_URL"] + "/v1/chat/completions", body, headers), timeout=120))',
+      'with open(sys.argv[2], "a") as out:',
+      '    out.write(json.dumps({"event": "message_send_starting"}) + "\\n")',
+      '    out.write(json.dumps({"event": "message_send", "properties": {"prompt_tokens": answer["usage"]["prompt_tokens"], "completion_tokens": answer["usage"]["completion_tokens"]}}) + "\\n")',
+    ].join("\n");
+    const agentFile = join(dir, "client.json");
+    writeFileSync(
+      agentFile,
+      JSON.stringify({
+        name: "endpoint-client",
+        runs: "environment",
+        network: false,
+        conversation: "fresh",
+        usage: "aider",
+        usage_file: "{session_dir}/calls.jsonl",
+        message: "Repository: {repository}\nWorking directory: {checkout}\n\n{text}",
+        command: ["python3", "-c", client, "{message_file}", "{session_dir}/calls.jsonl"],
+        model_endpoint: { env: { PROBE_URL: "{model_url}", PROBE_KEY: "{model_key}" } },
+      }),
+    );
+    const b = OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log });
+    const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
+    const endpoint = await ModelEndpoint.start({ script: "idle", knowledge });
+    const relayDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith("ssm-"));
+    const relaysBefore = relayDirs();
+    try {
+      expect(new URL(endpoint.url).hostname).toBe("127.0.0.1");
+      const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log }), {
+        session,
+        condition: "control",
+        agent: loadAgent(agentFile),
+        out: join(dir, "results"),
+        work: join(dir, "runs"),
+        log,
+        model: { url: endpoint.url, key: "relay-key" },
+      });
+      const trajectory = readFileSync(join(dir, "results", report.behaviour!.trajectory), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      // Every request reached the endpoint, with its message (the checkout at its session path) and the key.
+      expect(endpoint.calls.map((c) => c.status)).toEqual([200, 200, 200]);
+      for (const [i, call] of endpoint.calls.entries()) {
+        const sent = JSON.parse(call.body).messages[0].content as string;
+        expect(sent).toContain(`Working directory: ${spec.conditions.control[i]!.message.checkout}\n`);
+        expect(sent).toContain(spec.conditions.control[i]!.message.text);
+      }
+      // The usage read from the client's log, in the agent's directory this machine shares, is the endpoint's.
+      expect(trajectory.map((r) => r.exits)).toEqual([[0], [0], [0]]);
+      expect(trajectory.map((r) => [r.usage.model_calls, r.usage.input_tokens, r.usage.output_tokens])).toEqual(
+        endpoint.calls.map((c) => [1, c.usage!.input + c.usage!.cachedInput, c.usage!.output]),
+      );
+      expect(report.behaviour).toMatchObject({ failed_requests: 0, requests: 3 });
+    } finally {
+      await endpoint.close();
+    }
+    // The relay's socket directory goes with the session.
+    expect(relayDirs().filter((n) => !relaysBefore.includes(n))).toEqual([]);
   });
 
   describe("a real harness (Claude Code, installed by its adapter) against the model endpoint", () => {

@@ -27,6 +27,11 @@ describe("the session runner's parts", () => {
     expect(() => loadAgent(file)).toThrow(`${file}: field setup`);
     writeFileSync(file, "name: s\ncommand: [tool]\nruns: container\n");
     expect(() => loadAgent(file)).toThrow(`${file}: field runs`);
+    // In the environment a usage file is read from this machine: only under {session_dir}, which the two share.
+    writeFileSync(file, "name: s\ncommand: [tool]\nruns: environment\nusage: aider\nusage_file: /tmp/log.jsonl\n");
+    expect(() => loadAgent(file)).toThrow(`${file}: field usage_file`);
+    writeFileSync(file, "name: s\ncommand: [tool, '{message_file}']\nruns: environment\nusage: aider\nusage_file: '{session_dir}/log.jsonl'\n");
+    expect(loadAgent(file).usage_file).toBe("{session_dir}/log.jsonl");
   });
 
   it("fills placeholders into argv elements, with no shell, and continues with continue_command", () => {
