@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { checkSchemaFiles } from "../../pipeline/json-schemas.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { runCli } from "../helpers/cli-in-process.ts";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -49,13 +50,25 @@ describe("switch-swe CLI", () => {
     const help = await cli(["--help"]);
     expect(help.code).toBe(0);
     for (const name of SUBCOMMANDS) expect(help.stdout).toMatch(new RegExp(`^  ${name}\\b`, "m"));
-    for (const name of SUBCOMMANDS.filter((n) => n !== "repo" && n !== "agents")) {
-      const sub = await cli([name, "--help"]);
-      expect(sub.code, name).toBe(0);
-      expect(sub.stdout, name).toMatch(/Example:\n  switch-swe /);
-    }
-    expect((await cli(["repo", "init", "--help"])).stdout).toMatch(/Example:\n  switch-swe repo init/);
-    expect((await cli(["agents", "install", "--help"])).stdout).toMatch(/Example:\n  switch-swe agents install/);
+    // Every command's help, found from the help itself (groups such as `session` and `repo` down to
+    // their leaves), in this process: the same program the binary runs, which has just answered above.
+    const commandsIn = (text: string) =>
+      [...(text.split(/^Commands:\n/m)[1] ?? "").matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((n) => n !== "help");
+    const leaves: string[] = [];
+    const walk = async (path: string[]) => {
+      const sub = await runCli([...path, "--help"]);
+      expect(sub.code, path.join(" ")).toBe(0);
+      const children = commandsIn(sub.stdout);
+      if (path.length && !children.length) {
+        leaves.push(path.join(" "));
+        expect(sub.stdout, path.join(" ")).toMatch(new RegExp(`Example:\\n  switch-swe ${path.join(" ")}\\b`));
+      }
+      for (const child of children) await walk([...path, child]);
+    };
+    await walk([]);
+    expect(leaves).toEqual(
+      expect.arrayContaining(["verify", "session run", "session run-all", "repo init", "agents install", "worker", "workers", "images base"]),
+    );
   });
 
   it("demo says which port is taken when its GitHub API cannot be served, and exits 2", async () => {
