@@ -508,13 +508,20 @@ describe("the demo", () => {
     expect(sent[0]).toBe(texts[0]);
   });
 
+  /** A fresh directory, the demo's first session and a quiet logger: what the environment tests start from. */
+  const firstSessionRun = () => {
+    const index = SessionIndex.parse(JSON.parse(a.published["sessions/index.json"]!));
+    return {
+      dir: tempDir(),
+      spec: SessionSpec.parse(JSON.parse(a.published[`sessions/${index.sessions[0]!.file}`]!)),
+      log: createLogger({ level: "warn", write: () => {} }),
+    };
+  };
+
   it("runs a command agent inside the focus task's environment: the checkouts at the session's paths, nothing naming a role, the budget killing everything it started", async (context) => {
     if (!(await dockerForTests())) return context.skip();
     const demo = a;
-    const dir = tempDir();
-    const index = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!));
-    const spec = SessionSpec.parse(JSON.parse(demo.published[`sessions/${index.sessions[0]!.file}`]!));
-    const log = createLogger({ level: "warn", write: () => {} });
+    const { dir, spec, log } = firstSessionRun();
     const docker = new Docker();
     // The first four switched requests visit more than one checkout.
     const probeSession = join(dir, "probe.json");
@@ -623,10 +630,7 @@ describe("the demo", () => {
   it("reaches a model endpoint on this machine's loopback from an environment with no network, through the runner's relay: the message from its file, usage from its log", async (context) => {
     if (!(await dockerForTests())) return context.skip();
     const demo = a;
-    const dir = tempDir();
-    const index = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!));
-    const spec = SessionSpec.parse(JSON.parse(demo.published[`sessions/${index.sessions[0]!.file}`]!));
-    const log = createLogger({ level: "warn", write: () => {} });
+    const { dir, spec, log } = firstSessionRun();
     const session = join(dir, "three.json");
     writeFileSync(session, JSON.stringify({ ...spec, conditions: { ...spec.conditions, control: spec.conditions.control.slice(0, 3) } }));
     // A client of the Chat Completions API in the image's own Python, logging each call as aider's analytics log does.
