@@ -118,7 +118,10 @@ export class AgentEnvironment {
    */
   async startDetached(argv: string[]): Promise<void> {
     const exec = await this.container.exec({ Cmd: argv, User: this.options.user, AttachStdout: false, AttachStderr: false });
-    await exec.start({ Detach: true });
+    // The engine answers a detached start at once, but the answer's connection stays open (and with
+    // it this process) until it is read to its end or let go.
+    const answer: unknown = await exec.start({ Detach: true });
+    if (answer && typeof (answer as { destroy?: unknown }).destroy === "function") (answer as { destroy: () => void }).destroy();
   }
 
   /** Kills the running attempt's process group (as root: the agent may have changed its own user). */

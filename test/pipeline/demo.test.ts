@@ -664,6 +664,9 @@ describe("the demo", () => {
     const endpoint = await ModelEndpoint.start({ script: "idle", knowledge });
     const relayDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith("ssm-"));
     const relaysBefore = relayDirs();
+    // What keeps this process alive (its Docker engine's connections among them), to compare after the run.
+    const pipes = () => process.getActiveResourcesInfo().filter((r) => r === "PipeWrap").length;
+    const pipesBefore = pipes();
     try {
       expect(new URL(endpoint.url).hostname).toBe("127.0.0.1");
       const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log }), {
@@ -695,8 +698,10 @@ describe("the demo", () => {
     } finally {
       await endpoint.close();
     }
-    // The relay's socket directory goes with the session.
+    // The relay's socket directory goes with the session, and nothing of it holds this process
+    // open (a detached start's answer once kept `session run` alive for minutes after it ended).
     expect(relayDirs().filter((n) => !relaysBefore.includes(n))).toEqual([]);
+    expect(pipes()).toBeLessThanOrEqual(pipesBefore);
   });
 
   describe("a real harness (Claude Code, installed by its adapter) against the model endpoint", () => {
