@@ -282,6 +282,12 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
       close: async () => undefined,
     };
   }
+  return environmentPlace(options, hostPath, logs);
+}
+
+/** The agent's place in the focus task's environment: its container, setup run, and a relay to a loopback endpoint. */
+async function environmentPlace(options: SessionRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
+  const { agent, spec, runDir } = options;
   if (!options.environment) throw new Error(`the agent ${agent.name} runs in the environment, which needs a Docker engine and the focus task's image`);
   const agentDir = join(runDir, "agent");
   await mkdir(agentDir, { recursive: true });
