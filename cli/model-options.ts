@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import type { ModelTarget } from "../pipeline/session/run.ts";
+import { isLoopbackUrl } from "../pipeline/session/model-relay.ts";
 import { DEFAULT_TOOLS_DIR } from "../pipeline/session/runs.ts";
 import { UsageError } from "./io.ts";
 
@@ -24,7 +25,7 @@ export function modelTarget(opts: { modelUrl?: string; modelKeyEnv?: string; mod
   } catch {
     throw new UsageError(`--model-url: not a URL: '${opts.modelUrl}'`);
   }
-  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  const loopback = isLoopbackUrl(url.href);
   const key = opts.modelKeyEnv ? process.env[opts.modelKeyEnv] : undefined;
   if (opts.modelKeyEnv && !key) throw new UsageError(`--model-key-env: the variable ${opts.modelKeyEnv} is not set`);
   if (!key && !loopback) throw new UsageError("--model-url is not on loopback: name the variable holding its key with --model-key-env");

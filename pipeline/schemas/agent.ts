@@ -40,6 +40,19 @@ export const AgentInstall = z.strictObject({
   version: z.string().regex(/^[0-9][0-9A-Za-z.+-]*$/, "an exact version such as 2.1.197"),
   /** pypi: the Python interpreters to make its virtual environment with, in order of preference (the first on PATH is used). */
   python: z.array(z.string().regex(/^python3(\.\d+)?$/)).default(["python3"]),
+  /**
+   * `runs: environment`: where an executable the commands name is in the installed package, for
+   * one whose bin entry the environment cannot run (Codex's is a Node launcher of a native binary,
+   * and an environment image has no Node). A path relative to the install directory, each `*`
+   * matching one name (the platform package's directory, say); it must match exactly one file.
+   * Without one, it is the package's bin entry, as on the host.
+   */
+  environment_executables: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9._-]+$/, "an executable's name"),
+      z.string().regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+$/, "a path inside the install directory"),
+    )
+    .default({}),
 });
 export type AgentInstall = z.infer<typeof AgentInstall>;
 
@@ -77,7 +90,11 @@ export const AgentSpec = z
     network: z.boolean().default(true),
     /** Names of environment variables passed through from the user's environment (API keys, say). */
     env: z.array(VariableName).default([]),
-    /** Where it comes from: its registry, package and pinned version (command[0] is then looked up in its tools directory first). */
+    /**
+     * Where it comes from: its registry, package and pinned version (command[0] is then looked up
+     * in its tools directory first). In the environment (npm only) that installed directory is
+     * mounted read-only into the container, and command[0] is looked up there.
+     */
     install: AgentInstall.optional(),
     /**
      * The message of each request, from the repository, the active checkout and the request's text
@@ -136,7 +153,6 @@ export const AgentSpec = z
     message: `stdin may use only ${AGENT_PLACEHOLDERS.join(", ")}`,
     path: ["stdin"],
   })
-  .refine((a) => a.stdin === undefined || a.runs === "host", { message: "stdin is given to host runs only", path: ["stdin"] })
   .refine(
     (a) =>
       a.usage_file === undefined ||
@@ -175,6 +191,11 @@ export const AgentSpec = z
     path: ["conversation", "capture"],
   })
   .refine((a) => !a.scripted || a.runs === "host", { message: "a scripted agent is built into switch-swe and runs on the host", path: ["runs"] })
+  .refine((a) => a.runs === "host" || a.install?.registry !== "pypi", {
+    // Its virtual environment names this machine's interpreter by path: in an image it is not there.
+    message: "a PyPI harness is installed into the environment by a setup command, not from this machine's tools directory",
+    path: ["install", "registry"],
+  })
   .refine((a) => a.runs === "environment" || a.setup.length === 0, {
     message: "setup commands are run in the environment: set runs: environment",
     path: ["setup"],

@@ -25,8 +25,11 @@ export interface AgentEnvironmentOptions {
 
 /** Where an attempt's process group is recorded, to kill the whole group at the budget. */
 const ATTEMPT_PID_FILE = "/tmp/.attempt.pid";
-/** An attempt runs as its own session (setsid), so one kill ends it and everything it started. */
-const ATTEMPT_WRAPPER = ["setsid", "--wait", "sh", "-c", `echo $$ > ${ATTEMPT_PID_FILE} && exec "$@"`, "agent"];
+/**
+ * An attempt runs as its own session (setsid), so one kill ends it and everything it started; its
+ * standard input is the file given first (the empty /dev/null when it has none).
+ */
+const ATTEMPT_WRAPPER = ["setsid", "--wait", "sh", "-c", `echo $$ > ${ATTEMPT_PID_FILE} && input=$1 && shift && exec "$@" < "$input"`, "agent"];
 /** How long a killed attempt's output stream may take to end before it is cut. */
 const DRAIN_MS = 10_000;
 
@@ -66,16 +69,17 @@ export class AgentEnvironment {
   }
 
   /**
-   * Runs one command in the container from `cwd`, its output to `logFile`, killed with its whole
+   * Runs one command in the container from `cwd` (its standard input `inputFile`, a path in the
+   * container), its output to `logFile`, killed with its whole
    * process group at `budgetSeconds`. `env` is passed to this exec only (never to the container's
    * configuration, where `docker inspect` would show an API key).
    */
   async exec(
     argv: string[],
-    options: { cwd: string; env: Record<string, string>; budgetSeconds: number; logFile: string; asRoot?: boolean },
+    options: { cwd: string; env: Record<string, string>; budgetSeconds: number; logFile: string; asRoot?: boolean; inputFile?: string },
   ): Promise<Attempt> {
     const exec = await this.container.exec({
-      Cmd: [...ATTEMPT_WRAPPER, ...argv],
+      Cmd: [...ATTEMPT_WRAPPER, options.inputFile ?? "/dev/null", ...argv],
       WorkingDir: options.cwd,
       Env: [`HOME=${this.options.home}`, ...Object.entries(options.env).map(([k, v]) => `${k}=${v}`)],
       User: options.asRoot ? "0:0" : this.options.user,

@@ -4,9 +4,9 @@
  * npm, PyPI packages into a virtual environment. A harness is installed whole or not at all (a
  * partial directory renamed into place), so a killed install is never taken for one.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { runProcess } from "../executors/local.ts";
 import type { AgentInstall, AgentSpec } from "../schemas/agent.ts";
 
@@ -32,6 +32,50 @@ export function agentExecutable(toolsDir: string, agent: AgentSpec, name: string
       `${agent.name}: ${agent.install.package} ${agent.install.version} is not installed in ${toolsDir}: run 'switch-swe agents install <adapter> --tools-dir ${toolsDir}'`,
     );
   return path;
+}
+
+/**
+ * Where `name` is in the agent's installed harness, as a path relative to its install directory,
+ * for a run in the environment (where that directory is mounted): the adapter's
+ * `environment_executables` entry (its `*`s matched here), else the package's bin entry.
+ */
+export function environmentExecutable(toolsDir: string, agent: AgentSpec & { install: AgentInstall }, name: string): { installed: string; path: string } {
+  const installed = installDir(toolsDir, agent.install);
+  const bin = relative(installed, binDir(installed, agent.install));
+  const pattern = agent.install.environment_executables[name] ?? join(bin, name);
+  if (!existsSync(join(installed, "installed.json")))
+    throw new AgentNotInstalled(
+      `${agent.name}: ${agent.install.package} ${agent.install.version} is not installed in ${toolsDir}: run 'switch-swe agents install <adapter> --tools-dir ${toolsDir}'`,
+    );
+  let matches = [""];
+  for (const part of pattern.split("/").filter((p) => p !== "")) {
+    if (!part.includes("*")) {
+      matches = matches.map((m) => join(m, part));
+      continue;
+    }
+    const re = globSegment(part);
+    matches = matches.flatMap((m) => {
+      const dir = join(installed, m);
+      return existsSync(dir)
+        ? readdirSync(dir)
+            .filter((n) => re.test(n))
+            .sort()
+            .map((n) => join(m, n))
+        : [];
+    });
+  }
+  matches = matches.filter((m) => existsSync(join(installed, m)));
+  if (matches.length !== 1)
+    throw new Error(
+      `${agent.name}: ${pattern} names ${matches.length === 0 ? "no file" : `${matches.length} files (${matches.join(", ")})`} in ${installed}, where the environment's ${name} was to be`,
+    );
+  return { installed, path: matches[0]! };
+}
+
+/** One path segment's `*` pattern as a regular expression (`*` is any run of characters but `/`). */
+function globSegment(part: string): RegExp {
+  const literal = (text: string) => text.replace(/[.+?^$(){}|[\]\\]/g, "\\$&");
+  return new RegExp(`^${part.split("*").map(literal).join("[^/]*")}$`);
 }
 
 export class AgentNotInstalled extends Error {

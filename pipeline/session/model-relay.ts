@@ -1,4 +1,5 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import type { AgentEnvironment } from "./environment.ts";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -78,17 +79,46 @@ while True:
 `;
 
 /** Waits (up to ~30 s) until the relay in the container accepts a connection; exits 1 if it never does. */
-export const relayReadyCheck = (port: number): string[] => [
+const relayReadyCheck = (port: number): string[] => [
   "python3",
   "-c",
   `import socket, time\nfor _ in range(300):\n    try:\n        socket.create_connection(("127.0.0.1", ${port}), 1).close()\n        break\n    except OSError:\n        time.sleep(0.1)\nelse:\n    raise SystemExit(1)\n`,
 ];
 
+/** A relay's directory is `ssm-<pid of the runner>-<random>`: whose it is, so a dead runner's can be found. */
+export const RELAY_DIR_PREFIX = "ssm-";
+
+/**
+ * Removes the relay directories of runners that are gone (a run killed with SIGKILL cannot remove
+ * its own): each holds only a socket and the relay's script.
+ */
+async function removeAbandonedRelays(): Promise<void> {
+  const names = await readdir(tmpdir()).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(new RegExp(`^${RELAY_DIR_PREFIX}(\\d+)-[A-Za-z0-9]+$`).exec(name)?.[1]);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
+    await rm(join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it lives, as another user's.
+    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+  }
+}
+
 export interface ModelRelay {
   /** The host directory to mount at RELAY_MOUNT. */
   dir: string;
-  /** The command that runs the relay in the container (detached, for the whole session). */
-  containerCommand: string[];
+  /**
+   * Starts the relay in the agent's environment (detached, for the whole session) and waits until
+   * it listens; a relay that does not is an error naming the image and the relay's log.
+   */
+  startIn: (environment: AgentEnvironment, image: string, logFile: string) => Promise<void>;
   /** The endpoint's URL as the harness in the container reaches it. */
   containerUrl: string;
   port: number;
@@ -104,7 +134,8 @@ export async function startModelRelay(url: string): Promise<ModelRelay> {
   const target = new URL(url);
   const port = Number(target.port || (target.protocol === "https:" ? 443 : 80));
   const host = target.hostname.replace(/^\[|\]$/g, "");
-  const dir = await mkdtemp(join(tmpdir(), "ssm-"));
+  await removeAbandonedRelays();
+  const dir = await mkdtemp(join(tmpdir(), `${RELAY_DIR_PREFIX}${process.pid}-`));
   await writeFile(join(dir, SCRIPT), RELAY_SCRIPT);
   const open = new Set<Socket>();
   const server: Server = createServer((client) => {
@@ -131,7 +162,14 @@ export async function startModelRelay(url: string): Promise<ModelRelay> {
   return {
     dir,
     port,
-    containerCommand: ["python3", `${RELAY_MOUNT}/${SCRIPT}`, String(port), `${RELAY_MOUNT}/${SOCKET}`],
+    startIn: async (environment, image, logFile) => {
+      await environment.startDetached(["python3", `${RELAY_MOUNT}/${SCRIPT}`, String(port), `${RELAY_MOUNT}/${SOCKET}`]);
+      const ready = await environment.exec(relayReadyCheck(port), { cwd: "/", env: {}, budgetSeconds: 60, logFile });
+      if (ready.exit !== 0)
+        throw new Error(
+          `the model endpoint ${url} could not be relayed into the agent's environment (python3 in ${image} did not listen on 127.0.0.1:${port}; see ${logFile})`,
+        );
+    },
     containerUrl: inside.toString().replace(/\/$/, url.endsWith("/") ? "/" : ""),
     close: async () => {
       for (const socket of open) socket.destroy();

@@ -13,8 +13,8 @@ import { buildNetworkSettings } from "../executors/types.ts";
 import { runProcess } from "../executors/local.ts";
 import { addUsage, NO_USAGE, readAttempt, usageSince, type AttemptReading } from "./usage.ts";
 import { AgentEnvironment, type Attempt } from "./environment.ts";
-import { isLoopbackUrl, RELAY_MOUNT, relayReadyCheck, startModelRelay } from "./model-relay.ts";
-import { agentExecutable } from "./install.ts";
+import { isLoopbackUrl, RELAY_MOUNT, startModelRelay } from "./model-relay.ts";
+import { agentExecutable, environmentExecutable, installDir } from "./install.ts";
 import { changesBetween, provisionCheckout, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
 
 /** Sent, in the same conversation, when a request ran out of its budget: the same for every agent. */
@@ -285,6 +285,42 @@ async function agentPlace(options: SessionRunOptions, hostPath: (path: string) =
   return environmentPlace(options, hostPath, logs);
 }
 
+/** Where an installed harness's directory is mounted in the environment (read-only). */
+const AGENT_TOOLS = "/opt/switch-swe-agent";
+/** Where a request's standard input is put for the environment to read (in the agent's directory). */
+const REQUEST_INPUT = "request-input.txt";
+
+/** Docker's names for machines, as Node names them. */
+const NODE_ARCH: Record<string, string> = { amd64: "x64", arm64: "arm64", arm: "arm", "386": "ia32", ppc64le: "ppc64", s390x: "s390x" };
+
+/**
+ * An installed harness for the environment: its directory, to mount, and its commands' paths in
+ * the container. It was installed for this machine, so the engine must run this machine's kind
+ * of binaries (a Docker Desktop's Linux engine on macOS does not).
+ */
+async function environmentTools(
+  options: SessionRunOptions,
+): Promise<{ mount: { host: string; container: string; readOnly: true }; command: (argv: string[]) => string[] } | undefined> {
+  const { agent, toolsDir } = options;
+  if (!agent.install) return undefined;
+  const install = agent.install;
+  if (!toolsDir) throw new Error(`${agent.name}: the harness is installed from ${install.registry} (${install.package}), and no tools directory was given`);
+  const engine = await options.environment!.docker.version();
+  const engineArch = NODE_ARCH[engine.Arch] ?? engine.Arch;
+  if (engine.Os !== "linux" || process.platform !== "linux" || engineArch !== process.arch)
+    throw new Error(
+      `${agent.name}: the harness installed in ${toolsDir} is for this machine (${process.platform}-${process.arch}), and the Docker engine runs ${engine.Os}-${engineArch}: it could not run in the environment`,
+    );
+  const paths = new Map<string, string>();
+  const at = (name: string) => {
+    if (!paths.has(name)) paths.set(name, environmentExecutable(toolsDir, { ...agent, install }, name).path);
+    return `${AGENT_TOOLS}/${paths.get(name)!}`;
+  };
+  // Every executable a command names is found before the container starts: a missing one is the adapter's error, said once.
+  for (const argv of [agent.command, agent.continue_command]) if (argv) at(argv[0]!);
+  return { mount: { host: installDir(toolsDir, install), container: AGENT_TOOLS, readOnly: true }, command: (argv) => [at(argv[0]!), ...argv.slice(1)] };
+}
+
 /** The agent's place in the focus task's environment: its container, setup run, and a relay to a loopback endpoint. */
 async function environmentPlace(options: SessionRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
   const { agent, spec, runDir } = options;
@@ -299,6 +335,7 @@ async function environmentPlace(options: SessionRunOptions, hostPath: (path: str
   const ca: Record<string, string> = network.caBundle
     ? { SSL_CERT_FILE: "/run/host-ca.crt", PIP_CERT: "/run/host-ca.crt", REQUESTS_CA_BUNDLE: "/run/host-ca.crt", NODE_EXTRA_CA_CERTS: "/run/host-ca.crt" }
     : {};
+  const tools = await environmentTools(options);
   // An endpoint on this machine's loopback is out of the container's reach: it goes through a relay.
   const relay = options.model && isLoopbackUrl(options.model.url) ? await startModelRelay(options.model.url) : undefined;
   let environment: AgentEnvironment;
@@ -311,6 +348,7 @@ async function environmentPlace(options: SessionRunOptions, hostPath: (path: str
         { host: agentDir, container: AGENT_HOME },
         ...(network.caBundle ? [{ host: network.caBundle, container: "/run/host-ca.crt", readOnly: true }] : []),
         ...(relay ? [{ host: relay.dir, container: RELAY_MOUNT }] : []),
+        ...(tools ? [tools.mount] : []),
       ],
       home: AGENT_HOME,
       user: `${uid}:${gid}`,
@@ -328,14 +366,7 @@ async function environmentPlace(options: SessionRunOptions, hostPath: (path: str
     await relay?.close();
   };
   try {
-    if (relay) {
-      await environment.startDetached(relay.containerCommand);
-      const ready = await environment.exec(relayReadyCheck(relay.port), { cwd: "/", env: {}, budgetSeconds: 60, logFile: join(logs, "model-relay.log") });
-      if (ready.exit !== 0)
-        throw new Error(
-          `the model endpoint ${options.model!.url} could not be relayed into the agent's environment (python3 in ${options.environment.image} did not listen on 127.0.0.1:${relay.port}; see ${join(logs, "model-relay.log")})`,
-        );
-    }
+    await relay?.startIn(environment, options.environment.image, join(logs, "model-relay.log"));
     for (const [i, command] of agent.setup.entries()) {
       const logFile = join(logs, `setup-${i}.log`);
       const result = await environment.exec(command, { cwd: "/", env: variables, budgetSeconds: agent.setup_timeout_seconds, logFile, asRoot: true });
@@ -357,7 +388,17 @@ async function environmentPlace(options: SessionRunOptions, hostPath: (path: str
       if (checkout) return join(hostPath(checkout.path), path.slice(checkout.path.length));
       throw new Error(`${path} is not in a directory the agent's environment shares with this machine (${AGENT_HOME} or a checkout)`);
     },
-    attempt: (argv, checkout, budget, logFile) => environment.exec(argv, { cwd: checkout, env: variables, budgetSeconds: budget, logFile }),
+    attempt: async (argv, checkout, budget, logFile, input) => {
+      if (agent.stdin !== undefined) await writeFile(join(agentDir, REQUEST_INPUT), input);
+      const inputFile = agent.stdin !== undefined ? `${AGENT_HOME}/${REQUEST_INPUT}` : undefined;
+      return environment.exec(tools ? tools.command(argv) : argv, {
+        cwd: checkout,
+        env: variables,
+        budgetSeconds: budget,
+        logFile,
+        ...(inputFile ? { inputFile } : {}),
+      });
+    },
     close: stop,
   };
 }

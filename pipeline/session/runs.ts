@@ -25,14 +25,37 @@ export class SessionInputError extends InputError {
   override name = "SessionInputError";
 }
 
-/** An AGENT.yaml, validated; a bad one is refused naming the file and field. */
-export function loadAgent(file: string): AgentSpec {
+/** How many adapters one may extend in a chain (a loop is refused long before). */
+const MAX_EXTENDS = 4;
+
+/** One AGENT.yaml as written, its `extends` followed: the base's keys, each replaced by this file's own. */
+function agentYaml(file: string, seen: string[]): Record<string, unknown> {
   let raw: unknown;
   try {
     raw = parse(readFileSync(file, "utf8"));
   } catch (error) {
     throw new SessionInputError(`${file}: not a YAML agent description: ${(error as Error).message}`);
   }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new SessionInputError(`${file}: not a YAML agent description: not a mapping`);
+  const { extends: base, ...own } = raw as Record<string, unknown>;
+  if (base === undefined) return own;
+  if (typeof base !== "string" || base === "") throw new SessionInputError(`${file}: extends: the path of another agent description, relative to this one`);
+  // An adapter that extends another is a new adapter: it says its own name.
+  if (typeof own.name !== "string") throw new SessionInputError(`${file}: name: an adapter that extends another names itself`);
+  const baseFile = resolve(dirname(file), base);
+  if (seen.includes(baseFile) || seen.length >= MAX_EXTENDS)
+    throw new SessionInputError(`${file}: extends: ${base} makes a chain of ${[...seen, baseFile].join(" → ")}`);
+  if (!existsSync(baseFile)) throw new SessionInputError(`${file}: extends: ${baseFile} does not exist`);
+  return { ...agentYaml(baseFile, [...seen, baseFile]), ...own };
+}
+
+/**
+ * An AGENT.yaml, validated; a bad one is refused naming the file and field. An adapter may
+ * `extends: other.yaml` (the same harness run elsewhere, say): it is the other's keys with its own
+ * in their place, whole (a key is replaced, never merged), validated as one adapter.
+ */
+export function loadAgent(file: string): AgentSpec {
+  const raw = agentYaml(resolve(file), [resolve(file)]);
   const parsed = AgentSpec.safeParse(raw);
   if (!parsed.success) throw new SessionInputError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
   return parsed.data;

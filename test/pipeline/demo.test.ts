@@ -1,6 +1,6 @@
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
@@ -26,6 +26,7 @@ import { ModelEndpoint, type EndpointCall } from "../../pipeline/model-endpoint/
 import { benchmarkKnowledge } from "../../pipeline/model-endpoint/knowledge.ts";
 import type { ModelScript } from "../../pipeline/model-endpoint/scripts.ts";
 import { installAgent } from "../../pipeline/session/install.ts";
+import { RELAY_DIR_PREFIX } from "../../pipeline/session/model-relay.ts";
 import { DEFAULT_TOOLS_DIR } from "../../pipeline/session/runs.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
@@ -627,7 +628,7 @@ describe("the demo", () => {
     expect(procs).not.toMatch(/sleep 100[12]/);
   });
 
-  it("reaches a model endpoint on this machine's loopback from an environment with no network, through the runner's relay: the message from its file, usage from its log", async (context) => {
+  it("reaches a model endpoint on this machine's loopback from an environment with no network, through the runner's relay: the message from its file and on standard input, usage from its log", async (context) => {
     if (!(await dockerForTests())) return context.skip();
     const demo = a;
     const { dir, spec, log } = firstSessionRun();
@@ -637,6 +638,8 @@ describe("the demo", () => {
     const client = [
       "import json, os, sys, urllib.request",
       "message = open(sys.argv[1]).read()",
+      // The same message on standard input (how OpenCode takes it): the two must agree.
+      'if sys.stdin.read() != message: sys.exit("standard input is not the message")',
       'body = json.dumps({"model": "probe", "messages": [{"role": "user", "content": message}]}).encode()',
       'headers = {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["PROBE_KEY"]}',
       'answer = json.load(urllib.request.urlopen(urllib.request.Request(os.environ["PROBE_URL"] + "/v1/chat/completions", body, headers), timeout=120))',
@@ -656,13 +659,19 @@ describe("the demo", () => {
         usage_file: "{session_dir}/calls.jsonl",
         message: "Repository: {repository}\nWorking directory: {checkout}\n\n{text}",
         command: ["python3", "-c", client, "{message_file}", "{session_dir}/calls.jsonl"],
+        stdin: "{message}",
         model_endpoint: { env: { PROBE_URL: "{model_url}", PROBE_KEY: "{model_key}" } },
       }),
     );
     const b = OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log });
     const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
     const endpoint = await ModelEndpoint.start({ script: "idle", knowledge });
-    const relayDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith("ssm-"));
+    // This process's relay directories only: other runs on the machine have theirs.
+    const relayDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`${RELAY_DIR_PREFIX}${process.pid}-`));
+    // One a killed runner left behind (no process has its pid) is removed by the next relay.
+    const abandoned = join(tmpdir(), `${RELAY_DIR_PREFIX}${2 ** 22 + 17}-left`);
+    mkdirSync(abandoned, { recursive: true });
+    writeFileSync(join(abandoned, "relay.py"), "");
     const relaysBefore = relayDirs();
     // What keeps this process alive (its Docker engine's connections among them), to compare after the run.
     const pipes = () => process.getActiveResourcesInfo().filter((r) => r === "PipeWrap").length;
@@ -701,6 +710,7 @@ describe("the demo", () => {
     // The relay's socket directory goes with the session, and nothing of it holds this process
     // open (a detached start's answer once kept `session run` alive for minutes after it ended).
     expect(relayDirs().filter((n) => !relaysBefore.includes(n))).toEqual([]);
+    expect(existsSync(abandoned)).toBe(false);
     expect(pipes()).toBeLessThanOrEqual(pipesBefore);
   });
 
@@ -835,6 +845,45 @@ describe("the demo", () => {
           ["results", "Switch-Focus", "2", meanCalls("switched", "focus_resumed")],
         ]);
         expect(readFileSync(join(dir, "tables", "table1.md"), "utf8")).toContain("## Table 2: execution workload");
+      });
+    }, 900_000);
+
+    it("runs in the focus task's environment with no network (claude-code-environment): the harness installed here, mounted; one conversation resumed in every checkout; its usage the endpoint's", async (context) => {
+      if (!(await dockerForTests())) return context.skip();
+      const dir = tempDir();
+      // The shipped environment adapter, without a network: the loopback endpoint is reached through the relay.
+      const agentFile = join(dir, "claude-code-offline.yaml");
+      writeFileSync(agentFile, `extends: ${join(root, "data", "agents", "claude-code-environment.yaml")}\nname: claude-code-offline\nnetwork: false\n`);
+      const session = picked[0]!;
+      const s = spec(session);
+      await withEndpoint("solve", async (endpoint) => {
+        const { ran, failed } = await runAllSessions(bench(), {
+          manifest: a.emitted,
+          conditions: ["switched"],
+          agent: loadAgent(agentFile),
+          out: join(dir, "results"),
+          work: join(dir, "runs"),
+          jobs: 1,
+          log: quiet,
+          only: [session],
+          model: { url: endpoint.url, key: "test-key" },
+          toolsDir,
+        });
+        expect(failed).toEqual([]);
+        const [report] = ran;
+        expect(report!.resolved).toBe(true);
+        const behaviour = report!.behaviour!;
+        expect(behaviour).toMatchObject({ failed_requests: 0, requests: s.conditions.switched.length });
+        const calls = endpoint.calls.filter((c) => c.conversation_header === behaviour.conversation);
+        expect(behaviour.usage!.all).toEqual(sum(calls));
+        // Every request, in whichever checkout, continued the one conversation, and named the checkout at its session path.
+        expect(new Set(calls.map((c) => c.request!.index))).toEqual(new Set(s.conditions.switched.map((_, i) => i)));
+        for (const c of calls) expect(c.request!.checkout).toBe(s.conditions.switched[c.request!.index]!.message.checkout);
+        // It ran in the container: from the workspace of the session's paths, its state in the agent's directory.
+        const runDir = join(dir, "runs", `${session}.switched`);
+        const init = JSON.parse(readFileSync(join(runDir, "logs", "request-00-attempt-0.log"), "utf8").split("\n")[0]!);
+        expect(init).toMatchObject({ type: "system", subtype: "init", cwd: dirname(s.checkouts[0]!.path) });
+        expect(existsSync(join(runDir, "agent", ".claude"))).toBe(true);
       });
     }, 900_000);
 

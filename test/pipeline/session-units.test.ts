@@ -34,6 +34,77 @@ describe("the session runner's parts", () => {
     expect(loadAgent(file).usage_file).toBe("{session_dir}/log.jsonl");
   });
 
+  it("reads an adapter that extends another as the other's keys with its own in their place, and refuses a bad extends naming the file", () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, "base"));
+    const base = join(dir, "base", "tool.yaml");
+    writeFileSync(base, "name: tool\ncommand: [tool, '{message}']\nconstant_env: {A: '1', B: '2'}\nconversation: fresh\n");
+    const here = join(dir, "tool-environment.yaml");
+    writeFileSync(here, "extends: base/tool.yaml\nname: tool-environment\nruns: environment\nconstant_env: {A: '3'}\n");
+    const agent = loadAgent(here);
+    // Its own keys replace the base's whole (constant_env is its own, B gone); the rest is the base's.
+    expect([agent.name, agent.runs, agent.command, agent.conversation, agent.constant_env]).toEqual([
+      "tool-environment",
+      "environment",
+      ["tool", "{message}"],
+      "fresh",
+      { A: "3" },
+    ]);
+    // The whole is validated as one adapter, naming the file that extends.
+    writeFileSync(here, "extends: base/tool.yaml\nname: tool-x\nsetup: [[pip, install, tool]]\n");
+    expect(() => loadAgent(here)).toThrow(`${here}: field setup`);
+    writeFileSync(here, "extends: base/tool.yaml\nruns: environment\n");
+    expect(() => loadAgent(here)).toThrow(`${here}: name: an adapter that extends another names itself`);
+    writeFileSync(here, "extends: base/missing.yaml\nname: x\n");
+    expect(() => loadAgent(here)).toThrow(`${here}: extends: ${join(dir, "base", "missing.yaml")} does not exist`);
+    writeFileSync(here, "extends: tool-environment.yaml\nname: x\n");
+    expect(() => loadAgent(here)).toThrow(`${here}: extends: tool-environment.yaml makes a chain of ${here} → ${here}`);
+    writeFileSync(here, "extends: [base/tool.yaml]\nname: x\n");
+    expect(() => loadAgent(here)).toThrow(`${here}: extends: the path of another agent description`);
+    // Every shipped adapter loads, and each environment adapter is its host adapter run in the environment.
+    const shipped = join(import.meta.dirname, "..", "..", "data", "agents");
+    for (const name of ["claude-code", "codex", "opencode"]) {
+      const [host, environment] = [loadAgent(join(shipped, `${name}.yaml`)), loadAgent(join(shipped, `${name}-environment.yaml`))];
+      expect(environment).toEqual({ ...host, name: `${name}-environment`, description: environment.description, runs: "environment" });
+    }
+  });
+
+  it("finds an installed harness's executable for the environment: its bin entry, or the one path its adapter's pattern matches", async () => {
+    const { environmentExecutable, installDir } = await import("../../pipeline/session/install.ts");
+    const tools = tempDir();
+    const agent = AgentSpec.parse({
+      name: "t",
+      runs: "environment",
+      command: ["tool"],
+      install: { registry: "npm", package: "@o/tool", version: "1.0.0", environment_executables: { native: "node_modules/@o/tool-linux-*/bin/native" } },
+    }) as AgentSpec & { install: NonNullable<AgentSpec["install"]> };
+    const dir = installDir(tools, agent.install);
+    expect(() => environmentExecutable(tools, agent, "tool")).toThrow(/is not installed in .*switch-swe agents install/);
+    mkdirSync(join(dir, "node_modules", ".bin"), { recursive: true });
+    writeFileSync(join(dir, "installed.json"), "{}\n");
+    writeFileSync(join(dir, "node_modules", ".bin", "tool"), "");
+    expect(environmentExecutable(tools, agent, "tool")).toEqual({ installed: dir, path: "node_modules/.bin/tool" });
+    expect(() => environmentExecutable(tools, agent, "native")).toThrow(`t: node_modules/@o/tool-linux-*/bin/native names no file in ${dir}`);
+    mkdirSync(join(dir, "node_modules", "@o", "tool-linux-x64", "bin"), { recursive: true });
+    writeFileSync(join(dir, "node_modules", "@o", "tool-linux-x64", "bin", "native"), "");
+    // The pattern is a whole name: one that merely contains it does not match.
+    mkdirSync(join(dir, "node_modules", "@o", "old-tool-linux-arm64", "bin"), { recursive: true });
+    writeFileSync(join(dir, "node_modules", "@o", "old-tool-linux-arm64", "bin", "native"), "");
+    expect(environmentExecutable(tools, agent, "native").path).toBe("node_modules/@o/tool-linux-x64/bin/native");
+    mkdirSync(join(dir, "node_modules", "@o", "tool-linux-arm64", "bin"), { recursive: true });
+    writeFileSync(join(dir, "node_modules", "@o", "tool-linux-arm64", "bin", "native"), "");
+    expect(() => environmentExecutable(tools, agent, "native")).toThrow(
+      /names 2 files \(node_modules\/@o\/tool-linux-arm64\/bin\/native, node_modules\/@o\/tool-linux-x64\/bin\/native\)/,
+    );
+    // A pattern may not leave the install directory, and a PyPI harness's virtual environment is this machine's only.
+    expect(() => AgentSpec.parse({ ...agent, install: { ...agent.install, environment_executables: { x: "../../bin/sh" } } })).toThrow(
+      /inside the install directory/,
+    );
+    expect(() =>
+      AgentSpec.parse({ name: "p", runs: "environment", command: ["aider"], install: { registry: "pypi", package: "aider-chat", version: "0.86.2" } }),
+    ).toThrow(/installed into the environment by a setup command/);
+  });
+
   it("fills placeholders into argv elements, with no shell, and continues with continue_command", () => {
     const agent = AgentSpec.parse({
       name: "x",
