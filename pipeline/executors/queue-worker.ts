@@ -225,7 +225,7 @@ async function handleJob(
     health: WorkerHealth;
     counters: { done: number; failed: number };
     served: Set<string>;
-    run: Parameters<typeof runJob>[1];
+    run: Parameters<typeof runJob>[2];
   },
 ): Promise<JobResult> {
   const { id, health, counters } = context;
@@ -236,15 +236,27 @@ async function handleJob(
     return { worker: id, ok: false, error: { name: "OutOfService", message: state.reason }, worker_fault: state.reason };
   }
   const data = RunJob.safeParse(job.data);
+  if (!data.success) {
+    counters.failed++;
+    return {
+      worker: id,
+      ok: false,
+      error: {
+        name: "ProtocolError",
+        message: `job ${job.id} is not a job of this version of switch-swe (protocol ${QUEUE_PROTOCOL}): ${data.error.issues[0]?.message}`,
+      },
+      seconds: (performance.now() - started) / 1000,
+    };
+  }
   // The coordinator's git service wants the token; other sources never see it.
-  if (data.success && data.data.source?.served) context.served.add(data.data.source.clone_url);
-  const result = await runJob(job, context.run);
+  if (data.data.source?.served) context.served.add(data.data.source.clone_url);
+  const result = await runJob(job, data.data, context.run);
   if (result.ok) counters.done++;
   else counters.failed++;
   const seconds = (performance.now() - started) / 1000;
   if (!result.ok && !JOB_ERRORS.has(result.error.name)) {
     // A failure is taken for the worker's own only when a check of the worker fails too.
-    const reason = await health.confirm(data.success && data.data.source ? { url: data.data.source.clone_url } : undefined);
+    const reason = await health.confirm(data.data.source ? { url: data.data.source.clone_url } : undefined);
     if (reason) return { ...result, worker_fault: reason, seconds };
   }
   return { ...result, seconds };
@@ -321,6 +333,7 @@ function consumeQueues(
 /** One job: the same checkout the coordinator made, from this worker's own mirror, then the executor's build or run. */
 async function runJob(
   job: Job,
+  data: RunJob,
   context: {
     id: string;
     executorFor: (limits: DockerLimits | undefined) => Promise<Executor>;
@@ -330,17 +343,6 @@ async function runJob(
     log: Logger;
   },
 ): Promise<JobResult> {
-  const parsed = RunJob.safeParse(job.data);
-  if (!parsed.success)
-    return {
-      worker: context.id,
-      ok: false,
-      error: {
-        name: "ProtocolError",
-        message: `job ${job.id} is not a job of this version of switch-swe (protocol ${QUEUE_PROTOCOL}): ${parsed.error.issues[0]?.message}`,
-      },
-    };
-  const data = parsed.data;
   try {
     // Chosen once the job is known to be well formed: its limits say which executor runs it.
     const executor = await context.executorFor(data.limits);

@@ -4,7 +4,10 @@ import { describe, expect, it } from "vitest";
 import { assertNoCredentials, JobResult, queueNameFor } from "../../pipeline/executors/queue-protocol.ts";
 import { applyWrittenFiles, checkoutState, writtenSince } from "../../pipeline/executors/written-files.ts";
 import { tempDir } from "../helpers/tmp.ts";
-import { freePort } from "../helpers/redis.ts";
+import { freePort, startRedis } from "../helpers/redis.ts";
+import { Queue, QueueEvents } from "bullmq";
+import { Redis } from "ioredis";
+import { startQueueWorker } from "../../pipeline/executors/queue-worker.ts";
 import { selfCheck, WorkerHealth } from "../../pipeline/executors/worker-health.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 
@@ -53,6 +56,48 @@ describe("the queue's parts", () => {
 });
 
 describe("a worker's own checks", () => {
+  it("answers a job of another protocol with a protocol error, unrun, and stays in service", async (context) => {
+    const redis = await startRedis();
+    if (!redis) return context.skip();
+    const prefix = "protocol-test";
+    const worker = await startQueueWorker({
+      redis: redis.url,
+      prefix,
+      executor: "local",
+      concurrency: 1,
+      workDir: tempDir(),
+      allowLocal: true,
+      log: silentLogger,
+      pythonDownloads: "no",
+      minFreeDiskBytes: 0,
+    });
+    const connect = () => new Redis(redis.url, { maxRetriesPerRequest: null }).on("error", () => undefined);
+    const [connection, eventsConnection] = [connect(), connect()];
+    const name = queueNameFor("local", worker.info().pythons[0]!);
+    const queue = new Queue(name, { connection, prefix });
+    const events = new QueueEvents(name, { connection: eventsConnection, prefix });
+    try {
+      await events.waitUntilReady();
+      const job = await queue.add("run", { protocol: 0, type: "run", from: "an older coordinator" });
+      const answer = JobResult.parse(await job.waitUntilFinished(events, 120_000));
+      expect(answer).toMatchObject({
+        ok: false,
+        error: { name: "ProtocolError", message: expect.stringContaining(`job ${job.id} is not a job of this version`) },
+      });
+      // Not the worker's fault: no check of itself, still in service, the job counted as failed once.
+      expect(answer).not.toHaveProperty("worker_fault");
+      expect(worker.info()).toMatchObject({ jobs_failed: 1, jobs_done: 0 });
+      expect(worker.info().out_of_service).toBeUndefined();
+    } finally {
+      await events.close();
+      await queue.close();
+      connection.disconnect();
+      eventsConnection.disconnect();
+      await worker.stop();
+      await redis.stop();
+    }
+  }, 180_000);
+
   it("finds a full disk and a source it cannot fetch from, and takes the worker out of service until its checks pass", async () => {
     const workDir = tempDir();
     const base = { executor: "local" as const, pythons: ["3.11"], workDir, fetchEnv: () => ({}) };
