@@ -7,6 +7,9 @@
 // per request, and how the usage the harness reported compares with the endpoint's log (model
 // calls, tool calls, tokens), so a README figure that says what a harness does not report is
 // measured, not assumed.
+// The environment adapters (claude-code-environment, ..., aider-environment) run the same way, in
+// each session's focus task environment (a Docker engine needed); aider-environment installs
+// aider there by its setup.
 // Usage: npm run bench:agents [-- --agents claude-code,codex --scripts solve,idle --sessions 4]
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,10 +50,13 @@ try {
   for (const name of agents) {
     const agent = loadAgent(join("data", "agents", `${name}.yaml`));
     const installStarted = Date.now();
-    const { installed } = await installAgent(agent, toolsDir);
-    console.log(
-      `${name} ${agent.install!.version}: ${installed ? `installed in ${((Date.now() - installStarted) / 1000).toFixed(0)} s` : "already installed"}`,
-    );
+    if (agent.install) {
+      const { installed } = await installAgent(agent, toolsDir);
+      console.log(
+        `${name} ${agent.install.version}: ${installed ? `installed in ${((Date.now() - installStarted) / 1000).toFixed(0)} s` : "already installed"}`,
+      );
+      // One installed in the environment by its own setup (aider-environment) has nothing to install here.
+    } else console.log(`${name}: installed by its setup in each session's environment (${agent.setup.length} commands)`);
     for (const script of scripts) {
       const endpoint = await ModelEndpoint.start({ script, knowledge });
       try {
