@@ -27,10 +27,7 @@ function binDir(dir: string, install: AgentInstall): string {
 export function agentExecutable(toolsDir: string, agent: AgentSpec, name: string): string {
   if (!agent.install) return name;
   const path = join(binDir(installDir(toolsDir, agent.install), agent.install), name);
-  if (!existsSync(path))
-    throw new AgentNotInstalled(
-      `${agent.name}: ${agent.install.package} ${agent.install.version} is not installed in ${toolsDir}: run 'switch-swe agents install <adapter> --tools-dir ${toolsDir}'`,
-    );
+  if (!existsSync(path)) throw notInstalled(toolsDir, agent.name, agent.install);
   return path;
 }
 
@@ -43,10 +40,7 @@ export function environmentExecutable(toolsDir: string, agent: AgentSpec & { ins
   const installed = installDir(toolsDir, agent.install);
   const bin = relative(installed, binDir(installed, agent.install));
   const pattern = agent.install.environment_executables[name] ?? join(bin, name);
-  if (!existsSync(join(installed, "installed.json")))
-    throw new AgentNotInstalled(
-      `${agent.name}: ${agent.install.package} ${agent.install.version} is not installed in ${toolsDir}: run 'switch-swe agents install <adapter> --tools-dir ${toolsDir}'`,
-    );
+  if (!existsSync(join(installed, "installed.json"))) throw notInstalled(toolsDir, agent.name, agent.install);
   let matches = [""];
   for (const part of pattern.split("/").filter((p) => p !== "")) {
     if (!part.includes("*")) {
@@ -77,6 +71,11 @@ function globSegment(part: string): RegExp {
   const literal = (text: string) => text.replace(/[.+?^$(){}|[\]\\]/g, "\\$&");
   return new RegExp(`^${part.split("*").map(literal).join("[^/]*")}$`);
 }
+
+const notInstalled = (toolsDir: string, agent: string, install: AgentInstall) =>
+  new AgentNotInstalled(
+    `${agent}: ${install.package} ${install.version} is not installed in ${toolsDir}: run 'switch-swe agents install <adapter> --tools-dir ${toolsDir}'`,
+  );
 
 export class AgentNotInstalled extends Error {
   override name = "AgentNotInstalled";

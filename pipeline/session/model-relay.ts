@@ -87,6 +87,7 @@ const relayReadyCheck = (port: number): string[] => [
 
 /** A relay's directory is `ssm-<pid of the runner>-<random>`: whose it is, so a dead runner's can be found. */
 export const RELAY_DIR_PREFIX = "ssm-";
+const RELAY_DIR = new RegExp(`^${RELAY_DIR_PREFIX}(\\d+)-[A-Za-z0-9]+$`);
 
 /**
  * Removes the relay directories of runners that are gone (a run killed with SIGKILL cannot remove
@@ -95,7 +96,7 @@ export const RELAY_DIR_PREFIX = "ssm-";
 async function removeAbandonedRelays(): Promise<void> {
   const names = await readdir(tmpdir()).catch(() => [] as string[]);
   for (const name of names) {
-    const pid = Number(new RegExp(`^${RELAY_DIR_PREFIX}(\\d+)-[A-Za-z0-9]+$`).exec(name)?.[1]);
+    const pid = Number(RELAY_DIR.exec(name)?.[1]);
     if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
     await rm(join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
   }
