@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { runPipeline, type RunSummary } from "../pipeline/engine/engine.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
-import { bridgeGateway, removeFleetLeftovers, startWorkerContainer, type WorkerContainer, workersOn } from "../test/helpers/fleet.ts";
+import { createFleetNetwork, removeFleetLeftovers, startWorkerContainer, type WorkerContainer, workersOn } from "../test/helpers/fleet.ts";
 import { freePort, startRedis } from "../test/helpers/redis.ts";
 import { until } from "../test/helpers/until.ts";
 
@@ -21,13 +21,18 @@ const stageSeconds = (summary: RunSummary, names: string[]) => summary.stages.fi
 export async function benchIsolatedFleet(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-fleet-"));
   removeFleetLeftovers();
-  const gateway = await bridgeGateway();
+  const network = await createFleetNetwork();
+  const gateway = network.gateway;
   const redis = await startRedis({ bind: ["127.0.0.1", gateway], password: "bench" });
-  if (!redis) throw new Error("bench:queue --isolated needs redis-server (apt-get install redis-server)");
+  if (!redis) {
+    await network.remove();
+    throw new Error("bench:queue --isolated needs redis-server (apt-get install redis-server)");
+  }
   process.env.SWITCH_SWE_BENCH_GIT_TOKEN = "bench-token";
   const prefix = "bench-fleet";
   const workerRedis = `redis://:bench@${gateway}:${redis.port}`;
-  const start = (name: string, token: string) => startWorkerContainer({ name, redis: workerRedis, prefix, gitToken: token, recheckSeconds: 3600 });
+  const start = (name: string, token: string) =>
+    startWorkerContainer({ name, network: network.name, redis: workerRedis, prefix, gitToken: token, recheckSeconds: 3600 });
   const workers = [start("w0", "bench-token"), start("w1", "bench-token")];
   const containers: WorkerContainer[] = [...workers];
   try {
@@ -77,6 +82,7 @@ export async function benchIsolatedFleet(): Promise<void> {
   } finally {
     for (const c of containers) c.remove();
     await redis.stop();
+    await network.remove();
     rmSync(dir, { recursive: true, force: true });
   }
 }

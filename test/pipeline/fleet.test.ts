@@ -13,7 +13,7 @@ import { runPipeline } from "../../pipeline/engine/engine.ts";
 import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
 import { dockerForTests } from "../helpers/docker.ts";
-import { bridgeGateway, removeFleetLeftovers, startWorkerContainer, type WorkerContainer, workersOn } from "../helpers/fleet.ts";
+import { createFleetNetwork, type FleetNetwork, removeFleetLeftovers, startWorkerContainer, type WorkerContainer, workersOn } from "../helpers/fleet.ts";
 import { freePort, startRedis } from "../helpers/redis.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -56,7 +56,8 @@ const workersOf = (redisUrl: string, prefix: string) => workersOn(redisUrl, pref
 describe("a fleet that shares only the network (each worker in a container of its own, the coordinator reached over TCP)", () => {
   let redis: Awaited<ReturnType<typeof startRedis>>;
   let gateway = "";
-  /** Redis as the containers reach it (the bridge's gateway), and as the coordinator does (loopback). */
+  let network: FleetNetwork | undefined;
+  /** Redis as the containers reach it (the fleet network's gateway), and as the coordinator does (loopback). */
   let workerRedis = "";
   let gitPort = 0;
   const containers: WorkerContainer[] = [];
@@ -69,7 +70,8 @@ describe("a fleet that shares only the network (each worker in a container of it
     }
     await new Docker().getImage(`${BASE_REPOSITORY}:bookworm`).inspect();
     removeFleetLeftovers();
-    gateway = await bridgeGateway();
+    network = await createFleetNetwork();
+    gateway = network.gateway;
     redis = await startRedis({ bind: ["127.0.0.1", gateway], password: REDIS_PASSWORD });
     if (!redis) {
       skip = true;
@@ -82,6 +84,7 @@ describe("a fleet that shares only the network (each worker in a container of it
   afterAll(async () => {
     for (const c of containers) c.remove();
     await redis?.stop();
+    await network?.remove();
   });
 
   const demoRun = async (dir: string, prefix: string) => {
@@ -113,14 +116,22 @@ describe("a fleet that shares only the network (each worker in a container of it
   };
   /** A misconfigured host: it has the wrong token for the coordinator's git service. */
   const misconfigured = (prefix: string) =>
-    startWorkerContainer({ name: "host-broken", redis: workerRedis, prefix, gitToken: "not-the-token", recheckSeconds: 600, concurrency: 2 });
+    startWorkerContainer({
+      name: "host-broken",
+      network: network!.name,
+      redis: workerRedis,
+      prefix,
+      gitToken: "not-the-token",
+      recheckSeconds: 600,
+      concurrency: 2,
+    });
   const fixture = () => JSON.parse(readFileSync(join(root, "test", "fixtures", "demo-outputs.json"), "utf8"));
 
   it("runs the demo's qualify and oracle on isolated workers, one killed mid-run and one that cannot fetch: the local executor's artifacts byte for byte, the broken one out of service, and no job holds a path of the coordinator", async (context) => {
     if (skip) return context.skip();
     const prefix = FLEET;
-    const a = startWorkerContainer({ name: "host-a", redis: workerRedis, prefix, gitToken: TOKEN, concurrency: 2 });
-    const b = startWorkerContainer({ name: "host-b", redis: workerRedis, prefix, gitToken: TOKEN, concurrency: 2 });
+    const a = startWorkerContainer({ name: "host-a", network: network!.name, redis: workerRedis, prefix, gitToken: TOKEN, concurrency: 2 });
+    const b = startWorkerContainer({ name: "host-b", network: network!.name, redis: workerRedis, prefix, gitToken: TOKEN, concurrency: 2 });
     // Beside them from the start, a misconfigured host: it has the wrong token for the git service.
     const broken = misconfigured(prefix);
     containers.push(a, b, broken);

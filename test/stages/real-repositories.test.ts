@@ -22,7 +22,7 @@ import { requalify, writeRequalifyReport } from "../../pipeline/fidelity/requali
 import { checkProfile, formatProfileCheck } from "../../pipeline/fidelity/repo-check.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 import { freePort, startRedis } from "../helpers/redis.ts";
-import { bridgeGateway, startWorkerContainer } from "../helpers/fleet.ts";
+import { createFleetNetwork, startWorkerContainer } from "../helpers/fleet.ts";
 
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
 const RECORDS = join(SHARED, "swebench-lite-dev.jsonl");
@@ -237,10 +237,14 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
   });
 
   it("qualifies the same tasks through the queue on a Docker worker in a container of its own, which fetches them from the coordinator's git service and builds the base revision's layer it lacks", async (context) => {
-    const gateway = await bridgeGateway();
+    const network = await createFleetNetwork();
+    const gateway = network.gateway;
     // Reached from the bridge, Redis wants a password (its protected mode refuses others without one).
     const redis = await startRedis({ bind: ["127.0.0.1", gateway], password: "real-repositories" });
-    if (!redis) return context.skip();
+    if (!redis) {
+      await network.remove();
+      return context.skip();
+    }
     // The worker must build a revision layer itself: the one of the first task, which the fidelity
     // run left, is removed (one is enough to show it; the others it finds, as a worker host that
     // built them before would).
@@ -254,6 +258,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     process.env.SWITCH_SWE_GIT_TOKEN = "real-repositories-token";
     const worker = startWorkerContainer({
       name: "far-host",
+      network: network.name,
       executor: "docker",
       workDir: workerDir,
       redis: `redis://:real-repositories@${gateway}:${redis.port}`,
@@ -294,6 +299,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
       delete process.env.SWITCH_SWE_GIT_TOKEN;
       worker.remove();
       await redis.stop();
+      await network.remove();
     }
   });
 });
