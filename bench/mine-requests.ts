@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { requireFinished, runPipeline } from "../pipeline/engine/engine.ts";
 import { FakeGithub } from "../demo/github-server.ts";
 import { createGithubClient } from "../pipeline/github-client.ts";
 import { silentLogger } from "../pipeline/logger.ts";
@@ -46,7 +46,7 @@ try {
   const rerun = await runPipeline(options);
   const plain = log.slice(before);
   const beforeForced = log.length;
-  await runPipeline(options, { force: true });
+  requireFinished(await runPipeline(options, { force: true }), "bench/mine-requests.ts");
   const forced = log.slice(beforeForced);
   await demo.server.stop();
 

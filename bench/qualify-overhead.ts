@@ -9,14 +9,14 @@ import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { requireFinished, runPipeline } from "../pipeline/engine/engine.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-qualify-"));
 try {
   const demo = await prepareDemoCopy(dir);
-  await runPipeline(demo.options, { only: "mine" });
-  await runPipeline(demo.options, { only: "split" });
+  requireFinished(await runPipeline(demo.options, { only: "mine" }), "bench/qualify-overhead.ts");
+  requireFinished(await runPipeline(demo.options, { only: "split" }), "bench/qualify-overhead.ts");
   const jobs = availableParallelism();
   const metricsFile = join(demo.workDir, "logs", "metrics.jsonl");
   mkdirSync(join(demo.workDir, "logs"), { recursive: true });

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Docker from "dockerode";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { requireFinished, runPipeline } from "../pipeline/engine/engine.ts";
 import { environmentSpec } from "../pipeline/executors/environment.ts";
 import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "../pipeline/executors/index.ts";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
@@ -30,7 +30,7 @@ try {
   const upTo = (last: string) => demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf(last as never));
   const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(new Docker())) ? (["docker"] as const) : [])];
   // qualify runs locally; the oracle (run alone below) on each executor in turn.
-  await runPipeline({ ...withExecution(demo.options, { executor: "local" }), stages: upTo("audit") });
+  requireFinished(await runPipeline({ ...withExecution(demo.options, { executor: "local" }), stages: upTo("audit") }), "bench/verify-guard.ts");
   const mirrors = new MirrorCache(join(demo.workDir, "git"));
   const profileDir = join(dir, "demo", "repos");
   const profiles = loadProfiles(

@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command, CommanderError } from "commander";
-import { PipelineError } from "../pipeline/engine/engine.ts";
+import { PipelineError, RunIncomplete } from "../pipeline/engine/engine.ts";
 import { InputError } from "../pipeline/validation.ts";
 import { registerDemo } from "./commands/demo.ts";
 import { registerDoctor } from "./commands/doctor.ts";
@@ -90,7 +90,13 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     }
     // The repository's source lacks what the command needs (a fact about it), or the machine or the
     // network does (a full disk, Redis down, no Docker engine): said as it is, not as a bug.
-    if (error instanceof RunFailed || error instanceof CommitNotInSource || error instanceof IncompleteSource || error instanceof TransientFailure) {
+    if (
+      error instanceof RunFailed ||
+      error instanceof RunIncomplete ||
+      error instanceof CommitNotInSource ||
+      error instanceof IncompleteSource ||
+      error instanceof TransientFailure
+    ) {
       io.err(`switch-swe: ${error.message}\n`);
       return 1;
     }

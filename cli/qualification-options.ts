@@ -1,3 +1,4 @@
+import { wholeNumber } from "./numeric-options.ts";
 import type { Command } from "commander";
 
 import { executorOption, gitServiceOption, redisOption } from "./execution-options.ts";
@@ -14,7 +15,7 @@ export function qualificationOptions(command: Command, workDir: string, options:
     .addOption(executorOption("docker, local, auto, or queue (workers on other hosts, running the Docker executor)").default("auto"))
     .addOption(redisOption())
     .addOption(gitServiceOption())
-    .option("--jobs <n>", "tasks worked on at once (0: one per core)", (v) => Number(v), 0)
+    .option("--jobs <n>", "tasks worked on at once (0: one per core)", wholeNumber(0), 0)
     .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
     .option(
       "--python-downloads <when>",

@@ -7,6 +7,7 @@ import { createProgress, silentProgress } from "../pipeline/progress.ts";
 import { STAGE_ORDER, type StageName } from "../pipeline/schemas/common.ts";
 import type { AnyStage } from "../pipeline/engine/stage.ts";
 import { type Io, requirePath, requireWritableDir } from "./io.ts";
+import { usageParser } from "./numeric-options.ts";
 import { type ExecutionOverrides, type ExecutorChoice, withExecutionOverrides } from "../pipeline/engine/settings.ts";
 
 /** What a command line changes for one run: the execution settings, and stage config keys set by flags. */
@@ -61,7 +62,7 @@ export function stageFlags(stages: AnyStage[]) {
 /** A stage's flag as a commander option, its value parsed as the stage says. */
 export function flagOption(flag: { flag: string; parse?: (value: string) => unknown }, description: string): Option {
   const option = new Option(flag.flag, description);
-  return flag.parse ? option.argParser(flag.parse) : option;
+  return flag.parse ? option.argParser(usageParser(flag.parse)) : option;
 }
 
 export function overridesFrom(opts: Record<string, unknown>, stages: AnyStage[]): RunOverrides {

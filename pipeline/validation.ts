@@ -80,3 +80,14 @@ export function readJsonFile<T>(file: string, schema: z.ZodType<T>, what: string
   if (!parsed.success) throw new InputError(`${file}: ${describeFirstIssue(parsed.error, value)} (expected ${what})`);
   return parsed.data;
 }
+
+/**
+ * A whole number in [min, max] from text (a command-line value), or an error saying what was
+ * expected: a value like 0, -1 or a word never reaches the code that uses it.
+ */
+export function parseWholeNumber(value: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const n = /^\s*-?\d+\s*$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new InputError(max === Number.MAX_SAFE_INTEGER ? `expected a whole number of at least ${min}` : `expected a whole number from ${min} to ${max}`);
+  return n;
+}

@@ -5,6 +5,7 @@ import { loadConfig } from "../../pipeline/engine/config.ts";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
+import { positiveWholeNumber } from "../numeric-options.ts";
 import { runWithConfig } from "../run-config.ts";
 
 /**
@@ -41,7 +42,7 @@ export function registerDemo(program: Command, io: Io, exit: ExitCode): void {
     .option("--keep-going", "run later stages even after a stage had failures that may not recur (the run still exits 1)")
     .option("-q, --quiet", "print only warnings, errors and the summary")
     .addOption(new Option("--executor <kind>", "the execution settings' executor for this run: docker, local or auto").choices(["auto", "docker", "local"]))
-    .option("--jobs <n>", "tasks worked on at once", (v) => Number(v))
+    .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber)
     .addHelpText("after", "\nExample:\n  switch-swe demo\n  switch-swe demo --executor local")
     .action(
       exit.act(async (opts) => {

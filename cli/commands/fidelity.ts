@@ -5,6 +5,7 @@ import { explained } from "../../pipeline/fidelity/compare.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 
 import { type ExitCode, type Io, requirePath } from "../io.ts";
+import { positiveWholeNumber } from "../numeric-options.ts";
 import { measureFidelity, formatFidelity } from "../../pipeline/fidelity/run.ts";
 import { qualificationOptions } from "../qualification-options.ts";
 
@@ -16,7 +17,7 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
       .argument("<records>", "a SWE-bench-family file (JSON or JSONL)"),
     ".switch-swe/fidelity",
   )
-    .option("--runs <n>", "runs of each state", (v) => Number(v), 1)
+    .option("--runs <n>", "runs of each state", positiveWholeNumber, 1)
     .option("--json <file>", "also write the comparison as JSON")
     .addHelpText("after", "\nExample:\n  switch-swe fidelity ../shared/data/swebench-lite-dev.jsonl --profiles data/repos --executor docker")
     .action(

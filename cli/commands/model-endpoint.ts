@@ -6,6 +6,7 @@ import { MODEL_SCRIPTS, type ModelScript } from "../../pipeline/model-endpoint/s
 import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
+import { portNumber } from "../numeric-options.ts";
 
 export function registerModelEndpoint(program: Command, io: Io, exit: ExitCode): void {
   program
@@ -13,15 +14,14 @@ export function registerModelEndpoint(program: Command, io: Io, exit: ExitCode):
     .description("serve a scripted model on loopback (Anthropic Messages, OpenAI Chat Completions and Responses) for dry runs of agent harnesses")
     .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark (its sessions and held-out assets)")
     .addOption(new Option("--script <script>", "what the model does").choices([...MODEL_SCRIPTS]).default("solve"))
-    .option("--port <n>", "the port on 127.0.0.1 (0: any free one)", "0")
+    .option("--port <n>", "the port on 127.0.0.1 (0: any free one)", portNumber, 0)
     .option("--log <file>", "append every call (usage, tool call, the whole request) to this JSON Lines file")
     .option("--heldout <dir>", "the held-out assets, when not where the config's emit stage puts them")
     .addHelpText("after", "\nExample:\n  switch-swe model-endpoint -c data/demo/pipeline.yaml --script solve --port 8765 --log endpoint.jsonl")
     .action(
       exit.act(async (opts) => {
         requirePath("--config", opts.config, "file");
-        const port = Number(opts.port);
-        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: expected a port number, got '${opts.port}'`);
+        const port: number = opts.port;
         const log = createLogger({ level: "info", write: (line) => io.err(line + "\n") });
         const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { log, ...(opts.heldout ? { heldoutDir: opts.heldout } : {}) });
         const knowledge = await benchmarkKnowledge(bench).finally(() => bench.close());

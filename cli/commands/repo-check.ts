@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { createLogger } from "../../pipeline/logger.ts";
 import { InputError } from "../../pipeline/validation.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
+import { positiveWholeNumber } from "../numeric-options.ts";
 import { qualificationOptions } from "../qualification-options.ts";
 import { readProfile } from "../../pipeline/profiles/load.ts";
 import { checkProfile, formatProfileCheck, works } from "../../pipeline/fidelity/repo-check.ts";
@@ -18,7 +19,7 @@ export function registerRepoCheck(repo: Command, io: Io, exit: ExitCode): void {
     ".switch-swe/repo-check",
     { profiles: false, tasks: false },
   )
-    .option("--sample <n>", "tasks checked per era", (v) => Number(v), 1)
+    .option("--sample <n>", "tasks checked per era", positiveWholeNumber, 1)
     .addHelpText(
       "after",
       "\nExample:\n  switch-swe repo check data/repos/pylint-dev__astroid.json --tasks ../shared/data/swebench-lite-dev.jsonl --sample 2 --executor docker",

@@ -4,6 +4,7 @@ import type { Command } from "commander";
 
 import { createLogger } from "../../pipeline/logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
+import { positiveWholeNumber } from "../numeric-options.ts";
 import { qualificationOptions } from "../qualification-options.ts";
 import { requalify, writeRequalifyReport } from "../../pipeline/fidelity/requalify.ts";
 
@@ -16,13 +17,12 @@ export function registerRequalify(program: Command, io: Io, exit: ExitCode): voi
     ".switch-swe/requalify",
   )
     .option("--out <dir>", "where requalify-report.md, .csv and .json go", "requalify-report")
-    .option("--runs <n>", "runs of each state (2 or more finds unstable tests)", (v) => Number(v), 3)
+    .option("--runs <n>", "runs of each state (2 or more finds unstable tests)", positiveWholeNumber, 3)
     .addHelpText("after", "\nExample:\n  switch-swe requalify --swebench ../shared/data/swebench-lite-dev.jsonl --executor docker --out audit/lite-dev")
     .action(
       exit.act(async (opts) => {
         requirePath("--swebench", opts.swebench, "file");
         requirePath("--profiles", opts.profiles, "directory");
-        if (!Number.isInteger(opts.runs) || opts.runs < 1) throw new Error(`--runs: expected a whole number of runs, 1 or more (got ${opts.runs})`);
         const log = createLogger({ write: (line) => io.err(line + "\n") });
         const report = await requalify({
           stages: BUILT_STAGES,

@@ -5,6 +5,7 @@ import { orderStages } from "../../pipeline/engine/engine.ts";
 import { splitByHand } from "../by-hand-split.ts";
 import { qualifyTaskCommand } from "../by-hand-qualify.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
+import { positiveWholeNumber } from "../numeric-options.ts";
 import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { flagOption, overridesFrom, runWithConfig, stageFlags, stageOption } from "../run-config.ts";
 
@@ -21,7 +22,7 @@ export function registerRun(program: Command, io: Io, exit: ExitCode): void {
     .addOption(executorOption("the execution settings' executor for this run: docker, local, auto, or queue (workers on other hosts)"))
     .addOption(redisOption())
     .addOption(gitServiceOption())
-    .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
+    .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber);
   for (const flag of stageFlags(BUILT_STAGES)) run.addOption(flagOption(flag, `${flag.stage}: ${flag.description}`));
   run
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
@@ -54,7 +55,7 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
         .addOption(executorOption("docker, local, auto (Docker when an engine answers), or queue (workers on other hosts)"))
         .addOption(redisOption())
         .addOption(gitServiceOption())
-        .option("--jobs <n>", "tasks worked on at once", (v) => Number(v));
+        .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber);
     if (stage.name === "split") splitByHand.addOptions(command);
     if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);
     command.action(

@@ -8,6 +8,7 @@ import { formatVerification } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
+import { positiveWholeNumber } from "../numeric-options.ts";
 
 export function registerSession(program: Command, io: Io, exit: ExitCode): void {
   const session = program.command("session").description("run a coding agent through the benchmark's sessions and score it");
@@ -65,7 +66,7 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
       .requiredOption("--agent <file>", "the agent description (AGENT.yaml)")
       .addOption(new Option("--conditions <which>", "control, switched, or both").choices(["control", "switched", "both"]).default("both"))
       .option("--out <dir>", "the agent's results directory (default: results/<agent name>)")
-      .option("--jobs <n>", "sessions run at once", "1"),
+      .option("--jobs <n>", "sessions run at once", positiveWholeNumber, 1),
   )
     .addHelpText(
       "after",
@@ -79,8 +80,7 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
           ["--agent", "file"],
         ] as const)
           requirePath(flag, opts[flag.slice(2)], kind);
-        const jobs = Number(opts.jobs);
-        if (!Number.isInteger(jobs) || jobs < 1) throw new UsageError(`--jobs: expected a positive whole number, got '${opts.jobs}'`);
+        const jobs: number = opts.jobs;
         const agent = loadAgent(opts.agent);
         const conditions: Condition[] = opts.conditions === "both" ? ["control", "switched"] : [opts.conditions];
         const out = opts.out ?? join("results", agent.name);

@@ -3,15 +3,10 @@ import { createLogger } from "../../pipeline/logger.ts";
 import { announcedWorkers, connectRedis, redactUrl } from "../../pipeline/executors/queue.ts";
 import { DEFAULT_MIN_FREE_DISK_BYTES, startQueueWorker } from "../../pipeline/executors/queue-worker.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
+import { positiveWholeNumber } from "../numeric-options.ts";
 
 const DEFAULT_REDIS = "redis://127.0.0.1:6379";
 const DEFAULT_PREFIX = "switch-swe";
-
-function positiveInteger(flag: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`${flag}: expected a positive whole number, got '${value}'`);
-  return n;
-}
 
 /**
  * `switch-swe worker` (runs test jobs from the queue until stopped) and `switch-swe workers`
@@ -25,13 +20,18 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
     .option("--prefix <name>", "the queue's key prefix (the config's execution.queue.name)", DEFAULT_PREFIX)
     .addOption(new Option("--executor <kind>", "how this worker runs tests").choices(["docker", "local"]).default("docker"))
     .option("--allow-local", "let a worker with the local executor run the repositories' tests unsandboxed on this host")
-    .option("--concurrency <n>", "jobs run at once", "1")
+    .option("--concurrency <n>", "jobs run at once", positiveWholeNumber, 1)
     .option("--work-dir <dir>", "this worker's mirrors, environments and scratch checkouts", ".switch-swe/worker")
     .option("--name <id>", "the worker's name in `switch-swe workers` (default: host-pid)")
-    .option("--lock-seconds <n>", "after this long without a sign of life, a worker's job goes to another worker", "30")
+    .option("--lock-seconds <n>", "after this long without a sign of life, a worker's job goes to another worker", positiveWholeNumber, 30)
     .option("--git-token-env <name>", "the variable holding the coordinator's git service token", "SWITCH_SWE_GIT_TOKEN")
-    .option("--recheck-seconds <n>", "while out of service, how often the worker checks itself again", "30")
-    .option("--min-free-disk-mb <n>", "below this much free disk in --work-dir the worker takes no jobs", String(DEFAULT_MIN_FREE_DISK_BYTES / 2 ** 20))
+    .option("--recheck-seconds <n>", "while out of service, how often the worker checks itself again", positiveWholeNumber, 30)
+    .option(
+      "--min-free-disk-mb <n>",
+      "below this much free disk in --work-dir the worker takes no jobs",
+      positiveWholeNumber,
+      DEFAULT_MIN_FREE_DISK_BYTES / 2 ** 20,
+    )
     .addHelpText("after", "\nExample:\n  switch-swe worker --redis redis://queue.internal:6379 --concurrency 2 --work-dir /srv/switch-swe-worker")
     .action(
       exit.act(async (opts) => {
@@ -41,13 +41,13 @@ export function registerWorker(program: Command, io: Io, exit: ExitCode): void {
           prefix: opts.prefix,
           executor: opts.executor,
           allowLocal: Boolean(opts.allowLocal),
-          concurrency: positiveInteger("--concurrency", opts.concurrency),
+          concurrency: opts.concurrency,
           workDir: opts.workDir,
           id: opts.name,
-          lockSeconds: positiveInteger("--lock-seconds", opts.lockSeconds),
+          lockSeconds: opts.lockSeconds,
           gitToken: process.env[opts.gitTokenEnv] || undefined,
-          recheckSeconds: positiveInteger("--recheck-seconds", opts.recheckSeconds),
-          minFreeDiskBytes: positiveInteger("--min-free-disk-mb", opts.minFreeDiskMb) * 2 ** 20,
+          recheckSeconds: opts.recheckSeconds,
+          minFreeDiskBytes: opts.minFreeDiskMb * 2 ** 20,
           log,
         });
         await new Promise<void>((resolve) => {

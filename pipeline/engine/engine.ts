@@ -67,6 +67,23 @@ export interface RunSummary {
   stages: StageSummary[];
 }
 
+/** A run whose stages did not all finish, where the caller needs their outputs: said as a fact (exit 1), not a bug. */
+export class RunIncomplete extends Error {
+  override name = "RunIncomplete";
+}
+
+/**
+ * Throws RunIncomplete, naming each stage that did not finish and why, unless every stage of the
+ * summary did: for callers that read a stage's artifacts after running it.
+ */
+export function requireFinished(summary: RunSummary, what: string): void {
+  if (summary.ok) return;
+  const unfinished = summary.stages
+    .filter((s) => s.status === "failed" || s.status === "incomplete")
+    .map((s) => `${s.stage} ${s.status}${s.error ? `: ${s.error}` : s.transient?.length ? `: ${s.transient.join("; ")}` : ""}`);
+  throw new RunIncomplete(`${what}: ${unfinished.join("; ") || "the run did not finish"} (run again once the cause is gone: finished records are reused)`);
+}
+
 /**
  * The stage graph, in SPEC §2 order, checked when the pipeline is built (before any stage runs):
  * every input a stage declares is an output of an earlier stage, with the same schema. A stage

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import type { AnyStage } from "../engine/stage.ts";
 import { writeFileAtomic } from "../atomic.ts";
 import { type Agreement, compareSet, explained, type TaskFidelity } from "./compare.ts";
-import { runPipeline } from "../engine/engine.ts";
+import { requireFinished, runPipeline } from "../engine/engine.ts";
 import { type Logger } from "../logger.ts";
 import { silentProgress } from "../progress.ts";
 import { Candidate } from "../schemas/candidate.ts";
@@ -98,7 +98,7 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
   const metrics = join(workDir, "logs", "metrics.jsonl");
   mkdirSync(join(workDir, "logs"), { recursive: true });
   writeFileSync(metrics, "");
-  for (const stage of ["mine", "split", "qualify"] as const) await runPipeline(engine, { only: stage });
+  for (const stage of ["mine", "split", "qualify"] as const) requireFinished(await runPipeline(engine, { only: stage }), `qualifying ${options.records}`);
 
   const store = new ArtifactStore(workDir);
   const candidates = (await store.readRecords("mine", "candidates")).records.map((r) => Candidate.parse(r));

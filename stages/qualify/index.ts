@@ -5,6 +5,7 @@ import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
+import { parseWholeNumber } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
 import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
@@ -28,7 +29,7 @@ export const qualifyStage = defineStage({
   settings: ["profiles", "execution"],
   inputs: { candidateList: input("mine", "candidates", Candidate), splits: input("split", "splits", SplitChange) },
   outputs: [{ name: "qualifications", schema: QualificationRecord, key: (q: QualificationRecord) => q.task_id }],
-  flags: [{ flag: "--runs <n>", description: "runs of each state", key: "runs", parse: Number }],
+  flags: [{ flag: "--runs <n>", description: "runs of each state", key: "runs", parse: (value: string) => parseWholeNumber(value, 1) }],
   async run(ctx, { candidateList, splits }) {
     const { profiles, errors } = ctx.profiles;
     const candidates = new Map(candidateList.map((c) => [c.id, c]));
