@@ -14,10 +14,10 @@ export interface ExternalFile {
   /** Lines that are not valid UTF-8: the stage rejects what they held, naming file, line and byte offset. */
   invalid?: InvalidLine[];
   /**
-   * With `invalid`: the whole file with each bad byte read as U+FFFD, for finding where records
-   * start and end only (a record one of these lines is in is rejected, never read from this).
+   * With `invalid`: the file's bytes as they are, for a stage that must find where its records
+   * start and end by byte (a JSON array on one line holds many records on its one bad line).
    */
-  structure?: string;
+  bytes?: Uint8Array;
 }
 
 /** The index of the first byte of `bytes` that does not belong to a valid UTF-8 sequence, or -1. */
@@ -42,7 +42,7 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true });
  * not valid UTF-8 is never silently altered (no U+FFFD): it is emptied, keeping every other line
  * where it was, and reported, so the stage reading the file can reject just that record.
  */
-export function decodeStrict(bytes: Uint8Array): { text: string; invalid: InvalidLine[]; structure?: string } {
+export function decodeStrict(bytes: Uint8Array): { text: string; invalid: InvalidLine[] } {
   const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
   const body = bytes.subarray(start);
   if (firstInvalidUtf8(body) < 0) return { text: UTF8.decode(body), invalid: [] };
@@ -60,7 +60,7 @@ export function decodeStrict(bytes: Uint8Array): { text: string; invalid: Invali
     }
     lineStart = i + 1;
   }
-  return { text: lines.join("\n"), invalid, structure: new TextDecoder("utf-8").decode(body) };
+  return { text: lines.join("\n"), invalid };
 }
 
 /** "line 3 (byte offset 57)" for each invalid line, for messages. */

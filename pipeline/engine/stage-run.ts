@@ -66,8 +66,8 @@ async function readFiles(baseDir: string, paths: string[], optional: ReadonlySet
   const files: ReadFile[] = [];
   const read = async (file: string, as: string): Promise<ReadFile> => {
     const bytes = await readFile(file);
-    const { text, invalid, structure } = decodeStrict(bytes);
-    return { path: as, text, ...(invalid.length ? { invalid, structure } : {}), bytesSha256: sha256(bytes) };
+    const { text, invalid } = decodeStrict(bytes);
+    return { path: as, text, ...(invalid.length ? { invalid, bytes } : {}), bytesSha256: sha256(bytes) };
   };
   for (const path of [...new Set(paths)].sort()) {
     const absolute = resolve(baseDir, path);

@@ -88,7 +88,7 @@ export const mineStage = defineStage({
     };
     const imported: Candidate[] = [];
     for (const file of ctx.files) {
-      const result = importSwebench(file.path, file.text, file.invalid, file.structure);
+      const result = importSwebench(file.path, file.text, file.invalid, file.bytes);
       for (const reject of result.rejects) ctx.reject(reject);
       imported.push(...result.candidates);
     }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { firstIssue } from "../../pipeline/validation.ts";
-import type { InvalidLine } from "../../pipeline/decode.ts";
+import { firstInvalidUtf8, type InvalidLine } from "../../pipeline/decode.ts";
 import { Candidate, type Candidate as CandidateT } from "../../pipeline/schemas/candidate.ts";
 import { CommitSha, RepoName, type Reject } from "../../pipeline/schemas/common.ts";
 
@@ -57,31 +57,15 @@ export interface ImportResult {
  * Reads SWE-bench-family records from a JSON array or JSON Lines text. Every bad record is a
  * reject naming the file, the line and the field; the others import.
  */
-export function importSwebench(file: string, text: string, invalid: readonly InvalidLine[] = [], structure?: string): ImportResult {
+export function importSwebench(file: string, text: string, invalid: readonly InvalidLine[] = [], bytes?: Uint8Array): ImportResult {
   const candidates: CandidateT[] = [];
   const rejects: Omit<Reject, "stage">[] = [];
   // A line that is not UTF-8 is never guessed at: the record it is in is rejected, where it is.
-  // In JSON Lines that is the line; in a JSON array, the element whose lines hold it (found in
-  // `structure`, the file with bad bytes as U+FFFD, so the other elements still parse).
-  const isArray = text.trimStart().startsWith("[") || Boolean(structure?.trimStart().startsWith("["));
-  const spans = isArray && invalid.length ? elementSpans(structure ?? text) : undefined;
-  const badSpans = new Set<number>();
-  for (const bad of invalid) {
-    const element = spans?.findIndex((s) => s.line <= bad.line && bad.line <= s.endLine) ?? -1;
-    if (element >= 0) badSpans.add(element);
-    const at = element >= 0 ? spans![element]!.line : bad.line;
-    rejects.push({
-      record_id: `${file}:${at}`,
-      reason: "malformed_record",
-      message: `${file} line ${bad.line}: not valid UTF-8 (byte offset ${bad.byteOffset}); the record ${element >= 0 ? `of lines ${spans![element]!.line}-${spans![element]!.endLine} ` : ""}was not read`,
-      file,
-      line: at,
-    });
-  }
-  const skip = new Set(invalid.map((i) => i.line));
-  const records = spans ? readArrayElements(structure ?? text, spans, badSpans) : readRecords(text);
+  // In JSON Lines that is the line. In a JSON array it is the element whose bytes hold it, found
+  // by byte position (a one-line array holds every element on its one bad line): each element is
+  // decoded from its own bytes, so the others are read exactly as the file holds them.
+  const records = invalid.length && bytes && isJsonArray(bytes) ? readArrayBytes(file, bytes, rejects) : readLines(file, text, invalid, rejects);
   for (const { value, line, error } of records) {
-    if (!spans && skip.has(line)) continue;
     if (error !== undefined) {
       rejects.push({ record_id: `${file}:${line}`, reason: "malformed_record", message: `${file} line ${line}: ${error}`, file, line });
       continue;
@@ -143,7 +127,7 @@ export function joinPatches(first: string, second: string): string {
   return first.endsWith("\n") || !second ? first + second : `${first}\n${second}`;
 }
 
-function* readRecords(text: string): Generator<{ value?: unknown; line: number; error?: string }> {
+function* readRecords(text: string): Generator<ReadRecord> {
   const trimmed = text.trimStart();
   if (trimmed.startsWith("[")) {
     // A JSON array: line numbers are those of each element's first line.
@@ -169,30 +153,64 @@ function* readRecords(text: string): Generator<{ value?: unknown; line: number; 
   }
 }
 
-/** Each top-level element of a JSON array: its text's offsets and the lines it starts and ends on. */
-function elementSpans(text: string): { start: number; end: number; line: number; endLine: number }[] {
+/** JSON Lines, or a JSON array read whole; each line that is not UTF-8 is rejected and skipped. */
+function* readLines(file: string, text: string, invalid: readonly InvalidLine[], rejects: Omit<Reject, "stage">[]): Generator<ReadRecord> {
+  for (const bad of invalid)
+    rejects.push({
+      record_id: `${file}:${bad.line}`,
+      reason: "malformed_record",
+      message: `${file} line ${bad.line}: not valid UTF-8 (byte offset ${bad.byteOffset}); the record was not read`,
+      file,
+      line: bad.line,
+    });
+  const skip = new Set(invalid.map((i) => i.line));
+  for (const record of readRecords(text)) if (!skip.has(record.line)) yield record;
+}
+
+interface ReadRecord {
+  value?: unknown;
+  line: number;
+  error?: string;
+}
+
+/** Whether the file's first byte after a byte-order mark and white space opens an array. */
+function isJsonArray(bytes: Uint8Array): boolean {
+  let i = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+  while (i < bytes.length && (bytes[i] === 0x20 || bytes[i] === 0x09 || bytes[i] === 0x0a || bytes[i] === 0x0d)) i++;
+  return bytes[i] === 0x5b;
+}
+
+/**
+ * Each top-level element of a JSON array, by byte offsets, with the lines it starts and ends on.
+ * JSON's structure is ASCII and no byte of a multi-byte UTF-8 sequence (nor an invalid byte) is
+ * ASCII, so scanning bytes finds the same elements whatever the text holds.
+ */
+export function arrayElementSpans(bytes: Uint8Array): { start: number; end: number; line: number; endLine: number }[] {
   const spans: { start: number; end: number; line: number; endLine: number }[] = [];
+  const QUOTE = 0x22;
+  const BACKSLASH = 0x5c;
   let depth = 0;
   let line = 1;
   let inString = false;
   let open: { start: number; line: number } | undefined;
   let last = { end: 0, line: 1 };
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (ch === "\n") line++;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i]!;
+    if (b === 0x0a) line++;
     if (inString) {
-      if (ch === "\\") i++;
-      else if (ch === '"') inString = false;
+      if (b === BACKSLASH) i++;
+      else if (b === QUOTE) inString = false;
       if (!inString) last = { end: i + 1, line };
       continue;
     }
-    if (/\s/.test(ch)) continue;
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
+    const ch = String.fromCharCode(b);
     if (depth === 1 && !open && ch !== "," && ch !== "]") open = { start: i, line };
     if (depth === 1 && open && (ch === "," || ch === "]")) {
       spans.push({ start: open.start, end: last.end, line: open.line, endLine: last.line });
       open = undefined;
     }
-    if (ch === '"') inString = true;
+    if (b === QUOTE) inString = true;
     else if (ch === "[" || ch === "{") depth++;
     else if (ch === "]" || ch === "}") depth--;
     if (!inString) last = { end: i + 1, line };
@@ -200,16 +218,34 @@ function elementSpans(text: string): { start: number; end: number; line: number;
   return spans;
 }
 
-/** The elements of a JSON array parsed one by one; those in `skip` (rejected already) are left out. */
-function* readArrayElements(
-  text: string,
-  spans: { start: number; end: number; line: number }[],
-  skip: ReadonlySet<number>,
-): Generator<{ value?: unknown; line: number; error?: string }> {
-  for (const [index, span] of spans.entries()) {
-    if (skip.has(index)) continue;
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The elements of a JSON array with bytes that are not UTF-8, each decoded from its own bytes: an
+ * element holding such a byte is rejected (file, line, byte offset), every other one is read
+ * exactly as the file holds it.
+ */
+function* readArrayBytes(file: string, bytes: Uint8Array, rejects: Omit<Reject, "stage">[]): Generator<ReadRecord> {
+  for (const span of arrayElementSpans(bytes)) {
+    const element = bytes.subarray(span.start, span.end);
+    const bad = firstInvalidUtf8(element);
+    if (bad >= 0) {
+      const offset = span.start + bad;
+      let badLine = span.line;
+      for (let i = span.start; i < offset; i++) if (bytes[i] === 0x0a) badLine++;
+      rejects.push({
+        record_id: `${file}:${span.line}`,
+        reason: "malformed_record",
+        message: `${file} line ${badLine}: not valid UTF-8 (byte offset ${offset}); the record of ${
+          span.line === span.endLine ? `line ${span.line}, bytes ${span.start}-${span.end - 1},` : `lines ${span.line}-${span.endLine}`
+        } was not read`,
+        file,
+        line: span.line,
+      });
+      continue;
+    }
     try {
-      yield { value: JSON.parse(text.slice(span.start, span.end)), line: span.line };
+      yield { value: JSON.parse(STRICT_UTF8.decode(element)), line: span.line };
     } catch (error) {
       yield { line: span.line, error: `not valid JSON: ${(error as Error).message}` };
     }

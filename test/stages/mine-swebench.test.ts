@@ -130,7 +130,7 @@ describe("SWE-bench-family import", () => {
     const decodedArray = decodeStrict(arrayBytes);
     const badLine = arrayText.slice(0, at).split("\n").length;
     expect(decodedArray.invalid).toEqual([{ line: badLine, byteOffset: Buffer.byteLength(arrayText.slice(0, at)) }]);
-    const fromArray = importSwebench("u.json", decodedArray.text, decodedArray.invalid, decodedArray.structure);
+    const fromArray = importSwebench("u.json", decodedArray.text, decodedArray.invalid, arrayBytes);
     expect(fromArray.candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-1707", "pvlib__pvlib-python-6"]);
     expect(fromArray.candidates.every((c) => c.problem_statement === record().problem_statement)).toBe(true);
     const elementStart = arrayText.slice(0, arrayText.indexOf('"pvlib__pvlib-python-5"')).split("\n").length - 1;
@@ -141,5 +141,48 @@ describe("SWE-bench-family import", () => {
     // Overlong forms and surrogates are not UTF-8 either.
     expect(decodeStrict(Buffer.from([0x61, 0xc0, 0xaf])).invalid).toEqual([{ line: 1, byteOffset: 1 }]);
     expect(decodeStrict(Buffer.from([0xed, 0xa0, 0x80])).invalid).toEqual([{ line: 1, byteOffset: 0 }]);
+  });
+
+  it("rejects exactly the element of a one-line JSON array (what json.dump writes) that holds a bad byte, wherever it is, and reads the others byte for byte", () => {
+    const records = [
+      record({ problem_statement: "first: naïve ✓" }),
+      record({ instance_id: "pvlib__pvlib-python-2", problem_statement: "second: MARK" }),
+      record({ instance_id: "pvlib__pvlib-python-3", problem_statement: "third: \\u00e9 and \"quoted\" [x], {y}" }),
+    ];
+    const oneLine = JSON.stringify(records);
+    for (const [position, id] of records.map((r, i) => [i, r.instance_id] as const)) {
+      // the bad byte goes into this element's problem statement
+      const marker = position === 1 ? "MARK" : position === 0 ? "naïve" : "quoted";
+      const at = Buffer.byteLength(oneLine.slice(0, oneLine.indexOf(marker)));
+      const whole = Buffer.from(oneLine);
+      const bytes = Buffer.concat([whole.subarray(0, at), Buffer.from([0xff]), whole.subarray(at)]);
+      const decoded = decodeStrict(bytes);
+      expect(decoded.invalid).toEqual([{ line: 1, byteOffset: at }]);
+      const { candidates, rejects } = importSwebench("dump.json", decoded.text, decoded.invalid, bytes);
+      const others = records.filter((r) => r.instance_id !== id);
+      expect(candidates.map((c) => c.id), `bad byte in element ${position + 1}`).toEqual(others.map((r) => r.instance_id));
+      // the others exactly as the file holds them: no U+FFFD, nothing altered
+      expect(candidates.map((c) => c.problem_statement)).toEqual(others.map((r) => r.problem_statement));
+      expect(rejects).toEqual([
+        {
+          record_id: "dump.json:1",
+          reason: "malformed_record",
+          message: expect.stringMatching(new RegExp(`^dump\\.json line 1: not valid UTF-8 \\(byte offset ${at}\\); the record of line 1, bytes \\d+-\\d+, was not read$`)),
+          file: "dump.json",
+          line: 1,
+        },
+      ]);
+      // the bytes it names are the element's own: the bad byte lies inside them
+      const [from, to] = /bytes (\d+)-(\d+)/.exec(rejects[0]!.message)!.slice(1).map(Number);
+      expect(at).toBeGreaterThanOrEqual(from!);
+      expect(at).toBeLessThanOrEqual(to!);
+      expect(JSON.parse(bytes.subarray(from!, to! + 1).toString("latin1").replace(/\xff/, "")).instance_id).toBe(id);
+    }
+    // two bad elements on the one line: both rejected, the third read
+    const two = Buffer.from(oneLine.replace("naïve", "\u0000").replace("MARK", "\u0001"), "utf8");
+    const twoBad = Buffer.from(two.map((b) => (b === 0 || b === 1 ? 0xfe : b)));
+    const result = importSwebench("two.json", decodeStrict(twoBad).text, decodeStrict(twoBad).invalid, twoBad);
+    expect(result.candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-3"]);
+    expect(result.rejects.map((r) => r.reason)).toEqual(["malformed_record", "malformed_record"]);
   });
 });
