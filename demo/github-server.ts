@@ -22,7 +22,11 @@ export type Fault =
   | { kind: "too_many_requests"; count: number; retryAfterSeconds?: number; path?: RegExp }
   /** GitHub's older wording of a secondary limit (abuse detection): a 403 with Retry-After that does not say "secondary rate". */
   | { kind: "abuse_detection"; count: number; retryAfterSeconds: number; path?: RegExp }
-  | { kind: "not_found"; count: number; path?: RegExp };
+  | { kind: "not_found"; count: number; path?: RegExp }
+  /** A hung proxy or load balancer: the connection is accepted and nothing is ever answered. */
+  | { kind: "hang"; count: number; path?: RegExp }
+  /** The status line and headers, half the body, then nothing more on an open connection. */
+  | { kind: "stall_body"; count: number; path?: RegExp };
 
 export interface RequestLogEntry {
   method: string;
@@ -233,6 +237,11 @@ export class FakeGithub {
 
   /** Answers a request a fault takes (a reset connection, a server error, a secondary limit): true when it did. */
   private answerFault(fault: Fault | undefined, req: IncomingMessage, entry: RequestLogEntry, send: Send, resource: "core" | "graphql"): boolean {
+    if (fault?.kind === "hang") {
+      // never answered: the socket stays open until the client gives up (or the server stops)
+      entry.status = -2;
+      return true;
+    }
     if (fault?.kind === "reset") {
       entry.status = -1;
       req.socket.destroy();
@@ -312,6 +321,11 @@ export class FakeGithub {
       const cut = text.slice(0, Math.floor(text.length / 2));
       res.writeHead(200, { ...head, "content-length": String(Buffer.byteLength(cut)) });
       res.end(cut);
+      return;
+    }
+    if (fault?.kind === "stall_body") {
+      res.writeHead(200, head);
+      res.write(text.slice(0, Math.floor(text.length / 2)));
       return;
     }
     if (fault?.kind === "slow") {

@@ -7,7 +7,7 @@ import { RequestError } from "@octokit/request-error";
 import { Octokit } from "@octokit/rest";
 import { writeFileAtomic } from "./atomic.ts";
 import { canonicalJson, sha256 } from "./canonical.ts";
-import { TransientFailure } from "./failures.ts";
+import { RunAbort, TransientFailure } from "./failures.ts";
 import type { Logger } from "./logger.ts";
 
 /**
@@ -51,55 +51,170 @@ function nameSecondaryLimits(octokit: { hook: Octokit["hook"] }): void {
   });
 }
 
-/** Errors of the connection itself (nothing answered): the server is down or out of reach. */
+/** A request that got no answer (or no whole body) within the time limit: the API hangs. */
+export class NoAnswerInTime extends Error {
+  override name = "NoAnswerInTime";
+  /** So that the connection checks, and transientCause, read it as the network's moment. */
+  readonly code = "ETIMEDOUT";
+}
+
+/**
+ * `fetch` with a time limit on each phase of an exchange: the connection and the answer's status
+ * and headers within `seconds`, then the whole body within `seconds` more (read here, so a body
+ * that stalls halfway is caught too). An API that accepts connections and never answers costs
+ * one time limit per attempt, never undici's five minutes.
+ */
+export function fetchWithTimeLimit(seconds: number, base: typeof fetch = globalThis.fetch): typeof fetch {
+  return async (input, init = {}) => {
+    const controller = new AbortController();
+    const outer = init.signal;
+    const follow = () => controller.abort(outer?.reason);
+    outer?.addEventListener("abort", follow);
+    const method = String(init.method ?? "GET").toUpperCase();
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    const limit = (what: string) =>
+      setTimeout(
+        () => controller.abort(new NoAnswerInTime(`no ${what} from ${method} ${url} within ${seconds} s (the API accepts the connection but does not answer)`)),
+        seconds * 1000,
+      );
+    let timer = limit("answer");
+    try {
+      const response = await base(input, { ...init, signal: controller.signal });
+      clearTimeout(timer);
+      timer = limit("whole body");
+      const empty = method === "HEAD" || response.status === 204 || response.status === 205 || response.status === 304;
+      const body = empty ? null : await response.arrayBuffer();
+      const whole = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+      // the address it came from after redirects: a renamed repository's new home is read from it
+      Object.defineProperty(whole, "url", { value: response.url });
+      return whole;
+    } catch (error) {
+      if (controller.signal.reason instanceof NoAnswerInTime) throw controller.signal.reason;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", follow);
+    }
+  };
+}
+
+/** Errors of the connection itself (nothing answered in time, or at all): the server is down, out of reach, or hung. */
 function isConnectionFailure(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (
       typeof code === "string" &&
-      /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT)$/.test(code)
+      /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/.test(
+        code,
+      )
     )
       return true;
   }
   return (error as { status?: number }).status === 500 && /fetch failed|other side closed|socket hang up/i.test(String((error as Error).message));
 }
 
-/** GitHub is out of reach: said once for the run, and every later request fails with it at once. */
-export class GithubUnreachable extends TransientFailure {
+function isTimeout(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 6; e = (e as { cause?: unknown }).cause, depth++) if (e instanceof NoAnswerInTime) return true;
+  return false;
+}
+
+/**
+ * GitHub cannot be used this run (unreachable, hung, or failing every request): said once, and
+ * every later request fails with it at once. The stage stops taking records (RunAbort): nothing
+ * of it is cached, and the next run takes up where this one stopped.
+ */
+export class GithubUnreachable extends RunAbort {
   override name = "GithubUnreachable";
 }
 
-/** Connection failures in a row, with no answer between, after which the API is taken as unreachable. */
+/** Failed connections in a row, with no answer between, after which the API is taken as unreachable. */
 const UNREACHABLE_AFTER = 5;
+/** Requests in a row that got no answer within the time limit, after which the API is taken as hung. */
+const HUNG_AFTER = 3;
+/**
+ * 5xx answers in a row, across requests, after which the API is taken as failing. GitHub's
+ * passing bursts (a few 502s) stay under it and are retried request by request.
+ */
+const FAILING_AFTER = 10;
 
 /**
- * A connection that cannot be made is one fact about the run, not one per request: after
- * UNREACHABLE_AFTER failed connections in a row, every request (a retry of another one included)
- * fails at once with GithubUnreachable, so a run against an API that is down ends within one
- * retry ladder and sends nothing more. Any answer at all closes the count again.
+ * The API's state is one fact about the run, not one per request: after UNREACHABLE_AFTER failed
+ * connections, HUNG_AFTER requests without an answer in time, or FAILING_AFTER server errors in a
+ * row, every request (a retry of another one included) fails at once with GithubUnreachable, so
+ * a run against an API that is down, hung or failing ends within a bounded time and sends
+ * nothing more. Any other answer closes the counts again.
  */
 function stopWhenUnreachable(octokit: { hook: Octokit["hook"] }): void {
-  let failures = 0;
+  let connections = 0;
+  let timeouts = 0;
+  let serverErrors: number[] = [];
   let fact: string | undefined;
   octokit.hook.wrap("request", async (request, options) => {
     if (fact) throw new GithubUnreachable(fact);
+    const base = () => new URL(String((options as { baseUrl?: string }).baseUrl ?? "https://api.github.com")).origin;
+    const what = () => {
+      const endpoint = options as { method?: string; url?: string };
+      return `${endpoint.method ?? "GET"} ${String(endpoint.url ?? "")}`;
+    };
     try {
       const response = await request(options);
-      failures = 0;
+      connections = timeouts = 0;
+      serverErrors = [];
       return response;
     } catch (error) {
-      if (!isConnectionFailure(error)) {
-        failures = 0;
-        throw error;
-      }
-      failures++;
-      if (failures >= UNREACHABLE_AFTER && !fact) {
-        const base = new URL(String((options as { baseUrl?: string }).baseUrl ?? "https://api.github.com"));
-        fact = `the GitHub API at ${base.origin} cannot be reached (${failures} connections failed in a row: ${(error as Error).message}); no more requests are sent this run`;
+      const status = (error as { status?: number }).status;
+      if (isConnectionFailure(error)) {
+        connections++;
+        timeouts = isTimeout(error) ? timeouts + 1 : 0;
+        serverErrors = [];
+        if (timeouts >= HUNG_AFTER && !fact)
+          fact = `the GitHub API at ${base()} accepts connections but does not answer: ${timeouts} requests in a row got no answer within the time limit (last: ${(error as Error).message}); no more requests are sent this run`;
+        else if (connections >= UNREACHABLE_AFTER && !fact)
+          fact = `the GitHub API at ${base()} cannot be reached (${connections} connections failed in a row: ${(error as Error).message}); no more requests are sent this run`;
+      } else if (typeof status === "number" && status >= 500) {
+        connections = timeouts = 0;
+        serverErrors.push(status);
+        if (serverErrors.length >= FAILING_AFTER && !fact) {
+          const statuses = [...new Set(serverErrors)].sort().join(", ");
+          fact = `the GitHub API at ${base()} is failing: it answered HTTP ${statuses} to ${serverErrors.length} requests in a row (last: HTTP ${status} to ${what()}); no more requests are sent this run`;
+        }
+      } else {
+        connections = timeouts = 0;
+        serverErrors = [];
       }
       throw fact ? new GithubUnreachable(fact) : error;
     }
   });
+}
+
+/** A rate limit that GitHub kept answering after every wait the client allows: a fact of the moment, with when it lifts. */
+export class GithubRateLimited extends TransientFailure {
+  override name = "GithubRateLimited";
+}
+
+/**
+ * A 403 or 429 that is a rate limit and outlived the throttling plugin's retries becomes
+ * GithubRateLimited, naming the limit's kind and when it lifts: never an unexplained 403 (which
+ * is no transient cause) and so never an internal error.
+ */
+export function rateLimitFailure(error: unknown, request: string): GithubRateLimited | undefined {
+  const e = error as { status?: number; message?: string; response?: { headers?: Record<string, string | undefined> } };
+  if (e.status !== 403 && e.status !== 429) return undefined;
+  const headers = e.response?.headers ?? {};
+  const retryAfter = headers["retry-after"];
+  const exhausted = headers["x-ratelimit-remaining"] === "0";
+  const secondary = retryAfter !== undefined || /secondary rate|abuse detection/i.test(e.message ?? "");
+  if (!secondary && !exhausted && !/rate limit/i.test(e.message ?? "")) return undefined;
+  const reset = Number(headers["x-ratelimit-reset"]);
+  const lifts =
+    secondary && retryAfter !== undefined
+      ? `it asked to wait ${retryAfter} s more`
+      : Number.isFinite(reset) && reset > 0
+        ? `it resets at ${new Date(reset * 1000).toISOString()}`
+        : "it gave no reset time";
+  return new GithubRateLimited(
+    `GitHub's ${secondary ? "secondary" : "primary"} rate limit (HTTP ${e.status}) still held on ${request} after every retry; ${lifts}: run again after that (finished records are kept)`,
+  );
 }
 
 const ClientWithPlugins = Octokit.plugin(completeJsonBodies, nameSecondaryLimits, stopWhenUnreachable, throttling, retry);
@@ -127,7 +242,15 @@ export interface GithubClientOptions {
   graphqlSpacingMs?: number;
   /** Hours a recorded 404 stays the answer before it is asked again (something that did not exist may since). */
   recheckMissingHours?: number;
+  /** Seconds each request may take to answer, and then to send its whole body (DEFAULT_TIMEOUT_SECONDS). */
+  timeoutSeconds?: number;
 }
+
+/**
+ * A request's time limit. GitHub answers within a few seconds, large lists included; a request
+ * still waiting after this is hung, and HUNG_AFTER of them stop the run (about 1.5 minutes).
+ */
+export const DEFAULT_TIMEOUT_SECONDS = 30;
 
 export interface RequestCounts {
   /** Requests sent with If-None-Match. */
@@ -173,6 +296,18 @@ export function redact(text: string, token?: string): string {
   return token ? text.split(token).join("[REDACTED]") : text;
 }
 
+/** Retries of a request GitHub rate-limits, each after the wait GitHub asks for. */
+const RATE_LIMIT_RETRIES = 3;
+
+function rateLimitWait(log: Logger, kind: string, retryAfter: number, request: { method: string; url: string }, retryCount: number): boolean {
+  if (retryCount >= RATE_LIMIT_RETRIES) {
+    log.warn(`GitHub ${kind} on ${request.method} ${request.url} again after ${RATE_LIMIT_RETRIES} retries: not retried`);
+    return false;
+  }
+  log.warn(`GitHub ${kind} on ${request.method} ${request.url}: waiting ${retryAfter}s, then retry ${retryCount + 1} of ${RATE_LIMIT_RETRIES}`);
+  return true;
+}
+
 /** The client with its plugins: throttling (rate limits, GraphQL spacing), retries, a quiet log. */
 function newClient(options: GithubClientOptions): GithubClient {
   const unit = options.waitUnitMs ?? 1000;
@@ -185,16 +320,14 @@ function newClient(options: GithubClientOptions): GithubClient {
       retryAfterBaseValue: 1000,
       // GitHub: without Retry-After, wait at least a minute before retrying a secondary limit.
       fallbackSecondaryRateRetryAfter: options.secondaryFallbackSeconds ?? 60,
-      onRateLimit: (retryAfter: number, request: { method: string; url: string }, _client: unknown, retryCount: number) => {
-        options.log.warn(`GitHub rate limit reached on ${request.method} ${request.url}; waiting ${retryAfter}s for the reset (retry ${retryCount + 1})`);
-        return retryCount < 3;
-      },
-      onSecondaryRateLimit: (retryAfter: number, request: { method: string; url: string }, _client: unknown, retryCount: number) => {
-        options.log.warn(`GitHub secondary rate limit on ${request.method} ${request.url}; waiting ${retryAfter}s (retry ${retryCount + 1})`);
-        return retryCount < 3;
-      },
+      // Each warning says what happens next: a wait and a retry, or no retry.
+      onRateLimit: (retryAfter: number, request: { method: string; url: string }, _client: unknown, retryCount: number) =>
+        rateLimitWait(options.log, "rate limit", retryAfter, request, retryCount),
+      onSecondaryRateLimit: (retryAfter: number, request: { method: string; url: string }, _client: unknown, retryCount: number) =>
+        rateLimitWait(options.log, "secondary rate limit", retryAfter, request, retryCount),
     },
     retry: { retries: options.maxRetries ?? 4, retryAfterBaseValue: unit },
+    request: { fetch: fetchWithTimeLimit(options.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS) },
     log: {
       debug: () => {},
       info: () => {},
@@ -215,6 +348,15 @@ function newClient(options: GithubClientOptions): GithubClient {
 export function createGithubClient(options: GithubClientOptions): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql } {
   const counts: RequestCounts = { conditional: 0, unconditional: 0, notModified: 0, replayed: 0, graphql: 0, graphqlReused: 0 };
   const octokit = newClient(options);
+  // Outside the throttling and retry plugins: what reaches here has outlived their retries.
+  octokit.hook.wrap("request", async (request, requestOptions) => {
+    try {
+      return await request(requestOptions);
+    } catch (error) {
+      const endpoint = octokit.request.endpoint(requestOptions as never) as { method: string; url: string };
+      throw rateLimitFailure(error, redact(`${endpoint.method} ${endpoint.url}`, options.token)) ?? error;
+    }
+  });
   const cache = new ConditionalGets(options, counts);
   octokit.hook.wrap("request", async (request, requestOptions) => {
     const endpoint = octokit.request.endpoint(requestOptions as never) as { method: string; url: string };
@@ -282,7 +424,7 @@ class ConditionalGets {
     }
     try {
       const response = await request(requestOptions);
-      this.renamed.note(repoMatch, response.url);
+      this.renamed.note(repoMatch, response.url, response.data);
       if (!isJsonDocument(response.data))
         throw new RequestError(`the response body of GET ${path} is not a JSON document; not cached`, 502, {
           request: requestOptions as never,
@@ -362,20 +504,30 @@ class RenamedRepositories {
   }
 
   /**
-   * A repository request (its own record or its pull-request list) answered from
-   * /repositories/{id} was redirected there: the repository was renamed or moved. Said once; its
-   * later requests go there directly. (An issue's redirect is a transfer of that issue alone.)
+   * A request under a repository's name answered from /repositories/{id}/… was redirected there:
+   * the repository was renamed or moved. Remembered for the run (its later requests go there
+   * directly, with no 301 each) and said once, naming the old name and the new. An issue's
+   * redirect is not the repository's: it is a transfer of that issue alone.
    */
-  note(match: RegExpExecArray | null, finalUrl: string | undefined): void {
-    if (!match || !finalUrl || !/^(\/pulls(\?.*)?)?$/.test(match[3]!)) return;
+  note(match: RegExpExecArray | null, finalUrl: string | undefined, data: unknown): void {
+    if (!match || !finalUrl || /^\/issues\//.test(match[3]!)) return;
     const id = /\/repositories\/(\d+)(?:\/|\?|$)/.exec(new URL(finalUrl).pathname)?.[1];
     const name = `${match[1]}/${match[2]}`.toLowerCase();
     if (!id || this.moved.has(name)) return;
     this.moved.set(name, `/repositories/${id}`);
+    const now = currentName(data);
     this.options.log.warn(
-      `GitHub redirects ${match[1]}/${match[2]} to repository ${id} (renamed or moved): its requests now go there directly; its records keep the name ${match[1]}/${match[2]} (rename it in the config and its profile to follow GitHub)`,
+      `GitHub redirects ${match[1]}/${match[2]} to ${now ?? `repository ${id}`} (renamed or moved; repository ${id}): its requests now go there directly for this run; its records keep the name ${match[1]}/${match[2]} and each notes the new one (rename it in the config and its profile to follow GitHub)`,
     );
   }
+}
+
+/** A repository's name as GitHub gives it now, from what an answer under it holds: the repository, a pull request, or a list of them. */
+export function currentName(data: unknown): string | undefined {
+  const first = Array.isArray(data) ? data[0] : data;
+  const record = first as { full_name?: unknown; base?: { repo?: { full_name?: unknown } } } | undefined;
+  const name = record?.full_name ?? record?.base?.repo?.full_name;
+  return typeof name === "string" ? name : undefined;
 }
 
 /**

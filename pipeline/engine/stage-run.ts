@@ -132,6 +132,20 @@ interface StageKey {
   profiles?: ProfileSet;
 }
 
+/**
+ * The repository profiles, every one valid: an invalid profile stops every stage that reads
+ * profiles, naming each bad file and field, instead of leaving its repository to a default (a
+ * clone from github.com) or to a reject per record that hides the cause.
+ */
+function validProfiles(files: ExternalFile[], dir: string): ProfileSet & { dir: string } {
+  const loaded = loadProfiles(files);
+  if (loaded.errors.size)
+    throw new PipelineError(
+      `${loaded.errors.size} invalid repository profile(s) in ${dir}: ${[...loaded.errors.values()].join("; ")} (fix ${loaded.errors.size === 1 ? "it" : "them"}, or move ${loaded.errors.size === 1 ? "it" : "them"} out of ${dir}: no stage that reads profiles runs until then)`,
+    );
+  return { ...loaded, dir };
+}
+
 async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage, config: unknown): Promise<StageKey> {
   const uses = (name: SettingName) => stage.settings?.includes(name) ?? false;
   const configHash = hashValue(Object.fromEntries(Object.entries(config as Record<string, unknown>).filter(([key]) => !stage.volatileConfig?.includes(key))));
@@ -154,7 +168,8 @@ async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage
   const execution = Object.fromEntries(Object.entries(run.settings.execution).filter(([k]) => !(VOLATILE_EXECUTION_KEYS as readonly string[]).includes(k)));
   const settings = { execution: uses("execution") ? execution : null, session: uses("session") ? run.settings.session : null };
   const seed = stage.usesSeed ? run.seed : null;
-  const recordKeyBase = { code, config: configHash, settings, seed };
+  const recordConfig = stage.recordConfig ? hashValue(stage.recordConfig(config) ?? null) : configHash;
+  const recordKeyBase = { code, config: recordConfig, settings, seed };
   const key = hashValue({ stage: stage.name, ...recordKeyBase, inputs: inputHashes, files: fileHashes });
   return {
     key,
@@ -164,7 +179,7 @@ async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage
     fileHashes,
     recordKeyBase,
     files,
-    ...(uses("profiles") ? { profiles: { ...loadProfiles(profileFiles), dir: run.settings.profiles_dir } } : {}),
+    ...(uses("profiles") ? { profiles: validProfiles(profileFiles, run.settings.profiles_dir) } : {}),
   };
 }
 
@@ -230,12 +245,15 @@ function stageContext(
       appendFileSync(join(run.workDir, "logs", "metrics.jsonl"), JSON.stringify({ stage: stage.name, ...values }) + "\n");
     },
     saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
-    github: ({ baseUrl, offline, tokenFile, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs }) => {
+    github: ({ baseUrl, offline, tokenFile, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs, timeoutSeconds }) => {
       const token = readToken(process.env, tokenFile ? resolve(run.baseDir, tokenFile) : undefined);
       // One cache per API (host, port and path): two APIs on one host must not share answers.
       const url = new URL(baseUrl);
       const cacheDir = join(run.workDir, "http-cache", `${url.host}${url.pathname.replace(/\/+$/, "")}`.replace(/[^\w.-]/g, "_"));
-      return { ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs }), token };
+      return {
+        ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs, timeoutSeconds }),
+        token,
+      };
     },
     reject(reject) {
       // A record already counted by mapRecords (rejected after its work) is not counted twice.

@@ -118,6 +118,7 @@ export interface StageContext<C> {
     tokenFile?: string;
     waitUnitMs?: number;
     secondaryFallbackSeconds?: number;
+    timeoutSeconds?: number;
     graphqlSpacingMs?: number;
   }): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql; token?: string };
   /**
@@ -159,6 +160,12 @@ export interface StageDefinition<C = unknown, I extends Record<string, InputSpec
   configSchema: z.ZodType<C>;
   /** Config keys that change how fast the stage runs, not what it produces; kept out of the cache key. */
   volatileConfig?: string[];
+  /**
+   * What of the config a record's result depends on, where that is less than the whole config
+   * (the default): the per-record cache key holds only this, so a change elsewhere (another
+   * record listed, another concurrency or wait) reruns the stage but reuses every record.
+   */
+  recordConfig?: (config: C) => unknown;
   /**
    * Whether the stage draws from the benchmark seed. Only such stages have the seed in their
    * cache key: a new seed redraws sessions without redoing splits or test runs.

@@ -474,6 +474,10 @@ export async function minePullHistory(options: MinePullOptions, pull: PullSummar
   const pr = pull.pull as Raw;
   const [apiCommits, files, reviews, reviewComments, comments] = await listsOfPull(options, pull);
   const notes: string[] = [];
+  // GitHub answers a renamed (or moved) repository's old name; its pull requests name the new one.
+  const now = (pr.base as { repo?: { full_name?: unknown } } | undefined)?.repo?.full_name;
+  if (typeof now === "string" && now.toLowerCase() !== pull.repo.toLowerCase())
+    notes.push(`GitHub names this repository ${now} now (renamed or moved from ${pull.repo}); mined under the name the config gives`);
   const { commits, changedFiles } = await completedFromGit(apiCommits, files, pr, notes, change);
   const links = await findLinks(options, pull, pr, commits, notes);
   const issues = await fetchIssues(octokit, links, notes);
@@ -623,7 +627,9 @@ export async function enrichRecord(options: MinePullOptions, candidate: Candidat
     notes: [
       ...candidate.notes,
       ...history.notes,
-      `enriched from GitHub: ${history.pull_request.discussion.length} discussion item(s), ${history.issues.length} linked issue(s)`,
+      `enriched from GitHub: ${history.pull_request.discussion.length} discussion item(s) (review rounds become requests after the first), ${history.issues.length} linked issue(s) (${
+        history.issues.map((i) => `${i.repo}#${i.number}`).join(", ") || "none"
+      }: provenance of stage 1 only); stage 1 stays the record's own problem statement`,
     ],
   });
 }

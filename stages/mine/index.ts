@@ -3,7 +3,7 @@ import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/engine/stage.ts";
-import { type GithubClient, redact } from "../../pipeline/github-client.ts";
+import { DEFAULT_TIMEOUT_SECONDS, type GithubClient, redact } from "../../pipeline/github-client.ts";
 import { transientCause, TransientFailure } from "../../pipeline/failures.ts";
 import { enrichRecord, isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";
 import { importSwebench } from "./swebench.ts";
@@ -48,6 +48,11 @@ export const MineConfig = z.strictObject({
       graphql: z.enum(["auto", "off"]).default("auto"),
       /** Milliseconds between GraphQL queries: GitHub asks a second between POST requests. */
       graphql_spacing_ms: z.number().int().nonnegative().default(1000),
+      /**
+       * Seconds a request may wait for GitHub's answer, and then for its whole body. Three requests
+       * in a row without an answer stop the stage: the API is taken as hung.
+       */
+      timeout_seconds: z.number().positive().default(DEFAULT_TIMEOUT_SECONDS),
     })
     .optional(),
 });
@@ -60,6 +65,13 @@ export const mineStage = defineStage({
   version: "3",
   module: import.meta.url,
   configSchema: MineConfig,
+  // A record's result depends on where it is asked and how, never on which other records are
+  // listed, how many go at once or how long waits are.
+  recordConfig: (config) => ({
+    api_url: config.github?.api_url ?? null,
+    enrich_swebench: config.github?.enrich_swebench ?? null,
+    graphql: config.github?.graphql ?? null,
+  }),
   // Profiles give each repository's clone_url; without one, GitHub's clone URL is used.
   settings: ["profiles"],
   inputs: {},
@@ -125,6 +137,7 @@ function githubMining(ctx: MineContext): GithubMining | undefined {
     tokenFile: gh.token_file,
     waitUnitMs: gh.wait_unit_ms,
     secondaryFallbackSeconds: gh.secondary_wait_seconds,
+    timeoutSeconds: gh.timeout_seconds,
     graphqlSpacingMs: gh.graphql_spacing_ms,
   });
   const cloneSource = (repo: string) => cloneSourceOf(repo, ctx.profiles.profiles.get(repo), ctx.resolvePath);
@@ -134,6 +147,11 @@ function githubMining(ctx: MineContext): GithubMining | undefined {
     // Anything else (exhausted retries, a broken recording) must not leak the token, and keeps
     // its kind: an unreachable API is transient, not a bug.
     const message = redact((error as Error).message, client.token);
+    // A transient failure keeps its class: GithubUnreachable stops the stage at once (RunAbort).
+    if (error instanceof TransientFailure) {
+      error.message = message;
+      throw error;
+    }
     throw transientCause(error) !== undefined ? new TransientFailure(message) : new Error(message);
   };
   return {
@@ -162,7 +180,7 @@ async function withHistories(ctx: MineContext, swebench: Candidate[], github: Gi
   const enriched = await ctx.mapRecords(swebench, {
     id: (c) => c.id,
     concurrency: gh!.concurrency,
-    dependsOn: (c) => ({ record: c, api: gh!.api_url }),
+    dependsOn: (c) => ({ record: c, api: gh!.api_url, graphql: github!.useGraphql }),
     work: (c) => enrichRecord(github!.options, c).catch(github!.asTransient),
   });
   const left = enriched.filter((c) => c.notes.some((n) => n.startsWith("not enriched")));
@@ -192,7 +210,7 @@ async function mineRepositories(ctx: MineContext, github: GithubMining, keep: Ke
   const mined = await ctx.mapRecords(pulls, {
     id: (p) => `${p.repo.replace("/", "__")}-${p.number}`,
     concurrency: gh.concurrency,
-    dependsOn: (p) => github.cloneSource(p.repo),
+    dependsOn: (p) => ({ clone: github.cloneSource(p.repo), graphql: github.useGraphql }),
     work: (pull) => minePull(github.options, pull).catch(github.asTransient),
   });
   for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);

@@ -29,8 +29,9 @@ function askOf(item: DiscussionItem): string {
 }
 
 /**
- * Rebuilds a task's ordered, cumulative requests. Stage 1 is the linked issue (the closing one
- * first; any other is noted in provenance), or the PR description when no issue is linked.
+ * Rebuilds a task's ordered, cumulative requests. Stage 1 is a SWE-bench-family record's own
+ * problem statement (enriched or not); for a mined pull request, the linked issue (the closing
+ * one first; any other is noted in provenance), or the PR description when no issue is linked.
  * Every later stage is one pre-merge review round (the feedback between two pushes of the
  * author's commits) with at least one substantive comment; its substantive comments become one
  * request. Every comment's class is returned for curators.
@@ -39,7 +40,25 @@ export function reconstructRequests(candidate: Candidate, added: ReadonlySet<str
   const requests: Request[] = [];
   const pr = candidate.pull_request;
   const issues = [...candidate.issues].sort((a, b) => LINK_ORDER[a.linked_by] - LINK_ORDER[b.linked_by] || a.number - b.number);
-  if (issues.length) {
+  const statement = candidate.source.kind === "swebench" ? (candidate.problem_statement ?? "").trim() : "";
+  if (statement) {
+    // A SWE-bench-family record's own problem statement is what it was qualified against: it stays
+    // stage 1 when enrichment found its pull request's history. The linked issues (their text as
+    // GitHub has it now) and the pull request are provenance, never a replacement.
+    requests.push({
+      stage: 1,
+      text: cleanRequestText(candidate.problem_statement!, added),
+      provenance: {
+        sources: [
+          { kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" },
+          ...issues.map((i) => ({ kind: "issue" as const, record_id: `${i.repo}#${i.number}`, url: i.url, author: i.author, created_at: i.created_at })),
+          ...(pr && !issues.length
+            ? [{ kind: "pr_body" as const, record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }]
+            : []),
+        ],
+      },
+    });
+  } else if (issues.length) {
     const [first, ...others] = issues;
     requests.push({
       stage: 1,
@@ -59,13 +78,6 @@ export function reconstructRequests(candidate: Candidate, added: ReadonlySet<str
       stage: 1,
       text: cleanRequestText(`${pr.title}\n\n${pr.body}`, added),
       provenance: { sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] },
-    });
-  } else {
-    // A SWE-bench record without its history: the problem statement is the only request.
-    requests.push({
-      stage: 1,
-      text: cleanRequestText(candidate.problem_statement ?? "", added),
-      provenance: { sources: [{ kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" }] },
     });
   }
   if (!pr) return { requests: requests.filter((r) => r.text), comments: [] };

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,8 +28,8 @@ describe("SWE-bench-family records enriched from GitHub", () => {
   let offline: DemoCopy;
 
   /** A demo copy whose mine stage imports the corpus's SWE-bench records, with GitHub for enrichment only. */
-  async function importing(extra: Record<string, unknown> = {}): Promise<DemoCopy> {
-    const c = await prepareDemoCopy(tempDir(), { corpusDir, mine: { repos: [], ...extra } });
+  async function importing(extra: Record<string, unknown> = {}, dir = tempDir()): Promise<DemoCopy> {
+    const c = await prepareDemoCopy(dir, { corpusDir, mine: { repos: [], ...extra } });
     const stages = c.options.stageConfigs as Record<string, Record<string, unknown>>;
     stages.mine = { ...stages.mine, swebench: [join(corpusDir, "records.jsonl")] };
     return c;
@@ -38,8 +38,9 @@ describe("SWE-bench-family records enriched from GitHub", () => {
   beforeAll(async () => {
     corpusDir = fileTempDir();
     await buildDemoCorpus(plan, corpusDir);
-    mined = await prepareDemoCopy(tempDir(), { corpusDir });
-    enriched = await importing();
+    // both kept for every test of the file
+    mined = await prepareDemoCopy(fileTempDir(), { corpusDir });
+    enriched = await importing({}, fileTempDir());
     for (const c of [mined, enriched]) expect((await runPipeline(c.options, { only: "mine" })).ok).toBe(true);
     for (const c of [mined, enriched]) await runPipeline(c.options, { only: "split" });
   });
@@ -60,13 +61,61 @@ describe("SWE-bench-family records enriched from GitHub", () => {
     const fromGithub = requestsOf(mined);
     const fromRecords = requestsOf(enriched);
     expect([...fromRecords.keys()].sort()).toEqual([...fromGithub.keys()].sort());
-    for (const [id, requests] of fromRecords) expect(requests, id).toEqual(fromGithub.get(id));
+    for (const [id, requests] of fromRecords) {
+      const github = fromGithub.get(id)!;
+      // the same texts, review rounds included: the demo's records state the issue (or the PR) word for word
+      expect(
+        requests.map((r) => [r.stage, r.text]),
+        id,
+      ).toEqual(github.map((r) => [r.stage, r.text]));
+      expect(requests.slice(1), id).toEqual(github.slice(1));
+      // stage 1 is the record's own statement; where GitHub's text came from is provenance beside it
+      expect(requests[0]!.provenance.sources[0], id).toEqual({ kind: "issue", record_id: `${id}:problem_statement`, author: "unknown" });
+      expect(
+        requests[0]!.provenance.sources.slice(1).map((s) => s.record_id),
+        id,
+      ).toEqual(github[0]!.provenance.sources.map((s) => s.record_id));
+    }
     const multi = [...fromRecords.values()].filter((r) => r.length >= 2).length;
     // most of the demo's pull requests have review rounds: without enrichment each would have one request
     expect(multi).toBeGreaterThan(fromRecords.size / 2);
     // the record's own base, patches and tests are kept
     const candidates = read<Candidate>(enriched, "mine", "candidates");
     expect(candidates.every((x) => x.source.kind === "swebench" && x.upstream_split && x.notes.some((n) => n.startsWith("enriched from GitHub")))).toBe(true);
+  });
+
+  it("keeps the record's own problem statement as stage 1 when its linked issue says something else now, and notes what enrichment added", async () => {
+    const records = readFileSync(join(corpusDir, "records.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+    const withIssue = read<Candidate>(mined, "mine", "candidates").find((x) => x.issues.length && (x.pull_request?.discussion.length ?? 0) > 0)!;
+    const edited = records.map((r) =>
+      r.instance_id === withIssue.id ? { ...r, problem_statement: "The statement this record was qualified against, in words of its own." } : r,
+    );
+    const file = join(tempDir(), "edited.jsonl");
+    writeFileSync(file, edited.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const c = await prepareDemoCopy(tempDir(), { corpusDir, mine: { repos: [] } });
+    try {
+      const stages = c.options.stageConfigs as Record<string, Record<string, unknown>>;
+      stages.mine = { ...stages.mine, swebench: [file] };
+      expect((await runPipeline(c.options, { only: "mine" })).ok).toBe(true);
+      await runPipeline(c.options, { only: "split" });
+      const candidate = read<Candidate>(c, "mine", "candidates").find((x) => x.id === withIssue.id)!;
+      expect(candidate.problem_statement).toBe("The statement this record was qualified against, in words of its own.");
+      expect(candidate.notes.find((n) => n.startsWith("enriched from GitHub"))).toMatch(
+        new RegExp(
+          `linked issue\\(s\\) \\(${candidate.issues[0]!.repo}#${candidate.issues[0]!.number}.*: provenance of stage 1 only\\); stage 1 stays the record's own problem statement`,
+        ),
+      );
+      const requests = requestsOf(c).get(withIssue.id)!;
+      expect(requests[0]!.text).toBe("The statement this record was qualified against, in words of its own.");
+      expect(requests[0]!.provenance.sources.map((s) => s.record_id)).toContain(`${candidate.issues[0]!.repo}#${candidate.issues[0]!.number}`);
+      // its review rounds follow it, as GitHub has them
+      expect(requests.length).toBe(requestsOf(mined).get(withIssue.id)!.length);
+    } finally {
+      await c.server.stop();
+    }
   });
 
   it("without a token keeps each record's one request and says how many were not enriched and why", async () => {

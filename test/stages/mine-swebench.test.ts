@@ -147,7 +147,7 @@ describe("SWE-bench-family import", () => {
     const records = [
       record({ problem_statement: "first: naïve ✓" }),
       record({ instance_id: "pvlib__pvlib-python-2", problem_statement: "second: MARK" }),
-      record({ instance_id: "pvlib__pvlib-python-3", problem_statement: "third: \\u00e9 and \"quoted\" [x], {y}" }),
+      record({ instance_id: "pvlib__pvlib-python-3", problem_statement: 'third: \\u00e9 and "quoted" [x], {y}' }),
     ];
     const oneLine = JSON.stringify(records);
     for (const [position, id] of records.map((r, i) => [i, r.instance_id] as const)) {
@@ -160,14 +160,19 @@ describe("SWE-bench-family import", () => {
       expect(decoded.invalid).toEqual([{ line: 1, byteOffset: at }]);
       const { candidates, rejects } = importSwebench("dump.json", decoded.text, decoded.invalid, bytes);
       const others = records.filter((r) => r.instance_id !== id);
-      expect(candidates.map((c) => c.id), `bad byte in element ${position + 1}`).toEqual(others.map((r) => r.instance_id));
+      expect(
+        candidates.map((c) => c.id),
+        `bad byte in element ${position + 1}`,
+      ).toEqual(others.map((r) => r.instance_id));
       // the others exactly as the file holds them: no U+FFFD, nothing altered
       expect(candidates.map((c) => c.problem_statement)).toEqual(others.map((r) => r.problem_statement));
       expect(rejects).toEqual([
         {
           record_id: "dump.json:1",
           reason: "malformed_record",
-          message: expect.stringMatching(new RegExp(`^dump\\.json line 1: not valid UTF-8 \\(byte offset ${at}\\); the record of line 1, bytes \\d+-\\d+, was not read$`)),
+          message: expect.stringMatching(
+            new RegExp(`^dump\\.json line 1: not valid UTF-8 \\(byte offset ${at}\\); the record of line 1, bytes \\d+-\\d+, was not read$`),
+          ),
           file: "dump.json",
           line: 1,
         },
@@ -176,7 +181,14 @@ describe("SWE-bench-family import", () => {
       const [from, to] = /bytes (\d+)-(\d+)/.exec(rejects[0]!.message)!.slice(1).map(Number);
       expect(at).toBeGreaterThanOrEqual(from!);
       expect(at).toBeLessThanOrEqual(to!);
-      expect(JSON.parse(bytes.subarray(from!, to! + 1).toString("latin1").replace(/\xff/, "")).instance_id).toBe(id);
+      expect(
+        JSON.parse(
+          bytes
+            .subarray(from!, to! + 1)
+            .toString("latin1")
+            .replace(/\xff/, ""),
+        ).instance_id,
+      ).toBe(id);
     }
     // two bad elements on the one line: both rejected, the third read
     const two = Buffer.from(oneLine.replace("naïve", "\u0000").replace("MARK", "\u0001"), "utf8");
