@@ -354,7 +354,14 @@ export function createGithubClient(options: GithubClientOptions): { octokit: Git
       return await request(requestOptions);
     } catch (error) {
       const endpoint = octokit.request.endpoint(requestOptions as never) as { method: string; url: string };
-      throw rateLimitFailure(error, redact(`${endpoint.method} ${endpoint.url}`, options.token)) ?? error;
+      const request = redact(`${endpoint.method} ${endpoint.url}`, options.token);
+      const limited = rateLimitFailure(error, request);
+      if (limited) throw limited;
+      // A server error that outlived the retries says what GitHub answered, and to what.
+      const failed = error as { status?: number; response?: unknown; message: string };
+      if (!(error instanceof GithubUnreachable) && typeof failed.status === "number" && failed.status >= 500 && failed.response)
+        failed.message = `GitHub answered HTTP ${failed.status} to ${request} after every retry (${failed.message})`;
+      throw error;
     }
   });
   const cache = new ConditionalGets(options, counts);

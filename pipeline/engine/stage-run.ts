@@ -170,7 +170,8 @@ async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage
   const seed = stage.usesSeed ? run.seed : null;
   const recordConfig = stage.recordConfig ? hashValue(stage.recordConfig(config) ?? null) : configHash;
   const recordKeyBase = { code, config: recordConfig, settings, seed };
-  const key = hashValue({ stage: stage.name, ...recordKeyBase, inputs: inputHashes, files: fileHashes });
+  // The stage's own key holds the whole config (the stage runs again on any change); a record's, only what changes it.
+  const key = hashValue({ stage: stage.name, ...recordKeyBase, config: configHash, inputs: inputHashes, files: fileHashes });
   return {
     key,
     code,
