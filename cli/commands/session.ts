@@ -46,6 +46,7 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
           agent: loadAgent(opts.agent),
           out: opts.out,
           work: opts.work,
+          force: Boolean(opts.force),
           log,
           ...modelTarget(opts),
         }).finally(() => bench.close());
@@ -95,6 +96,7 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
           agent,
           out,
           work: opts.work,
+          force: Boolean(opts.force),
           jobs,
           log,
           ...modelTarget(opts),
@@ -112,6 +114,7 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
 function withRunnerOptions(command: Command): Command {
   return withModelOptions(command)
     .option("--work <dir>", "where workspaces and trajectories go (default: <work_dir>/session-runs/<agent>)")
+    .option("--force", "replace a run folder under --work that holds another agent's run (refused otherwise)")
     .addOption(executorOption("executor of the verification: docker, local, auto, or queue (default: the config's execution.executor)"))
     .addOption(redisOption())
     .addOption(gitServiceOption())

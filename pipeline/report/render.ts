@@ -124,14 +124,26 @@ const WORKLOAD_COLUMNS = [
 
 const cellText = (c: WorkloadCell | null, f: (c: WorkloadCell) => string) => (c ? f(c) : "–");
 
+/**
+ * The unit Table 2's tokens are shown in: millions (as the study) where the largest mean reaches
+ * one, else thousands, else whole tokens, so a dry run's small counts never read as 0.000.
+ */
+function tokenUnit(aggregation: Aggregation): { short: string; words: string; format: (millions: number) => string } {
+  const largest = Math.max(0, ...aggregation.workload.flatMap((r) => WORKLOAD_COLUMNS.flatMap(([key]) => (r[key] ? [r[key]!.tokens_millions] : []))));
+  if (largest >= 1) return { short: "(M)", words: "millions", format: (m) => m.toFixed(3) };
+  if (largest * 1e6 >= 1000) return { short: "(k)", words: "thousands", format: (m) => (m * 1000).toFixed(1) };
+  return { short: "", words: "tokens", format: (m) => (m * 1e6).toFixed(0) };
+}
+
 /** Table 2 of the study: mean per-run tokens (millions), model calls and tool calls, from the harnesses' own output. */
 function renderWorkloadMarkdown(aggregation: Aggregation): string[] {
+  const unit = tokenUnit(aggregation);
   const lines = [
     "## Table 2: execution workload (from each harness's own output)",
     "",
-    "Means per run; n/r: the harness does not report it. Unint.: the whole uninterrupted run; Switch-All: the whole switched run; Switch-Focus: the switched run's resumed substantive focus requests (no initial focus request, no interruption, no finalization). Tokens (input, cached input and output) in millions. Runs that ended early count what they incurred.",
+    `Means per run; n/r: the harness does not report it. Unint.: the whole uninterrupted run; Switch-All: the whole switched run; Switch-Focus: the switched run's resumed substantive focus requests (no initial focus request, no interruption, no finalization). Tokens (input, cached input and output) in ${unit.words}. Runs that ended early count what they incurred.`,
     "",
-    "| Configuration | Runs (Unint. / Switch) | Tokens M: Unint. | Switch-All | Switch-Focus | Model calls: Unint. | Switch-All | Switch-Focus | Tool calls: Unint. | Switch-All | Switch-Focus | Failed requests | Infrastructure faults |",
+    `| Configuration | Runs (Unint. / Switch) | Tokens ${unit.short}: Unint. | Switch-All | Switch-Focus | Model calls: Unint. | Switch-All | Switch-Focus | Tool calls: Unint. | Switch-All | Switch-Focus | Failed requests | Infrastructure faults |`,
     "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of aggregation.workload) {
@@ -139,7 +151,7 @@ function renderWorkloadMarkdown(aggregation: Aggregation): string[] {
     const failed = (r.unint?.failed_requests ?? 0) + (r.switch_all?.failed_requests ?? 0);
     const faults = (r.unint?.infrastructure_faults ?? 0) + (r.switch_all?.infrastructure_faults ?? 0);
     lines.push(
-      `| ${r.configuration} | ${r.unint?.runs ?? 0} / ${r.switch_all?.runs ?? 0} | ${cells((c) => c.tokens_millions.toFixed(3))} | ${cells((c) => (c.model_calls === null ? "n/r" : c.model_calls.toFixed(1)))} | ${cells((c) => c.tool_calls.toFixed(1))} | ${failed} | ${faults} |`,
+      `| ${r.configuration} | ${r.unint?.runs ?? 0} / ${r.switch_all?.runs ?? 0} | ${cells((c) => unit.format(c.tokens_millions))} | ${cells((c) => (c.model_calls === null ? "n/r" : c.model_calls.toFixed(1)))} | ${cells((c) => c.tool_calls.toFixed(1))} | ${failed} | ${faults} |`,
     );
   }
   return lines;
@@ -174,15 +186,18 @@ export function renderWorkloadCsv(aggregation: Aggregation): string {
 /** Table 2 as a chart: per configuration, mean model calls and tool calls in each column. Plain SVG. */
 export function renderWorkloadSvg(aggregation: Aggregation): string {
   const panelWidth = 360;
-  const plotTop = 50;
+  const plotTop = 70;
   const plotHeight = 150;
   const width = Math.max(1, aggregation.workload.length) * panelWidth + 20;
   const height = plotTop + plotHeight + 70;
   const colors = { model_calls: "#4a78b5", tool_calls: "#7aa974" };
+  const title = "Table 2: mean model calls and tool calls per run (Unint., Switch-All, Switch-Focus)";
+  const heading = "Table 2: mean model and tool calls per run";
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
-    `<title>Mean model calls and tool calls per run: Unint., Switch-All, Switch-Focus</title>`,
+    `<title>${title}</title>`,
     `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${width / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">${heading}</text>`,
     `<rect x="20" y="${height - 22}" width="10" height="10" fill="${colors.model_calls}"/><text x="34" y="${height - 13}">Model calls</text>`,
     `<rect x="130" y="${height - 22}" width="10" height="10" fill="${colors.tool_calls}"/><text x="144" y="${height - 13}">Tool calls</text>`,
   ];
@@ -190,7 +205,8 @@ export function renderWorkloadSvg(aggregation: Aggregation): string {
     const left = 10 + index * panelWidth;
     const baseY = plotTop + plotHeight;
     const top = Math.max(1, ...WORKLOAD_COLUMNS.flatMap(([key]) => (r[key] ? [r[key]!.model_calls ?? 0, r[key]!.tool_calls] : [])));
-    parts.push(`<g><text x="${left + panelWidth / 2}" y="20" text-anchor="middle" font-size="13" font-weight="bold">${escapeXml(r.configuration)}</text>`);
+    parts.push(`<g><text x="${left + panelWidth / 2}" y="42" text-anchor="middle" font-size="13" font-weight="bold">${escapeXml(r.configuration)}</text>`);
+    parts.push(axisLabel(left + 14, plotTop + plotHeight / 2, "calls per run (mean)"));
     WORKLOAD_COLUMNS.forEach(([key, title], g) => {
       const slot = left + 50 + g * 100;
       const c = r[key];
@@ -211,6 +227,10 @@ export function renderWorkloadSvg(aggregation: Aggregation): string {
   return parts.join("\n") + "\n";
 }
 
+/** A y-axis label, written upwards beside the axis. */
+const axisLabel = (x: number, y: number, text: string): string =>
+  `<text x="${x}" y="${y}" text-anchor="middle" transform="rotate(-90 ${x} ${y})" fill="#333333">${escapeXml(text)}</text>`;
+
 const escapeXml = (text: string): string => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 
 /**
@@ -219,25 +239,29 @@ const escapeXml = (text: string): string => text.replace(/&/g, "&amp;").replace(
  */
 export function renderSvg(aggregation: Aggregation): string {
   const table = rowsOf(aggregation);
-  const panelWidth = 360;
-  const panelHeight = 240;
-  const plotTop = 50;
+  const panelWidth = 380;
+  const panelHeight = 260;
+  const plotTop = 70;
   const plotHeight = 150;
   const colors = { uninterrupted: "#4a78b5", switched: "#d9822b" };
   const width = Math.max(1, table.size) * panelWidth + 20;
   const height = panelHeight + 40;
+  const title = "Table 1: focus-task resolution, uninterrupted vs switched, per locality group";
+  const heading = "Table 1: resolution, uninterrupted vs switched";
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
-    `<title>Focus-task resolution, uninterrupted vs switched, per locality group</title>`,
+    `<title>${title}</title>`,
     `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${width / 2}" y="18" text-anchor="middle" font-size="14" font-weight="bold">${heading}</text>`,
     `<rect x="20" y="${panelHeight + 12}" width="10" height="10" fill="${colors.uninterrupted}"/><text x="34" y="${panelHeight + 21}">Uninterrupted</text>`,
     `<rect x="130" y="${panelHeight + 12}" width="10" height="10" fill="${colors.switched}"/><text x="144" y="${panelHeight + 21}">Switched</text>`,
   ];
   [...table.entries()].forEach(([configuration, groups], index) => {
     const left = 10 + index * panelWidth;
-    const axisX = left + 40;
+    const axisX = left + 60;
     const baseY = plotTop + plotHeight;
-    parts.push(`<g><text x="${left + panelWidth / 2}" y="20" text-anchor="middle" font-size="13" font-weight="bold">${escapeXml(configuration)}</text>`);
+    parts.push(`<g><text x="${left + panelWidth / 2}" y="42" text-anchor="middle" font-size="13" font-weight="bold">${escapeXml(configuration)}</text>`);
+    parts.push(axisLabel(left + 14, plotTop + plotHeight / 2, "focus tasks resolved (%)"));
     for (const tick of [0, 25, 50, 75, 100]) {
       const y = baseY - (tick / 100) * plotHeight;
       parts.push(

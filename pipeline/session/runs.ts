@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import Docker from "dockerode";
 import { parse } from "yaml";
@@ -10,7 +10,7 @@ import { DockerExecutor, dockerAvailable } from "../executors/docker.ts";
 import { environmentSpec } from "../executors/environment.ts";
 import { WORK_LABEL } from "../executors/index.ts";
 import { isRemoteCloneUrl } from "../git.ts";
-import type { Logger } from "../logger.ts";
+import { type Logger, silentLogger } from "../logger.ts";
 import { AgentSpec } from "../schemas/agent.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
@@ -78,6 +78,46 @@ export interface SessionRunOptions {
   /** The model endpoint an agent with `model_endpoint` is pointed at, and where installed agents are. */
   model?: ModelTarget;
   toolsDir?: string;
+  /** Replace a run folder that holds another agent's run (or anything but a run of this one). */
+  force?: boolean;
+}
+
+/** Written into each run folder: whose run it holds, so another run never deletes it silently. */
+const RUN_OWNER_FILE = ".switch-swe-run.json";
+
+interface RunOwner {
+  agent: string;
+  /** The report whose trajectory link points into the folder. */
+  report: string;
+}
+
+/**
+ * Checks that a run may take `runDir`: it is absent or empty, or holds an earlier run of the same
+ * agent reported to the same file (replaced, and said). Another agent's run, a run reported
+ * elsewhere, or a folder that is not a run is refused (InputError, exit 2) unless `force`: its
+ * report's trajectory link would otherwise point at another run.
+ */
+export function checkRunDir(runDir: string, owner: RunOwner, force: boolean | undefined, log: Logger): void {
+  if (!existsSync(runDir) || !readdirSync(runDir).length) return;
+  let earlier: Partial<RunOwner> | undefined;
+  try {
+    earlier = JSON.parse(readFileSync(join(runDir, RUN_OWNER_FILE), "utf8")) as Partial<RunOwner>;
+  } catch {
+    earlier = undefined;
+  }
+  const same = earlier?.agent === owner.agent && earlier?.report === owner.report;
+  if (same) {
+    log.info(`${runDir}: replacing the earlier run of ${owner.agent} there (its report ${owner.report} is written anew)`);
+    return;
+  }
+  const what = earlier?.agent
+    ? `the run of agent ${earlier.agent} reported in ${earlier.report ?? "an unknown file"}`
+    : "files that are not a run of switch-swe";
+  if (force) {
+    log.warn(`${runDir}: --force: replacing ${what}`);
+    return;
+  }
+  throw new InputError(`${runDir} holds ${what}; it is not deleted: give another --work folder, or pass --force to replace it`);
 }
 
 /**
@@ -95,6 +135,10 @@ export function sessionCloneSource(spec: SessionSpec, sessionFile: string): stri
 /** Where `switch-swe agents install` puts harnesses, and the session runner looks for them, by default. */
 export const DEFAULT_TOOLS_DIR = join(".switch-swe", "agents");
 
+/** Where one session and condition's run goes: its workspace, agent logs and trajectory. */
+const runDirOf = (bench: OpenedBenchmark, options: { work?: string; agent: AgentSpec }, sessionId: string, condition: Condition) =>
+  resolve(options.work ?? join(bench.loaded.workDir, "session-runs", options.agent.name), `${sessionId}.${condition}`);
+
 /** The report file of one session and condition under a results directory. */
 export const reportFileOf = (out: string, sessionId: string, condition: Condition) => join(out, `${sessionId}.${condition}.json`);
 
@@ -108,7 +152,7 @@ export async function runAndScoreSession(bench: OpenedBenchmark, options: Sessio
   const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, options.session));
   let mirror = "";
   for (const checkout of spec.checkouts) mirror = await bench.workspace.mirrors.ensure(spec.repo, source, checkout.base_commit);
-  const runDir = resolve(options.work ?? join(bench.loaded.workDir, "session-runs", options.agent.name), `${spec.session_id}.${options.condition}`);
+  const runDir = runDirOf(bench, options, spec.session_id, options.condition);
   const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
   const kept =
     options.reverify?.behaviour && existsSync(focusCheckoutIn(runDir, spec))
@@ -131,7 +175,11 @@ async function runAgent(bench: OpenedBenchmark, options: SessionRunOptions, at: 
   const environment = options.agent.runs === "environment" ? await agentImage(bench, spec, at.mirror, options.log) : undefined;
   // Only the scripted test agents may read held-out assets; a command agent is never given them.
   const heldout = options.agent.scripted ? (taskId: string) => bench.heldout(taskId) : undefined;
+  const owner = { agent: options.agent.name, report: resolve(at.reportFile) };
+  checkRunDir(runDir, owner, options.force, options.log);
   await rm(runDir, { recursive: true, force: true });
+  await mkdir(runDir, { recursive: true });
+  await writeFileAtomic(join(runDir, RUN_OWNER_FILE), JSON.stringify(owner) + "\n");
   const run = await runSession({
     spec,
     condition: options.condition,
@@ -191,6 +239,7 @@ export async function runAllSessions(
     only?: string[];
     model?: ModelTarget;
     toolsDir?: string;
+    force?: boolean;
   },
 ): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
   const sessionsDir = join(options.manifest, "sessions");
@@ -210,6 +259,14 @@ export async function runAllSessions(
     }
   };
   const todo = work.map((w) => ({ ...w, report: earlier(w) })).filter((w) => !w.report || w.report.infrastructure_fault);
+  // Every folder this run will take, checked before any runs: another agent's run stops it at once.
+  for (const w of todo)
+    checkRunDir(
+      runDirOf(bench, options, w.sessionId, w.condition),
+      { agent: options.agent.name, report: resolve(reportFileOf(options.out, w.sessionId, w.condition)) },
+      options.force,
+      silentLogger,
+    );
   const ran: VerificationReport[] = [];
   const failed: { session: string; condition: Condition; error: string }[] = [];
   let next = 0;
@@ -229,6 +286,7 @@ export async function runAllSessions(
             log: options.log,
             ...(options.model ? { model: options.model } : {}),
             ...(options.toolsDir ? { toolsDir: options.toolsDir } : {}),
+            ...(options.force ? { force: true } : {}),
           }),
         );
       } catch (error) {

@@ -374,6 +374,34 @@ describe("the demo", () => {
       expect((await git(["rev-list", "--count", "HEAD"], { cwd: join(workspace, checkout) })).trim()).toBe("1");
       expect((await git(["grep", "-l", "-e", "demo-org__", "-e", "heldout"], { cwd: join(workspace, checkout) }).catch(() => "")).trim()).toBe("");
     }
+
+    // Another agent given noop's --work folder is refused before it runs, naming the folder and
+    // whose run it holds; noop's run and the trajectory its report links to stay as they were.
+    const noopTrajectory = report("noop", picked[0]!, "switched").behaviour!.trajectory;
+    const before = readFileSync(join(results, "noop", noopTrajectory), "utf8");
+    const session = join(demo.emitted, "sessions", chosen.find((s) => s.session_id === picked[0])!.file);
+    const intruder = [
+      "session",
+      "run",
+      "-c",
+      demo.configPath,
+      "--session",
+      session,
+      "--condition",
+      "switched",
+      "--agent",
+      join(root, "data", "agents", "replay-reference.yaml"),
+    ];
+    const refused = await runCli([...intruder, "--out", join(dir, "intruder"), "--work", join(runs, "noop"), "--executor", "local", "-q"]);
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain(
+      `${join(runs, "noop", `${picked[0]}.switched`)} holds the run of agent noop reported in ${join(results, "noop", `${picked[0]}.switched.json`)}`,
+    );
+    expect(refused.stderr).toContain("pass --force to replace it");
+    expect(readFileSync(join(results, "noop", noopTrajectory), "utf8")).toBe(before);
+    // with --force it takes the folder
+    const forced = await runCli([...intruder, "--out", join(dir, "intruder"), "--work", join(runs, "noop"), "--executor", "local", "-q", "--force"]);
+    expect(forced.code, forced.stderr).toBe(0);
   });
 
   it("resumes run-all after a kill, running only the sessions not yet scored", async () => {

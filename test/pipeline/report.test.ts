@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { aggregateResults, gapPoints, percent } from "../../pipeline/report/aggregate.ts";
 import { loadReports, loadSessions } from "../../pipeline/report/results.ts";
-import { renderCsv, renderMarkdown, renderSvg } from "../../pipeline/report/render.ts";
+import { renderCsv, renderMarkdown, renderSvg, renderWorkloadSvg } from "../../pipeline/report/render.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
@@ -147,6 +147,44 @@ describe("the results report", () => {
     expect(svg.startsWith("<svg")).toBe(true);
     expect(svg).toContain("agent-a, Near, switched: 50.0%");
     expect(svg).toContain("gap 25.0 pp");
+    // a title and an axis label a reader sees, not only a tooltip
+    expect(svg).toContain('font-weight="bold">Table 1: resolution, uninterrupted vs switched</text>');
+    expect(svg).toMatch(/transform="rotate\(-90 [\d.]+ [\d.]+\)"[^>]*>focus tasks resolved \(%\)<\/text>/);
+  });
+
+  it("shows Table 2's tokens in the unit that shows them: millions as the study, else thousands, else whole tokens", () => {
+    const cell = (tokens: number) => ({
+      runs: 12,
+      tokens_millions: tokens / 1e6,
+      model_calls: 10,
+      tool_calls: 4,
+      failed_requests: 0,
+      infrastructure_faults: 0,
+    });
+    const table = (tokens: number) =>
+      renderMarkdown({
+        rows: [],
+        suspicious: [],
+        behaviour: [],
+        problems: [],
+        workload: [{ configuration: "agent", unint: cell(tokens), switch_all: cell(tokens * 2), switch_focus: cell(tokens / 2) }],
+      });
+    expect(table(3_400_000)).toContain("| Tokens (M): Unint. |");
+    expect(table(3_400_000)).toContain("| 3.400 | 6.800 | 1.700 |");
+    // a dry run against the scripted model: thousands, never 0.000
+    expect(table(41_250)).toContain("| Tokens (k): Unint. |");
+    expect(table(41_250)).toContain("| 41.3 | 82.5 | 20.6 |");
+    expect(table(41_250)).toContain("Tokens (input, cached input and output) in thousands.");
+    expect(table(300)).toContain("| 300 | 600 | 150 |");
+    const svg = renderWorkloadSvg({
+      rows: [],
+      suspicious: [],
+      behaviour: [],
+      problems: [],
+      workload: [{ configuration: "agent", unint: cell(1), switch_all: cell(1), switch_focus: cell(1) }],
+    });
+    expect(svg).toContain('font-weight="bold">Table 2: mean model and tool calls per run</text>');
+    expect(svg).toContain(">calls per run (mean)</text>");
   });
 
   it("does not count reports for unknown sessions, wrong tasks or bad files, and is conservative with duplicates", () => {

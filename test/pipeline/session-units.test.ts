@@ -1,7 +1,8 @@
 import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadAgent } from "../../pipeline/session/runs.ts";
+import { checkRunDir, loadAgent } from "../../pipeline/session/runs.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
 import { git } from "../../pipeline/git.ts";
 import { AgentSpec } from "../../pipeline/schemas/agent.ts";
 import { agentArgv } from "../../pipeline/session/run.ts";
@@ -156,5 +157,43 @@ describe("the session runner's parts", () => {
     writeFileSync(join(checkout, "b.py"), "y = 2\n");
     utimesSync(join(checkout, "b.py"), mtime, mtime);
     expect(changesBetween(cached, await snapshot(checkout, cache))).toEqual({ added: [], modified: ["b.py"], deleted: [] });
+  });
+});
+
+describe("a run folder", () => {
+  const owner = { agent: "claude-code", report: "/results/claude-code/S.switched.json" };
+  const lines: string[] = [];
+  const log = { ...silentLogger, info: (m: string) => void lines.push(m), warn: (m: string) => void lines.push(m), child: () => log } as typeof silentLogger;
+
+  it("is taken when absent or empty, and replaced, saying so, when it holds an earlier run of the same agent and report", () => {
+    const dir = tempDir();
+    expect(() => checkRunDir(join(dir, "absent"), owner, false, log)).not.toThrow();
+    mkdirSync(join(dir, "empty"));
+    expect(() => checkRunDir(join(dir, "empty"), owner, false, log)).not.toThrow();
+    mkdirSync(join(dir, "earlier"));
+    writeFileSync(join(dir, "earlier", ".switch-swe-run.json"), JSON.stringify(owner));
+    writeFileSync(join(dir, "earlier", "trajectory.jsonl"), "{}\n");
+    checkRunDir(join(dir, "earlier"), owner, false, log);
+    expect(lines.at(-1)).toMatch(/replacing the earlier run of claude-code there/);
+  });
+
+  it("is refused when it holds another agent's run, the same agent's reported elsewhere, or anything else, unless forced", () => {
+    const dir = tempDir();
+    const holding = (name: string, marker?: object) => {
+      mkdirSync(join(dir, name));
+      if (marker) writeFileSync(join(dir, name, ".switch-swe-run.json"), JSON.stringify(marker));
+      writeFileSync(join(dir, name, "trajectory.jsonl"), "{}\n");
+      return join(dir, name);
+    };
+    const other = holding("other", { agent: "codex", report: "/results/codex/S.switched.json" });
+    expect(() => checkRunDir(other, owner, false, log)).toThrow(
+      `${other} holds the run of agent codex reported in /results/codex/S.switched.json; it is not deleted`,
+    );
+    const elsewhere = holding("elsewhere", { agent: "claude-code", report: "/other-results/S.switched.json" });
+    expect(() => checkRunDir(elsewhere, owner, false, log)).toThrow(/holds the run of agent claude-code reported in \/other-results/);
+    const unknown = holding("unknown");
+    expect(() => checkRunDir(unknown, owner, false, log)).toThrow(/holds files that are not a run of switch-swe/);
+    expect(() => checkRunDir(other, owner, true, log)).not.toThrow();
+    expect(lines.at(-1)).toMatch(/--force: replacing the run of agent codex/);
   });
 });
