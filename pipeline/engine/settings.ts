@@ -51,6 +51,19 @@ export const ExecutionSettings = z.strictObject({
    * that the executor has. It decides which Python a recipe gets, so it joins the cache key.
    */
   python_downloads: z.enum(["auto", "yes", "no"]).default("auto"),
+  /**
+   * Where a missing Docker base image is made from, once per engine, before any build: pulled
+   * from `registry` (a repository of Debian images tagged by suite; empty: never pull), else built
+   * by debootstrap from `mirror` where it can be (root). Changes where an image comes from, not
+   * what a run produces: not in any cache key.
+   */
+  base_images: z
+    .strictObject({
+      registry: z.string().default("docker.io/library/debian"),
+      debootstrap: z.boolean().default(true),
+      mirror: z.string().url().default("http://deb.debian.org/debian"),
+    })
+    .default({ registry: "docker.io/library/debian", debootstrap: true, mirror: "http://deb.debian.org/debian" }),
   /** Per Docker test container. */
   limits: z
     .strictObject({
@@ -63,7 +76,7 @@ export const ExecutionSettings = z.strictObject({
 export type ExecutionSettings = z.infer<typeof ExecutionSettings>;
 
 /** Keys of the execution settings that change how fast a stage runs, never what it produces. */
-export const VOLATILE_EXECUTION_KEYS = ["jobs", "infrastructure_backoff_seconds", "queue"] as const;
+export const VOLATILE_EXECUTION_KEYS = ["jobs", "infrastructure_backoff_seconds", "queue", "base_images"] as const;
 
 /** The shape of every session: how many interruptions, and the checkouts' paths. */
 export const SessionSettings = z.strictObject({

@@ -37,9 +37,8 @@ import {
 } from "./types.ts";
 import { type BaseRevision } from "../checkouts/checkout.ts";
 
-/** Debian releases whose python3 gives each Python version; base images are named after them. */
-export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
-export const BASE_REPOSITORY = "switch-swe-base";
+import { BASE_REPOSITORY, BaseImages, DEBIAN_FOR_PYTHON } from "./base-images.ts";
+export { BASE_REPOSITORY, buildBaseImage, DEBIAN_FOR_PYTHON } from "./base-images.ts";
 const describeSuites = () =>
   Object.entries(DEBIAN_FOR_PYTHON)
     .map(([v, suite]) => `${v} (${suite})`)
@@ -178,6 +177,8 @@ export interface DockerExecutorOptions {
   logDir?: string;
   /** Whether uv's managed Pythons may be downloaded for versions no base image gives (default auto: if reachable). */
   pythonDownloads?: PythonDownloads;
+  /** Where a missing base image is made from, once (default: pulled from Docker Hub's debian, else debootstrap). */
+  baseImages?: BaseImages;
 }
 
 /**
@@ -194,6 +195,7 @@ export class DockerExecutor implements Executor {
   readonly buildSeconds = new Map<string, number>();
   private readonly limits: DockerLimits;
   private readonly labels: Record<string, string>;
+  readonly baseImages: BaseImages;
 
   constructor(
     private readonly docker: Docker,
@@ -202,6 +204,7 @@ export class DockerExecutor implements Executor {
   ) {
     this.limits = options.limits ?? DEFAULT_LIMITS;
     this.labels = options.labels ?? {};
+    this.baseImages = options.baseImages ?? new BaseImages(docker, log);
   }
 
   static imageTag(env: EnvironmentSpec): string {
@@ -244,8 +247,9 @@ export class DockerExecutor implements Executor {
     const tag = DockerExecutor.imageTag(env);
     if (await this.imageExists(tag)) return { built: false };
     const { image: base, interpreter } = baseImageFor(env.recipe.python);
-    if (!(await this.imageExists(base)))
-      throw new InfrastructureFault(`base image ${base} is missing; build it with 'switch-swe images base --suite ${base.split(":")[1]}'`);
+    // Made once if missing (pulled, or built by debootstrap); if it cannot be, that is a fact of
+    // this machine (BaseImageUnavailable stops the stage), never a fault retried per task.
+    await this.baseImages.ensure(base.split(":")[1]!);
     this.log.info(`building image ${tag} for ${env.repo} (Python ${env.recipe.python}${interpreter ? "" : ", uv-managed"}, as of ${env.asOf ?? "today"})`);
     const packages = env.recipe.debian_packages.length
       ? `apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${env.recipe.debian_packages.join(" ")}\n`
@@ -491,34 +495,5 @@ async function waitOrKill(container: Docker.Container, timeoutSeconds: number): 
     throw engineFault(error, "waiting for a test container");
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/**
- * Builds a base image from a Debian root filesystem made with debootstrap and imported into
- * Docker, so no image registry is needed. Needs root, debootstrap and a reachable Debian mirror.
- */
-export async function buildBaseImage(options: { suite: string; mirror: string; log: Logger; workDir: string }): Promise<string> {
-  const tag = `${BASE_REPOSITORY}:${options.suite}`;
-  const rootfs = await mkdtemp(join(options.workDir, "rootfs-"));
-  const run = (command: string, args: string[]) =>
-    new Promise<void>((resolve, reject) => {
-      const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
-      let err = "";
-      child.stderr.on("data", (d) => (err = (err + d).slice(-4000)));
-      child.on("error", reject);
-      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited ${code}: ${err.trim().split("\n").slice(-3).join(" | ")}`))));
-    });
-  try {
-    options.log.info(`debootstrap ${options.suite} from ${options.mirror} (a few minutes)`);
-    await run("debootstrap", ["--variant=minbase", "--include=python3,python3-venv,python3-pip,ca-certificates,git", options.suite, rootfs, options.mirror]);
-    options.log.info(`importing the root filesystem as ${tag}`);
-    await run("sh", [
-      "-c",
-      `tar -C '${rootfs}' -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'LABEL org.switch-swe.base=${options.suite}' - '${tag}'`,
-    ]);
-    return tag;
-  } finally {
-    await rm(rootfs, { recursive: true, force: true });
   }
 }

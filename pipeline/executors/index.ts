@@ -1,7 +1,11 @@
 import { join } from "node:path";
 import Docker from "dockerode";
 import type { Logger } from "../logger.ts";
+import { BaseImages, type BaseImageSources, BaseImageUnavailable, DEFAULT_BASE_IMAGE_SOURCES } from "./base-images.ts";
 import { DEFAULT_LIMITS, DockerExecutor, dockerAvailable, type DockerLimits } from "./docker.ts";
+
+/** The suite auto makes first on an engine without base images: Python 3.11's, and the one uv-managed Pythons build on. */
+const DEFAULT_SUITE = "bookworm";
 import { LocalExecutor } from "./local.ts";
 import type { PythonDownloads } from "./python-offer.ts";
 import { QueueExecutor } from "./queue.ts";
@@ -27,6 +31,8 @@ export interface ExecutorSettings {
   /** With `executor: queue`: what the workers run tests with. */
   queue_executor?: "docker" | "local";
   python_downloads?: PythonDownloads;
+  /** Where a missing base image is made from (the Docker executor, and `auto`'s choice of it). */
+  base_images?: BaseImageSources;
 }
 
 const DEFAULT_QUEUE = { redis: "redis://127.0.0.1:6379", name: "switch-swe", wait_for_worker_seconds: 60, git_service: DEFAULT_GIT_SERVICE };
@@ -64,8 +70,23 @@ export async function createExecutor(settings: ExecutorSettings, place: { workDi
     logDir: join(envRoot, "build-logs"),
     pythonDownloads,
   };
-  if (settings.executor === "docker") return new DockerExecutor(docker, place.log, dockerOptions);
-  if (settings.executor === "auto" && (await dockerAvailable(docker))) return new DockerExecutor(docker, place.log, dockerOptions);
+  const baseImages = new BaseImages(docker, place.log, settings.base_images ?? DEFAULT_BASE_IMAGE_SOURCES);
+  if (settings.executor === "docker") return new DockerExecutor(docker, place.log, { ...dockerOptions, baseImages });
+  if (settings.executor === "auto" && (await dockerAvailable(docker))) {
+    // An engine without any base image gets the default suite's (bookworm: Python 3.11 and
+    // uv-managed Pythons) now, before any build; where none can be had, auto runs locally.
+    const ready = await baseImages.anyPresent().catch(() => false);
+    try {
+      if (!ready) await baseImages.ensure(DEFAULT_SUITE);
+      return new DockerExecutor(docker, place.log, { ...dockerOptions, baseImages });
+    } catch (error) {
+      if (!(error instanceof BaseImageUnavailable)) throw error;
+      place.log.warn(
+        `a Docker engine answers but ${error.message.replace(/^base image/, "its base image")}: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine`,
+      );
+      return new LocalExecutor(envRoot, place.log, { pythonDownloads });
+    }
+  }
   if (settings.executor === "auto")
     place.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
   return new LocalExecutor(envRoot, place.log, { pythonDownloads });
