@@ -37,49 +37,9 @@ function askOf(item: DiscussionItem): string {
  * request. Every comment's class is returned for curators.
  */
 export function reconstructRequests(candidate: Candidate, added: ReadonlySet<string>): { requests: Request[]; comments: CommentRecord[] } {
-  const requests: Request[] = [];
   const pr = candidate.pull_request;
-  const issues = [...candidate.issues].sort((a, b) => LINK_ORDER[a.linked_by] - LINK_ORDER[b.linked_by] || a.number - b.number);
-  const statement = candidate.source.kind === "swebench" ? (candidate.problem_statement ?? "").trim() : "";
-  if (statement) {
-    // A SWE-bench-family record's own problem statement is what it was qualified against: it stays
-    // stage 1 when enrichment found its pull request's history. The linked issues (their text as
-    // GitHub has it now) and the pull request are provenance, never a replacement.
-    requests.push({
-      stage: 1,
-      text: cleanRequestText(candidate.problem_statement!, added),
-      provenance: {
-        sources: [
-          { kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" },
-          ...issues.map((i) => ({ kind: "issue" as const, record_id: `${i.repo}#${i.number}`, url: i.url, author: i.author, created_at: i.created_at })),
-          ...(pr && !issues.length
-            ? [{ kind: "pr_body" as const, record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }]
-            : []),
-        ],
-      },
-    });
-  } else if (issues.length) {
-    const [first, ...others] = issues;
-    requests.push({
-      stage: 1,
-      text: cleanRequestText(`${first!.title}\n\n${first!.body}`, added),
-      provenance: {
-        sources: [first!, ...others].map((i) => ({
-          kind: "issue" as const,
-          record_id: `${i.repo}#${i.number}`,
-          url: i.url,
-          author: i.author,
-          created_at: i.created_at,
-        })),
-      },
-    });
-  } else if (pr) {
-    requests.push({
-      stage: 1,
-      text: cleanRequestText(`${pr.title}\n\n${pr.body}`, added),
-      provenance: { sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] },
-    });
-  }
+  const first = firstRequest(candidate, added);
+  const requests: Request[] = first ? [first] : [];
   if (!pr) return { requests: requests.filter((r) => r.text), comments: [] };
 
   const classified = classifyDiscussion(pr.discussion, pr.author, pr.merged_at);
@@ -121,4 +81,54 @@ export function reconstructRequests(candidate: Candidate, added: ReadonlySet<str
     for (const c of items) comments.find((r) => r.item_id === c.item.id)!.stage = stage;
   }
   return { requests, comments };
+}
+
+/**
+ * Stage 1: a SWE-bench-family record's own problem statement; for a mined pull request, its
+ * linked issue (the closing one first; any other is noted in provenance), or its description.
+ */
+function firstRequest(candidate: Candidate, added: ReadonlySet<string>): Request | undefined {
+  const pr = candidate.pull_request;
+  const issues = [...candidate.issues].sort((a, b) => LINK_ORDER[a.linked_by] - LINK_ORDER[b.linked_by] || a.number - b.number);
+  const statement = candidate.source.kind === "swebench" ? (candidate.problem_statement ?? "").trim() : "";
+  if (statement) {
+    // A SWE-bench-family record's own problem statement is what it was qualified against: it stays
+    // stage 1 when enrichment found its pull request's history. The linked issues (their text as
+    // GitHub has it now) and the pull request are provenance, never a replacement.
+    return {
+      stage: 1,
+      text: cleanRequestText(candidate.problem_statement!, added),
+      provenance: {
+        sources: [
+          { kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" },
+          ...issues.map((i) => ({ kind: "issue" as const, record_id: `${i.repo}#${i.number}`, url: i.url, author: i.author, created_at: i.created_at })),
+          ...(pr && !issues.length
+            ? [{ kind: "pr_body" as const, record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }]
+            : []),
+        ],
+      },
+    };
+  } else if (issues.length) {
+    const [first, ...others] = issues;
+    return {
+      stage: 1,
+      text: cleanRequestText(`${first!.title}\n\n${first!.body}`, added),
+      provenance: {
+        sources: [first!, ...others].map((i) => ({
+          kind: "issue" as const,
+          record_id: `${i.repo}#${i.number}`,
+          url: i.url,
+          author: i.author,
+          created_at: i.created_at,
+        })),
+      },
+    };
+  } else if (pr) {
+    return {
+      stage: 1,
+      text: cleanRequestText(`${pr.title}\n\n${pr.body}`, added),
+      provenance: { sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] },
+    };
+  }
+  return undefined;
 }

@@ -104,6 +104,7 @@ describe("rounds", () => {
     const candidate = {
       id: "o__r-5",
       repo: "o/r",
+      source: { kind: "github", api_url: "pr" },
       issues: [],
       pull_request: {
         number: 5,
