@@ -6,7 +6,7 @@ import { parse } from "yaml";
 import { writeFileAtomic } from "../pipeline/atomic.ts";
 import { canonicalJson, sha256 } from "../pipeline/canonical.ts";
 import { git } from "../pipeline/git.ts";
-import { fixtureValue, renderModule, renderTestFile, requestText, testNames, type DemoFunction, type FamilyName } from "./families.ts";
+import { fixtureValue, renderModule, renderTestFile, requestText, testNames, type DemoFunction, type FamilyName, type Stage } from "./families.ts";
 import { CorpusPlan, type PullRequestPlan, type RepositoryPlan } from "./plan.ts";
 import { GithubRecorder, type RepoRecords } from "./records.ts";
 import { describeFirstIssue } from "../pipeline/validation.ts";
@@ -317,8 +317,8 @@ class RepositoryBuilder {
     );
     for (const fn of fns) fn.stage = 1;
     const title = `Add ${fns.map((f) => f.name).join(", ")}`;
-    for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as 1 | 2 | 3, fns));
-    for (let s = 1; s <= stages; s++) apply.push((stage) => fns.forEach((fn) => (fn.stage = stage as 1 | 2 | 3)));
+    for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as Stage, fns));
+    for (let s = 1; s <= stages; s++) apply.push((stage) => fns.forEach((fn) => (fn.stage = stage as Stage)));
     if (pr.extras.includes("conftest")) this.conftestFixture = true;
     if (pr.extras.includes("binary")) {
       this.staticFiles.set(`${this.testDir}/data/${fns[0]!.name}.bin`, Buffer.from([0x89, 0x42, 0x49, 0x4e, 0, 1, 2, 3, 255, 254, 0, 7]));
@@ -355,9 +355,9 @@ class RepositoryBuilder {
     const many = this.newFunction(module, { manyOf: baseFn.name });
     many.name = `${baseFn.name}_many`;
     const fns = [many];
-    for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as 1 | 2 | 3, fns));
+    for (let s = 1; s <= stages; s++) texts.push(requestText(this.family, s as Stage, fns));
     apply.push(() => (baseFn.regressed = true));
-    for (let s = 2; s <= stages; s++) apply.push((stage) => (many.stage = stage as 1 | 2 | 3));
+    for (let s = 2; s <= stages; s++) apply.push((stage) => (many.stage = stage as Stage));
     intent.regressions.push(`${module.testFile}::test_${baseFn.name}`);
     return { fns, title: `Add ${many.name}`, texts, apply, hasTests: true };
   }

@@ -1,16 +1,21 @@
 /**
  * Code templates for the demo corpus. A repository's family decides what its functions do; a
- * function grows by request stage (1: the behaviour, 2: input validation, 3: a keyword option),
- * and each stage has a test that fails until that stage's code exists. Request texts name the
+ * function grows by request stage (1: the behaviour, 2: input validation, 3: a keyword option,
+ * 4: a bound, 5: an answer for None, 6: a second keyword option), and each stage has a test that
+ * fails until that stage's code exists. Request texts name the
  * identifiers and literals the tests use, as a real issue and review would.
  */
 export type FamilyName = "numeric" | "text" | "money";
+
+/** The request stages a demo function grows through (SPEC §1: a task's cumulative requests). */
+export const MAX_STAGE = 6;
+export type Stage = 1 | 2 | 3 | 4 | 5 | 6;
 
 export interface DemoFunction {
   name: string;
   /** Dotted import path of the module holding it. */
   module: string;
-  stage: 1 | 2 | 3;
+  stage: Stage;
   /** Family parameters: numeric a/b, text separator, money rate. */
   a: number;
   b: number;
@@ -55,23 +60,55 @@ function render(family: FamilyName, fn: DemoFunction): string {
     return `def ${fn.name}(amounts):\n    return round(sum(amounts), ${fn.regressed ? 1 : 2})\n`;
   }
   const lines: string[] = [];
+  // Keyword options in the order their stages add them; each defaults to doing nothing.
+  const keywords = (options: [number, string][]) =>
+    options
+      .filter(([stage]) => fn.stage >= stage)
+      .map(([, text]) => `, ${text}`)
+      .join("");
   if (family === "numeric") {
-    lines.push(`def ${fn.name}(value${fn.stage >= 3 ? ", precision=None" : ""}):`);
+    lines.push(
+      `def ${fn.name}(value${keywords([
+        [3, "precision=None"],
+        [4, "maximum=None"],
+        [6, "scale=1"],
+      ])}):`,
+    );
+    if (fn.stage >= 5) lines.push(`    if value is None:`, `        return None`);
     if (fn.stage >= 2)
       lines.push(`    if isinstance(value, bool) or not isinstance(value, (int, float)):`, `        raise TypeError("${fn.name} expects a number")`);
     lines.push(`    result = value * ${fn.a} + ${fn.b}`);
+    if (fn.stage >= 6) lines.push(`    result = result * scale`);
+    if (fn.stage >= 4) lines.push(`    if maximum is not None and result > maximum:`, `        result = maximum`);
     if (fn.stage >= 3) lines.push(`    if precision is not None:`, `        result = round(result, precision)`);
     lines.push(`    return result`);
   } else if (family === "text") {
-    lines.push(`def ${fn.name}(text${fn.stage >= 3 ? ", upper=False" : ""}):`);
+    lines.push(
+      `def ${fn.name}(text${keywords([
+        [3, "upper=False"],
+        [4, 'prefix=""'],
+        [6, "limit=None"],
+      ])}):`,
+    );
+    if (fn.stage >= 5) lines.push(`    if text is None:`, `        return ""`);
     if (fn.stage >= 2) lines.push(`    if not isinstance(text, str):`, `        raise TypeError("${fn.name} expects a string")`);
     lines.push(`    result = text.replace(" ", "${fn.sep}")`);
     if (fn.stage >= 3) lines.push(`    if upper:`, `        result = result.upper()`);
+    if (fn.stage >= 4) lines.push(`    result = prefix + result`);
+    if (fn.stage >= 6) lines.push(`    if limit is not None:`, `        result = result[:limit]`);
     lines.push(`    return result`);
   } else {
-    lines.push(`def ${fn.name}(amount${fn.stage >= 3 ? ", currency=None" : ""}):`);
+    lines.push(
+      `def ${fn.name}(amount${keywords([
+        [3, "currency=None"],
+        [4, "fee=0"],
+        [6, "minimum=None"],
+      ])}):`,
+    );
+    if (fn.stage >= 5) lines.push(`    if amount is None:`, `        return 0.0`);
     if (fn.stage >= 2) lines.push(`    if amount < 0:`, `        raise ValueError("${fn.name} needs a non-negative amount")`);
-    lines.push(`    result = round(amount * ${fn.a}, 2)`);
+    lines.push(`    result = round(amount * ${fn.a}${fn.stage >= 4 ? " - fee" : ""}, 2)`);
+    if (fn.stage >= 6) lines.push(`    if minimum is not None and result < minimum:`, `        result = minimum`);
     if (fn.stage >= 3) lines.push(`    if currency is not None:`, `        return f"{result:.2f} {currency}"`);
     lines.push(`    return result`);
   }
@@ -157,6 +194,24 @@ export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
         `def test_${fn.name}_currency():\n    assert ${imp}.${fn.name}(100, currency="EUR") == "${(Math.round(100 * fn.a * 100) / 100).toFixed(2)} EUR"\n`,
       );
   }
+  if (fn.stage >= 4) {
+    if (family === "numeric")
+      tests.push(
+        `def test_${fn.name}_maximum():\n    assert ${imp}.${fn.name}(1000, maximum=5) == 5\n    assert ${imp}.${fn.name}(2, maximum=1000) == ${numericExpected(fn, 2)}\n`,
+      );
+    else if (family === "text") tests.push(`def test_${fn.name}_prefix():\n    assert ${imp}.${fn.name}("a b", prefix="> ") == "> a${fn.sep}b"\n`);
+    else tests.push(`def test_${fn.name}_fee():\n    assert ${imp}.${fn.name}(100, fee=1) == pytest.approx(${Math.round((100 * fn.a - 1) * 100) / 100})\n`);
+  }
+  if (fn.stage >= 5) {
+    if (family === "numeric") tests.push(`def test_${fn.name}_none():\n    assert ${imp}.${fn.name}(None) is None\n`);
+    else if (family === "text") tests.push(`def test_${fn.name}_none():\n    assert ${imp}.${fn.name}(None) == ""\n`);
+    else tests.push(`def test_${fn.name}_none():\n    assert ${imp}.${fn.name}(None) == 0.0\n`);
+  }
+  if (fn.stage >= 6) {
+    if (family === "numeric") tests.push(`def test_${fn.name}_scale():\n    assert ${imp}.${fn.name}(2, scale=10) == ${numericExpected(fn, 2)} * 10\n`);
+    else if (family === "text") tests.push(`def test_${fn.name}_limit():\n    assert ${imp}.${fn.name}("a b c", limit=3) == "a${fn.sep}b"[:3]\n`);
+    else tests.push(`def test_${fn.name}_minimum():\n    assert ${imp}.${fn.name}(0, minimum=5) == 5\n`);
+  }
   return tests;
 }
 
@@ -171,8 +226,8 @@ export function renderTestFile(family: FamilyName, functions: DemoFunction[], ex
   return [header, ...bodies].join("\n\n");
 }
 
-/** Stage texts: 1 from the issue (or PR body), 2 and 3 from review rounds. */
-export function requestText(family: FamilyName, stage: 1 | 2 | 3, fns: DemoFunction[]): string {
+/** Stage texts: 1 from the issue (or PR body), 2 to 6 from review rounds. */
+export function requestText(family: FamilyName, stage: Stage, fns: DemoFunction[]): string {
   const each = (f: (fn: DemoFunction) => string) => fns.map(f).join(" ");
   const many = fns.find((fn) => fn.manyOf);
   if (many && stage === 1)
@@ -206,6 +261,7 @@ export function requestText(family: FamilyName, stage: 1 | 2 | 3, fns: DemoFunct
       );
     return each((fn) => `A negative amount passed to \`${fn.name}\` must raise ValueError with the message "${fn.name} needs a non-negative amount".`);
   }
+  if (stage >= 4) return laterRequestText(family, stage, each);
   if (family === "numeric")
     return each((fn) => `\`${fn.name}\` should accept a \`precision\` keyword (default None); when it is given, round the result to that many digits.`);
   if (family === "text") return each((fn) => `Please add an \`upper\` keyword to \`${fn.name}\` (default False) that returns the result in upper case.`);
@@ -213,4 +269,31 @@ export function requestText(family: FamilyName, stage: 1 | 2 | 3, fns: DemoFunct
     (fn) =>
       `Add a \`currency\` keyword to \`${fn.name}\` (default None): when it is given, return the amount with two decimals followed by the currency code, like "115.00 EUR".`,
   );
+}
+
+/** Stages 4 to 6 of a function: a bound, an answer for None, a second keyword. */
+function laterRequestText(family: FamilyName, stage: Stage, each: (f: (fn: DemoFunction) => string) => string): string {
+  if (stage === 4) {
+    if (family === "numeric")
+      return each(
+        (fn) =>
+          `Give \`${fn.name}\` a \`maximum\` keyword (default None): a result above it comes back as the maximum, so \`${fn.name}(1000, maximum=5)\` returns 5.`,
+      );
+    if (family === "text")
+      return each(
+        (fn) =>
+          `\`${fn.name}\` should take a \`prefix\` keyword (default "") and put it before the result: \`${fn.name}("a b", prefix="> ")\` starts with "> ".`,
+      );
+    return each((fn) => `Add a \`fee\` keyword to \`${fn.name}\` (default 0), subtracted from the converted amount before rounding.`);
+  }
+  if (stage === 5) {
+    if (family === "numeric") return each((fn) => `\`${fn.name}(None)\` should return None instead of raising: a missing value stays missing.`);
+    if (family === "text") return each((fn) => `\`${fn.name}(None)\` must return the empty string "" rather than raise.`);
+    return each((fn) => `\`${fn.name}(None)\` should return 0.0: treat a missing amount as nothing.`);
+  }
+  if (family === "numeric")
+    return each((fn) => `One more: a \`scale\` keyword for \`${fn.name}\` (default 1) that multiplies the result before any maximum or rounding.`);
+  if (family === "text")
+    return each((fn) => `Please add a \`limit\` keyword to \`${fn.name}\` (default None) that cuts the result to at most that many characters.`);
+  return each((fn) => `\`${fn.name}\` needs a \`minimum\` keyword (default None): a result below it comes back as the minimum.`);
 }

@@ -4,7 +4,7 @@ import { RepoName } from "../pipeline/schemas/common.ts";
 export const PullRequestPlan = z.strictObject({
   kind: z.enum(["feature", "regression", "flaky", "no_tests", "docs_only", "changelog_only", "rename", "delete"]),
   modules: z.array(z.string()).max(4),
-  rounds: z.number().int().min(0).max(2),
+  rounds: z.number().int().min(0).max(5),
   link: z.enum(["keyword", "keyword_lower", "keyword_colon", "commit_keyword", "cross_repo", "url", "timeline", "sidebar", "none"]),
   merge: z.enum(["merge", "squash"]).default("merge"),
   rename_to: z.string().optional(),
