@@ -182,6 +182,18 @@ describe("the demo", () => {
       .map((l) => JSON.parse(l));
     expect(reports.every((r) => r.passed)).toBe(true);
     expect(JSON.parse(demo.published["profile.json"]!)).toEqual(JSON.parse(JSON.stringify(benchmarkProfile(sessions))));
+    // Shaped like the study's benchmark (its Table 6: medians of 22 requests, 15 workspace switches
+    // and 3 focus returns per switched session): each median within 20 %, every focus task resumed
+    // after three substantive stages or more.
+    const profile = benchmarkProfile(sessions);
+    for (const [measured, study] of [
+      [profile.median_requests, 22],
+      [profile.median_workspace_switches, 15],
+      [profile.median_focus_returns, 3],
+    ] as const)
+      expect(Math.abs(measured - study) / study, `${measured} against the study's ${study}`).toBeLessThanOrEqual(0.2);
+    for (const spec of sessions)
+      expect(spec.conditions.control.filter((r) => r.task_id === spec.focus && !r.finalization).length, spec.session_id).toBeGreaterThanOrEqual(3);
     const manifest = demo.published["manifest.jsonl"]!.split("\n")
       .filter(Boolean)
       .map((l) => JSON.parse(l));
