@@ -194,6 +194,13 @@ export function renderTests(family: FamilyName, fn: DemoFunction): string[] {
         `def test_${fn.name}_currency():\n    assert ${imp}.${fn.name}(100, currency="EUR") == "${(Math.round(100 * fn.a * 100) / 100).toFixed(2)} EUR"\n`,
       );
   }
+  tests.push(...laterStageTests(family, fn, imp));
+  return tests;
+}
+
+/** The tests of stages 4 to 6 (a bound, an answer for None, a second keyword), where `fn` has reached them. */
+function laterStageTests(family: FamilyName, fn: DemoFunction, imp: string): string[] {
+  const tests: string[] = [];
   if (fn.stage >= 4) {
     if (family === "numeric")
       tests.push(

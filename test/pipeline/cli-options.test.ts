@@ -58,3 +58,19 @@ describe("numeric options", () => {
     }
   });
 });
+
+describe("doctor", () => {
+  it("checks the base image of every suite the shipped profiles need, as data", async () => {
+    const { suitesProfilesNeed } = await import("../../pipeline/machine/doctor.ts");
+    const { loadProfilesDir } = await import("../../pipeline/profiles/load.ts");
+    const shipped = [...loadProfilesDir("data/repos", process.cwd()).profiles.values()].map((l) => l.profile);
+    // the real repositories' eras run on bullseye's Python 3.9 and bookworm's 3.11
+    expect(suitesProfilesNeed(shipped)).toEqual(expect.arrayContaining(["bullseye", "bookworm"]));
+    const demo = [...loadProfilesDir("data/demo/repos", process.cwd()).profiles.values()].map((l) => l.profile);
+    expect(suitesProfilesNeed(demo)).toEqual(["bookworm"]);
+    const result = await runCli(["doctor", "--json", "--profiles", "data/repos"]);
+    const checks = JSON.parse(result.stdout).checks as { name: string; ok: boolean; detail: string }[];
+    if (checks.find((c) => c.name === "docker engine")?.ok)
+      for (const suite of suitesProfilesNeed(shipped)) expect(checks.map((c) => c.name)).toContain(`base image ${suite}`);
+  });
+});
