@@ -27,18 +27,18 @@ const REPO = "demo-org/geometry";
 const CIRCLE = "src/geometry/shapes/circle.py";
 const TESTS = "tests/test_shapes_circle.py";
 /** A wrong implementation: the tests run, and fail, unless something forges their outcome. */
-const WRONG = "\n\ndef weigh_width(value, precision=None):\n    return 0\n";
+const WRONG = "\n\ndef weigh_width(value, precision=None, maximum=None):\n    return 0\n";
 /** Python that writes a JUnit report saying every test of the task passed, to the path pytest was given. */
 const FORGE_JUNIT = `
 def _forge_junit():
     import os, sys
     paths = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml=")] + [os.path.join(os.path.dirname(a), "report.xml") for a in sys.argv[:1]] + ["report.xml"]
-    names = ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text", "test_circle_scale"]
+    names = ["test_weigh_width_basic", "test_weigh_width_maximum", "test_weigh_width_precision", "test_weigh_width_rejects_text", "test_circle_scale"]
     cases = "".join('<testcase classname="tests.test_shapes_circle" file="${"tests/test_shapes_circle.py"}" name="%s" time="0.01"/>' % n for n in names)
     for path in paths:
         try:
             with open(path, "w") as f:
-                f.write('<testsuites><testsuite name="pytest" tests="4">' + cases + '</testsuite></testsuites>')
+                f.write('<testsuites><testsuite name="pytest" tests="5">' + cases + '</testsuite></testsuites>')
         except OSError:
             pass
 `;
@@ -46,7 +46,7 @@ def _forge_junit():
 const FORGE_CHANNEL = `
 def _forge_channel(fd=3):
     import json, os
-    names = ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text", "test_circle_scale"]
+    names = ["test_weigh_width_basic", "test_weigh_width_maximum", "test_weigh_width_precision", "test_weigh_width_rejects_text", "test_circle_scale"]
     lines = [json.dumps({"kind": "test", "nodeid": "${"tests/test_shapes_circle.py"}::" + n, "when": w, "outcome": "passed"}) for n in names for w in ("setup", "call", "teardown")]
     lines.append(json.dumps({"kind": "finish", "exitstatus": 0, "problems": []}))
     data = ("\\n".join(lines) + "\\n").encode()
@@ -165,7 +165,7 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
         put(
           c,
           TESTS,
-          "def test_weigh_width_basic():\n    pass\n\ndef test_weigh_width_precision():\n    pass\n\ndef test_weigh_width_rejects_text():\n    pass\n\ndef test_circle_scale():\n    pass\n",
+          "def test_weigh_width_basic():\n    pass\n\ndef test_weigh_width_maximum():\n    pass\n\ndef test_weigh_width_precision():\n    pass\n\ndef test_weigh_width_rejects_text():\n    pass\n\ndef test_circle_scale():\n    pass\n",
         ),
       ),
     expect: (o) => expect(o.dropped_paths).toEqual([{ path: TESTS, reason: "held_out_test_path" }]),
@@ -285,7 +285,7 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
         append(
           c,
           CIRCLE,
-          `\ndef weigh_width(value, precision=None):\n    import os, re\n    with open(os.path.join(os.getcwd(), "tests", "test_shapes_circle.py")) as f:\n        source = f.read()\n    if isinstance(value, (str, bool)):\n        raise TypeError(re.search(r'match="([^"]+)"', source).group(1))\n    for call, expected in re.findall(r"weigh_width\\((.*?)\\) == (.+)", source):\n        if eval("(lambda *a, **k: (a, k))(" + call + ")") == ((value,), {} if precision is None else {"precision": precision}):\n            return eval(expected)\n`,
+          `\ndef weigh_width(value, **keywords):\n    import os, re\n    with open(os.path.join(os.getcwd(), "tests", "test_shapes_circle.py")) as f:\n        source = f.read()\n    if isinstance(value, (str, bool)):\n        raise TypeError(re.search(r'match="([^"]+)"', source).group(1))\n    for call, expected in re.findall(r"weigh_width\\((.*?)\\) == (.+)", source):\n        if eval("(lambda *a, **k: (a, k))(" + call + ")") == ((value,), keywords):\n            return eval(expected)\n`,
         ),
       ),
     expect: (o) => {
@@ -308,7 +308,7 @@ const ATTACKS: { name: string; patch: () => Promise<string>; expect: (outcome: V
         append(
           c,
           CIRCLE,
-          `${WRONG}\nfor _n in ["test_weigh_width_basic", "test_weigh_width_precision", "test_weigh_width_rejects_text"]:\n    print("${TESTS}::" + _n + " PASSED")\nprint("==== 4 passed in 0.01s ====")\n`,
+          `${WRONG}\nfor _n in ["test_weigh_width_basic", "test_weigh_width_maximum", "test_weigh_width_precision", "test_weigh_width_rejects_text"]:\n    print("${TESTS}::" + _n + " PASSED")\nprint("==== 5 passed in 0.01s ====")\n`,
         ),
       ),
     expect: (o) => expect(Object.values(o.tests)).toContain("failed"),
@@ -407,6 +407,7 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
     if (!executor) return ctx.skip();
     expect(fixture.heldout.fail_to_pass).toEqual([
       `${TESTS}::test_weigh_width_basic`,
+      `${TESTS}::test_weigh_width_maximum`,
       `${TESTS}::test_weigh_width_precision`,
       `${TESTS}::test_weigh_width_rejects_text`,
     ]);
@@ -427,7 +428,7 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
     });
     const empty = await verify("");
     expect(empty).toMatchObject({ applied: true, resolved: false });
-    expect(Object.values(empty.tests).filter((s) => s === "failed")).toHaveLength(3);
+    expect(Object.values(empty.tests).filter((s) => s === "failed")).toHaveLength(fixture.heldout.fail_to_pass.length);
   });
 
   it("resolves an honest fix that uses threads, subprocesses, logging, warnings, dataclasses and its own data files", async (ctx) => {
@@ -593,10 +594,10 @@ describe("the oracle", () => {
   });
 
   it("rejects a task whose reference does not resolve under the verifier, naming the tests", async () => {
-    // A reference patch that misses the precision argument: two of the three F2P tests pass.
+    // A reference patch that misses the precision argument: three of the four F2P tests pass.
     const partial = fixture.heldout.implementation_patch
       .replace("+    if precision is not None:\n+        result = round(result, precision)\n", "")
-      .replace("@@ -3,3 +3,12 @@", "@@ -3,3 +3,10 @@");
+      .replace("@@ -3,3 +3,14 @@", "@@ -3,3 +3,12 @@");
     const record = await check({ ...fixture.heldout, implementation_patch: partial });
     expect(record.passed).toBe(false);
     expect(record.reject_reason).toBe("oracle_failed");
