@@ -66,6 +66,8 @@ export class BaseImageUnavailable extends RunAbort {
 
 /** A pull that shows no progress for this long has stalled (a registry that hangs). */
 const PULL_STALL_SECONDS = 60;
+/** Installing what a pulled image lacks (apt from a Debian mirror) takes a minute or two; a mirror that hangs is given up. */
+const DERIVE_SECONDS = 900;
 
 const PYTHON_FOR_SUITE = Object.fromEntries(Object.entries(DEBIAN_FOR_PYTHON).map(([python, suite]) => [suite, python]));
 
@@ -217,7 +219,13 @@ export class BaseImages {
     });
     try {
       await container.start();
-      const { StatusCode } = (await container.wait()) as { StatusCode: number };
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        void container.kill().catch(() => undefined);
+      }, DERIVE_SECONDS * 1000);
+      const { StatusCode } = (await container.wait().finally(() => clearTimeout(timer))) as { StatusCode: number };
+      if (timedOut) throw new Error(`making ${ref} a base image took over ${DERIVE_SECONDS} s (a Debian mirror that does not answer?); it was stopped`);
       if (StatusCode !== 0) {
         const logs = (await container.logs({ stdout: true, stderr: true })).toString("utf8");
         const tail = logs

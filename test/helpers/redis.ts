@@ -48,11 +48,15 @@ export async function startRedis(
   return {
     url: `redis://${options.password ? `:${options.password}@` : ""}127.0.0.1:${port}`,
     port,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGKILL");
-      }),
+    stop: () => killAndWait(child),
   };
+}
+
+/** Kills a server a test started, and resolves once it has exited. */
+export function killAndWait(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill("SIGKILL");
+  });
 }

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort } from "./redis.ts";
+import { freePort, killAndWait } from "./redis.ts";
 
 /**
  * An image registry on loopback (Debian's docker-registry, the Distribution registry), for the
@@ -33,11 +33,6 @@ export async function startRegistry(dir: string): Promise<{ address: string; sto
   }
   return {
     address,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once("exit", () => resolve());
-        child.kill("SIGKILL");
-      }),
+    stop: () => killAndWait(child),
   };
 }
