@@ -4,6 +4,7 @@ import { orderStages } from "../../pipeline/engine/engine.ts";
 
 import { splitByHand } from "../by-hand-split.ts";
 import { qualifyTaskCommand } from "../by-hand-qualify.ts";
+import { swebenchAudit } from "../swebench-audit.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
 import { positiveWholeNumber } from "../numeric-options.ts";
 import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
@@ -58,13 +59,15 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
         .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber);
     if (stage.name === "split") splitByHand.addOptions(command);
     if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);
+    if (stage.name === "audit") swebenchAudit.addOptions(command);
     command.action(
       exit.act(async (opts) => {
         if (stage.name === "split" && opts.diff) return splitByHand.run(io, opts);
         if (stage.name === "qualify" && opts.task) return qualifyTaskCommand.run(io, opts);
+        if (stage.name === "audit" && opts.swebench) return swebenchAudit.run(io, opts);
         if (!opts.config)
           throw new UsageError(
-            `'${stage.name}' needs --config FILE${stage.name === "split" ? " (or --diff FILE)" : stage.name === "qualify" ? " (or --task FILE)" : ""}`,
+            `'${stage.name}' needs --config FILE${stage.name === "split" ? " (or --diff FILE)" : stage.name === "qualify" ? " (or --task FILE)" : stage.name === "audit" ? " (or --swebench FILE)" : ""}`,
           );
         return runWithConfig(io, opts.config, { only: stage.name, force: opts.force }, Boolean(opts.quiet), overridesFrom(opts, [stage]));
       }),

@@ -52,6 +52,7 @@ export const RejectReason = z.enum([
   "too_few_stages",
   "audit_excluded",
   "unjustified_test",
+  "unfair_verifier",
   // select / validate / oracle
   "not_enough_interruptions",
   "validation_failed",

@@ -1,36 +1,92 @@
-import type { AuditRecord } from "../../pipeline/schemas/audit.ts";
+import type { AuditFlagRecord, AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { changedEvidence, mentions, testSource } from "./evidence.ts";
+import { fairnessFlags, referenceFacts } from "./fairness.ts";
+import { locateTest } from "./locate.ts";
+import { PatchOnlyTree, type SourceTree } from "./source-tree.ts";
+import { parseTestId } from "./test-ids.ts";
 
 const REQUIREMENT = /\b(should|must|please|add|raise|return|accept|rename|remove|support|needs? to|make|declare|handle|reject|keep|say|explain|document)\b/i;
 
-/** `file::Class::name[params]` → the file and the function name. */
-export function splitNodeId(nodeId: string): { file: string; name: string } {
-  const parts = nodeId.split("::");
-  return { file: parts[0]!, name: parts.at(-1)!.replace(/\[.*$/, "") };
+/** What the audit reads of a task: its requests and verifier; the reference fix where there is one. */
+export interface AuditSubject {
+  task: Pick<Task, "id" | "requests"> & { verifier: Pick<Task["verifier"], "test_patch" | "fail_to_pass"> };
+  /** The reference fix's implementation diff: what it defines and writes that the tests may need. */
+  referencePatch?: string;
+  /** Where test sources come from; the test patch alone when no repository could be had. */
+  tree?: SourceTree;
+  /** Public contracts an auditor recorded, by test id: they justify a test no request mentions. */
+  contracts?: Record<string, string>;
+}
+
+export type AuditFindings = Pick<AuditRecord, "links" | "flags" | "severity" | "source">;
+
+/** The task's severity: the highest of its flags', 3 when two kinds of substantial (2+) flag meet. */
+export function taskSeverity(flags: AuditFlagRecord[]): number {
+  const top = Math.max(0, ...flags.map((f) => f.severity));
+  const substantial = new Set(flags.filter((f) => f.severity >= 2).map((f) => f.flag));
+  return substantial.size >= 2 ? 3 : top;
 }
 
 /**
- * Links every F2P test to the stages that justify it. A stage justifies a test when it names what
- * the test calls (if it calls public code) and mentions something the test checks: a literal, a
- * keyword, an exception, an attribute. Flags: an F2P test no stage justifies (unless an auditor
- * recorded a public contract for it), a stage no test verifies, a stage that states nothing to do.
+ * Links every F2P test to the stages that justify it and flags what makes the verifier unfair.
+ * A stage justifies a test when it names what the test calls (if it calls public code) and
+ * mentions something the test checks: a literal, a keyword, an exception, an attribute. Test
+ * sources are read from the repository at the base with the test patch applied when there is one
+ * (whole files, parametrized cases, class-based tests, fixtures), else from the test patch; a test
+ * whose source cannot be read is said to be so, never counted as unjustified.
  */
-export function alignTask(task: Task, contracts: Record<string, string> = {}): Pick<AuditRecord, "links" | "flags"> {
+export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
+  const { task, contracts = {} } = subject;
+  const tree = subject.tree ?? new PatchOnlyTree(task.verifier.test_patch, "no repository was given");
+  const requestText = task.requests.map((r) => r.text).join("\n\n");
+  const facts = subject.referencePatch ? referenceFacts(subject.referencePatch) : undefined;
+  const patchRemoved = task.verifier.test_patch
+    .split("\n")
+    .filter((l) => l.startsWith("-") && !l.startsWith("---"))
+    .map((l) => l.slice(1))
+    .join("\n");
   const links: AuditRecord["links"] = [];
-  const flags: AuditRecord["flags"] = [];
+  const flags: AuditFlagRecord[] = [];
   const verified = new Set<number>();
+  if (tree.kind === "test_patch" && tree.unavailable)
+    flags.push({
+      flag: "no_repository",
+      subject: task.id,
+      detail: `test sources read from the test patch only: ${tree.unavailable}`,
+      severity: 0,
+      evidence: [],
+    });
   for (const test of task.verifier.fail_to_pass) {
-    const { file, name } = splitNodeId(test);
-    const source = testSource(task.verifier.test_patch, file, name);
     const contract = contracts[test];
-    if (!source) {
+    const located = await locateTest(test, tree);
+    if (!located) {
       links.push({ test, stages: [], evidence: [], ...(contract ? { public_contract: contract } : {}) });
-      if (!contract)
-        flags.push({ flag: "unjustified_test", subject: test, detail: "its source is not in the test patch, so no request can be checked against it" });
+      const where = parseTestId(test) ? (tree.kind === "repository" ? "the repository at the base with the test patch applied" : "the test patch") : undefined;
+      flags.push({
+        flag: "source_not_found",
+        subject: test,
+        detail: where ? `its source is not in ${where}` : "its id names no Python test function",
+        severity: 0,
+        evidence: [],
+      });
       continue;
     }
-    const evidence = changedEvidence(source, name);
+    const name = located.name;
+    const defAt = located.lines.findIndex((l) => new RegExp(`def ${name}\\(`).test(l.text));
+    const ordered = [...located.lines.slice(Math.max(0, defAt)), ...located.lines.slice(0, Math.max(0, defAt))];
+    const fromPatch = testSource(task.verifier.test_patch, located.file, name);
+    const evidence = changedEvidence(
+      {
+        source: ordered.map((l) => l.text).join("\n"),
+        added: located.lines
+          .filter((l) => l.added)
+          .map((l) => l.text)
+          .join("\n"),
+        removed: fromPatch?.removed ?? "",
+      },
+      name,
+    );
     const found: { stage: number; token: string }[] = [];
     const stages: number[] = [];
     for (const request of task.requests) {
@@ -47,13 +103,38 @@ export function alignTask(task: Task, contracts: Record<string, string> = {}): P
     links.push({ test, stages, evidence: found, ...(contract ? { public_contract: contract } : {}) });
     if (!stages.length && !contract) {
       const wanted = [...evidence.subject, ...evidence.behaviour].map((t) => JSON.stringify(t)).join(", ");
-      flags.push({ flag: "unjustified_test", subject: test, detail: `no request mentions what it checks (${wanted || "nothing distinctive"})` });
+      const defLine = located.lines[Math.max(0, defAt)]!;
+      flags.push({
+        flag: "unjustified_test",
+        subject: test,
+        detail: `no request mentions what it checks (${wanted || "nothing distinctive"})`,
+        severity: 1,
+        evidence: [{ file: located.file, line: defLine.n, text: defLine.text.trim() }],
+      });
     }
+    if (facts && !contract) flags.push(...(await fairnessFlags(test, located, facts, requestText, tree, patchRemoved)));
   }
   for (const request of task.requests) {
-    if (!REQUIREMENT.test(request.text)) flags.push({ flag: "not_substantive", subject: `stage ${request.stage}`, detail: "states no requested behaviour" });
+    if (!REQUIREMENT.test(request.text))
+      flags.push({ flag: "not_substantive", subject: `stage ${request.stage}`, detail: "states no requested behaviour", severity: 1, evidence: [] });
     else if (!verified.has(request.stage))
-      flags.push({ flag: "unverified_stage", subject: `stage ${request.stage}`, detail: "no fail-to-pass test checks what it asks" });
+      flags.push({
+        flag: "unverified_stage",
+        subject: `stage ${request.stage}`,
+        detail: "no fail-to-pass test checks what it asks",
+        severity: 1,
+        evidence: [],
+      });
   }
-  return { links, flags };
+  // Cases of one parametrized test share their lines: a flag with the same kind and evidence is said once.
+  const said = new Set<string>();
+  const distinct = flags.filter((f) => {
+    const key = f.evidence.length
+      ? `${f.flag}\n${f.detail}\n${f.evidence.map((e) => `${e.file}:${e.line}`).join(",")}`
+      : `${f.flag}\n${f.subject}\n${f.detail}`;
+    if (said.has(key)) return false;
+    said.add(key);
+    return true;
+  });
+  return { links, flags: distinct, severity: taskSeverity(distinct), source: tree.kind };
 }

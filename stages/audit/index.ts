@@ -5,9 +5,14 @@ import { PipelineError } from "../../pipeline/engine/engine.ts";
 import { describeInvalid } from "../../pipeline/decode.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
+import { SplitChange } from "../../pipeline/schemas/split.ts";
+import { hasCommit } from "../../pipeline/git.ts";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { alignTask } from "./align.ts";
-import { alignmentCsv, htmlReport } from "./report.ts";
+import { alignmentCsv, type AuditedTask, htmlReport } from "./report.ts";
+import { PatchOnlyTree, RepositoryTree, type SourceTree } from "./source-tree.ts";
 
 export { alignTask } from "./align.ts";
 
@@ -31,6 +36,11 @@ export const AuditConfig = z.strictObject({
   decisions: z.string().default("audits/decisions.yaml"),
   /** Where the report goes, a folder of its own, replaced whole on each run: `<report_dir>/alignment.csv` and `<report_dir>/index.html`. */
   report_dir: z.string().default("audits/report"),
+  /**
+   * A task whose severity (0–3, the annotators' scale) reaches this is excluded unless an auditor
+   * approves it; 4 excludes none for severity. A test no request links to is excluded either way (SPEC §2.5).
+   */
+  exclude_at_severity: z.number().int().min(1).max(4).default(2),
 });
 
 export const auditStage = defineStage({
@@ -40,14 +50,14 @@ export const auditStage = defineStage({
   version: "1",
   module: import.meta.url,
   configSchema: AuditConfig,
-  inputs: { tasks: input("reconstruct", "tasks", Task) },
+  inputs: { tasks: input("reconstruct", "tasks", Task), splits: input("split", "splits", SplitChange) },
   outputs: [
     { name: "records", schema: AuditRecord, key: (r: AuditRecord) => r.task_id },
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
   ],
   // No decisions file yet means no auditor has decided anything.
   externalFiles: (config) => [{ path: config.decisions, optional: true }],
-  async run(ctx, { tasks }) {
+  async run(ctx, { tasks, splits }) {
     const file = ctx.files[0] ?? { path: ctx.config.decisions, text: "decisions: []\n" };
     if (file.invalid?.length) throw new PipelineError(`${file.path}: not valid UTF-8 at ${describeInvalid(file.invalid)}`);
     let raw: unknown;
@@ -59,16 +69,29 @@ export const auditStage = defineStage({
     const parsed = Decisions.safeParse(raw);
     if (!parsed.success) throw new PipelineError(`${file.path}: ${describeFirstIssue(parsed.error, raw)}`);
     const decisions = new Map(parsed.data.decisions.map((d) => [d.task, d]));
+    const references = new Map(splits.map((s) => [s.task_id, s.implementation_patch]));
+    // Test sources come from the repository the earlier stages mirrored, at the task's base with its test patch applied.
+    const treeFor = async (task: Task): Promise<SourceTree> => {
+      const mirror = ctx.mirrors.pathFor(task.snapshot.repo);
+      if (!existsSync(join(mirror, "HEAD"))) return new PatchOnlyTree(task.verifier.test_patch, `no mirror of ${task.snapshot.repo} in the work directory`);
+      if (!(await hasCommit(mirror, task.snapshot.base_commit)))
+        return new PatchOnlyTree(task.verifier.test_patch, `the mirror lacks base commit ${task.snapshot.base_commit}`);
+      try {
+        return await RepositoryTree.open(mirror, task.snapshot.base_commit, task.verifier.test_patch);
+      } catch (error) {
+        return new PatchOnlyTree(task.verifier.test_patch, `the test patch does not apply at the base: ${(error as Error).message}`);
+      }
+    };
     const results = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
       cache: false,
-      work: (task): { record: AuditRecord; task?: Task } => {
+      work: async (task): Promise<{ record: AuditRecord; task?: Task }> => {
         const decision = decisions.get(task.id);
-        const { links, flags } = alignTask(task, decision?.contracts);
+        const findings = await alignTask({ task, referencePatch: references.get(task.id), tree: await treeFor(task), contracts: decision?.contracts });
+        const { flags } = findings;
         const record = AuditRecord.parse({
           task_id: task.id,
-          links,
-          flags,
+          ...findings,
           ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}),
         });
         // An excluded task keeps its audit record: the report shows why it left.
@@ -84,12 +107,22 @@ export const auditStage = defineStage({
             { record },
           );
         }
+        if (findings.severity >= ctx.config.exclude_at_severity && decision?.verdict !== "approve") {
+          const severe = flags.filter((f) => f.severity >= 2);
+          throw new RecordError(
+            "unfair_verifier",
+            `${task.id}: severity ${findings.severity}: ${severe.map((f) => `${f.flag} (${f.subject}: ${f.detail})`).join("; ")}; approve in ${file.path} if a reasonable solution would pass, or curate the requests`,
+            { field: "verifier.fail_to_pass" },
+            true,
+            { record },
+          );
+        }
         return { record, task };
       },
     });
     const records = results.map((r) => r.record).sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
     const passed = results.flatMap((r) => (r.task ? [r.task] : []));
-    const byId = new Map(tasks.map((t) => [t.id, t]));
+    const byId = new Map<string, AuditedTask>(tasks.map((t) => [t.id, { repo: t.snapshot.repo, base_commit: t.snapshot.base_commit, requests: t.requests }]));
     // Published whole, as emit's folder is: nothing an earlier run (or anyone) left there survives.
     await ctx.publishDirectory(
       ctx.config.report_dir,

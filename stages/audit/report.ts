@@ -1,13 +1,22 @@
 import { stringify } from "csv-stringify/sync";
 import type { AuditRecord } from "../../pipeline/schemas/audit.ts";
-import type { Task } from "../../pipeline/schemas/task.ts";
+import type { Request } from "../../pipeline/schemas/task.ts";
+import type { Agreement, KindAgreement } from "./agreement.ts";
+
+/** What the report shows of a task besides its audit record: where it is and what it asks. */
+export interface AuditedTask {
+  repo: string;
+  base_commit: string;
+  requests: Request[];
+}
 
 /** One row per F2P test: which stages justify it and with what evidence, and the task's flags. */
-export function alignmentCsv(records: AuditRecord[], tasks: Map<string, Task>): string {
+export function alignmentCsv(records: AuditRecord[], tasks: Map<string, AuditedTask>): string {
   const rows = records.flatMap((r) =>
     r.links.map((l) => ({
       task: r.task_id,
-      repo: tasks.get(r.task_id)?.snapshot.repo ?? "",
+      repo: tasks.get(r.task_id)?.repo ?? "",
+      severity: r.severity,
       test: l.test,
       stages: l.stages.join(" "),
       evidence: l.evidence.map((e) => `${e.stage}:${e.token}`).join(" "),
@@ -19,7 +28,7 @@ export function alignmentCsv(records: AuditRecord[], tasks: Map<string, Task>): 
       decision: r.decision ? `${r.decision.verdict} (${r.decision.auditor})` : "",
     })),
   );
-  return stringify(rows, { header: true, columns: ["task", "repo", "test", "stages", "evidence", "public_contract", "flags", "decision"] });
+  return stringify(rows, { header: true, columns: ["task", "repo", "severity", "test", "stages", "evidence", "public_contract", "flags", "decision"] });
 }
 
 function esc(text: string): string {
@@ -37,6 +46,9 @@ main{max-width:1100px;margin:20px auto;padding:0 20px}
 article{background:#fff;border:1px solid var(--line);border-radius:10px;margin-bottom:14px;padding:14px 18px}
 article h2{font-size:16px;margin:0;display:flex;gap:10px;align-items:center;flex-wrap:wrap}
 .repo{color:var(--muted);font-weight:400;font-size:13px}
+.sev{font-size:12px;padding:1px 8px;border-radius:10px;background:#eef2fb;color:var(--muted)}.sev2,.sev3{background:#fdebd9;color:var(--warn);font-weight:600}
+.line{font-size:12px;margin:2px 0 0 4px;color:var(--ink)}.line .where{color:var(--muted)}.line code{background:var(--bg);padding:0 4px;border-radius:4px;white-space:pre-wrap}
+.agreement{background:#fff;border:1px solid var(--line);border-radius:10px;padding:10px 18px;margin-bottom:14px}.agreement td,.agreement th{text-align:right}.agreement td:first-child,.agreement th:first-child{text-align:left}
 .flag{font-size:12px;padding:1px 8px;border-radius:10px;background:#fdebd9;color:var(--warn)}
 .clean{font-size:12px;padding:1px 8px;border-radius:10px;background:#e3f3e9;color:var(--ok)}
 .decision{font-size:12px;color:var(--muted)}
@@ -56,9 +68,9 @@ for(const el of [flag,repo,q])el.addEventListener('input',apply);apply();
 `;
 
 /** A static page an auditor can read and filter: per task its stages, provenance, F2P tests, evidence and flags. */
-export function htmlReport(records: AuditRecord[], tasks: Map<string, Task>): string {
+export function htmlReport(records: AuditRecord[], tasks: Map<string, AuditedTask>, agreements: Agreement[] = [], kinds: KindAgreement[] = []): string {
   const flagNames = [...new Set(records.flatMap((r) => r.flags.map((f) => f.flag)))].sort();
-  const repos = [...new Set(records.map((r) => tasks.get(r.task_id)?.snapshot.repo ?? ""))].sort();
+  const repos = [...new Set(records.map((r) => tasks.get(r.task_id)?.repo ?? ""))].sort();
   const counts = flagNames.map((f) => `${records.filter((r) => r.flags.some((x) => x.flag === f)).length} ${f.replaceAll("_", " ")}`);
   const cards = records.map((record) => {
     const task = tasks.get(record.task_id)!;
@@ -92,13 +104,20 @@ export function htmlReport(records: AuditRecord[], tasks: Map<string, Task>): st
       })
       .join("");
     const flagList = record.flags.length
-      ? `<ul class="flags">${record.flags.map((f) => `<li><b>${esc(f.flag.replaceAll("_", " "))}</b> — ${esc(f.subject)}: ${esc(f.detail)}</li>`).join("")}</ul>`
+      ? `<ul class="flags">${record.flags
+          .map(
+            (f) =>
+              `<li><b>${esc(f.flag.replaceAll("_", " "))}</b> (${f.severity}) — ${esc(f.subject)}: ${esc(f.detail)}${f.evidence
+                .map((e) => `<div class="line"><span class="where">${esc(e.file)}:${e.line}</span> <code>${esc(e.text)}</code></div>`)
+                .join("")}</li>`,
+          )
+          .join("")}</ul>`
       : "";
     const decision = record.decision
       ? `<span class="decision">${esc(record.decision.verdict)} by ${esc(record.decision.auditor)}: ${esc(record.decision.reason)}</span>`
       : "";
-    return `<article id="${esc(record.task_id)}" data-repo="${esc(task.snapshot.repo)}" data-flags="${esc(flags.join(" "))}">
-<h2>${esc(record.task_id)} <span class="repo">${esc(task.snapshot.repo)} @ ${esc(task.snapshot.base_commit.slice(0, 12))}</span>${flags.length ? flags.map((f) => `<span class="flag">${esc(f.replaceAll("_", " "))}</span>`).join("") : `<span class="clean">aligned</span>`}${decision}</h2>${flagList}
+    return `<article id="${esc(record.task_id)}" data-repo="${esc(task.repo)}" data-severity="${record.severity}" data-flags="${esc(flags.join(" "))}">
+<h2>${esc(record.task_id)} <span class="repo">${esc(task.repo)} @ ${esc(task.base_commit.slice(0, 12))}</span><span class="sev sev${record.severity}">severity ${record.severity}</span>${flags.length ? flags.map((f) => `<span class="flag">${esc(f.replaceAll("_", " "))}</span>`).join("") : `<span class="clean">aligned</span>`}${decision}</h2>${flagList}
 <ol class="stages">${stages}</ol>
 <details${record.flags.length ? " open" : ""}><summary>${record.links.length} fail-to-pass test(s) and their evidence</summary><table><thead><tr><th>test</th><th>justified by stage</th><th>evidence</th></tr></thead><tbody>${rows}</tbody></table></details>
 </article>`;
@@ -110,6 +129,90 @@ export function htmlReport(records: AuditRecord[], tasks: Map<string, Task>): st
 <div class="filters"><label>flag <select id="flag"><option value="">all</option><option value="none">no flag</option>${flagNames.map((f) => `<option value="${f}">${f.replaceAll("_", " ")}</option>`).join("")}</select></label>
 <label>repository <select id="repo"><option value="">all</option>${repos.map((r) => `<option>${esc(r)}</option>`).join("")}</select></label>
 <label>search <input id="q" type="search" placeholder="task, test or text"></label></div></header>
-<main>${cards.join("\n")}</main><script>${SCRIPT}</script></body></html>
+<main>${agreementTable(agreements, kinds)}${cards.join("\n")}</main><script>${SCRIPT}</script></body></html>
 `;
+}
+
+const fixed = (x: number | null, digits = 2) => (x === null ? "—" : x.toFixed(digits));
+
+/** Agreement with human annotations as rows (per repository, then overall). */
+export function agreementRows(agreements: Agreement[]): string[][] {
+  return agreements.map((a) => [
+    a.scope,
+    String(a.records),
+    String(a.both),
+    String(a.audit_only),
+    String(a.annotators_only),
+    String(a.neither),
+    fixed(a.precision),
+    fixed(a.recall),
+    fixed(a.kappa),
+    fixed(a.weighted_kappa),
+    a.flagged_of_score0,
+    a.flagged_of_score3,
+  ]);
+}
+
+export const AGREEMENT_COLUMNS = [
+  "scope",
+  "records",
+  "both flag",
+  "audit only",
+  "annotators only",
+  "neither",
+  "precision",
+  "recall",
+  "kappa",
+  "weighted kappa",
+  "flagged of scored 0",
+  "flagged of scored 3",
+];
+
+function htmlTable(columns: string[], rows: string[][]): string {
+  const head = columns.map((c) => `<th>${esc(c)}</th>`).join("");
+  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join("")}</tr>`).join("");
+  return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+function agreementTable(agreements: Agreement[], kinds: KindAgreement[]): string {
+  if (!agreements.length) return "";
+  return `<section class="agreement"><h2>Agreement with human annotations</h2><p class="summary">Flagged: severity ≥ 2 against <code>false_negative</code> ≥ 2; weighted kappa: severity against the 0–3 score (quadratic weights).</p>${htmlTable(
+    AGREEMENT_COLUMNS,
+    agreementRows(agreements),
+  )}${kinds.length ? `<p class="summary">Records carrying each flag kind, by the annotators' score:</p>${htmlTable(KIND_COLUMNS, kindRows(kinds))}` : ""}</section>`;
+}
+
+const markdownTable = (columns: string[], rows: string[][]) =>
+  [`| ${columns.join(" | ")} |`, `| ${columns.map(() => "---").join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n") + "\n";
+
+export const KIND_COLUMNS = ["flag kind", "scored 0", "scored 1", "scored 2", "scored 3", "share scored 2+"];
+
+export function kindRows(kinds: KindAgreement[]): string[][] {
+  return kinds.map((k) => [k.kind, ...k.by_score.map(String), fixed(k.precision)]);
+}
+
+/** The agreement as Markdown tables (the report's agreement.md, docs/AUDITING.md): per repository, then per flag kind. */
+export function agreementMarkdown(agreements: Agreement[], kinds: KindAgreement[] = []): string {
+  const parts = [markdownTable(AGREEMENT_COLUMNS, agreementRows(agreements))];
+  if (kinds.length) parts.push(`Records carrying each flag kind, by the annotators' score:\n\n${markdownTable(KIND_COLUMNS, kindRows(kinds))}`);
+  return parts.join("\n");
+}
+
+/** Per record its severity and flags with their evidence: the machine-readable verdict. */
+export function auditJson(records: AuditRecord[], agreements: Agreement[], kinds: KindAgreement[] = []): string {
+  return (
+    JSON.stringify(
+      {
+        records: records.map((r) => ({
+          instance_id: r.task_id,
+          severity: r.severity,
+          source: r.source,
+          flags: r.flags.map((f) => ({ kind: f.flag, test: f.subject, severity: f.severity, detail: f.detail, evidence: f.evidence })),
+        })),
+        ...(agreements.length ? { agreement: agreements, flag_kinds: kinds } : {}),
+      },
+      null,
+      2,
+    ) + "\n"
+  );
 }

@@ -32,7 +32,7 @@ describe("evidence", () => {
     expect(changedEvidence(test, "test_g")).toEqual({ subject: ["pkg.new"], behaviour: [] });
   });
 
-  it("links a test to the stages that name its subject and its behaviour, and flags the rest", () => {
+  it("links a test to the stages that name its subject and its behaviour, and flags the rest", async () => {
     const patch = `diff --git a/tests/test_m.py b/tests/test_m.py\n--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -0,0 +1,6 @@\n+def test_f():\n+    assert m.fold(2) == 13\n+def test_f_raises():\n+    with pytest.raises(ValueError, match="negative"):\n+        m.fold(-1)\n+def test_f_listed():\n+    assert "fold" in m.__all__\n`;
     const task = {
       id: "o__r-1",
@@ -43,7 +43,7 @@ describe("evidence", () => {
       ],
       verifier: { test_patch: patch, fail_to_pass: ["tests/test_m.py::test_f", "tests/test_m.py::test_f_raises", "tests/test_m.py::test_f_listed"] },
     } as unknown as Task;
-    const { links, flags } = alignTask(task);
+    const { links, flags } = await alignTask({ task });
     expect(links.map((l) => [l.test.split("::")[1], l.stages])).toEqual([
       ["test_f", [1]],
       ["test_f_raises", [2]],
@@ -51,10 +51,14 @@ describe("evidence", () => {
     ]);
     expect(links[1]!.evidence.map((e) => `${e.stage}:${e.token}`).sort()).toEqual(["2:ValueError", "2:fold", "2:negative"]);
     expect(flags.map((f) => [f.flag, f.subject])).toEqual([
+      ["no_repository", "o__r-1"],
       ["unjustified_test", "tests/test_m.py::test_f_listed"],
       ["unverified_stage", "stage 3"],
     ]);
-    expect(alignTask(task, { "tests/test_m.py::test_f_listed": "public API listing" }).flags.map((f) => f.flag)).toEqual(["unverified_stage"]);
+    expect((await alignTask({ task, contracts: { "tests/test_m.py::test_f_listed": "public API listing" } })).flags.map((f) => f.flag)).toEqual([
+      "no_repository",
+      "unverified_stage",
+    ]);
   });
 });
 
@@ -81,7 +85,7 @@ describe("the audit on the demo corpus", () => {
   });
   afterAll(() => demo?.server.stop());
 
-  it("flags the demo's deliberately unjustified tests, and no other test", () => {
+  it("flags the demo's deliberately unjustified tests, and no other test; reads every test from the repository; finds nothing unfair", () => {
     const unjustified = records()
       .flatMap((r) => r.flags.filter((f) => f.flag === "unjustified_test").map((f) => f.subject))
       .sort();
@@ -96,6 +100,11 @@ describe("the audit on the demo corpus", () => {
         .filter((r) => r.flags.some((f) => f.flag === "unverified_stage"))
         .map((r) => r.task_id),
     ).toEqual(flakyFirstStages);
+    expect(new Set(records().map((r) => r.source))).toEqual(new Set(["repository"]));
+    // The demo's tests check what its requests ask, in names and messages the requests give.
+    const fairness = ["new_name", "exact_message", "exact_format", "unrequested_exception", "unrequested_behaviour", "source_not_found"];
+    expect(records().flatMap((r) => r.flags.filter((f) => fairness.includes(f.flag)).map((f) => `${r.task_id}: ${f.flag} ${f.detail}`))).toEqual([]);
+    expect(Math.max(...records().map((r) => r.severity))).toBe(1);
   });
 
   it("applies auditors' decisions: approval with a contract keeps a task, exclusion removes one", async () => {
@@ -118,7 +127,7 @@ describe("the audit on the demo corpus", () => {
         .find((r) => r.task_id === flagged.task_id)!
         .links.find((l) => l.test === test)!.public_contract,
     ).toBe("public names are listed in __all__");
-    expect(readFileSync(join(reportDir(), "alignment.csv"), "utf8")).toMatch(/^task,repo,test,stages,evidence,public_contract,flags,decision\n/);
+    expect(readFileSync(join(reportDir(), "alignment.csv"), "utf8")).toMatch(/^task,repo,severity,test,stages,evidence,public_contract,flags,decision\n/);
   });
 
   it.skipIf(!existsSync(CHROMIUM) && !process.env.CI)("renders a report an auditor can filter, with links to the source records", async () => {

@@ -1,0 +1,278 @@
+import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
+import type { LocatedTest } from "./locate.ts";
+import type { SourceLine, SourceTree } from "./source-tree.ts";
+
+/**
+ * What makes a verifier unfair, in the terms SWE-bench Verified's annotators use for
+ * `false_negative` (tests that reasonable solutions of the issue fail): the test needs a name
+ * the reference fix invents, an exact message or output format, or behaviour no request mentions.
+ * Each flag carries the test line that shows it.
+ */
+
+/** What the reference fix adds and removes, read from its diff (the removed side is the base). */
+export interface ReferenceFacts {
+  addedText: string;
+  /** The string literals of the added lines run together: a message split over implicitly concatenated literals reads whole. */
+  addedStrings: string;
+  removedText: string;
+  /** Public functions and classes the fix defines that it does not also remove (a move). */
+  newDefinitions: Set<string>;
+  /** Per function, parameters its new signature has and its old one lacked. */
+  newParameters: Set<string>;
+  /** String literals shaped like names or options (`"man_make_section_directory"`, `"--co"`) the fix adds. */
+  newLiteralNames: Set<string>;
+  /** Functions the fix changes (named in its hunk headers or defined in its lines), with the file each is in. */
+  changedFunctions: Map<string, string>;
+}
+
+const STRING = /(?<![\w])[rbuRBU]?(["'])((?:\\.|(?!\1).)*)\1/g;
+
+function definitions(text: string): Set<string> {
+  return new Set([...text.matchAll(/^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]!));
+}
+
+function signatures(text: string): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const m of text.matchAll(/^\s*(?:async\s+)?def\s+(\w+)\s*\(([^)]*)\)/gm)) {
+    const params = m[2]!
+      .split(",")
+      .map((p) => p.trim().split(/[:=]/)[0]!.replace(/^\*+/, "").trim())
+      .filter((p) => p && p !== "self" && p !== "cls");
+    out.set(m[1]!, new Set([...(out.get(m[1]!) ?? []), ...params]));
+  }
+  return out;
+}
+
+export function referenceFacts(patch: string): ReferenceFacts {
+  const lines = patch.split("\n");
+  const added = lines.filter((l) => l.startsWith("+") && !l.startsWith("+++")).map((l) => l.slice(1));
+  const removed = lines.filter((l) => l.startsWith("-") && !l.startsWith("---")).map((l) => l.slice(1));
+  const addedText = added.join("\n");
+  const removedText = removed.join("\n");
+  const removedDefs = definitions(removedText);
+  const newDefinitions = new Set([...definitions(addedText)].filter((d) => !removedDefs.has(d) && !d.startsWith("_")));
+  const before = signatures(removedText);
+  const newParameters = new Set<string>();
+  for (const [fn, params] of signatures(addedText)) {
+    const old = before.get(fn);
+    // A function that is new as a whole is a new definition; its parameters come with it.
+    if (!old) continue;
+    for (const p of params) if (!old.has(p) && !p.startsWith("_") && p.length > 1) newParameters.add(p);
+  }
+  const literals = (text: string) => new Set([...text.matchAll(STRING)].map((m) => m[2]!));
+  const oldLiterals = literals(removedText);
+  const newLiteralNames = new Set(
+    [...literals(addedText)].filter((s) => ((/^[A-Za-z_][\w-]{2,}$/.test(s) && !s.startsWith("__")) || /^--?[A-Za-z][\w-]*$/.test(s)) && !oldLiterals.has(s)),
+  );
+  const changedFunctions = new Map<string, string>();
+  let file = "";
+  for (const l of lines) {
+    const diff = /^diff --git a\/\S+ b\/(\S+)/.exec(l);
+    if (diff) file = diff[1]!;
+    const fn = /^@@.*@@\s*(?:async\s+)?def\s+(\w+)/.exec(l)?.[1] ?? /^[+ ]\s*(?:async\s+)?def\s+(\w+)/.exec(l)?.[1];
+    if (fn && !fn.startsWith("__") && !fn.startsWith("test") && !changedFunctions.has(fn)) changedFunctions.set(fn, file);
+  }
+  const addedStrings = [...addedText.matchAll(STRING)].map((m) => m[2]!).join("");
+  return { addedText, addedStrings, removedText, newDefinitions, newParameters, newLiteralNames, changedFunctions };
+}
+
+/** Whether the requests' text mentions `name` as a word (an option's dashes count as part of it). */
+export function requestsName(text: string, name: string): boolean {
+  const escaped = name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`(?<![\\w-])${escaped}(?![\\w-])`).test(text);
+}
+
+const squash = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase();
+
+/** A regular expression's literal text (`match="Invalid \\(x\\)"` checks "Invalid (x)"). */
+const unescape = (text: string) => text.replace(/\\(.)/g, "$1");
+
+/** Pieces of a message between its placeholders (`%s`, `{}`, `{name}`, `%(name)s`) and regex wildcards. */
+function messageFragments(message: string): string[] {
+  return unescape(message)
+    .split(/%\(\w+\)[sdr]|%[sdrif]|\{[^}]*\}|\.\*|\.\+|\\n|\n|\*|\?|\^|\$/)
+    .map((f) => f.trim())
+    .filter((f) => f.length >= 8);
+}
+
+const PRINTERS =
+  /\b(str|repr|latex|pretty|upretty|pretty_print|sstr|srepr|mathml|print_mathml|ccode|cxxcode|fcode|pycode|octave_code|julia_code|jscode|rcode|mathematica_code|maple_code|rust_code|glsl_code|format|as_text|to_string|getvalue|render|render_to_string|dumps|dump)\s*\(/;
+
+function flag(kind: AuditFlagRecord["flag"], test: string, detail: string, line: SourceLine, file: string, severity: number): AuditFlagRecord {
+  return { flag: kind, subject: test, detail, severity, evidence: [{ file, line: line.n, text: line.text.trim() }] };
+}
+
+/**
+ * The unfairness flags of one located test. Only lines the test patch added count: a test that
+ * only exists at the base checks what the base already did.
+ */
+export async function fairnessFlags(
+  test: string,
+  located: LocatedTest,
+  facts: ReferenceFacts,
+  requestText: string,
+  tree: SourceTree,
+  testPatchRemoved: string,
+): Promise<AuditFlagRecord[]> {
+  const added = located.lines.filter((l) => l.added && l.text.trim() && !l.text.trim().startsWith("#"));
+  const flags: AuditFlagRecord[] = [];
+  const squashedRequests = squash(requestText);
+  const seen = new Set<string>();
+  const word = (name: string) => new RegExp(`(?<![\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w])`);
+
+  for (const line of added) {
+    // A public name the fix invents, which the test needs and no request gives.
+    for (const name of facts.newDefinitions) {
+      if (seen.has(`name:${name}`) || !word(name).test(line.text) || requestsName(requestText, name)) continue;
+      if ((await tree.baseHas(`def ${name}(`, false)) || (await tree.baseHas(`class ${name}`, true))) continue;
+      seen.add(`name:${name}`);
+      flags.push(flag("new_name", test, `uses \`${name}\`, which the reference fix defines and no request names`, line, located.file, 3));
+    }
+    for (const name of facts.newParameters) {
+      if (seen.has(`name:${name}`) || !new RegExp(`(?<![\\w])${name}\\s*=(?!=)`).test(line.text) || requestsName(requestText, name)) continue;
+      seen.add(`name:${name}`);
+      flags.push(flag("new_name", test, `passes \`${name}=\`, a parameter the reference fix adds and no request names`, line, located.file, 2));
+    }
+    for (const name of facts.newLiteralNames) {
+      if (seen.has(`name:${name}`) || !(line.text.includes(`"${name}"`) || line.text.includes(`'${name}'`)) || requestsName(requestText, name)) continue;
+      if ((await tree.baseHas(`"${name}"`, false)) || (await tree.baseHas(`'${name}'`, false))) continue;
+      seen.add(`name:${name}`);
+      const option = name.startsWith("-");
+      flags.push(
+        flag(
+          "new_name",
+          test,
+          `uses ${option ? "the option" : "the name"} "${name}", which the reference fix introduces and no request names`,
+          line,
+          located.file,
+          option ? 3 : 2,
+        ),
+      );
+    }
+    // A message the fix writes, asserted word for word, that no request states.
+    for (const m of line.text.matchAll(STRING)) {
+      const message = m[2]!;
+      if (message.length < 12 || message.trim().split(/\s+/).length < 3) continue;
+      const fragments = messageFragments(message);
+      if (!fragments.length || seen.has(`message:${message}`)) continue;
+      if (!fragments.some((f) => facts.addedText.includes(f) || facts.addedStrings.includes(f))) continue;
+      if (fragments.some((f) => facts.removedText.includes(f) || testPatchRemoved.includes(f) || squashedRequests.includes(squash(f)))) continue;
+      let atBase = false;
+      for (const f of fragments) if (await tree.baseHas(f, false)) atBase = true;
+      if (atBase) continue;
+      seen.add(`message:${message}`);
+      flags.push(flag("exact_message", test, `asserts the message "${message}", which the reference fix writes and no request states`, line, located.file, 2));
+    }
+    // An exception type the test expects that no request names: another reasonable fix raises another.
+    for (const m of line.text.matchAll(/\b(?:raises|assertRaises|assertRaisesMessage|assertRaisesRegexp?)\(\s*([A-Z]\w*)/g)) {
+      const exception = m[1]!;
+      if (seen.has(`exception:${exception}`) || requestsName(requestText, exception)) continue;
+      seen.add(`exception:${exception}`);
+      flags.push(flag("unrequested_exception", test, `expects \`${exception}\`, which no request names`, line, located.file, 2));
+    }
+  }
+  // An exact rendering compared character for character, which no request shows.
+  for (const { line, literal } of renderingExpectations(located.lines)) {
+    if (seen.has("format")) break;
+    const bare = (text: string) => squash(text).replace(/ /g, "");
+    const shown = bare(requestText);
+    if (shown.includes(bare(literal)) || shown.includes(bare(unescape(literal))) || testPatchRemoved.includes(literal)) continue;
+    // A request that shows the same shape (every name the expected text holds, in whatever order or with other values) states the form.
+    const words = [...new Set(literal.match(/[A-Za-z_]\w{2,}/g) ?? [])];
+    if (words.length >= 2 && words.every((w) => requestsName(requestText, w))) continue;
+    seen.add("format");
+    const short = literal.length > 80 ? `${literal.slice(0, 77)}...` : literal;
+    flags.push(flag("exact_format", test, `compares rendered output with "${short}" exactly, a form no request shows`, line, located.file, 2));
+  }
+  // Behaviour of functions no request mentions: the test exercises what the fix changed, but only
+  // where the requests are silent. sympy's `_eval_is_x` backs the `is_x` property; `_name` backs `name`.
+  const changedBy = new Map<string, string>();
+  for (const fn of facts.changedFunctions.keys()) {
+    changedBy.set(fn, fn);
+    const bare = fn.replace(/^_eval_/, "").replace(/^_+/, "");
+    if (bare.length > 2) changedBy.set(bare, fn);
+  }
+  const used = new Map<string, SourceLine>();
+  for (const line of added)
+    for (const m of line.text.matchAll(/(?:\.|\b)([A-Za-z_]\w*)\s*(\()?/g)) {
+      const name = m[1]!;
+      if ((m[2] || line.text[m.index] === ".") && changedBy.has(name) && !used.has(name)) used.set(name, line);
+    }
+  const names = [...used.keys()];
+  // A request that points at the file a function is in (its path or its module's name) asks about
+  // that code; a traceback's frames only say where a failure passed.
+  const prose = requestText
+    .split("\n")
+    .filter((l) => !/^\s*File "/.test(l))
+    .join("\n");
+  const pointsAt = (fn: string) => {
+    const path = facts.changedFunctions.get(fn) ?? "";
+    const module = path.split("/").at(-1)!.replace(/\.py$/, "");
+    return (path !== "" && prose.includes(path)) || (module.length >= 5 && module !== "__init__" && requestsName(prose, `${module}.py`));
+  };
+  const mentioned = names.filter((n) => requestsName(requestText, n) || requestsName(requestText, changedBy.get(n)!) || pointsAt(changedBy.get(n)!));
+  if (names.length && !mentioned.length) {
+    flags.push(
+      flag(
+        "unrequested_behaviour",
+        test,
+        `checks \`${names.join("`, `")}\`, which the reference fix changes and no request mentions`,
+        used.get(names[0]!)!,
+        located.file,
+        2,
+      ),
+    );
+  }
+  return flags;
+}
+
+/** The string literal that starts on line `index` (a triple-quoted one may run over later lines). */
+function literalAt(lines: SourceLine[], index: number, from = 0): string | undefined {
+  const text = lines[index]!.text.slice(from);
+  const triple = /[rbuRBU]?("""|\'\'\')/.exec(text);
+  const single = /(?<![\w])[rbuRBU]?(["'])((?:\\.|(?!\1).)*)\1/.exec(text);
+  if (triple && (!single || triple.index <= single.index)) {
+    const quote = triple[1]!;
+    const rest = text.slice(triple.index + triple[0].length);
+    const close = rest.indexOf(quote);
+    if (close >= 0) return rest.slice(0, close);
+    const parts = [rest];
+    for (let i = index + 1; i < lines.length && i < index + 80; i++) {
+      const at = lines[i]!.text.indexOf(quote);
+      if (at >= 0) return [...parts, lines[i]!.text.slice(0, at)].join("\n");
+      parts.push(lines[i]!.text);
+    }
+    return undefined;
+  }
+  return single?.[2];
+}
+
+/**
+ * Literals the test compares a printer's output with, directly (`latex(x) == r"..."`) or through
+ * a name assigned a literal (`s = r"..."; assert latex(x) == s`), on lines the test patch added.
+ */
+function renderingExpectations(lines: SourceLine[]): { line: SourceLine; literal: string }[] {
+  const out: { line: SourceLine; literal: string }[] = [];
+  lines.forEach((line, index) => {
+    if (!PRINTERS.test(line.text)) return;
+    const comparison = /==\s*(.*)$|^(.*?)==|assertEqual\((.*)$/.exec(line.text);
+    if (!comparison) return;
+    const right = /==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*assert\s+([A-Za-z_]\w*)\s*==/.exec(line.text)?.[1];
+    if (right && !PRINTERS.test(`${right}(`)) {
+      // The latest assignment of that name above the comparison.
+      for (let i = index - 1; i >= 0; i--) {
+        const assign = new RegExp(`^\\s*${right}\\s*=\\s*(?!=)`).exec(lines[i]!.text);
+        if (!assign) continue;
+        const literal = literalAt(lines, i, assign[0].length);
+        if (literal !== undefined && literal.length >= 4 && lines[i]!.added) out.push({ line: lines[i]!, literal });
+        break;
+      }
+      return;
+    }
+    if (!line.added) return;
+    const at = line.text.indexOf("==");
+    const literal = literalAt(lines, index, at >= 0 ? at + 2 : 0) ?? literalAt(lines, index);
+    if (literal !== undefined && literal.length >= 4) out.push({ line, literal });
+  });
+  return out;
+}

@@ -1,0 +1,153 @@
+import { dirname } from "node:path";
+import type { SourceLine, SourceTree } from "./source-tree.ts";
+import { parseTestId } from "./test-ids.ts";
+
+/** A test's source as read: its decorators (parametrized cases), its body, and the fixtures it takes. */
+export interface LocatedTest {
+  file: string;
+  /** The test's own lines, decorators included. */
+  lines: SourceLine[];
+  /** Lines of the fixtures it takes (same file or a conftest.py above it). */
+  fixtureLines: (SourceLine & { file: string })[];
+  origin: SourceTree["kind"];
+  /** The function's name (a docstring-named test's is read from its `def`). */
+  name: string;
+}
+
+const indentOf = (text: string) => text.length - text.trimStart().length;
+
+function defPattern(name: string): RegExp {
+  return new RegExp(`^(\\s*)(async\\s+)?def ${name}\\(`);
+}
+
+/** The class a line at `index` sits in (nearest less-indented `class` line above), if any. */
+function enclosingClass(lines: SourceLine[], index: number): string | undefined {
+  let limit = indentOf(lines[index]!.text);
+  for (let i = index - 1; i >= 0; i--) {
+    const text = lines[i]!.text;
+    if (!text.trim()) continue;
+    const indent = indentOf(text);
+    if (indent >= limit) continue;
+    const cls = /^\s*class (\w+)/.exec(text);
+    if (cls) return cls[1];
+    limit = indent;
+    if (indent === 0) return undefined;
+  }
+  return undefined;
+}
+
+/** The definition at `index` with its decorators above and its body below (by indentation). */
+function definitionAt(lines: SourceLine[], index: number): SourceLine[] {
+  const indent = indentOf(lines[index]!.text);
+  let start = index;
+  for (let i = index - 1; i >= 0; i--) {
+    const text = lines[i]!.text;
+    const trimmed = text.trimStart();
+    if (!trimmed) continue;
+    const ind = indentOf(text);
+    if (ind > indent || (ind === indent && (trimmed.startsWith("@") || /^[)\]}]/.test(trimmed)))) {
+      if (ind === indent && trimmed.startsWith("@")) start = i;
+      continue;
+    }
+    break;
+  }
+  let end = index + 1;
+  while (end < lines.length && (!lines[end]!.text.trim() || indentOf(lines[end]!.text) > indent)) end++;
+  // A gap between hunks (a patch's lines are not contiguous) ends the definition too.
+  const out: SourceLine[] = [];
+  for (let i = start; i < end; i++) {
+    if (i > index && lines[i]!.n !== lines[i - 1]!.n + 1) break;
+    out.push(lines[i]!);
+  }
+  return out;
+}
+
+function findDefinition(lines: SourceLine[], name: string, classes: string[]): number | undefined {
+  const def = defPattern(name);
+  const hits = lines.flatMap((l, i) => (def.test(l.text) ? [i] : []));
+  const wanted = classes.at(-1);
+  if (wanted) {
+    const inClass = hits.find((i) => enclosingClass(lines, i) === wanted);
+    if (inClass !== undefined) return inClass;
+  }
+  return hits[0];
+}
+
+/** Parameters of a `def` line (possibly spread over lines): the fixtures a pytest test takes. */
+function parameters(lines: SourceLine[]): string[] {
+  const defIndex = lines.findIndex((l) => /^\s*(async\s+)?def /.test(l.text));
+  if (defIndex < 0) return [];
+  const head = lines
+    .slice(defIndex, defIndex + 12)
+    .map((l) => l.text)
+    .join(" ");
+  const inner = /def \w+\(([^)]*)\)/.exec(head)?.[1] ?? "";
+  return inner
+    .split(",")
+    .map((p) =>
+      p
+        .trim()
+        .split(/[:=\s]/)[0]!
+        .replace(/^\*+/, ""),
+    )
+    .filter((p) => p && p !== "self" && p !== "cls");
+}
+
+async function fixtureSources(tree: SourceTree, file: string, own: SourceLine[], fileLines: SourceLine[]): Promise<(SourceLine & { file: string })[]> {
+  const out: (SourceLine & { file: string })[] = [];
+  const conftests: string[] = [];
+  for (let dir = dirname(file); ; dir = dirname(dir)) {
+    conftests.push(dir === "." ? "conftest.py" : `${dir}/conftest.py`);
+    if (dir === "." || dir === "/" || dir === "") break;
+  }
+  for (const param of parameters(own)) {
+    for (const [path, lines] of [[file, fileLines] as const, ...(await Promise.all(conftests.map(async (c) => [c, await tree.lines(c)] as const)))]) {
+      if (!lines) continue;
+      const index = lines.findIndex((l) => defPattern(param).test(l.text));
+      if (index < 0) continue;
+      const def = definitionAt(lines, index);
+      if (def.some((l) => /@pytest\.fixture|@fixture/.test(l.text))) {
+        out.push(...def.map((l) => ({ ...l, file: path })));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Django's runner names a test with a docstring by the docstring's first line: the test is the
+ * `def` right above the line that starts with it.
+ */
+async function locateByDocstring(text: string, tree: SourceTree): Promise<LocatedTest | undefined> {
+  const wanted = text.trim();
+  if (wanted.length < 12) return undefined;
+  for (const file of await tree.filesContaining(wanted)) {
+    const lines = await tree.lines(file);
+    if (!lines) continue;
+    const at = lines.findIndex((l) => l.text.includes(wanted) && /^\s*[rbu]?("""|'''|"|')/i.test(l.text));
+    if (at < 0) continue;
+    let def = at - 1;
+    while (def >= 0 && !/^\s*(async\s+)?def \w+\(/.test(lines[def]!.text) && at - def < 6) def--;
+    if (def < 0 || !/^\s*(async\s+)?def \w+\(/.test(lines[def]!.text)) continue;
+    const own = definitionAt(lines, def);
+    return { file, lines: own, fixtureLines: [], origin: tree.kind, name: /def (\w+)\(/.exec(lines[def]!.text)![1]! };
+  }
+  return undefined;
+}
+
+/** Reads a fail-to-pass test's source from the tree; undefined when its id names nothing the tree holds. */
+export async function locateTest(id: string, tree: SourceTree): Promise<LocatedTest | undefined> {
+  const location = parseTestId(id);
+  if (!location) return locateByDocstring(id, tree);
+  const files = location.file ? [location.file] : location.candidateFiles.length ? location.candidateFiles : await tree.filesDefining(location.name);
+  for (const file of files) {
+    const lines = await tree.lines(file);
+    if (!lines) continue;
+    const index = findDefinition(lines, location.name, location.classes);
+    if (index === undefined) continue;
+    const own = definitionAt(lines, index);
+    return { file, lines: own, fixtureLines: await fixtureSources(tree, file, own, lines), origin: tree.kind, name: location.name };
+  }
+  return undefined;
+}

@@ -1,0 +1,314 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { agreement, readAnnotations } from "../../stages/audit/agreement.ts";
+import { alignTask, type AuditSubject } from "../../stages/audit/align.ts";
+import { PatchOnlyTree, RepositoryTree } from "../../stages/audit/source-tree.ts";
+import { auditSwebench } from "../../stages/audit/swebench.ts";
+import { importSwebench } from "../../stages/mine/swebench.ts";
+import { parseTestId } from "../../stages/audit/test-ids.ts";
+import { runCli } from "../helpers/cli-in-process.ts";
+import { repoWithChange } from "../helpers/git-repo.ts";
+import { fileTempDir } from "../helpers/tmp.ts";
+
+const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
+const MIRRORS = join(SHARED, "mirrors");
+
+interface RawRecord {
+  instance_id: string;
+  base_commit: string;
+  patch: string;
+  test_patch: string;
+  problem_statement: string;
+  FAIL_TO_PASS: string;
+}
+
+const records = new Map<string, RawRecord>();
+for (const file of ["swebench-lite-test-half.jsonl", "swebench-lite-dev.jsonl"])
+  for (const line of readFileSync(join(SHARED, file), "utf8").split("\n").filter(Boolean)) {
+    const record = JSON.parse(line) as RawRecord;
+    records.set(record.instance_id, record);
+  }
+
+/** A real record as the audit sees it, from its test patch alone; `said` is added to its problem statement. */
+function subject(id: string, said = ""): AuditSubject {
+  const r = records.get(id)!;
+  return {
+    task: {
+      id,
+      requests: [{ stage: 1, text: `${r.problem_statement}\n${said}`, provenance: { sources: [{ kind: "issue", record_id: id, author: "x" }] } }],
+      verifier: { test_patch: r.test_patch, fail_to_pass: JSON.parse(r.FAIL_TO_PASS) as string[] },
+    },
+    referencePatch: r.patch,
+    tree: new PatchOnlyTree(r.test_patch, "not cloned in this test"),
+  };
+}
+
+const kinds = async (s: AuditSubject) => (await alignTask(s)).flags.map((f) => f.flag);
+
+describe("test ids in the SWE-bench family's formats", () => {
+  it("reads pytest node ids, Django's two runner formats and sympy's bare names", () => {
+    expect(parseTestId("tests/test_x.py::TestA::test_b[case-1]")).toEqual({
+      file: "tests/test_x.py",
+      candidateFiles: ["tests/test_x.py"],
+      classes: ["TestA"],
+      name: "test_b",
+      caseId: "case-1",
+    });
+    expect(parseTestId("test_label (auth_tests.test_forms.ReadOnlyPasswordHashTest)")).toMatchObject({
+      classes: ["ReadOnlyPasswordHashTest"],
+      name: "test_label",
+      candidateFiles: [
+        "tests/auth_tests/test_forms.py",
+        "tests/auth_tests/test_forms/__init__.py",
+        "auth_tests/test_forms.py",
+        "auth_tests/test_forms/__init__.py",
+      ],
+    });
+    expect(parseTestId("test_x (bulk_create.tests.BulkCreateTests.test_x)")).toMatchObject({ classes: ["BulkCreateTests"], name: "test_x" });
+    expect(parseTestId("test_is_upper")).toEqual({ candidateFiles: [], classes: [], name: "test_is_upper" });
+    // Django names a test with a docstring by its first line: not an id, found by its text instead.
+    expect(parseTestId("ReadOnlyPasswordHashWidget doesn't contain a for attribute in the")).toBeUndefined();
+  });
+});
+
+describe("flags for what makes a verifier unfair, on real records", () => {
+  it("new_name: a setting the fix invents and the issue never names (sphinx-8273), and not once the request names it", async () => {
+    const findings = await alignTask(subject("sphinx-doc__sphinx-8273"));
+    const flag = findings.flags.find((f) => f.flag === "new_name")!;
+    expect(flag.detail).toContain('"man_make_section_directory"');
+    expect(flag.evidence[0]!.file).toBe("tests/test_build_manpage.py");
+    expect(flag.evidence[0]!.text).toContain("man_make_section_directory");
+    expect(findings.severity).toBe(2);
+    expect(await kinds(subject("sphinx-doc__sphinx-8273", "Add a `man_make_section_directory` setting."))).not.toContain("new_name");
+  });
+
+  it("exact_message: a message the fix writes, asserted word for word (django-14730), and not once the request states it", async () => {
+    const findings = await alignTask(subject("django__django-14730"));
+    const messages = findings.flags.filter((f) => f.flag === "exact_message");
+    expect(messages.map((f) => f.evidence[0]!.file)).toEqual([
+      "tests/invalid_models_tests/test_relative_fields.py",
+      "tests/invalid_models_tests/test_relative_fields.py",
+    ]);
+    expect(findings.severity).toBe(2);
+    const stated = 'Say: related_name has no effect on ManyToManyField with a symmetrical relationship, e.g. to "self".';
+    expect(await kinds(subject("django__django-14730", stated))).not.toContain("exact_message");
+  });
+
+  it("exact_message reads fnmatch patterns and messages split over implicitly concatenated literals", async () => {
+    const reference = `diff --git a/src/m.py b/src/m.py
+--- a/src/m.py
++++ b/src/m.py
+@@ -1,3 +1,4 @@ def f():
+     raise Error(
+-        "Using skip outside of a test is not allowed."
++        "Using skip outside of a test will skip "
++        "the entire module."
+     )
+`;
+    const testPatch = `diff --git a/t/test_m.py b/t/test_m.py
+--- a/t/test_m.py
++++ b/t/test_m.py
+@@ -0,0 +1,2 @@
++def test_f():
++    lines.fnmatch_lines(["*Using skip outside of a test will skip the entire module*"])
+`;
+    const task = {
+      id: "o__r-1",
+      requests: [
+        {
+          stage: 1,
+          text: "Skipping at module level should say how to do it.",
+          provenance: { sources: [{ kind: "issue" as const, record_id: "1", author: "x" }] },
+        },
+      ],
+      verifier: { test_patch: testPatch, fail_to_pass: ["t/test_m.py::test_f"] },
+    };
+    const findings = await alignTask({ task, referencePatch: reference, tree: new PatchOnlyTree(testPatch, "none") });
+    expect(findings.flags.find((f) => f.flag === "exact_message")!.evidence[0]!.line).toBe(2);
+  });
+
+  it("unrequested_exception: the test expects an exception no request names (pylint-6506: SystemExit), and not once it does", async () => {
+    const flag = (await alignTask(subject("pylint-dev__pylint-6506"))).flags.find((f) => f.flag === "unrequested_exception")!;
+    expect(flag.evidence[0]!.text).toBe("with pytest.raises(SystemExit):");
+    expect(await kinds(subject("pylint-dev__pylint-6506", "It should exit with SystemExit and print the usage."))).not.toContain("unrequested_exception");
+  });
+
+  it("unrequested_behaviour: the test checks a function the fix changes that the issue never mentions (matplotlib-23562)", async () => {
+    const flag = (await alignTask(subject("matplotlib__matplotlib-23562"))).flags.find((f) => f.flag === "unrequested_behaviour")!;
+    expect(flag.detail).toContain("`get_edgecolor`");
+    expect(await kinds(subject("matplotlib__matplotlib-23562", "get_edgecolor fails the same way."))).not.toContain("unrequested_behaviour");
+  });
+
+  it("exact_format: a rendering compared exactly with a form no request shows (sympy-16106), and not once the request shows it", async () => {
+    const flag = (await alignTask(subject("sympy__sympy-16106"))).flags.find((f) => f.flag === "exact_format")!;
+    expect(flag.detail).toContain("<msub><mi>a</mi><mi>b</mi></msub>");
+    // Once the request shows that form, the audit looks at the test's next exact rendering instead.
+    const shown = (await alignTask(subject("sympy__sympy-16106", "Expected: <msub><mi>a</mi><mi>b</mi></msub>"))).flags.find((f) => f.flag === "exact_format");
+    expect(shown?.detail ?? "").not.toContain("<msub><mi>a</mi><mi>b</mi></msub>");
+  });
+
+  it("a fair record gets none of them (django-16527, annotators' 0: the issue names the function and its file)", async () => {
+    const findings = await alignTask(subject("django__django-16527"));
+    expect(findings.severity).toBeLessThan(2);
+  });
+
+  it("a test the patch does not hold is said to be unread, never unjustified, and weighs nothing (django-11001 without a clone)", async () => {
+    const findings = await alignTask(subject("django__django-11001"));
+    expect(findings.flags.filter((f) => f.flag === "source_not_found").map((f) => f.subject)).toEqual([
+      "test_order_of_operations (expressions.tests.BasicExpressionsTests)",
+    ]);
+    expect(findings.flags.find((f) => f.flag === "no_repository")!.detail).toContain("not cloned in this test");
+    expect(findings.flags.some((f) => f.flag === "unjustified_test")).toBe(false);
+  });
+
+  it("finds a test changed below its def from the hunk header, and a Django test named by its docstring", async () => {
+    const changed = await alignTask(subject("django__django-13230"));
+    expect(changed.flags.some((f) => f.flag === "source_not_found")).toBe(false);
+    // Its lines are judged: the link's evidence (none here: the issue never mentions what it checks) points at the header's def.
+    expect(changed.flags.find((f) => f.flag === "unjustified_test")!.evidence[0]).toEqual({
+      file: "tests/syndication_tests/tests.py",
+      line: 135,
+      text: "def test_rss2_feed(self):",
+    });
+    const byDocstring = await alignTask(subject("django__django-15781"));
+    expect(byDocstring.flags.some((f) => f.flag === "source_not_found")).toBe(false);
+  });
+});
+
+describe("test sources from the repository", () => {
+  it("reads a test the patch does not hold, and a parametrized case, from the bundled mirrors (sqlfluff-1625, astroid-1866)", async () => {
+    const work = fileTempDir();
+    const lines = ["sqlfluff__sqlfluff-1625", "pylint-dev__astroid-1866"].map((id) => JSON.stringify(records.get(id))).join("\n") + "\n";
+    const { candidates } = importSwebench("records.jsonl", lines);
+    const withMirrors = await auditSwebench({ candidates, mirrors: MIRRORS, workDir: join(work, "w"), log: silentLogger });
+    const without = await auditSwebench({ candidates, workDir: join(work, "w2"), log: silentLogger });
+    const by = (audit: typeof without, id: string) => audit.records.find((r) => r.task_id === id)!;
+    expect(by(withMirrors, "sqlfluff__sqlfluff-1625").source).toBe("repository");
+    expect(by(withMirrors, "sqlfluff__sqlfluff-1625").flags.some((f) => f.flag === "source_not_found")).toBe(false);
+    expect(by(without, "sqlfluff__sqlfluff-1625").flags.find((f) => f.flag === "source_not_found")!.subject).toBe(
+      "test/cli/commands_test.py::test__cli__command_directed",
+    );
+    expect(by(without, "sqlfluff__sqlfluff-1625").flags.find((f) => f.flag === "no_repository")!.detail).toContain("no --mirrors folder was given");
+    // The parametrized case's values live in its decorator, outside the patch's hunk.
+    expect(by(withMirrors, "pylint-dev__astroid-1866").flags.filter((f) => f.flag === "unjustified_test")).toEqual([]);
+    expect(by(without, "pylint-dev__astroid-1866").flags.filter((f) => f.flag === "unjustified_test").length).toBeGreaterThan(0);
+  });
+
+  it("does not call a name new that the base already defines (a moved function), as the patch alone must", async () => {
+    // The fix adds `shift` to core.py; the base already had one in util.py, which the fix does not touch.
+    const base = {
+      "pkg/core.py": "def step(x):\n    return x + 1\n",
+      "pkg/util.py": "def shift(x):\n    return x + 2\n",
+      "pkg/tests/test_core.py": "from pkg.core import step\n\n\ndef test_old():\n    assert step(1) == 2\n",
+    };
+    const repo = await repoWithChange(base, {
+      "pkg/core.py": "def step(x):\n    return x + 1\n\n\ndef shift(x):\n    return x + 2\n",
+    });
+    const testPatch = `diff --git a/pkg/tests/test_core.py b/pkg/tests/test_core.py
+--- a/pkg/tests/test_core.py
++++ b/pkg/tests/test_core.py
+@@ -5,0 +6,4 @@ def test_old():
++
++
++def test_new():
++    assert shift(1) == 3
+`;
+    const task = {
+      id: "o__r-1",
+      requests: [{ stage: 1, text: "Make the step two instead of one.", provenance: { sources: [{ kind: "issue" as const, record_id: "1", author: "x" }] } }],
+      verifier: { test_patch: testPatch, fail_to_pass: ["pkg/tests/test_core.py::test_new"] },
+    };
+    const patchOnly = await alignTask({ task, referencePatch: repo.diff, tree: new PatchOnlyTree(testPatch, "none") });
+    expect(patchOnly.flags.map((f) => f.flag)).toContain("new_name");
+    const tree = await RepositoryTree.open(repo.gitDir, repo.base, testPatch);
+    const fromRepo = await alignTask({ task, referencePatch: repo.diff, tree });
+    expect(fromRepo.flags.map((f) => f.flag)).not.toContain("new_name");
+    // The test patch is applied to the base: the new test reads whole, from its own file.
+    expect(fromRepo.links[0]!.test).toBe("pkg/tests/test_core.py::test_new");
+    expect(fromRepo.flags.some((f) => f.flag === "source_not_found")).toBe(false);
+  });
+});
+
+describe("agreement with human annotations", () => {
+  it("computes the confusion matrix, precision, recall and both kappas", () => {
+    // 4 both, 1 audit only, 2 annotators only, 3 neither: po = 0.7, pe = 0.5*0.6 + 0.5*0.4 = 0.5.
+    const pairs = [
+      ...Array.from({ length: 4 }, () => ({ severity: 2, score: 3 })),
+      { severity: 3, score: 0 },
+      ...Array.from({ length: 2 }, () => ({ severity: 1, score: 2 })),
+      ...Array.from({ length: 3 }, () => ({ severity: 0, score: 0 })),
+    ];
+    const a = agreement("all", pairs);
+    expect(a).toMatchObject({ records: 10, both: 4, audit_only: 1, annotators_only: 2, neither: 3, flagged_of_score0: "1 of 4", flagged_of_score3: "4 of 4" });
+    expect(a.precision).toBeCloseTo(0.8);
+    expect(a.recall).toBeCloseTo(4 / 6);
+    expect(a.kappa).toBeCloseTo(0.4);
+    expect(
+      agreement(
+        "same",
+        [0, 1, 2, 3].map((s) => ({ severity: s, score: s })),
+      ).weighted_kappa,
+    ).toBeCloseTo(1);
+  });
+
+  it("names the file, row and field of a bad annotation", () => {
+    expect(() => readAnnotations("a.csv", "instance_id,false_negative\nx__y-1,2.0\nx__y-2,high\n")).toThrow(
+      'a.csv row 3, record x__y-2: field false_negative: expected a score from 0 to 3, got "high"',
+    );
+  });
+});
+
+describe("switch-swe audit --swebench", () => {
+  let out: string;
+  let result: Awaited<ReturnType<typeof runCli>>;
+  beforeAll(async () => {
+    const work = fileTempDir();
+    out = join(work, "report");
+    const ids = ["pylint-dev__pylint-6506", "django__django-16527", "django__django-14730", "sqlfluff__sqlfluff-1625"];
+    const file = join(work, "records.jsonl");
+    writeFileSync(file, ids.map((id) => JSON.stringify(records.get(id))).join("\n") + "\n");
+    const annotations = join(work, "annotations.csv");
+    writeFileSync(
+      annotations,
+      'instance_id,false_negative,false_negative_notes\npylint-dev__pylint-6506,3.0,exit\ndjango__django-16527,0.0,fine\ndjango__django-14730,2.0,"message, exact"\n',
+    );
+    result = await runCli(["audit", "--swebench", file, "--mirrors", MIRRORS, "--annotations", annotations, "--out", out, "--work-dir", join(work, "w")]);
+  });
+
+  it("writes the report, audit.json and the agreement, and says what it measured", () => {
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("4 records audited");
+    expect(result.stdout).toContain("agreement with 3 annotated records: kappa 1.00");
+    const json = JSON.parse(readFileSync(join(out, "audit.json"), "utf8")) as {
+      records: { instance_id: string; severity: number; flags: { kind: string; test: string; evidence: unknown[] }[] }[];
+      agreement: { scope: string }[];
+    };
+    expect(json.records.map((r) => [r.instance_id, r.severity >= 2])).toEqual([
+      ["django__django-14730", true],
+      ["django__django-16527", false],
+      ["pylint-dev__pylint-6506", true],
+      ["sqlfluff__sqlfluff-1625", false],
+    ]);
+    expect(json.agreement.map((a) => a.scope)).toEqual(["django/django", "pylint-dev/pylint", "all"]);
+    expect(readFileSync(join(out, "agreement.md"), "utf8")).toContain("| all | 3 | 2 | 0 | 0 | 1 |");
+    const page = readFileSync(join(out, "index.html"), "utf8");
+    // Every flag's evidence is on the page, where a person can check it.
+    expect(page).toContain("tests/config/test_config.py:67");
+    expect(page).toContain("Agreement with human annotations");
+    expect(readFileSync(join(out, "alignment.csv"), "utf8")).toMatch(/^task,repo,severity,test,/);
+  });
+
+  it("refuses bad annotations with the file, row and field, exit 2", async () => {
+    const work = fileTempDir();
+    const bad = join(work, "bad.csv");
+    writeFileSync(bad, "instance_id,false_negative\nx__y-1,7\n");
+    const file = join(work, "r.jsonl");
+    writeFileSync(file, JSON.stringify(records.get("django__django-16527")) + "\n");
+    const refused = await runCli(["audit", "--swebench", file, "--annotations", bad, "--out", join(work, "o")]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`${bad} row 2, record x__y-1: field false_negative`);
+  });
+});
