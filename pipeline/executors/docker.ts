@@ -18,6 +18,7 @@ import {
   revisionVersion,
   SYNC_SCRIPT_NAME,
 } from "./recipe-scripts.ts";
+import { readCheckoutPins } from "./checkout-pins.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
 import { type PythonDownloads, pythonOffer } from "./python-offer.ts";
 import {
@@ -279,7 +280,14 @@ export class DockerExecutor implements Executor {
       const copy = `mkdir -p ${IN_IMAGE.work} && /env/bin/python ${IN_IMAGE.config}/${SYNC_SCRIPT_NAME} overlay /checkout ${IN_IMAGE.work} /dev/null\n`;
       // The tests, run as RUN_USER, may write in their checkout (many do), so it is theirs.
       const script =
-        copy + revisionScript(env, { ...IN_IMAGE, python: "/env/bin/python" }, await revisionVersion(checkout.dir)) + `chown -R ${RUN_USER} ${IN_IMAGE.work}\n`;
+        copy +
+        revisionScript(
+          env,
+          { ...IN_IMAGE, python: "/env/bin/python" },
+          await revisionVersion(checkout.dir),
+          await readCheckoutPins(checkout.dir, env.recipe.requirements_files),
+        ) +
+        `chown -R ${RUN_USER} ${IN_IMAGE.work}\n`;
       await this.buildLayer({
         from: DockerExecutor.imageTag(env),
         tag,

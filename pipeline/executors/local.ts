@@ -17,6 +17,7 @@ import {
   revisionVersion,
   SYNC_SCRIPT_NAME,
 } from "./recipe-scripts.ts";
+import { readCheckoutPins } from "./checkout-pins.ts";
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
 import { hostPythons, type PythonDownloads, pythonOffer } from "./python-offer.ts";
 import {
@@ -368,7 +369,7 @@ export class LocalExecutor implements Executor {
       const script =
         environmentScript(env, { ...paths, interpreter: interpreter && quote(interpreter) }) +
         copy +
-        revisionScript(env, { ...paths, python }, await revisionVersion(checkout.dir));
+        revisionScript(env, { ...paths, python }, await revisionVersion(checkout.dir), await readCheckoutPins(checkout.dir, env.recipe.requirements_files));
       await this.runBuildScript(script, dir, env, `installing ${env.repo} at ${base.commit.slice(0, 12)}`, basename(dir));
       await cp(paths.work, join(dir, "pristine"), { recursive: true, verbatimSymlinks: true });
       await writeFile(join(dir, ".ready"), "");

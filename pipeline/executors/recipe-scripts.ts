@@ -5,6 +5,7 @@ import { git } from "../git.ts";
 import { ENVIRONMENT_SCHEME } from "./environment.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
 import { type EnvironmentSpec, STEP_MARKER } from "./types.ts";
+import type { CheckoutPin } from "./checkout-pins.ts";
 
 /**
  * The shell scripts that build an environment from a recipe, shared by both executors so a recipe
@@ -72,7 +73,10 @@ const later = (a: string | null, b: string): string => (a && Date.parse(a) > Dat
  * recipe's, the build tools' later date, and pins), as a uv.toml; constraints and build
  * constraints as requirements files.
  */
-export function uvFiles(env: EnvironmentSpec): { "uv.toml": string; "constraints.txt": string; "build-constraints.txt": string } {
+export function uvFiles(
+  env: EnvironmentSpec,
+  checkoutPins: readonly CheckoutPin[] = [],
+): { "uv.toml": string; "constraints.txt": string; "build-constraints.txt": string } {
   const { recipe } = env;
   const buildToolsAsOf = later(env.asOf, normaliseInstant(recipe.build_tools.as_of));
   const exceptions = new Map<string, string>();
@@ -80,6 +84,8 @@ export function uvFiles(env: EnvironmentSpec): { "uv.toml": string; "constraints
   // an exception moves a package's date later, never earlier than the task's own (pins go older)
   for (const [name, date] of Object.entries(recipe.as_of_exceptions)) exceptions.set(name.toLowerCase(), later(env.asOf, normaliseInstant(date)));
   for (const pin of recipe.pins) exceptions.set(packageOf(pin), PIN_EXEMPTION);
+  // The checkout's own exact pins (lockstep releases) are exact too: past the date, for the revision layer only.
+  for (const pin of checkoutPins) exceptions.set(pin.package, PIN_EXEMPTION);
   const toml = ["[pip]"];
   if (env.asOf) toml.push(`exclude-newer = "${normaliseInstant(env.asOf)}"`);
   if (env.asOf && exceptions.size) {
@@ -184,6 +190,7 @@ export function revisionScript(
   env: EnvironmentSpec,
   paths: { venv: string; config: string; cache: string; work: string; baseFiles: string; python: string },
   version: string,
+  checkoutPins: readonly CheckoutPin[] = [],
 ): string {
   const { recipe } = env;
   const uv = `${paths.venv}/bin/uv`;
@@ -201,6 +208,16 @@ export function revisionScript(
   script += "fi\n";
   script += `${paths.python} ${quote(`${paths.config}/${SYNC_SCRIPT_NAME}`)} list . > ${quote(paths.baseFiles)}\n`;
   script += exports(uvEnvironment(paths));
+  // Exact pins in the checkout's requirement files win over the as-of date for their packages
+  // (pylint pins the astroid released beside it, after the commit): the revision's own uv.toml.
+  if (env.asOf && checkoutPins.length) {
+    script += step(
+      `letting past the as-of date what the checkout pins exactly: ${checkoutPins.map((p) => `${p.package}==${p.version} (${p.file})`).join(", ")}`,
+    );
+    script += heredoc(`${paths.config}/revision-uv.toml`, uvFiles(env, checkoutPins)["uv.toml"]);
+    script += `export UV_CONFIG_FILE=${quote(`${paths.config}/revision-uv.toml`)}
+`;
+  }
   // The recipe's install commands find the environment's uv, python and pip first.
   script += `export PATH=${quote(`${paths.venv}/bin`)}:"$PATH"\n`;
   for (const file of recipe.requirements_files) {

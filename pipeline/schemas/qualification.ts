@@ -9,6 +9,12 @@ export const TestRun = z.object({
   outcomes: z.record(z.string(), TestStatus),
   timed_out: z.boolean(),
   infrastructure_retries: z.number().int().min(0).max(2),
+  /**
+   * When the run crashed the runner (pytest's INTERNALERROR, a crash at collection): what crashed
+   * when its files, then its tests, were run again one at a time, and why. A test whose own run
+   * crashed, or whose file's did, counts as failing in this run.
+   */
+  crashes: z.array(z.object({ target: z.string(), reason: z.string() })).optional(),
 });
 
 /** Stage 3's output: every test's outcome in every run of each state, and the sets derived from them. */
@@ -22,6 +28,11 @@ export const QualificationRecord = z.object({
   /** True when that Python is not the recipe's first choice (the executor could not give that one). */
   python_fallback: z.boolean(),
   as_of: z.string().nullable(),
+  /**
+   * Packages installed past the as-of date, and why: an exact pin in the checkout's own
+   * requirement files wins over the date (lockstep releases such as pylint and astroid).
+   */
+  let_past_as_of: z.array(z.object({ package: z.string(), version: z.string(), file: z.string(), why: z.string() })).optional(),
   /** The pytest arguments that selected the designated tests (empty: the whole suite). */
   test_args: z.array(z.string()),
   runs_per_state: z.number().int().positive(),

@@ -10,6 +10,8 @@ import { RecordError } from "../../pipeline/engine/stage.ts";
 import { PatchDoesNotApply } from "../../pipeline/checkouts/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import { type Crash, rerunInParts, runnerCrash, unreportedStatus } from "./crash-reruns.ts";
+import { type CheckoutPin, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
 
 /** A failure for want of the network: name resolution, a refused or unreachable connection. */
 export const NETWORK_FAILURE =
@@ -63,6 +65,10 @@ export interface StateRun {
   networkFailures: string[];
   pytestSeconds: number;
   wallSeconds: number;
+  /** What crashed the runner in this run, re-run in parts (see crash-reruns.ts). */
+  crashes?: Crash[];
+  /** Set while a crashed run waits to be re-run in parts: why, and its message should that be impossible. */
+  crashed?: { reason: string; message: string };
 }
 
 /**
@@ -97,26 +103,57 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
   }
-  const runs: StateRun[] = [];
-  for (const state of ["before", "after"] as const) {
-    const patches = [{ name: "test", text: input.testPatch }, ...(state === "after" ? [{ name: "implementation", text: input.implementationPatch }] : [])];
-    let checkout;
+  // What the environment let past its as-of date because the checkout pins it exactly (read as the build read it, from the base revision).
+  let checkoutPins: CheckoutPin[] = [];
+  if (input.env.asOf && input.env.recipe.requirements_files.length) {
+    const base = await input.checkout([]);
     try {
-      checkout = await input.checkout(patches);
-    } catch (error) {
-      if (error instanceof PatchDoesNotApply) throw new RecordError("patch_does_not_apply", `${input.id}: ${error.message}`, { field: "reference_diff" });
-      throw error;
-    }
-    try {
-      for (let run = 0; run < input.runs; run++) runs.push(await qualifyRun(executor, input, log, state, run, checkout));
+      checkoutPins = await readCheckoutPins(base.dir, input.env.recipe.requirements_files);
     } finally {
-      await checkout.dispose();
+      await base.dispose();
     }
+  }
+  const runs: StateRun[] = [];
+  // Both checkouts stay until the end: a run that crashed the runner is re-run in parts in its
+  // own checkout once every run is in, with the test ids the others reported.
+  const checkouts = new Map<"before" | "after", { dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>();
+  try {
+    for (const state of ["before", "after"] as const) {
+      const patches = [{ name: "test", text: input.testPatch }, ...(state === "after" ? [{ name: "implementation", text: input.implementationPatch }] : [])];
+      let checkout;
+      try {
+        checkout = await input.checkout(patches);
+      } catch (error) {
+        if (error instanceof PatchDoesNotApply) throw new RecordError("patch_does_not_apply", `${input.id}: ${error.message}`, { field: "reference_diff" });
+        throw error;
+      }
+      checkouts.set(state, checkout);
+      for (let run = 0; run < input.runs; run++) runs.push(await qualifyRun(executor, input, log, state, run, checkout));
+    }
+    const known = [...new Set(runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
+    for (const run of runs) {
+      if (!run.crashed) continue;
+      log.warn(
+        `${input.id}: ${run.state} run ${run.run + 1} ${run.crashed.reason}; running its test files, then the tests of a file that still crashes, one at a time`,
+      );
+      const parts = await rerunInParts(input.testArgs, known, {
+        runner: input.env.recipe.test_runner,
+        python: input.env.recipe.python,
+        run: async (tests) =>
+          (await runTests(executor, input, log, `${run.state} run ${run.run + 1} (${tests.join(" ")})`, checkouts.get(run.state)!, tests)).result,
+      });
+      if (!Object.keys(parts.outcomes).length && !known.length) throw new RecordError("run_failed", run.crashed.message, { field: "environment" });
+      run.outcomes = parts.outcomes;
+      run.crashes = parts.crashes;
+      delete run.crashed;
+    }
+  } finally {
+    for (const checkout of checkouts.values()) await checkout.dispose();
   }
   // Every run lists every designated test: a test it did not report was absent.
   const designated = [...new Set(runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
   for (const r of runs) {
-    for (const test of designated) r.outcomes[test] ??= "absent";
+    for (const test of designated) r.outcomes[test] ??= unreportedStatus(test, r.crashes);
     r.outcomes = Object.fromEntries(Object.entries(r.outcomes).sort(([a], [b]) => (a < b ? -1 : 1)));
   }
   const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);
@@ -124,7 +161,7 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
   // Failing in every run of both states, each time for want of the network: SWE-bench ran its
   // tests online, we run them offline by design; named so that the difference is explained.
   const needsNetwork = sets.failToFail.filter((test) => runs.every((r) => r.networkFailures.includes(test)));
-  return { runs, sets, needsNetwork, decision: keepDecision(sets) };
+  return { runs, sets, needsNetwork, checkoutPins, decision: keepDecision(sets) };
 }
 
 /** One run of one state in its checkout: the outcomes read from its JUnit report, or a RecordError saying why it has none. */
@@ -136,34 +173,27 @@ async function qualifyRun(
   run: number,
   checkout: { dir: string; origin?: CheckoutOrigin },
 ): Promise<StateRun> {
-  const { value: result, retries } = await withInfrastructureRetries(
-    `${input.id}: ${state} run ${run + 1}`,
-    log,
-    async () => {
-      const result = await executor.run({
-        env: input.env,
-        checkoutDir: checkout.dir,
-        source: checkout.origin,
-        tests: input.testArgs,
-        timeoutSeconds: input.env.recipe.test_timeout_seconds,
-        baseCommit: input.baseCommit,
-      });
-      // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
-      // is run again, and never read as outcomes.
-      if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
-      return result;
-    },
-    input.infrastructureBackoffMs,
-  );
+  const { result, retries } = await runTests(executor, input, log, `${state} run ${run + 1}`, checkout, input.testArgs);
   const failure = runFailure(input.env.recipe.test_runner, result);
   if (failure) {
     const where = input.saveLog ? await input.saveLog(`${input.id}.${state}-${run + 1}`, result.outputTail) : undefined;
     const tail = result.outputTail.trim().split("\n").slice(-5).join(" | ");
-    throw new RecordError(
-      "run_failed",
-      `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`,
-      { field: "environment" },
-    );
+    const message = `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`;
+    // A crash of the runner over named test files is re-run in parts once every run is in; the whole suite cannot be split.
+    const crash = runnerCrash(input.env.recipe.test_runner, result);
+    if (crash && input.testArgs.length)
+      return {
+        state,
+        run,
+        outcomes: {},
+        networkFailures: [],
+        timed_out: false,
+        infrastructure_retries: retries,
+        pytestSeconds: 0,
+        wallSeconds: result.wallSeconds,
+        crashed: { reason: crash, message },
+      };
+    throw new RecordError("run_failed", message, { field: "environment" });
   }
   const parsed = parseJunitReport(result.junitXml!, { runner: input.env.recipe.test_runner, python: input.env.recipe.python });
   const report = parsed.results;
@@ -179,13 +209,44 @@ async function qualifyRun(
   };
 }
 
+/** One run of the given tests in a checkout, run again after an infrastructure fault or a timeout. */
+async function runTests(
+  executor: Executor,
+  input: QualifyTaskInput,
+  log: Logger,
+  what: string,
+  checkout: { dir: string; origin?: CheckoutOrigin },
+  tests: string[],
+): Promise<{ result: TestRunResult; retries: number }> {
+  const { value: result, retries } = await withInfrastructureRetries(
+    `${input.id}: ${what}`,
+    log,
+    async () => {
+      const result = await executor.run({
+        env: input.env,
+        checkoutDir: checkout.dir,
+        source: checkout.origin,
+        tests,
+        timeoutSeconds: input.env.recipe.test_timeout_seconds,
+        baseCommit: input.baseCommit,
+      });
+      // A run cut off by its timeout says nothing about the tests (a loaded machine, say): it
+      // is run again, and never read as outcomes.
+      if (result.timedOut) throw new RunTimedOut(`the run exceeded ${input.env.recipe.test_timeout_seconds}s (environment.test_timeout_seconds)`);
+      return result;
+    },
+    input.infrastructureBackoffMs,
+  );
+  return { result, retries };
+}
+
 /** The qualification record of one task: every run's outcomes, the sets, and the decision. */
 export function qualificationRecord(
   input: QualifyTaskInput,
   executorKind: "docker" | "local",
   result: Awaited<ReturnType<typeof qualifyTask>>,
 ): QualificationRecord {
-  const { runs, sets, decision, needsNetwork } = result;
+  const { runs, sets, decision, needsNetwork, checkoutPins } = result;
   return QualificationRecord.parse({
     task_id: input.id,
     executor: executorKind,
@@ -193,11 +254,17 @@ export function qualificationRecord(
     python: input.env.recipe.python,
     python_fallback: input.env.recipe.python_accepted.length > 1 && input.env.recipe.python !== input.env.recipe.python_accepted[0],
     as_of: input.env.asOf,
+    ...(checkoutPins.length
+      ? { let_past_as_of: checkoutPins.map((p) => ({ ...p, why: `pinned exactly in ${p.file}, the checkout's own requirements` })) }
+      : {}),
     test_args: input.testArgs,
     runs_per_state: input.runs,
     designated_tests: sets.designated,
     test_runner: input.env.recipe.test_runner,
-    runs: runs.map(({ pytestSeconds: _p, wallSeconds: _w, networkFailures: _n, ...run }) => run),
+    runs: runs.map(({ pytestSeconds: _p, wallSeconds: _w, networkFailures: _n, crashed: _c, crashes, ...run }) => ({
+      ...run,
+      ...(crashes?.length ? { crashes } : {}),
+    })),
     fail_to_pass: sets.failToPass,
     pass_to_pass: sets.passToPass,
     pass_to_fail: sets.passToFail,

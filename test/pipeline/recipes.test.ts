@@ -9,7 +9,8 @@ import { djangoLabel, normaliseTestId, swebenchTestId, unittestId } from "../../
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { planEnvironments } from "../../pipeline/profiles/environments.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
-import { environmentLayerKey, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
+import { environmentLayerKey, revisionScript, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
+import { readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
 import { describeTestCommand, runnerArgv } from "../../pipeline/executors/runners.ts";
 import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } from "../../pipeline/executors/types.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
@@ -111,6 +112,37 @@ describe("recipes: what uv is told", () => {
     expect(late).toContain('"atomicwrites" = "2025-05-01T00:00:00Z"');
     expect(late).toContain('"setuptools-scm" = "2025-05-01T00:00:00Z"');
     expect(uvFiles(environmentSpec("o/r", recipe, null))["uv.toml"]).toBe("[pip]\n");
+  });
+
+  it("lets an exact pin in the checkout's own requirement files past the as-of date (lockstep releases), for the revision layer only", async () => {
+    // pylint 2.15's requirements_test_min.txt, as the checkout holds it: astroid is released beside pylint, after the commit.
+    const checkout = tempDir();
+    mkdirSync(join(checkout, "requirements"));
+    writeFileSync(
+      join(checkout, "requirements_test_min.txt"),
+      "-e .[testutils]\nastroid==2.12.2  # Pinned to a specific version for tests\ntyping-extensions~=4.3\n-r requirements/extra.txt\n",
+    );
+    writeFileSync(
+      join(checkout, "requirements", "extra.txt"),
+      "py==1.11.0\npytest>=7\nsix==1.16.0 ; python_version < '3.8'\n-r ../requirements_test_min.txt\n",
+    );
+    const pins = await readCheckoutPins(checkout, ["requirements_test_min.txt"]);
+    expect(pins).toEqual([
+      { package: "astroid", version: "2.12.2", file: "requirements_test_min.txt" },
+      { package: "py", version: "1.11.0", file: "requirements/extra.txt" },
+      { package: "six", version: "1.16.0", file: "requirements/extra.txt" },
+    ]);
+    const env = environmentSpec("o/r", EnvironmentRecipe.parse({ python: "3.9", requirements_files: ["requirements_test_min.txt"] }), "2022-07-05T10:00:00Z");
+    const paths = { venv: "/env", config: "/config", cache: "/cache", work: "/work", baseFiles: "/base-files", python: "/env/bin/python" };
+    const script = revisionScript(env, paths, "2.15.0", pins);
+    expect(script).toContain('"astroid" = "2100-01-01T00:00:00Z"');
+    expect(script).toContain("export UV_CONFIG_FILE='/config/revision-uv.toml'");
+    // the install of the requirements file comes after it, so it resolves with the exemption
+    expect(script.indexOf("revision-uv.toml")).toBeLessThan(script.indexOf("-r 'requirements_test_min.txt'"));
+    // the environment layer, shared by every revision, is not changed by one revision's pins
+    expect(uvFiles(env)["uv.toml"]).not.toContain("astroid");
+    // with no as-of date there is nothing to let past
+    expect(revisionScript(environmentSpec("o/r", env.recipe, null), paths, "2.15.0", pins)).not.toContain("revision-uv.toml");
   });
 
   it("shares the first layer between recipes that differ only in what they install from the checkout or how tests run", () => {

@@ -87,10 +87,11 @@ describe("a run that says nothing about the tests never becomes test outcomes", 
       /before run 1 wrote no JUnit report \(exit 1\), so it has no test outcomes to read; its log: \/work\/logs\/qualify\/o__r-1\.before-1\.log: .*No module named 'simplejson'/,
     );
     expect(saved.get("o__r-1.before-1")).toBe(output);
-    expect(executor.runs).toHaveLength(1);
+    // Every run crashed and no run reported a test: the first was run again file by file, to no avail, and that ends it.
+    expect(executor.runs.map((r) => r.tests)).toEqual(Array.from({ length: 5 }, () => ["tests/test_a.py"]));
   });
 
-  it("pytest's INTERNALERROR or usage error is run_failed even when a report was written", async () => {
+  it("pytest's INTERNALERROR or usage error is run_failed even when a report was written, when no run reports a test", async () => {
     for (const exitCode of [3, 4]) {
       const error = await rejection(
         qualifyTask(
@@ -102,5 +103,76 @@ describe("a run that says nothing about the tests never becomes test outcomes", 
       expect(error.reason).toBe("run_failed");
       expect(error.message).toMatch(exitCode === 3 ? /INTERNALERROR/ : /usage error/);
     }
+  });
+});
+
+describe("a run that crashes the runner yields outcomes, not a lost task", () => {
+  const PASSED = (ids: string[]) =>
+    `<testsuites><testsuite name="pytest" time="0.1">${ids
+      .map((id) => {
+        const [file, name] = id.split("::") as [string, string];
+        return `<testcase classname="${file.replace(/\.py$/, "").replaceAll("/", ".")}" name="${name}" file="${file}" time="0.01"/>`;
+      })
+      .join("")}</testsuite></testsuites>`;
+  const X = "tests/test_a.py::test_x";
+  const Y = "tests/test_a.py::test_y";
+  const Z = "tests/test_b.py::test_z";
+
+  /** Before the fix, running test_x crashes pytest (the bug is in what pytest reports); everything else passes. */
+  function crashingBefore(): Executor & { runs: TestRunRequest[] } {
+    const runs: TestRunRequest[] = [];
+    return {
+      kind: "local",
+      built: [],
+      buildSeconds: new Map(),
+      runs,
+      ensureEnvironment: async () => ({ built: false }),
+      pythonOffer: async () => ({ installed: ["3.11"], downloads: false, describe: "a scripted executor" }),
+      async run(request) {
+        runs.push(request);
+        const before = request.checkoutDir.endsWith("before");
+        const ids = request.tests.flatMap((t) => (t.includes("::") ? [t] : t === "tests/test_a.py" ? [X, Y] : [Z]));
+        if (before && ids.includes(X))
+          return { timedOut: false, exitCode: 3, wallSeconds: 1, outputTail: "INTERNALERROR> TypeError in saferepr", junitXml: PASSED([]) };
+        return { timedOut: false, exitCode: 0, wallSeconds: 1, outputTail: "", junitXml: PASSED(ids) };
+      },
+    };
+  }
+
+  it("re-runs the crashed run file by file, then the crashing file's tests one by one; the crashing test fails before", async () => {
+    const executor = crashingBefore();
+    const input: QualifyTaskInput = {
+      ...task(new Map()),
+      testArgs: ["tests/test_a.py", "tests/test_b.py"],
+      runs: 1,
+      checkout: async (patches) => ({ dir: patches.length > 1 ? "/checkouts/after" : "/checkouts/before", dispose: async () => undefined }),
+    };
+    const result = await qualifyTask(executor, input, silentLogger);
+    expect(result.sets.failToPass).toEqual([X]);
+    expect(result.sets.passToPass).toEqual([Y, Z]);
+    const before = result.runs.find((r) => r.state === "before")!;
+    expect(before.crashes).toEqual([{ target: X, reason: "ended in a pytest INTERNALERROR" }]);
+    expect(executor.runs.map((r) => `${r.checkoutDir.split("/").pop()} ${r.tests.join(" ")}`)).toEqual([
+      "before tests/test_a.py tests/test_b.py",
+      "after tests/test_a.py tests/test_b.py",
+      "before tests/test_a.py",
+      `before ${X}`,
+      `before ${Y}`,
+      "before tests/test_b.py",
+    ]);
+  });
+
+  it("a crashing file whose tests nobody knows counts its tests another run reports as failing there", async () => {
+    const executor = crashingBefore();
+    const input: QualifyTaskInput = {
+      ...task(new Map()),
+      testArgs: ["tests/test_a.py"],
+      runs: 1,
+      checkout: async (patches) => ({ dir: patches.length > 1 ? "/checkouts/after" : "/checkouts/before", dispose: async () => undefined }),
+    };
+    // Known ids come from the after state's run: test_x alone crashes, test_y alone passes.
+    const result = await qualifyTask(executor, input, silentLogger);
+    expect(result.sets.failToPass).toEqual([X]);
+    expect(result.sets.passToPass).toEqual([Y]);
   });
 });
