@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { hashValue } from "../canonical.ts";
 import { git } from "../git.ts";
 import { ENVIRONMENT_SCHEME } from "./environment.ts";
-import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
+import type { EnvironmentRecipe, PythonFloor } from "../schemas/repo-profile.ts";
 import { type EnvironmentSpec, STEP_MARKER } from "./types.ts";
 import type { CheckoutPin } from "./checkout-pins.ts";
 
@@ -68,6 +68,21 @@ function packageOf(requirement: string): string {
 
 const later = (a: string | null, b: string): string => (a && Date.parse(a) > Date.parse(b) ? a : b);
 
+const minor = (python: string) => Number(python.split(".")[1]);
+
+/**
+ * The recipe's Python floors that take effect for this environment: its Python is the floor's or
+ * later, and its as-of date is before the floor's release (a later date already resolves to a
+ * release that runs). Each raises its package to at least that release.
+ */
+export function raisedFloors(env: EnvironmentSpec): PythonFloor[] {
+  const { recipe } = env;
+  if (!env.asOf) return [];
+  return (recipe.python_floors ?? []).filter(
+    (floor) => minor(recipe.python) >= minor(floor.python) && Date.parse(env.asOf!) < Date.parse(normaliseInstant(floor.released)),
+  );
+}
+
 /**
  * uv's configuration for the whole environment: the as-of date, its per-package exceptions (the
  * recipe's, the build tools' later date, and pins), as a uv.toml; constraints and build
@@ -84,6 +99,9 @@ export function uvFiles(
   // an exception moves a package's date later, never earlier than the task's own (pins go older)
   for (const [name, date] of Object.entries(recipe.as_of_exceptions)) exceptions.set(name.toLowerCase(), later(env.asOf, normaliseInstant(date)));
   for (const pin of recipe.pins) exceptions.set(packageOf(pin), PIN_EXEMPTION);
+  // A floor for the Python used: resolved as of its release at the earliest, and never below it.
+  const floors = raisedFloors(env);
+  for (const floor of floors) exceptions.set(floor.package.toLowerCase(), later(env.asOf, normaliseInstant(floor.released)));
   // The checkout's own exact pins (lockstep releases) are exact too: past the date, for the revision layer only.
   for (const pin of checkoutPins) exceptions.set(pin.package, PIN_EXEMPTION);
   const toml = ["[pip]"];
@@ -99,7 +117,7 @@ export function uvFiles(
   if (recipe.no_build_isolation.length) toml.push(`no-build-isolation-package = [${recipe.no_build_isolation.map((n) => `"${n}"`).join(", ")}]`);
   return {
     "uv.toml": toml.join("\n") + "\n",
-    "constraints.txt": recipe.pins.map((p) => `${p}\n`).join(""),
+    "constraints.txt": [...recipe.pins, ...floors.map((f) => `${f.package}>=${f.version}`)].map((p) => `${p}\n`).join(""),
     "build-constraints.txt": recipe.build_tools.requirements.map((r) => `${r}\n`).join(""),
   };
 }

@@ -20,6 +20,8 @@ export const LINT_RULES = {
     "an override naming a version no record has and that is no release line of the project (X.Y, or the development line after a released X.(Y-1)), a task no record is, or a Python no era accepts",
   "no-release-as-of": "a requirement with no release satisfying it (for the Python of the recipe) as of the era's date: uv finds no solution",
   "unknown-project": "a requirement or pin of a project PyPI does not know",
+  "python-floor":
+    "a Python floor (python_floors) PyPI does not bear out (no such release, or one published at another time than `released` says), or that a pin of the same package below it contradicts where it applies",
 } as const;
 export type LintRule = keyof typeof LINT_RULES;
 
@@ -170,6 +172,7 @@ async function lintRecipe(
   };
   lintPinsAgainstRequirements(context);
   await lintPinsOnPypi(context);
+  await lintPythonFloors(context);
   await lintRequirementsAsOf(context);
 }
 
@@ -228,6 +231,46 @@ async function lintPinsOnPypi({ where, on, pins, add, pypi, unreachable }: Recip
   }
 }
 
+/**
+ * A floor raises a package to the oldest release that runs on the Python used: that release must
+ * exist on PyPI and have been published when `released` says (the date is what moves uv), and a
+ * pin of the same package below it, where it applies, leaves no resolution.
+ */
+async function lintPythonFloors({ python, recipe, where, on, pins, add, pypi, unreachable }: RecipeContext): Promise<void> {
+  for (const floor of recipe.python_floors ?? []) {
+    const name = normaliseName(floor.package);
+    const applies = Number(python.split(".")[1]) >= Number(floor.python.split(".")[1]);
+    const floorVersion = parseVersion(floor.version);
+    for (const pinned of pins.get(name) ?? []) {
+      const v = parseVersion(pinned);
+      if (applies && v && floorVersion && !satisfies(v, [{ op: ">=", version: floor.version }]))
+        add(
+          where("pins"),
+          "python-floor",
+          `${on}: the pin ${name}==${pinned} is below the floor ${name}>=${floor.version} for Python ${floor.python} (${where("python_floors")})`,
+        );
+    }
+    const releases = await pypi(name, floor.version);
+    if (releases === "unreachable") {
+      unreachable(where("python_floors"), `the floor ${name}>=${floor.version}`);
+      continue;
+    }
+    const release = releases?.find((r) => r.version === floor.version);
+    if (!release) {
+      add(where("python_floors"), "python-floor", `${on}: PyPI has no release ${floor.version} of ${name}`);
+      continue;
+    }
+    const stated = Date.parse(floor.released.length === 10 ? `${floor.released}T00:00:00Z` : floor.released);
+    // uv compares upload times: a `released` before the upload would not admit the release.
+    if (stated < Date.parse(release.uploaded) || stated - Date.parse(release.uploaded) > 86_400_000)
+      add(
+        where("python_floors"),
+        "python-floor",
+        `${on}: ${name} ${floor.version} was uploaded at ${release.uploaded}, not at ${floor.released}: set released to that time (no earlier, or uv will not admit it)`,
+      );
+  }
+}
+
 /** Requirements resolved as of the era's date: some release for this Python must satisfy each. */
 async function lintRequirementsAsOf({ era, python, recipe, where, on, pins, add, pypi, unreachable }: RecipeContext): Promise<void> {
   const eraAsOf = effectiveAsOf(era.asOf, recipe.as_of_not_before);
@@ -236,6 +279,12 @@ async function lintRequirementsAsOf({ era, python, recipe, where, on, pins, add,
   const exceptions = new Map(
     Object.entries(recipe.as_of_exceptions).map(([k, v]) => [normaliseName(k), later(eraAsOf, v.length === 10 ? `${v}T00:00:00Z` : v)]),
   );
+  // A floor for this Python moves its package's date to the floor's release, as the build does.
+  for (const floor of recipe.python_floors ?? [])
+    if (Number(python.split(".")[1]) >= Number(floor.python.split(".")[1])) {
+      const name = normaliseName(floor.package);
+      exceptions.set(name, later(exceptions.get(name) ?? eraAsOf, floor.released.length === 10 ? `${floor.released}T00:00:00Z` : floor.released));
+    }
   const buildToolNames = new Set([...recipe.build_tools.requirements.map(packageName), ...recipe.build_tools.backends.map(normaliseName)]);
   const resolved: [string, string][] = [
     ...recipe.pip_requirements.map((r): [string, string] => [r, "pip_requirements"]),

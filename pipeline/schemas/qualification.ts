@@ -29,6 +29,11 @@ export const QualificationRecord = z.object({
   python_fallback: z.boolean(),
   as_of: z.string().nullable(),
   /**
+   * Packages raised above what the as-of date gives, because that release cannot run on the
+   * environment's Python (the recipe's `python_floors`), and why.
+   */
+  raised_for_python: z.array(z.object({ package: z.string(), to: z.string(), python: z.string(), why: z.string() })).optional(),
+  /**
    * Packages installed past the as-of date, and why: an exact pin in the checkout's own
    * requirement files wins over the date (lockstep releases such as pylint and astroid).
    */

@@ -106,6 +106,18 @@ const TestEnv = z.record(z.string(), z.string()).superRefine((variables, ctx) =>
   }
 });
 
+export const PythonFloor = z.strictObject({
+  /** Applies when the environment's Python is this version or later. */
+  python: z.string().regex(/^3\.[0-9]+$/, "expected a Python minor version such as 3.9"),
+  package: PackageName,
+  /** The oldest release that runs on that Python (measured, not guessed: say how in `why`). */
+  version: z.string().regex(/^[0-9]+(\.[0-9]+)*$/, "expected a release such as 4.18.2"),
+  /** When that release was published: the package is resolved as of this date at the earliest. */
+  released: Instant,
+  why: z.string().min(1),
+});
+export type PythonFloor = z.infer<typeof PythonFloor>;
+
 const RECIPE_FIELDS = {
   python: PythonVersion,
   debian_packages: z.array(z.string().regex(/^[a-z0-9][a-z0-9+.-]*$/, "expected a Debian package name")).default([]),
@@ -127,6 +139,13 @@ const RECIPE_FIELDS = {
    * long after), so that what the pins need resolves with them. Null: the tasks' date alone.
    */
   as_of_not_before: Instant.nullable().default(null),
+  /**
+   * Floors for the Python actually used: a package whose release as of the task cannot run on
+   * that Python or a later one (hypothesis before 4.18.2 crashes on 3.8 and later, where
+   * types.CodeType changed) is raised to the oldest release that can, when the task's date is
+   * earlier than that release. Mostly for eras that run on a fallback interpreter.
+   */
+  python_floors: z.array(PythonFloor).optional(),
   /**
    * Packages built with the environment's build tools instead of an isolated build environment
    * (uv's no-build-isolation-package): a repository whose pyproject.toml pins a setuptools too old
@@ -207,6 +226,7 @@ export const RecipePatch = z.strictObject({
   pins: RECIPE_FIELDS.pins.removeDefault().optional(),
   as_of_exceptions: z.record(PackageName, Instant).optional(),
   as_of_not_before: Instant.nullable().optional(),
+  python_floors: z.array(PythonFloor).optional(),
   /** Replaces the recipe's test_env whole ({} to have none). */
   test_env: TestEnv.optional(),
   build_tools: z

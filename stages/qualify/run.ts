@@ -12,6 +12,7 @@ import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { type Crash, rerunInParts, runnerCrash, unreportedStatus } from "./crash-reruns.ts";
 import { type CheckoutPin, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
+import { raisedFloors } from "../../pipeline/executors/recipe-scripts.ts";
 
 /** A failure for want of the network: name resolution, a refused or unreachable connection. */
 export const NETWORK_FAILURE =

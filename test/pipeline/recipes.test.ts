@@ -9,7 +9,7 @@ import { djangoLabel, normaliseTestId, swebenchTestId, unittestId } from "../../
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { planEnvironments } from "../../pipeline/profiles/environments.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
-import { environmentLayerKey, revisionScript, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
+import { environmentLayerKey, raisedFloors, revisionScript, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
 import { readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
 import { describeTestCommand, runnerArgv } from "../../pipeline/executors/runners.ts";
 import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } from "../../pipeline/executors/types.ts";
@@ -112,6 +112,24 @@ describe("recipes: what uv is told", () => {
     expect(late).toContain('"atomicwrites" = "2025-05-01T00:00:00Z"');
     expect(late).toContain('"setuptools-scm" = "2025-05-01T00:00:00Z"');
     expect(uvFiles(environmentSpec("o/r", recipe, null))["uv.toml"]).toBe("[pip]\n");
+  });
+
+  it("raises a package to its Python floor when the environment's Python needs it and the task's date is before that release", () => {
+    const floor = { python: "3.9", package: "hypothesis", version: "4.18.2", released: "2019-04-30T01:30:00Z", why: "crashes on 3.8+" };
+    const recipe = (python: string) => EnvironmentRecipe.parse({ python, pip_requirements: ["hypothesis"], python_floors: [floor] });
+    const early = environmentSpec("o/r", recipe("3.9"), "2019-04-10T00:00:00Z");
+    expect(raisedFloors(early)).toEqual([floor]);
+    expect(uvFiles(early)["uv.toml"]).toContain('"hypothesis" = "2019-04-30T01:30:00Z"');
+    expect(uvFiles(early)["constraints.txt"]).toBe("hypothesis>=4.18.2\n");
+    // a later date already resolves to a release that runs; an older Python than the floor's needs nothing
+    expect(raisedFloors(environmentSpec("o/r", recipe("3.9"), "2019-06-01T00:00:00Z"))).toEqual([]);
+    expect(raisedFloors(environmentSpec("o/r", EnvironmentRecipe.parse({ ...recipe("3.9"), python: "3.7" }), "2019-04-10T00:00:00Z"))).toEqual([]);
+    expect(raisedFloors(environmentSpec("o/r", recipe("3.11"), "2019-04-10T00:00:00Z"))).toEqual([floor]);
+    // a recipe whose floors do not apply keeps its environment (and its key) as it was
+    const plain = EnvironmentRecipe.parse({ python: "3.9", pip_requirements: ["hypothesis"] });
+    expect(environmentLayerKey(environmentSpec("o/r", recipe("3.9"), "2019-06-01T00:00:00Z"))).toBe(
+      environmentLayerKey(environmentSpec("o/r", plain, "2019-06-01T00:00:00Z")),
+    );
   });
 
   it("lets an exact pin in the checkout's own requirement files past the as-of date (lockstep releases), for the revision layer only", async () => {

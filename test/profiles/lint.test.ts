@@ -17,6 +17,7 @@ const INDEX: Record<string, Record<string, string | [string, string]>> = {
   trustme: { "0.1.0": "2017-07-18" },
   numpy: { "1.16.0": "2019-01-14", "1.23.0": ["2022-06-22", ">=3.8"], "1.26.0": ["2023-09-16", ">=3.9"] },
   demo: { "1.0.0": "2020-01-01", "1.1.0": "2020-06-01", "1.2.1": "2021-01-01" },
+  hypothesis: { "4.18.1": "2019-04-29", "4.18.2": "2019-04-30" },
 };
 const BUILD_TOOLS = ["setuptools-scm", "tomli", "flit-core", "hatchling", "hatch-vcs", "poetry-core", "pdm-backend", "versioneer", "cython"];
 
@@ -115,6 +116,21 @@ describe("repo lint: each rule fires on a profile that breaks it", () => {
     expect(await lint({ environment: { python: "3.9" }, environment_overrides: [{ versions: ["1.1"], recipe: { python: ["3.10", "3.11"] } }] })).toEqual([]);
   });
 
+  it("python-floor: a floor PyPI does not bear out, or a pin below it where it applies", async () => {
+    const floor = { python: "3.9", package: "hypothesis", version: "4.18.2", released: "2019-04-30T12:00:00Z", why: "crashes on 3.8+ before" };
+    const clean = { python: "3.9", pip_requirements: ["hypothesis"], python_floors: [floor] };
+    expect(await lint({ environment: clean })).toEqual([]);
+    // uv compares upload times: a date before the upload would never admit the release
+    const early = await lint({ environment: { ...clean, python_floors: [{ ...floor, released: "2019-04-30" }] } });
+    expect(rules(early)).toEqual(["python-floor"]);
+    expect(early[0]!.message).toMatch(/hypothesis 4\.18\.2 was uploaded at 2019-04-30T12:00:00\.000000Z, not at 2019-04-30/);
+    expect(rules(await lint({ environment: { ...clean, python_floors: [{ ...floor, version: "4.99.0" }] } }))).toEqual(["python-floor"]);
+    const pinned = await lint({ environment: { ...clean, pins: ["hypothesis==4.18.1"] } });
+    expect(pinned.map((f) => [f.rule, f.field])).toContainEqual(["python-floor", "environment.pins"]);
+    // a floor for a later Python than the recipe's does not apply, so a pin below it is no contradiction
+    expect(await lint({ environment: { ...clean, pins: ["hypothesis==4.18.1"], python_floors: [{ ...floor, python: "3.11" }] } })).toEqual([]);
+  });
+
   it("override-never-applies: a version that is no era, a task no record is, a Python no era accepts", async () => {
     // 1.3 is the development line after the released 1.2: a real era even though no record has it
     expect(await lint({ environment: { python: "3.9" }, environment_overrides: [{ versions: ["1.3"], recipe: { pins: ["numpy==1.26.0"] } }] })).toEqual([]);
@@ -163,6 +179,7 @@ describe("repo lint: each rule fires on a profile that breaks it", () => {
       "pin-twice",
       "pin-vs-build-tools",
       "pin-vs-requirement",
+      "python-floor",
       "python-not-offered",
       "unknown-project",
     ]);
