@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { ModelTarget } from "../pipeline/session/run.ts";
+import type { ModelTarget } from "../pipeline/session/types.ts";
 import { isLoopbackUrl } from "../pipeline/session/model-relay.ts";
 import { DEFAULT_TOOLS_DIR } from "../pipeline/session/runs.ts";
 import { UsageError } from "./io.ts";

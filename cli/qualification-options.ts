@@ -16,7 +16,7 @@ export function qualificationOptions(command: Command, workDir: string, options:
     .addOption(redisOption())
     .addOption(gitServiceOption())
     .option("--jobs <n>", "tasks worked on at once (0: one per core)", wholeNumber(0), 0)
-    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle files in this directory instead of the profiles' clone_url")
+    .option("--mirrors <dir>", "clone from OWNER__NAME.bundle, OWNER__NAME.git or OWNER__NAME (a clone) in this directory instead of the profiles' clone_url")
     .option(
       "--python-downloads <when>",
       "use uv-managed Python downloads for versions the executor has no interpreter of: auto (if reachable), yes, no",

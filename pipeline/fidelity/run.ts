@@ -143,7 +143,8 @@ export async function measureFidelity(options: FidelityOptions): Promise<Fidelit
 
 /**
  * The profiles to use: as they are, or copied into the work directory with `clone_url` pointed at
- * a local bundle for each repository the mirrors directory has one of (offline work, CI).
+ * a local copy for each repository the mirrors directory has one of (offline work, CI): an
+ * `OWNER__NAME.bundle`, an `OWNER__NAME.git` bare repository or an `OWNER__NAME` clone.
  */
 function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, workDir: string): string {
   if (!mirrors) return resolve(profilesDir);
@@ -151,8 +152,9 @@ function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, w
   mkdirSync(copy, { recursive: true });
   for (const name of readdirSync(profilesDir).filter((f) => f.endsWith(".json"))) {
     const profile = JSON.parse(readFileSync(join(profilesDir, name), "utf8")) as { clone_url?: string };
-    const bundle = resolve(mirrors, name.replace(/\.json$/, ".bundle"));
-    if (existsSync(bundle)) profile.clone_url = bundle;
+    const stem = name.replace(/\.json$/, "");
+    const local = [`${stem}.bundle`, `${stem}.git`, stem].map((f) => resolve(mirrors, f)).find((path) => existsSync(path));
+    if (local) profile.clone_url = local;
     writeFileSync(join(copy, name), JSON.stringify(profile, null, 2) + "\n");
   }
   return copy;

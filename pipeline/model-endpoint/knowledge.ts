@@ -15,7 +15,7 @@ import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { readJsonFile } from "../validation.ts";
 import { parseGitDiff } from "../changes/diff.ts";
 import { sessionCloneSource } from "../session/runs.ts";
-import { CONTINUATION_MESSAGE } from "../session/run.ts";
+import { CONTINUATION_MESSAGE } from "../session/types.ts";
 import { planChange, type ChangePlan } from "./plan.ts";
 import type { EndpointKnowledge } from "./scripts.ts";
 

@@ -15,7 +15,8 @@ import { AgentSpec } from "../schemas/agent.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
-import { focusCheckoutIn, type ModelTarget, runSession } from "./run.ts";
+import { focusCheckoutIn, runSession } from "./run.ts";
+import type { ModelTarget } from "./types.ts";
 import { verifySubmission } from "./score.ts";
 
 export type Condition = "control" | "switched";

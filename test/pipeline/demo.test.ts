@@ -19,7 +19,7 @@ import { existsSync } from "node:fs";
 import { basename } from "node:path";
 import { SessionIndex } from "../../pipeline/schemas/session.ts";
 import { createLogger } from "../../pipeline/logger.ts";
-import { CONTINUATION_MESSAGE } from "../../pipeline/session/run.ts";
+import { CONTINUATION_MESSAGE } from "../../pipeline/session/types.ts";
 import { loadAgent, runAllSessions, runAndScoreSession, sessionCloneSource } from "../../pipeline/session/runs.ts";
 import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
 import { ModelEndpoint, type EndpointCall } from "../../pipeline/model-endpoint/server.ts";

@@ -5,7 +5,7 @@ import { checkRunDir, loadAgent } from "../../pipeline/session/runs.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { git } from "../../pipeline/git.ts";
 import { AgentSpec } from "../../pipeline/schemas/agent.ts";
-import { agentArgv } from "../../pipeline/session/run.ts";
+import { agentArgv } from "../../pipeline/session/agent-commands.ts";
 import { changesBetween, provisionCheckout, snapshot } from "../../pipeline/checkouts/snapshot.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
