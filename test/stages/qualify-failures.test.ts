@@ -4,7 +4,10 @@ import type { Executor, TestRunRequest, TestRunResult } from "../../pipeline/exe
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { RecordError } from "../../pipeline/engine/stage.ts";
-import { qualifyTask, type QualifyTaskInput } from "../../stages/qualify/run.ts";
+import { qualificationRecord, qualifyTask, type QualifyTaskInput } from "../../stages/qualify/run.ts";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const REPORT =
   '<testsuites><testsuite name="pytest" time="0.1"><testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.01"/></testsuite></testsuites>';
@@ -174,5 +177,37 @@ describe("a run that crashes the runner yields outcomes, not a lost task", () =>
     const result = await qualifyTask(executor, input, silentLogger);
     expect(result.sets.failToPass).toEqual([X]);
     expect(result.sets.passToPass).toEqual([Y]);
+  });
+});
+
+describe("the qualification record says what the environment let past its date or raised, and why", () => {
+  it("names the checkout's exact pins let past the as-of date and the Python floors that raised a package", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "switch-swe-pins-"));
+    writeFileSync(join(dir, "requirements_test_min.txt"), "astroid==2.12.2\npytest>=7\n");
+    const floor = { python: "3.9", package: "hypothesis", version: "4.18.2", released: "2019-04-30T01:30:00Z", why: "crashes on 3.8+ before" };
+    const input: QualifyTaskInput = {
+      ...task(new Map()),
+      runs: 1,
+      env: environmentSpec(
+        "o/r",
+        EnvironmentRecipe.parse({ python: "3.9", requirements_files: ["requirements_test_min.txt"], python_floors: [floor] }),
+        "2019-04-01T00:00:00Z",
+      ),
+      checkout: async () => ({ dir, dispose: async () => undefined }),
+    };
+    const record = qualificationRecord(input, "local", await qualifyTask(scripted([{ junitXml: REPORT }]), input, silentLogger));
+    expect(record.let_past_as_of).toEqual([
+      {
+        package: "astroid",
+        version: "2.12.2",
+        file: "requirements_test_min.txt",
+        why: "pinned exactly in requirements_test_min.txt, the checkout's own requirements",
+      },
+    ]);
+    expect(record.raised_for_python).toEqual([{ package: "hypothesis", to: ">=4.18.2", python: "3.9", why: "crashes on 3.8+ before" }]);
+    // an environment with nothing let past or raised says nothing of either
+    const plain = { ...input, env: environmentSpec("o/r", EnvironmentRecipe.parse({ python: "3.9" }), "2019-04-01T00:00:00Z") };
+    const quiet = qualificationRecord(plain, "local", await qualifyTask(scripted([{ junitXml: REPORT }]), plain, silentLogger));
+    expect("let_past_as_of" in quiet || "raised_for_python" in quiet).toBe(false);
   });
 });
