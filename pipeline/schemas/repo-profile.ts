@@ -24,6 +24,13 @@ export const ClassificationRules = z.object({
    * tests by default because the verifier replaces them with the held-out versions.
    */
   conftest: FileClass.default("test"),
+  /**
+   * Which changed test files are test modules, run by qualify: glob patterns (`*` within a path
+   * segment) matched against a file's name, or, when a pattern has a `/`, against the end of its
+   * path. The runner's own defaults; a repository that configures more (pytest's `python_files`
+   * has `testing/python/*.py`) lists them, as its configuration does.
+   */
+  test_modules: z.array(z.string().min(1)).default(["test_*.py", "*_test.py", "tests.py"]),
 });
 export type ClassificationRules = z.infer<typeof ClassificationRules>;
 

@@ -122,7 +122,7 @@ export async function qualifyByHand(options: ByHandOptions) {
     const executor = await workspace.executor();
     const env = envFor(await executor.pythonOffer());
     const mirror = await workspace.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
-    const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files);
+    const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
     const checkout = (patches: { name: string; text: string }[]) => workspace.checkout(mirror, split.base_commit, patches);
     const saveLog = (name: string, text: string) => workspace.saveLog("qualify", name, text);
     const input = {

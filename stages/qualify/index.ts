@@ -44,6 +44,7 @@ export const qualifyStage = defineStage({
       dependsOn: (s) => ({
         env: environments.get(s.task_id)?.key ?? unavailable.get(s.task_id)?.message ?? errors.get(s.repo) ?? null,
         executor: executor.kind,
+        test_modules: profiles.get(s.repo)?.profile.classification.test_modules ?? null,
       }),
       work: async (split) => {
         const loaded = profiles.get(split.repo);
@@ -57,7 +58,7 @@ export const qualifyStage = defineStage({
         if (noPython) throw new RecordError("build_failed", `${split.task_id}: ${noPython.message}`, { field: "environment.python" });
         const env = environments.get(split.task_id)!;
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
-        const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files);
+        const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
         const checkout = (patches: { name: string; text: string }[]) => ctx.checkout(mirror, split.base_commit, patches);
         const task = {
           id: split.task_id,

@@ -31,10 +31,20 @@ export function runFailure(runner: TestRunner, result: TestRunResult): string | 
   return undefined;
 }
 
-/** Test modules the test patch leaves in place: the files whose tests are designated. */
-export function designatedTestFiles(files: ChangedFile[]): string[] {
+/** A test-module pattern as a regular expression: `*` within one path segment; a pattern with a `/` matches the end of the path. */
+function modulePattern(pattern: string): RegExp {
+  const body = pattern
+    .split("*")
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+    .join("[^/]*");
+  return new RegExp(`(^|/)${body}$`);
+}
+
+/** Test modules the test patch leaves in place: the files whose tests are designated (`patterns`: the profile's `test_modules`). */
+export function designatedTestFiles(files: ChangedFile[], patterns: readonly string[] = ["test_*.py", "*_test.py", "tests.py"]): string[] {
+  const modules = patterns.map(modulePattern);
   return files
-    .filter((f) => f.class === "test" && f.status !== "deleted" && /(^|\/)(test_[^/]*|[^/]*_test|tests)\.py$/.test(f.path))
+    .filter((f) => f.class === "test" && f.status !== "deleted" && f.path.endsWith(".py") && modules.some((m) => m.test(f.path)))
     .map((f) => f.path)
     .sort();
 }

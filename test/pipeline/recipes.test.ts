@@ -16,7 +16,7 @@ import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } fro
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { EnvironmentRecipe, RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
-import { runFailure } from "../../stages/qualify/run.ts";
+import { designatedTestFiles, runFailure } from "../../stages/qualify/run.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const profile = (environment: Record<string, unknown>, overrides: unknown[] = []) =>
@@ -287,6 +287,40 @@ describe("runners: commands and ids", () => {
     ]);
     expect(parseJunitXml(xml, { runner: "django", python: "3.11" })[0]!.nodeId).toBe("test_ok (basic.tests.Case.test_ok)");
     expect(parseJunitXml(xml, { runner: "django", python: "3.9" })[1]!.failureText).toMatch(/Temporary failure in name resolution/);
+  });
+});
+
+describe("designated test files: the changed test modules, by the profile's test_modules", () => {
+  const files = [
+    "testing/python/metafunc.py",
+    "testing/test_mark.py",
+    "testing/conftest.py",
+    "tests/app/tests.py",
+    "src/x_test.py",
+    "testing/data.txt",
+    "testing/python/old.py",
+  ].map((path) => ({
+    path,
+    old_path: path,
+    class: "test" as const,
+    status: path.endsWith("old.py") ? ("deleted" as const) : ("modified" as const),
+    rule: "r",
+  }));
+  it("takes pytest's own default names, and a repository's configured ones (pytest's testing/python/*.py)", () => {
+    expect(designatedTestFiles(files as never)).toEqual(["src/x_test.py", "testing/test_mark.py", "tests/app/tests.py"]);
+    expect(designatedTestFiles(files as never, ["test_*.py", "*_test.py", "testing/python/*.py"])).toEqual([
+      "src/x_test.py",
+      "testing/python/metafunc.py",
+      "testing/test_mark.py",
+    ]);
+  });
+  it("is what the shipped pytest profile runs", () => {
+    const [pytest] = [
+      ...loadProfiles([
+        { path: "pytest-dev__pytest.json", text: readFileSync(new URL("../../data/repos/pytest-dev__pytest.json", import.meta.url), "utf8") },
+      ]).profiles.values(),
+    ];
+    expect(designatedTestFiles(files as never, pytest!.profile.classification.test_modules)).toContain("testing/python/metafunc.py");
   });
 });
 
