@@ -8,9 +8,11 @@ import { parseJunitReport } from "../../pipeline/test-results/junit.ts";
  * no report) says nothing about the tests it did not reach; often the crash is the very bug the
  * task fixes (a repr that raises inside pytest's own reporting). SWE-bench counts those tests as
  * failing in that state. So a crashed run is run again in parts: each designated file alone, then,
- * in a file that still crashes, each test the other runs know of alone. A test whose own run
- * crashes is failing in that state, with the reason kept; a file whose tests nobody knows stays
- * a crash, and its tests another run reports are failing here too.
+ * in a file that still crashes, the tests the other runs know of, halved until the parts that do
+ * not crash have their outcomes and each test that does is alone (a few runs per crashing test,
+ * not one per test). A test whose own run crashes is failing in that state, with the reason kept;
+ * a file whose tests nobody knows stays a crash, and its tests another run reports are failing
+ * here too.
  */
 
 /** What crashed and why: a file or a single test id. */
@@ -30,8 +32,8 @@ export function runnerCrash(runner: TestRunner, result: TestRunResult): string |
 /** The file part of a test id (`path/test_x.py::Class::test[case]` → `path/test_x.py`). */
 export const fileOfTest = (id: string): string => id.split("::")[0]!;
 
-/** Per-test runs of one crashed file are capped: beyond this many, its other tests stay a file crash. */
-export const MAX_TESTS_PER_CRASHED_FILE = 200;
+/** Runs spent halving one crashed file are capped: what is left unsettled then stays a file crash. */
+export const MAX_RUNS_PER_CRASHED_FILE = 64;
 
 export interface PartRuns {
   /** Runs the given test arguments (files or ids) once in the crashed run's checkout. */
@@ -41,8 +43,8 @@ export interface PartRuns {
 }
 
 /**
- * Re-runs a crashed run's designated files one by one, and each known test of a file that still
- * crashes one by one. `known` is every test id another run of the task reported.
+ * Re-runs a crashed run's designated files one by one, and the known tests of a file that still
+ * crashes in halves. `known` is every test id another run of the task reported.
  */
 export async function rerunInParts(
   files: string[],
@@ -61,21 +63,43 @@ export async function rerunInParts(
       if (whole.junitXml) read(whole);
       continue;
     }
-    const tests = known.filter((id) => fileOfTest(id) === file).slice(0, MAX_TESTS_PER_CRASHED_FILE);
+    const tests = known.filter((id) => fileOfTest(id) === file);
     if (!tests.length) {
       crashes.push({ target: file, reason: crash });
       continue;
     }
-    for (const test of tests) {
-      const alone = await parts.run([test]);
-      const own = runnerCrash(parts.runner, alone);
-      if (own) {
-        outcomes[test] = "failed";
-        crashes.push({ target: test, reason: own });
-      } else if (alone.junitXml) read(alone);
+    // Halving: a part that runs whole gives its outcomes; a crashing part is split; a crashing test alone fails.
+    let budget = MAX_RUNS_PER_CRASHED_FILE;
+    let unsettled = 0;
+    const settle = async (part: string[]): Promise<void> => {
+      if (budget <= 0) {
+        unsettled += part.length;
+        return;
+      }
+      budget--;
+      const result = await parts.run(part);
+      const own = runnerCrash(parts.runner, result);
+      if (!own) {
+        if (result.junitXml) read(result);
+        return;
+      }
+      if (part.length === 1) {
+        outcomes[part[0]!] = "failed";
+        crashes.push({ target: part[0]!, reason: own });
+        return;
+      }
+      const half = Math.ceil(part.length / 2);
+      await settle(part.slice(0, half));
+      await settle(part.slice(half));
+    };
+    const half = Math.ceil(tests.length / 2);
+    // The whole file already crashed: its halves first.
+    if (tests.length === 1) await settle(tests);
+    else {
+      await settle(tests.slice(0, half));
+      await settle(tests.slice(half));
     }
-    const left = known.filter((id) => fileOfTest(id) === file).length - tests.length;
-    if (left > 0) crashes.push({ target: file, reason: `${crash}; ${left} of its tests beyond the first ${MAX_TESTS_PER_CRASHED_FILE} were not run alone` });
+    if (unsettled) crashes.push({ target: file, reason: `${crash}; ${unsettled} of its tests were left unsettled after ${MAX_RUNS_PER_CRASHED_FILE} runs` });
   }
   return { outcomes, crashes };
 }

@@ -5,6 +5,7 @@ import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { RecordError } from "../../pipeline/engine/stage.ts";
 import { qualificationRecord, qualifyTask, type QualifyTaskInput } from "../../stages/qualify/run.ts";
+import { rerunInParts } from "../../stages/qualify/crash-reruns.ts";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -177,6 +178,32 @@ describe("a run that crashes the runner yields outcomes, not a lost task", () =>
     const result = await qualifyTask(executor, input, silentLogger);
     expect(result.sets.failToPass).toEqual([X]);
     expect(result.sets.passToPass).toEqual([Y]);
+  });
+});
+
+describe("a crashing file's tests are halved, not run one by one", () => {
+  it("settles 64 known tests with one crashing among them in a few runs, each other test with its own outcome", async () => {
+    const ids = Array.from({ length: 64 }, (_, i) => `tests/test_a.py::test_${String(i).padStart(2, "0")}`);
+    const bad = ids[37]!;
+    const runs: string[][] = [];
+    const report = (list: string[]) =>
+      `<testsuites><testsuite name="pytest">${list.map((id) => `<testcase classname="tests.test_a" name="${id.split("::")[1]}" file="tests/test_a.py" time="0.01"/>`).join("")}</testsuite></testsuites>`;
+    const result = await rerunInParts(["tests/test_a.py"], ids, {
+      runner: "pytest",
+      python: "3.11",
+      run: async (tests) => {
+        runs.push(tests);
+        const expanded = tests.flatMap((t) => (t.includes("::") ? [t] : ids));
+        return expanded.includes(bad)
+          ? { timedOut: false, exitCode: 3, wallSeconds: 1, outputTail: "INTERNALERROR>", junitXml: report([]) }
+          : { timedOut: false, exitCode: 0, wallSeconds: 1, outputTail: "", junitXml: report(expanded) };
+      },
+    });
+    expect(result.crashes).toEqual([{ target: bad, reason: "ended in a pytest INTERNALERROR" }]);
+    expect(Object.entries(result.outcomes).filter(([, s]) => s !== "passed")).toEqual([[bad, "failed"]]);
+    expect(Object.keys(result.outcomes)).toHaveLength(64);
+    // the file, then two halves at each of six levels: 13 runs, where one by one would take 65
+    expect(runs.length).toBe(13);
   });
 });
 
