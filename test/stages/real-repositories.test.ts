@@ -193,6 +193,62 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     expect(readFileSync(files[0]!, "utf8")).toContain("### marshmallow-code__marshmallow-91359");
   });
 
+  it("a copy whose test run crashes pytest before the fix still qualifies: the crashing test fails before, every other test keeps its outcome", async () => {
+    // As in pytest-7168, where the failing test's repr crashed pytest's own reporting: here a
+    // conftest makes pytest end in an INTERNALERROR whenever a test's call fails, so the before
+    // state of marshmallow-1359 (its F2P test fails) crashes the runner, and the after state does not.
+    const original = JSON.parse(
+      readFileSync(RECORDS, "utf8")
+        .split("\n")
+        .find((l) => l.includes('"marshmallow-code__marshmallow-1359"'))!,
+    ) as Record<string, string>;
+    const conftest = [
+      "import pytest",
+      "",
+      "",
+      "@pytest.hookimpl(hookwrapper=True)",
+      "def pytest_runtest_makereport(item, call):",
+      "    outcome = yield",
+      "    report = outcome.get_result()",
+      '    if report.when == "call" and report.failed:',
+      '        raise RuntimeError("the failure could not be reported")',
+    ];
+    const crashing = {
+      ...original,
+      instance_id: "marshmallow-code__marshmallow-81359",
+      test_patch: `${original.test_patch!.trimEnd()}\ndiff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1,${conftest.length} @@\n${conftest.map((l) => `+${l}`).join("\n")}\n`,
+    };
+    const file = join(workDir, "crashing.jsonl");
+    writeFileSync(file, JSON.stringify(crashing) + "\n");
+    const report = await requalify({
+      stages: BUILT_STAGES,
+      swebench: file,
+      profilesDir: PROFILES,
+      workDir,
+      executor: "docker",
+      runs: 1,
+      jobs: 1,
+      mirrors: join(SHARED, "mirrors"),
+      log: silentLogger,
+    });
+    const record = report.records.find((r) => r.instance_id === "marshmallow-code__marshmallow-81359")!;
+    expect(record.requalified).toBe(true);
+    // What it claims holds (its cut ids aside): the F2P test fails before, as the crash's victim.
+    expect(record.defects.filter((d) => d.kind !== "malformed_id")).toEqual([]);
+    const qualification = readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as QualificationRecord)
+      .find((q) => q.task_id === "marshmallow-code__marshmallow-81359")!;
+    const before = qualification.runs.find((r) => r.state === "before")!;
+    const f2p = JSON.parse(original.FAIL_TO_PASS!) as string[];
+    // Each test that fails before crashes the run it is in; alone, it is counted failing, with the reason.
+    for (const test of f2p) expect(before.crashes).toContainEqual({ target: test, reason: "ended in a pytest INTERNALERROR" });
+    for (const crash of before.crashes!) expect(before.outcomes[crash.target]).toBe("failed");
+    expect(qualification.fail_to_pass).toEqual(f2p);
+    expect(qualification.pass_to_pass.length).toBeGreaterThan(100);
+  });
+
   it("repo check: every era of each bundled profile builds and qualifies a task as its record says", async () => {
     // One task per era (SWE-bench version): the earliest, as a full run resolves the era's environment as of it.
     for (const name of ["marshmallow-code__marshmallow", "pylint-dev__astroid", "sqlfluff__sqlfluff"]) {
