@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { agreementOf, compareSet } from "../../pipeline/fidelity/compare.ts";
 import { parseJunitXml } from "../../pipeline/test-results/junit.ts";
@@ -161,6 +162,28 @@ describe("recipes: what uv is told", () => {
     expect(uvFiles(env)["uv.toml"]).not.toContain("astroid");
     // with no as-of date there is nothing to let past
     expect(revisionScript(environmentSpec("o/r", env.recipe, null), paths, "2.15.0", pins)).not.toContain("revision-uv.toml");
+  });
+
+  it("reads the exact pins of a real checkout's requirement files, through its -r includes (astroid at pylint-dev__astroid-1866's base)", async () => {
+    // astroid pins the pylint released beside it in requirements_test_pre_commit.txt, which requirements_test.txt includes.
+    const bundle = fileURLToPath(new URL("../../../shared/data/mirrors/pylint-dev__astroid.bundle", import.meta.url));
+    const mirror = join(tempDir(), "astroid.git");
+    execFileSync("git", ["clone", "--quiet", "--mirror", bundle, mirror]);
+    const base = "6cf238d089cf4b6753c94cfc089b4a47487711e5";
+    const checkout = tempDir();
+    for (const file of ["requirements_test.txt", "requirements_test_min.txt", "requirements_test_pre_commit.txt"])
+      writeFileSync(join(checkout, file), execFileSync("git", ["--git-dir", mirror, "show", `${base}:${file}`]));
+    const pins = await readCheckoutPins(checkout, ["requirements_test.txt"]);
+    expect(pins).toContainEqual({ package: "pylint", version: "2.15.5", file: "requirements_test_pre_commit.txt" });
+    expect(pins.map((p) => p.package)).toEqual(["black", "flake8", "flake8-typing-imports", "isort", "mypy", "pylint", "types-pkg-resources"]);
+    // A task opened before pylint 2.15.5 was published (2022-10-21) on this base resolves it all the same.
+    const env = environmentSpec(
+      "pylint-dev/astroid",
+      EnvironmentRecipe.parse({ python: "3.9", requirements_files: ["requirements_test.txt"] }),
+      "2022-10-15T00:00:00Z",
+    );
+    const script = revisionScript(env, { venv: "/env", config: "/c", cache: "/u", work: "/w", baseFiles: "/b", python: "/env/bin/python" }, "2.12.13", pins);
+    expect(script).toContain('"pylint" = "2100-01-01T00:00:00Z"');
   });
 
   it("shares the first layer between recipes that differ only in what they install from the checkout or how tests run", () => {
