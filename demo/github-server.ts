@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { GITHUB_LIST_CAPS } from "../pipeline/github-client.ts";
+import { GITHUB_LIST_CAPS } from "../pipeline/github-plugins.ts";
 import { GraphqlFake } from "./github-graphql.ts";
 import { basicError, PULL_ONLY_FIELDS } from "./github-shapes.ts";
 import type { RepoRecords } from "./records.ts";

@@ -1,4 +1,5 @@
-import { GITHUB_LIST_CAPS, type CachedGraphql, type GithubClient } from "../../pipeline/github-client.ts";
+import type { CachedGraphql, GithubClient } from "../../pipeline/github-client.ts";
+import { GITHUB_LIST_CAPS } from "../../pipeline/github-plugins.ts";
 import type { MirrorCache } from "../../pipeline/git.ts";
 import { Candidate, LINK_SOURCES, type DiscussionItem, type LinkedIssue, type LinkSource } from "../../pipeline/schemas/candidate.ts";
 import { RecordError } from "../../pipeline/engine/stage.ts";
