@@ -2,7 +2,7 @@ import type { AuditFlagRecord, AuditRecord } from "../../pipeline/schemas/audit.
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { changedEvidence, mentions, testSource } from "./evidence.ts";
 import { fairnessFlags, referenceFacts } from "./fairness.ts";
-import { locateTest } from "./locate.ts";
+import { type LocatedTest, locateTest } from "./locate.ts";
 import { PatchOnlyTree, type SourceTree } from "./source-tree.ts";
 import { parseTestId } from "./test-ids.ts";
 
@@ -26,6 +26,78 @@ export function taskSeverity(flags: AuditFlagRecord[]): number {
   const top = Math.max(0, ...flags.map((f) => f.severity));
   const substantial = new Set(flags.filter((f) => f.severity >= 2).map((f) => f.flag));
   return substantial.size >= 2 ? 3 : top;
+}
+
+/** Cases of one parametrized test share their lines: a flag with the same kind and evidence is said once. */
+function onceEach(flags: AuditFlagRecord[]): AuditFlagRecord[] {
+  const said = new Set<string>();
+  return flags.filter((f) => {
+    const key = f.evidence.length
+      ? `${f.flag}\n${f.detail}\n${f.evidence.map((e) => `${e.file}:${e.line}`).join(",")}`
+      : `${f.flag}\n${f.subject}\n${f.detail}`;
+    if (said.has(key)) return false;
+    said.add(key);
+    return true;
+  });
+}
+
+/** A test whose source could not be read: said so, and never counted against the task. */
+function unreadSource(test: string, tree: SourceTree): AuditFlagRecord {
+  const where = parseTestId(test) ? (tree.kind === "repository" ? "the repository at the base with the test patch applied" : "the test patch") : undefined;
+  return {
+    flag: "source_not_found",
+    subject: test,
+    detail: where ? `its source is not in ${where}` : "its id names no Python test function",
+    severity: 0,
+    evidence: [],
+  };
+}
+
+/** The stages whose text names what a located test calls and mentions something it checks, with that evidence. */
+function linkTest(located: LocatedTest, task: AuditSubject["task"]) {
+  const name = located.name;
+  const defAt = Math.max(
+    0,
+    located.lines.findIndex((l) => new RegExp(`def ${name}\\(`).test(l.text)),
+  );
+  const ordered = [...located.lines.slice(defAt), ...located.lines.slice(0, defAt)];
+  const fromPatch = testSource(task.verifier.test_patch, located.file, name);
+  const added = located.lines
+    .filter((l) => l.added)
+    .map((l) => l.text)
+    .join("\n");
+  const evidence = changedEvidence({ source: ordered.map((l) => l.text).join("\n"), added, removed: fromPatch?.removed ?? "" }, name);
+  const found: { stage: number; token: string }[] = [];
+  const stages: number[] = [];
+  for (const request of task.requests) {
+    const subjects = evidence.subject.filter((t) => mentions(request.text, t));
+    const behaviours = evidence.behaviour.filter((t) => mentions(request.text, t));
+    const subjectOk = evidence.subject.length === 0 || subjects.length > 0;
+    const behaviourOk = evidence.behaviour.length === 0 ? subjects.length > 0 : behaviours.length > 0;
+    if (subjectOk && behaviourOk) {
+      stages.push(request.stage);
+      for (const token of [...subjects, ...behaviours]) found.push({ stage: request.stage, token });
+    }
+  }
+  return { stages, evidence: found, wanted: [...evidence.subject, ...evidence.behaviour] };
+}
+
+/** An F2P test no stage justifies, its def line as the evidence. */
+function unjustified(test: string, located: LocatedTest, wanted: string[]): AuditFlagRecord {
+  const defLine =
+    located.lines[
+      Math.max(
+        0,
+        located.lines.findIndex((l) => new RegExp(`def ${located.name}\\(`).test(l.text)),
+      )
+    ]!;
+  return {
+    flag: "unjustified_test",
+    subject: test,
+    detail: `no request mentions what it checks (${wanted.map((t) => JSON.stringify(t)).join(", ") || "nothing distinctive"})`,
+    severity: 1,
+    evidence: [{ file: located.file, line: defLine.n, text: defLine.text.trim() }],
+  };
 }
 
 /**
@@ -62,56 +134,13 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
     const located = await locateTest(test, tree);
     if (!located) {
       links.push({ test, stages: [], evidence: [], ...(contract ? { public_contract: contract } : {}) });
-      const where = parseTestId(test) ? (tree.kind === "repository" ? "the repository at the base with the test patch applied" : "the test patch") : undefined;
-      flags.push({
-        flag: "source_not_found",
-        subject: test,
-        detail: where ? `its source is not in ${where}` : "its id names no Python test function",
-        severity: 0,
-        evidence: [],
-      });
+      flags.push(unreadSource(test, tree));
       continue;
     }
-    const name = located.name;
-    const defAt = located.lines.findIndex((l) => new RegExp(`def ${name}\\(`).test(l.text));
-    const ordered = [...located.lines.slice(Math.max(0, defAt)), ...located.lines.slice(0, Math.max(0, defAt))];
-    const fromPatch = testSource(task.verifier.test_patch, located.file, name);
-    const evidence = changedEvidence(
-      {
-        source: ordered.map((l) => l.text).join("\n"),
-        added: located.lines
-          .filter((l) => l.added)
-          .map((l) => l.text)
-          .join("\n"),
-        removed: fromPatch?.removed ?? "",
-      },
-      name,
-    );
-    const found: { stage: number; token: string }[] = [];
-    const stages: number[] = [];
-    for (const request of task.requests) {
-      const subjects = evidence.subject.filter((t) => mentions(request.text, t));
-      const behaviours = evidence.behaviour.filter((t) => mentions(request.text, t));
-      const subjectOk = evidence.subject.length === 0 || subjects.length > 0;
-      const behaviourOk = evidence.behaviour.length === 0 ? subjects.length > 0 : behaviours.length > 0;
-      if (subjectOk && behaviourOk) {
-        stages.push(request.stage);
-        for (const token of [...subjects, ...behaviours]) found.push({ stage: request.stage, token });
-      }
-    }
-    for (const s of stages) verified.add(s);
-    links.push({ test, stages, evidence: found, ...(contract ? { public_contract: contract } : {}) });
-    if (!stages.length && !contract) {
-      const wanted = [...evidence.subject, ...evidence.behaviour].map((t) => JSON.stringify(t)).join(", ");
-      const defLine = located.lines[Math.max(0, defAt)]!;
-      flags.push({
-        flag: "unjustified_test",
-        subject: test,
-        detail: `no request mentions what it checks (${wanted || "nothing distinctive"})`,
-        severity: 1,
-        evidence: [{ file: located.file, line: defLine.n, text: defLine.text.trim() }],
-      });
-    }
+    const link = linkTest(located, task);
+    for (const s of link.stages) verified.add(s);
+    links.push({ test, stages: link.stages, evidence: link.evidence, ...(contract ? { public_contract: contract } : {}) });
+    if (!link.stages.length && !contract) flags.push(unjustified(test, located, link.wanted));
     if (facts && !contract) flags.push(...(await fairnessFlags(test, located, facts, requestText, tree, patchRemoved)));
   }
   for (const request of task.requests) {
@@ -126,15 +155,6 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
         evidence: [],
       });
   }
-  // Cases of one parametrized test share their lines: a flag with the same kind and evidence is said once.
-  const said = new Set<string>();
-  const distinct = flags.filter((f) => {
-    const key = f.evidence.length
-      ? `${f.flag}\n${f.detail}\n${f.evidence.map((e) => `${e.file}:${e.line}`).join(",")}`
-      : `${f.flag}\n${f.subject}\n${f.detail}`;
-    if (said.has(key)) return false;
-    said.add(key);
-    return true;
-  });
+  const distinct = onceEach(flags);
   return { links, flags: distinct, severity: taskSeverity(distinct), source: tree.kind };
 }

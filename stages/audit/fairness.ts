@@ -102,92 +102,94 @@ function flag(kind: AuditFlagRecord["flag"], test: string, detail: string, line:
   return { flag: kind, subject: test, detail, severity, evidence: [{ file, line: line.n, text: line.text.trim() }] };
 }
 
-/**
- * The unfairness flags of one located test. Only lines the test patch added count: a test that
- * only exists at the base checks what the base already did.
- */
-export async function fairnessFlags(
-  test: string,
-  located: LocatedTest,
-  facts: ReferenceFacts,
-  requestText: string,
-  tree: SourceTree,
-  testPatchRemoved: string,
-): Promise<AuditFlagRecord[]> {
-  const added = located.lines.filter((l) => l.added && l.text.trim() && !l.text.trim().startsWith("#"));
-  const flags: AuditFlagRecord[] = [];
-  const squashedRequests = squash(requestText);
-  const seen = new Set<string>();
-  const word = (name: string) => new RegExp(`(?<![\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w])`);
+/** What the checks of one test share: the test, what the fix did, what the requests say, and what was said already. */
+interface Judging {
+  test: string;
+  file: string;
+  facts: ReferenceFacts;
+  requestText: string;
+  tree: SourceTree;
+  testPatchRemoved: string;
+  seen: Set<string>;
+  flags: AuditFlagRecord[];
+}
 
-  for (const line of added) {
-    // A public name the fix invents, which the test needs and no request gives.
-    for (const name of facts.newDefinitions) {
-      if (seen.has(`name:${name}`) || !word(name).test(line.text) || requestsName(requestText, name)) continue;
-      if ((await tree.baseHas(`def ${name}(`, false)) || (await tree.baseHas(`class ${name}`, true))) continue;
-      seen.add(`name:${name}`);
-      flags.push(flag("new_name", test, `uses \`${name}\`, which the reference fix defines and no request names`, line, located.file, 3));
-    }
-    for (const name of facts.newParameters) {
-      if (seen.has(`name:${name}`) || !new RegExp(`(?<![\\w])${name}\\s*=(?!=)`).test(line.text) || requestsName(requestText, name)) continue;
-      seen.add(`name:${name}`);
-      flags.push(flag("new_name", test, `passes \`${name}=\`, a parameter the reference fix adds and no request names`, line, located.file, 2));
-    }
-    for (const name of facts.newLiteralNames) {
-      if (seen.has(`name:${name}`) || !(line.text.includes(`"${name}"`) || line.text.includes(`'${name}'`)) || requestsName(requestText, name)) continue;
-      if ((await tree.baseHas(`"${name}"`, false)) || (await tree.baseHas(`'${name}'`, false))) continue;
-      seen.add(`name:${name}`);
-      const option = name.startsWith("-");
-      flags.push(
-        flag(
-          "new_name",
-          test,
-          `uses ${option ? "the option" : "the name"} "${name}", which the reference fix introduces and no request names`,
-          line,
-          located.file,
-          option ? 3 : 2,
-        ),
-      );
-    }
-    // A message the fix writes, asserted word for word, that no request states.
-    for (const m of line.text.matchAll(STRING)) {
-      const message = m[2]!;
-      if (message.length < 12 || message.trim().split(/\s+/).length < 3) continue;
-      const fragments = messageFragments(message);
-      if (!fragments.length || seen.has(`message:${message}`)) continue;
-      if (!fragments.some((f) => facts.addedText.includes(f) || facts.addedStrings.includes(f))) continue;
-      if (fragments.some((f) => facts.removedText.includes(f) || testPatchRemoved.includes(f) || squashedRequests.includes(squash(f)))) continue;
-      let atBase = false;
-      for (const f of fragments) if (await tree.baseHas(f, false)) atBase = true;
-      if (atBase) continue;
-      seen.add(`message:${message}`);
-      flags.push(flag("exact_message", test, `asserts the message "${message}", which the reference fix writes and no request states`, line, located.file, 2));
-    }
-    // An exception type the test expects that no request names: another reasonable fix raises another.
-    for (const m of line.text.matchAll(/\b(?:raises|assertRaises|assertRaisesMessage|assertRaisesRegexp?)\(\s*([A-Z]\w*)/g)) {
-      const exception = m[1]!;
-      if (seen.has(`exception:${exception}`) || requestsName(requestText, exception)) continue;
-      seen.add(`exception:${exception}`);
-      flags.push(flag("unrequested_exception", test, `expects \`${exception}\`, which no request names`, line, located.file, 2));
-    }
+const wordIn = (name: string) => new RegExp(`(?<![\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w])`);
+
+/** A public name the fix invents (a definition, a parameter, a name or option string), which the test needs and no request gives. */
+async function newNames(j: Judging, line: SourceLine): Promise<void> {
+  const fresh = (name: string) => !j.seen.has(`name:${name}`) && !requestsName(j.requestText, name);
+  for (const name of j.facts.newDefinitions) {
+    if (!fresh(name) || !wordIn(name).test(line.text)) continue;
+    if ((await j.tree.baseHas(`def ${name}(`, false)) || (await j.tree.baseHas(`class ${name}`, true))) continue;
+    j.seen.add(`name:${name}`);
+    j.flags.push(flag("new_name", j.test, `uses \`${name}\`, which the reference fix defines and no request names`, line, j.file, 3));
   }
-  // An exact rendering compared character for character, which no request shows.
-  for (const { line, literal } of renderingExpectations(located.lines)) {
-    if (seen.has("format")) break;
-    const bare = (text: string) => squash(text).replace(/ /g, "");
-    const shown = bare(requestText);
-    if (shown.includes(bare(literal)) || shown.includes(bare(unescape(literal))) || testPatchRemoved.includes(literal)) continue;
+  for (const name of j.facts.newParameters) {
+    if (!fresh(name) || !new RegExp(`(?<![\\w])${name}\\s*=(?!=)`).test(line.text)) continue;
+    j.seen.add(`name:${name}`);
+    j.flags.push(flag("new_name", j.test, `passes \`${name}=\`, a parameter the reference fix adds and no request names`, line, j.file, 2));
+  }
+  for (const name of j.facts.newLiteralNames) {
+    if (!fresh(name) || !(line.text.includes(`"${name}"`) || line.text.includes(`'${name}'`))) continue;
+    if ((await j.tree.baseHas(`"${name}"`, false)) || (await j.tree.baseHas(`'${name}'`, false))) continue;
+    j.seen.add(`name:${name}`);
+    const option = name.startsWith("-");
+    const detail = `uses ${option ? "the option" : "the name"} "${name}", which the reference fix introduces and no request names`;
+    j.flags.push(flag("new_name", j.test, detail, line, j.file, option ? 3 : 2));
+  }
+}
+
+/** A message the fix writes, asserted word for word, that no request states (nor the base holds). */
+async function exactMessages(j: Judging, line: SourceLine): Promise<void> {
+  const squashedRequests = squash(j.requestText);
+  for (const m of line.text.matchAll(STRING)) {
+    const message = m[2]!;
+    if (message.length < 12 || message.trim().split(/\s+/).length < 3) continue;
+    const fragments = messageFragments(message);
+    if (!fragments.length || j.seen.has(`message:${message}`)) continue;
+    if (!fragments.some((f) => j.facts.addedText.includes(f) || j.facts.addedStrings.includes(f))) continue;
+    if (fragments.some((f) => j.facts.removedText.includes(f) || j.testPatchRemoved.includes(f) || squashedRequests.includes(squash(f)))) continue;
+    let atBase = false;
+    for (const f of fragments) if (await j.tree.baseHas(f, false)) atBase = true;
+    if (atBase) continue;
+    j.seen.add(`message:${message}`);
+    j.flags.push(flag("exact_message", j.test, `asserts the message "${message}", which the reference fix writes and no request states`, line, j.file, 2));
+  }
+}
+
+/** An exception type the test expects that no request names: another reasonable fix raises another. */
+function unrequestedExceptions(j: Judging, line: SourceLine): void {
+  for (const m of line.text.matchAll(/\b(?:raises|assertRaises|assertRaisesMessage|assertRaisesRegexp?)\(\s*([A-Z]\w*)/g)) {
+    const exception = m[1]!;
+    if (j.seen.has(`exception:${exception}`) || requestsName(j.requestText, exception)) continue;
+    j.seen.add(`exception:${exception}`);
+    j.flags.push(flag("unrequested_exception", j.test, `expects \`${exception}\`, which no request names`, line, j.file, 2));
+  }
+}
+
+/** An exact rendering compared character for character, which no request shows (in any order). */
+function exactFormat(j: Judging, lines: SourceLine[]): void {
+  const bare = (text: string) => squash(text).replace(/ /g, "");
+  const shown = bare(j.requestText);
+  for (const { line, literal } of renderingExpectations(lines)) {
+    if (shown.includes(bare(literal)) || shown.includes(bare(unescape(literal))) || j.testPatchRemoved.includes(literal)) continue;
     // A request that shows the same shape (every name the expected text holds, in whatever order or with other values) states the form.
     const words = [...new Set(literal.match(/[A-Za-z_]\w{2,}/g) ?? [])];
-    if (words.length >= 2 && words.every((w) => requestsName(requestText, w))) continue;
-    seen.add("format");
+    if (words.length >= 2 && words.every((w) => requestsName(j.requestText, w))) continue;
     const short = literal.length > 80 ? `${literal.slice(0, 77)}...` : literal;
-    flags.push(flag("exact_format", test, `compares rendered output with "${short}" exactly, a form no request shows`, line, located.file, 2));
+    j.flags.push(flag("exact_format", j.test, `compares rendered output with "${short}" exactly, a form no request shows`, line, j.file, 2));
+    return;
   }
-  // Behaviour of functions no request mentions: the test exercises what the fix changed, but only
-  // where the requests are silent. sympy's `_eval_is_x` backs the `is_x` property; `_name` backs `name`.
+}
+
+/**
+ * Behaviour of functions no request mentions: the test exercises what the fix changed, but only
+ * where the requests are silent. sympy's `_eval_is_x` backs the `is_x` property; `_name` backs `name`.
+ */
+function unrequestedBehaviour(j: Judging, added: SourceLine[]): void {
   const changedBy = new Map<string, string>();
-  for (const fn of facts.changedFunctions.keys()) {
+  for (const fn of j.facts.changedFunctions.keys()) {
     changedBy.set(fn, fn);
     const bare = fn.replace(/^_eval_/, "").replace(/^_+/, "");
     if (bare.length > 2) changedBy.set(bare, fn);
@@ -201,29 +203,43 @@ export async function fairnessFlags(
   const names = [...used.keys()];
   // A request that points at the file a function is in (its path or its module's name) asks about
   // that code; a traceback's frames only say where a failure passed.
-  const prose = requestText
+  const prose = j.requestText
     .split("\n")
     .filter((l) => !/^\s*File "/.test(l))
     .join("\n");
   const pointsAt = (fn: string) => {
-    const path = facts.changedFunctions.get(fn) ?? "";
+    const path = j.facts.changedFunctions.get(fn) ?? "";
     const module = path.split("/").at(-1)!.replace(/\.py$/, "");
     return (path !== "" && prose.includes(path)) || (module.length >= 5 && module !== "__init__" && requestsName(prose, `${module}.py`));
   };
-  const mentioned = names.filter((n) => requestsName(requestText, n) || requestsName(requestText, changedBy.get(n)!) || pointsAt(changedBy.get(n)!));
-  if (names.length && !mentioned.length) {
-    flags.push(
-      flag(
-        "unrequested_behaviour",
-        test,
-        `checks \`${names.join("`, `")}\`, which the reference fix changes and no request mentions`,
-        used.get(names[0]!)!,
-        located.file,
-        2,
-      ),
-    );
+  const mentioned = names.filter((n) => requestsName(j.requestText, n) || requestsName(j.requestText, changedBy.get(n)!) || pointsAt(changedBy.get(n)!));
+  if (!names.length || mentioned.length) return;
+  const detail = `checks \`${names.join("`, `")}\`, which the reference fix changes and no request mentions`;
+  j.flags.push(flag("unrequested_behaviour", j.test, detail, used.get(names[0]!)!, j.file, 2));
+}
+
+/**
+ * The unfairness flags of one located test. Only lines the test patch added count: a test that
+ * only exists at the base checks what the base already did.
+ */
+export async function fairnessFlags(
+  test: string,
+  located: LocatedTest,
+  facts: ReferenceFacts,
+  requestText: string,
+  tree: SourceTree,
+  testPatchRemoved: string,
+): Promise<AuditFlagRecord[]> {
+  const added = located.lines.filter((l) => l.added && l.text.trim() && !l.text.trim().startsWith("#"));
+  const j: Judging = { test, file: located.file, facts, requestText, tree, testPatchRemoved, seen: new Set(), flags: [] };
+  for (const line of added) {
+    await newNames(j, line);
+    await exactMessages(j, line);
+    unrequestedExceptions(j, line);
   }
-  return flags;
+  exactFormat(j, located.lines);
+  unrequestedBehaviour(j, added);
+  return j.flags;
 }
 
 /** The string literal that starts on line `index` (a triple-quoted one may run over later lines). */

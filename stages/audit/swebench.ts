@@ -50,6 +50,41 @@ function sourceFor(repo: string, options: SwebenchAuditOptions): { source: strin
   };
 }
 
+/** A record as the audit sees a task: one request (its problem statement), its F2P tests and test patch. */
+function taskOf(candidate: Candidate) {
+  return {
+    id: candidate.id,
+    requests: [
+      {
+        stage: 1,
+        text: candidate.problem_statement?.trim() || "(the record has no problem statement)",
+        provenance: {
+          sources: [
+            {
+              kind: "issue" as const,
+              record_id: `${candidate.id}:problem_statement`,
+              ...(candidate.pull_number ? { url: `https://github.com/${candidate.repo}/pull/${candidate.pull_number}` } : {}),
+              author: "(SWE-bench record)",
+            },
+          ],
+        },
+      },
+    ],
+    verifier: { test_patch: candidate.upstream_split?.test_patch ?? "", fail_to_pass: candidate.upstream_fail_to_pass },
+  };
+}
+
+/** Agreement per repository and overall, and per flag kind, over the records the annotations score. */
+function agreementWith(records: AuditRecord[], tasks: Map<string, AuditedTask>, annotations: Map<string, Annotation>) {
+  const annotated = records.filter((r) => annotations.has(r.task_id));
+  const pairs = (rs: AuditRecord[]) => rs.map((r) => ({ severity: r.severity, score: annotations.get(r.task_id)!.false_negative }));
+  const repos = [...new Set(annotated.map((r) => tasks.get(r.task_id)!.repo))].sort();
+  const agreements: Agreement[] = repos.map((repo) => agreement(repo, pairs(annotated.filter((r) => tasks.get(r.task_id)!.repo === repo))));
+  agreements.push(agreement("all", pairs(annotated)));
+  const kinds = kindAgreement(annotated.map((r) => ({ flags: [...new Set(r.flags.map((f) => f.flag))], score: annotations.get(r.task_id)!.false_negative })));
+  return { agreements, kinds };
+}
+
 /**
  * Audits every record of a SWE-bench-family file as a task of one request (its problem
  * statement), with its FAIL_TO_PASS tests and its gold patch as the reference fix. Nothing is
@@ -82,26 +117,7 @@ export async function auditSwebench(options: SwebenchAuditOptions): Promise<Sweb
   const records: AuditRecord[] = [];
   const tasks = new Map<string, AuditedTask>();
   for (const candidate of chosen) {
-    const task = {
-      id: candidate.id,
-      requests: [
-        {
-          stage: 1,
-          text: candidate.problem_statement?.trim() || "(the record has no problem statement)",
-          provenance: {
-            sources: [
-              {
-                kind: "issue" as const,
-                record_id: `${candidate.id}:problem_statement`,
-                ...(candidate.pull_number ? { url: `https://github.com/${candidate.repo}/pull/${candidate.pull_number}` } : {}),
-                author: "(SWE-bench record)",
-              },
-            ],
-          },
-        },
-      ],
-      verifier: { test_patch: candidate.upstream_split?.test_patch ?? "", fail_to_pass: candidate.upstream_fail_to_pass },
-    };
+    const task = taskOf(candidate);
     let tree: SourceTree;
     const mirror = await mirrorFor(candidate.repo, byRepo.get(candidate.repo)!);
     if ("unavailable" in mirror) tree = new PatchOnlyTree(task.verifier.test_patch, mirror.unavailable);
@@ -123,20 +139,6 @@ export async function auditSwebench(options: SwebenchAuditOptions): Promise<Sweb
   }
   records.sort((a, b) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0));
 
-  const agreements: Agreement[] = [];
-  if (options.annotations) {
-    const annotated = records.filter((r) => options.annotations!.has(r.task_id));
-    const pairs = (rs: AuditRecord[]) => rs.map((r) => ({ severity: r.severity, score: options.annotations!.get(r.task_id)!.false_negative }));
-    const repos = [...new Set(annotated.map((r) => tasks.get(r.task_id)!.repo))].sort();
-    for (const repo of repos) agreements.push(agreement(repo, pairs(annotated.filter((r) => tasks.get(r.task_id)!.repo === repo))));
-    agreements.push(agreement("all", pairs(annotated)));
-  }
-  const kinds = options.annotations
-    ? kindAgreement(
-        records
-          .filter((r) => options.annotations!.has(r.task_id))
-          .map((r) => ({ flags: [...new Set(r.flags.map((f) => f.flag))], score: options.annotations!.get(r.task_id)!.false_negative })),
-      )
-    : [];
+  const { agreements, kinds } = options.annotations ? agreementWith(records, tasks, options.annotations) : { agreements: [], kinds: [] };
   return { records, tasks, agreement: agreements, kinds };
 }
