@@ -13,8 +13,8 @@ import { join } from "node:path";
 const REPORT =
   '<testsuites><testsuite name="pytest" time="0.1"><testcase classname="tests.test_a" name="test_x" file="tests/test_a.py" time="0.01"/></testsuite></testsuites>';
 
-/** An executor whose runs give `results` in turn (the last one repeated), counting every run. */
-function scripted(results: Partial<TestRunResult>[]): Executor & { runs: TestRunRequest[] } {
+/** An executor whose every run is answered by `answer` (given the request and how many came before), counting every run. */
+function answering(answer: (request: TestRunRequest, before: number) => Partial<TestRunResult>): Executor & { runs: TestRunRequest[] } {
   const runs: TestRunRequest[] = [];
   return {
     kind: "local",
@@ -25,11 +25,13 @@ function scripted(results: Partial<TestRunResult>[]): Executor & { runs: TestRun
     pythonOffer: async () => ({ installed: ["3.11"], downloads: false, describe: "a scripted executor" }),
     async run(request) {
       runs.push(request);
-      const result = results[Math.min(runs.length - 1, results.length - 1)]!;
-      return { timedOut: false, exitCode: 0, wallSeconds: 1, outputTail: "", ...result };
+      return { timedOut: false, exitCode: 0, wallSeconds: 1, outputTail: "", ...answer(request, runs.length - 1) };
     },
   };
 }
+
+/** An executor whose runs give `results` in turn (the last one repeated), counting every run. */
+const scripted = (results: Partial<TestRunResult>[]) => answering((_, before) => results[Math.min(before, results.length - 1)]!);
 
 function task(saved: Map<string, string>): QualifyTaskInput {
   return {
@@ -124,23 +126,12 @@ describe("a run that crashes the runner yields outcomes, not a lost task", () =>
 
   /** Before the fix, running test_x crashes pytest (the bug is in what pytest reports); everything else passes. */
   function crashingBefore(): Executor & { runs: TestRunRequest[] } {
-    const runs: TestRunRequest[] = [];
-    return {
-      kind: "local",
-      built: [],
-      buildSeconds: new Map(),
-      runs,
-      ensureEnvironment: async () => ({ built: false }),
-      pythonOffer: async () => ({ installed: ["3.11"], downloads: false, describe: "a scripted executor" }),
-      async run(request) {
-        runs.push(request);
-        const before = request.checkoutDir.endsWith("before");
-        const ids = request.tests.flatMap((t) => (t.includes("::") ? [t] : t === "tests/test_a.py" ? [X, Y] : [Z]));
-        if (before && ids.includes(X))
-          return { timedOut: false, exitCode: 3, wallSeconds: 1, outputTail: "INTERNALERROR> TypeError in saferepr", junitXml: PASSED([]) };
-        return { timedOut: false, exitCode: 0, wallSeconds: 1, outputTail: "", junitXml: PASSED(ids) };
-      },
-    };
+    return answering((request) => {
+      const ids = request.tests.flatMap((t) => (t.includes("::") ? [t] : t === "tests/test_a.py" ? [X, Y] : [Z]));
+      return request.checkoutDir.endsWith("before") && ids.includes(X)
+        ? { exitCode: 3, outputTail: "INTERNALERROR> TypeError in saferepr", junitXml: PASSED([]) }
+        : { junitXml: PASSED(ids) };
+    });
   }
 
   it("re-runs the crashed run file by file, then the crashing file's tests one by one; the crashing test fails before", async () => {
