@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { Writable } from "node:stream";
@@ -39,6 +38,8 @@ import {
 import { type BaseRevision } from "../checkouts/checkout.ts";
 
 import { BASE_REPOSITORY, BaseImages, DEBIAN_FOR_PYTHON } from "./base-images.ts";
+import { demultiplex, engineFault, holdLifeline, waitOrKill, withLifeline } from "./containers.ts";
+export { demultiplex, dockerAvailable } from "./containers.ts";
 export { BASE_REPOSITORY, buildBaseImage, DEBIAN_FOR_PYTHON } from "./base-images.ts";
 const describeSuites = () =>
   Object.entries(DEBIAN_FOR_PYTHON)
@@ -71,98 +72,6 @@ export interface DockerLimits {
 }
 
 export const DEFAULT_LIMITS: DockerLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512, cpus: 1 };
-
-/**
- * The text of a container's log as Docker sends it: stdout and stderr multiplexed in frames, each
- * behind an 8-byte header (stream, 0, 0, 0, length as 4 bytes), which must not leak into messages.
- */
-export function demultiplex(raw: Buffer): string {
-  const chunks: Buffer[] = [];
-  let offset = 0;
-  while (offset + 8 <= raw.length && raw[offset]! <= 2 && raw[offset + 1] === 0 && raw[offset + 2] === 0 && raw[offset + 3] === 0) {
-    const length = raw.readUInt32BE(offset + 4);
-    chunks.push(raw.subarray(offset + 8, offset + 8 + length));
-    offset += 8 + length;
-  }
-  // A TTY log (or anything else) has no frames: taken as it is.
-  return (offset === 0 ? raw : Buffer.concat(chunks)).toString("utf8");
-}
-
-/** How often a running test container's state is checked besides the engine's wait answer. */
-const STATE_POLL_MS = 2000;
-
-/**
- * The container's exit status. The engine's wait request alone is not enough: a wait sent around
- * an engine restart can stay unanswered after the container has exited (seen in the fault
- * matrix's engine-restart row), so the container's state is also checked every few seconds.
- * An engine that cannot answer either way is an engine fault, surfaced by the caller.
- */
-async function exited(container: Docker.Container): Promise<{ StatusCode: number }> {
-  let poll: NodeJS.Timeout | undefined;
-  let settled = false;
-  const polled = new Promise<{ StatusCode: number }>((resolve, reject) => {
-    const check = () =>
-      container.inspect().then((info) => {
-        if (!info.State.Running && info.State.Status !== "created") resolve({ StatusCode: info.State.ExitCode });
-        else if (!settled) poll = setTimeout(check, STATE_POLL_MS);
-      }, reject);
-    poll = setTimeout(check, STATE_POLL_MS);
-  });
-  try {
-    return await Promise.race([container.wait() as Promise<{ StatusCode: number }>, polled]);
-  } finally {
-    settled = true;
-    clearTimeout(poll);
-  }
-}
-
-/**
- * An engine failure is an infrastructure fault (retried); a 4xx answer means we sent a bad
- * request, a bug that retrying would only repeat.
- */
-function engineFault(error: unknown, what: string): Error {
-  const status = (error as { statusCode?: number }).statusCode;
-  const message = `Docker engine error while ${what}: ${(error as Error).message}`;
-  return status && status >= 400 && status < 500 ? new Error(message) : new InfrastructureFault(message);
-}
-
-export async function dockerAvailable(docker = new Docker()): Promise<boolean> {
-  try {
-    await docker.ping();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * PID 1 of every container of ours: it runs the command ($2) and dies, with everything in the
- * container, when its standard input closes. We hold that input open through an attach for as
- * long as we wait for the container, so if we are killed (SIGKILL, OOM) the engine closes it and
- * the build or the tests stop instead of running on unwatched. A guarded run's first line of input
- * is its token ($1 = token): read here and handed to the command, the rest is the lifeline.
- * Signals to PID 1 are delivered only through a trap, hence USR1 rather than a kill.
- */
-const CONTAINER_INIT = [
-  "exec 3<&0 </dev/null",
-  "trap 'exit 137' USR1",
-  'if [ "$1" = token ]; then IFS= read -r token <&3 || exit 137; fi',
-  "{ cat >/dev/null; kill -USR1 $$; } <&3 &",
-  'if [ "$1" = token ]; then printf \'%s\\n\' "$token" | sh -c "$2" 3<&- & else sh -c "$2" 3<&- & fi',
-  "wait $!",
-].join("\n");
-
-/** A container's command under CONTAINER_INIT, and the settings that give it a lifeline. */
-function withLifeline(command: string, mode: "token" | "plain"): Pick<Docker.ContainerCreateOptions, "Cmd" | "OpenStdin" | "StdinOnce" | "AttachStdin"> {
-  return { Cmd: ["sh", "-c", CONTAINER_INIT, "switch-swe-init", mode, command], OpenStdin: true, StdinOnce: true, AttachStdin: true };
-}
-
-/** Holds a container's standard input open (its lifeline, see CONTAINER_INIT) until released. */
-async function holdLifeline(container: Docker.Container): Promise<{ release: () => void }> {
-  const stream = (await container.attach({ stream: true, stdin: true, hijack: true })) as NodeJS.ReadWriteStream & { destroy(): void };
-  stream.on("error", () => undefined);
-  return { release: () => stream.destroy() };
-}
 
 /** Where an environment's pieces sit inside its image. */
 const IN_IMAGE = { venv: "/env", config: "/opt/switch-swe", cache: "/uv-cache", work: "/work", baseFiles: "/opt/switch-swe/base-files.txt" };
@@ -488,20 +397,4 @@ interface AttachedChannel {
   reader: ChannelReader;
   ended: Promise<void>;
   sendToken: () => void;
-}
-
-/** Waits for a test container to exit, or kills it at its timeout. */
-async function waitOrKill(container: Docker.Container, timeoutSeconds: number): Promise<{ timedOut: boolean; exitCode: number }> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutSeconds * 1000)));
-  try {
-    const outcome = await Promise.race([exited(container), deadline]);
-    if (outcome !== "timeout") return { timedOut: false, exitCode: outcome.StatusCode };
-    await container.kill().catch(() => undefined);
-    return { timedOut: true, exitCode: -1 };
-  } catch (error) {
-    throw engineFault(error, "waiting for a test container");
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -1,28 +1,20 @@
 import { existsSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { resolve } from "node:path";
 import { Job, Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
 import type { z } from "zod";
 import { hashValue } from "../canonical.ts";
-import { RunAbort, TransientFailure } from "../failures.ts";
-import { git, isRemoteCloneUrl } from "../git.ts";
-import { DEFAULT_GIT_SERVICE, GitService, type GitServiceSettings } from "./git-service.ts";
+import { RunAbort } from "../failures.ts";
+import { DEFAULT_GIT_SERVICE, type GitServiceSettings } from "./git-service.ts";
 import type { Logger } from "../logger.ts";
 import { DEBIAN_FOR_PYTHON, type DockerLimits } from "./docker.ts";
 import type { PythonDownloads } from "./python-offer.ts";
 import { needsRevisionLayer } from "./recipe-scripts.ts";
-import {
-  assertNoCredentials,
-  JobResult,
-  type JobSource,
-  QUEUE_PROTOCOL,
-  queueNameFor,
-  RunJob,
-  WORKER_PATTERN,
-  WorkerInfo,
-  type WrittenFile,
-} from "./queue-protocol.ts";
+import { JobResult, type JobSource, QUEUE_PROTOCOL, queueNameFor, RunJob, WorkerInfo, type WrittenFile } from "./queue-protocol.ts";
 import { applyWrittenFiles } from "./written-files.ts";
+import { JobSources } from "./job-sources.ts";
+import { announcedWorkers, connectRedis, liveWorkers } from "./fleet-redis.ts";
+export { announcedWorkers, connectRedis, liveWorkers, redactUrl } from "./fleet-redis.ts";
 import {
   BuildFailed,
   type EnvironmentSpec,
@@ -33,7 +25,7 @@ import {
   type TestRunRequest,
   type TestRunResult,
 } from "./types.ts";
-import { type BaseRevision, type CheckoutOrigin } from "../checkouts/checkout.ts";
+import { type BaseRevision } from "../checkouts/checkout.ts";
 
 export interface QueueExecutorOptions {
   redis: string;
@@ -65,54 +57,6 @@ export class FleetUnavailable extends RunAbort {
 /** How many times one job is sent again after workers took themselves out of service on it. */
 const MAX_WORKER_FAULT_RESENDS = 4;
 
-/** How long connecting to Redis may take before the run gives up with a message. */
-const CONNECT_TIMEOUT_MS = 5000;
-
-/** Opens a Redis connection, or says in one line why it cannot (within CONNECT_TIMEOUT_MS). */
-export async function connectRedis(url: string, forWorker = false): Promise<Redis> {
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: CONNECT_TIMEOUT_MS,
-    maxRetriesPerRequest: forWorker ? null : 1,
-    retryStrategy: () => null,
-    enableOfflineQueue: false,
-  });
-  redis.on("error", () => undefined);
-  try {
-    await redis.connect();
-    await redis.ping();
-  } catch (error) {
-    redis.disconnect();
-    throw new TransientFailure(`cannot reach Redis at ${redactUrl(url)} (waited at most ${CONNECT_TIMEOUT_MS / 1000} s): ${(error as Error).message}`);
-  }
-  // From here on a dropped connection is retried (a Redis restart must not end a long run).
-  redis.options.retryStrategy = (times) => Math.min(times * 200, 2000);
-  return redis;
-}
-
-export const redactUrl = (url: string) => url.replace(/\/\/[^@/]*@/, "//***@");
-
-/** The workers that announced themselves and have not gone silent. */
-export async function liveWorkers(redis: Redis, prefix: string): Promise<WorkerInfo[]> {
-  return (await announcedWorkers(redis, prefix)).filter((w) => !w.out_of_service);
-}
-
-/** Every worker that announced itself and has not gone silent, in service or not. */
-export async function announcedWorkers(redis: Redis, prefix: string): Promise<WorkerInfo[]> {
-  const keys: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, batch] = await redis.scan(cursor, "MATCH", WORKER_PATTERN(prefix), "COUNT", 100);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== "0");
-  const values = keys.length ? await redis.mget(...keys.sort()) : [];
-  return values.flatMap((v) => {
-    const parsed = v ? WorkerInfo.safeParse(JSON.parse(v)) : undefined;
-    return parsed?.success ? [parsed.data] : [];
-  });
-}
-
 /**
  * Test runs on a fleet of workers (`switch-swe worker`) through BullMQ queues in Redis, one per
  * (executor, Python version). The coordinating run keeps its cache, lock and artifacts; each job
@@ -129,7 +73,6 @@ export class QueueExecutor implements Executor {
   /** Connections handed to BullMQ, which leaves a connection it was given open: closed by `close`. */
   private readonly connections: Redis[] = [];
   private readonly sent = new Map<string, number>();
-  private readonly originUrls = new Map<string, Promise<string>>();
   private readonly perWorker = new Map<string, number>();
   /** Per checkout directory, the files its runs wrote so far (sent with its next run). */
   private readonly written = new Map<string, Map<string, WrittenFile>>();
@@ -143,12 +86,14 @@ export class QueueExecutor implements Executor {
   /** Jobs answered, the time from sending each to its result, and the time workers spent on them (for bench:queue). */
   readonly timing = { jobs: 0, roundTripSeconds: 0, workerSeconds: 0 };
   private progressTimer?: NodeJS.Timeout;
-  private gitService?: Promise<GitService>;
+  private readonly sources: JobSources;
 
   private constructor(
     private readonly redis: Redis,
     private readonly options: QueueExecutorOptions,
-  ) {}
+  ) {
+    this.sources = new JobSources(options.gitService ?? DEFAULT_GIT_SERVICE, options.prefix, options.log);
+  }
 
   get kind(): "docker" | "local" {
     return this.options.workerExecutor;
@@ -190,7 +135,7 @@ export class QueueExecutor implements Executor {
         origin = checkout.origin;
       }
       if (!origin) throw new Error("the queue executor needs to know how a base revision's checkout is made (its origin)");
-      source = await this.jobSource(env.repo, origin);
+      source = await this.sources.sourceFor(env.repo, origin);
     }
     const result = await this.submit({ protocol: QUEUE_PROTOCOL, type: "ensure", env, source, base_commit: base?.commit, tests: [], overlay: [] });
     if (result.built) this.built.push(env.key);
@@ -199,7 +144,7 @@ export class QueueExecutor implements Executor {
 
   async run(request: TestRunRequest): Promise<TestRunResult> {
     if (!request.source) throw new Error("the queue executor needs to know how the run's checkout was made (TestRunRequest.source)");
-    const source = await this.jobSource(request.env.repo, request.source);
+    const source = await this.sources.sourceFor(request.env.repo, request.source);
     const dir = resolve(request.checkoutDir);
     for (const gone of [...this.written.keys()].filter((d) => !existsSync(d))) this.written.delete(gone);
     const overlay = [...(this.written.get(dir)?.values() ?? [])].sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -225,56 +170,6 @@ export class QueueExecutor implements Executor {
     }
     const { junitXml, channel, ...rest } = result.result;
     return { ...rest, ...(junitXml !== undefined ? { junitXml } : {}), ...(channel ? { channel } : {}) };
-  }
-
-  /** Where the workers clone from: the clone source recorded in the mirror the checkout came from. */
-  private async jobSource(repo: string, origin: CheckoutOrigin): Promise<JobSource> {
-    let url = this.originUrls.get(origin.mirror);
-    if (!url) {
-      url = git([`--git-dir=${origin.mirror}`, "config", "--get", "remote.origin.url"]).then((u) => u.trim());
-      this.originUrls.set(origin.mirror, url);
-    }
-    const clone = await url;
-    const settings = this.options.gitService ?? DEFAULT_GIT_SERVICE;
-    // A path of this machine (file:// is one too) means nothing on another host: the workers fetch
-    // the coordinator's mirror, which holds the commit, from the git service instead.
-    if (!isRemoteCloneUrl(clone) || /^file:/i.test(clone) || settings.serve === "all") {
-      const service = await this.startGitService(settings, dirname(origin.mirror));
-      return { repo, clone_url: service.serve(origin.mirror), served: true, commit: origin.commit, patches: origin.patches };
-    }
-    assertNoCredentials(clone);
-    return { repo, clone_url: clone, served: false, commit: origin.commit, patches: origin.patches };
-  }
-
-  /** The git service, started the first time a job needs it; its token from the variable the settings name. */
-  private startGitService(settings: GitServiceSettings, mirrorRoot: string): Promise<GitService> {
-    this.gitService ??= (async () => {
-      let token: string | undefined;
-      if (settings.token_env) {
-        token = process.env[settings.token_env];
-        if (!token)
-          throw new RunAbort(
-            `execution.queue.git_service.token_env names ${settings.token_env}, which is not set (or empty) here: export the token the workers were given`,
-          );
-      }
-      // A service that cannot start (its address taken, say) leaves no job a way to its repositories.
-      const start = (listen: string) => GitService.start({ listen, url: settings.url, token, log: this.options.log });
-      const fail = (error: Error) => {
-        throw new RunAbort(error.message);
-      };
-      // Port 0: one derived from where the mirrors live, so that a coordinator restarted on the same
-      // work gives the same URLs (its jobs keep their ids, and jobs already queued stay valid);
-      // any free port when that one is taken.
-      const stable = settings.listen.replace(
-        /:0$/,
-        `:${20000 + (Number.parseInt(hashValue({ mirrors: mirrorRoot, prefix: this.options.prefix }).slice(0, 8), 16) % 20000)}`,
-      );
-      const service =
-        stable === settings.listen ? await start(settings.listen).catch(fail) : await start(stable).catch(() => start(settings.listen).catch(fail));
-      this.options.log.info(`queue: serving this run's repositories to the workers at ${service.url}${token ? " (with a token)" : ""}`);
-      return service;
-    })();
-    return this.gitService;
   }
 
   /**
@@ -493,6 +388,6 @@ export class QueueExecutor implements Executor {
     }
     for (const connection of this.connections) connection.disconnect();
     this.redis.disconnect();
-    if (this.gitService) await (await this.gitService.catch(() => undefined))?.close();
+    await this.sources.close();
   }
 }
