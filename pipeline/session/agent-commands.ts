@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { AgentSpec } from "../schemas/agent.ts";
-import { runProcess } from "../executors/local.ts";
+import { runProcess } from "../executors/processes.ts";
 import type { Attempt } from "./environment.ts";
 import { agentExecutable } from "./install.ts";
 import type { AgentPaths, AgentRequest, ModelTarget } from "./types.ts";

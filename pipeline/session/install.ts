@@ -7,7 +7,7 @@
 import { existsSync, readdirSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { runProcess } from "../executors/local.ts";
+import { runProcess } from "../executors/processes.ts";
 import type { AgentInstall, AgentSpec } from "../schemas/agent.ts";
 
 /** Seconds one install command may take. */
