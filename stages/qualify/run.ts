@@ -145,7 +145,7 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
     for (const run of runs) {
       if (!run.crashed) continue;
       log.warn(
-        `${input.id}: ${run.state} run ${run.run + 1} ${run.crashed.reason}; running its test files, then the tests of a file that still crashes, one at a time`,
+        `${input.id}: ${run.state} run ${run.run + 1} ${run.crashed.reason}; running its test files one at a time, then the known tests of a file that still crashes, in halves`,
       );
       const parts = await rerunInParts(input.testArgs, known, {
         runner: input.env.recipe.test_runner,

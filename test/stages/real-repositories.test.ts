@@ -246,7 +246,8 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     for (const test of f2p) expect(before.crashes).toContainEqual({ target: test, reason: "ended in a pytest INTERNALERROR" });
     for (const crash of before.crashes!) expect(before.outcomes[crash.target]).toBe("failed");
     expect(qualification.fail_to_pass).toEqual(f2p);
-    expect(qualification.pass_to_pass.length).toBeGreaterThan(100);
+    // Every other test keeps the outcome it has in the uncrashed task's qualification.
+    expect(qualification.pass_to_pass).toEqual(qualifications().get("marshmallow-code__marshmallow-1359")!.pass_to_pass);
   });
 
   it("repo check: every era of each bundled profile builds and qualifies a task as its record says", async () => {
