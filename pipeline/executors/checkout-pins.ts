@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { dirname, join, normalize } from "node:path";
+import { git, GitError } from "../git.ts";
 
 /**
  * Exact pins (`name==version`) in the checkout's own requirement files, following `-r` and `-c`
@@ -16,20 +17,34 @@ export interface CheckoutPin {
 
 const PIN = /^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([A-Za-z0-9.+!_-]+)\s*(?:;.*)?$/;
 
-export async function readCheckoutPins(checkoutDir: string, files: readonly string[]): Promise<CheckoutPin[]> {
+/** A file of the checkout by its path, or undefined when it has none. */
+export type ReadCheckoutFile = (path: string) => Promise<string | undefined>;
+
+/** The files of a checkout on disk. */
+export const fromDirectory =
+  (dir: string): ReadCheckoutFile =>
+  (path) =>
+    readFile(join(dir, path), "utf8").catch(() => undefined);
+
+/** The files of a commit in a bare mirror, without a checkout. */
+export const fromCommit =
+  (mirror: string, commit: string): ReadCheckoutFile =>
+  (path) =>
+    git([`--git-dir=${mirror}`, "show", `${commit}:${path}`]).catch((error: unknown) => {
+      if (error instanceof GitError) return undefined;
+      throw error;
+    });
+
+export async function readCheckoutPins(read: ReadCheckoutFile, files: readonly string[]): Promise<CheckoutPin[]> {
   const pins = new Map<string, CheckoutPin>();
   const seen = new Set<string>();
   const visit = async (file: string): Promise<void> => {
     const path = normalize(file);
     if (seen.has(path) || path.startsWith("..")) return;
     seen.add(path);
-    let text: string;
-    try {
-      text = await readFile(join(checkoutDir, path), "utf8");
-    } catch {
-      // A file the recipe names that the revision lacks fails its install, which says so.
-      return;
-    }
+    const text = await read(path);
+    // A file the recipe names that the revision lacks fails its install, which says so.
+    if (text === undefined) return;
     for (const raw of text.split("\n")) {
       const line = raw.replace(/(^|\s)#.*$/, "").trim();
       const include = /^(?:-r|-c|--requirement|--constraint)\s*=?\s*(\S+)$/.exec(line);

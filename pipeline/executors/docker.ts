@@ -17,7 +17,7 @@ import {
   revisionVersion,
   SYNC_SCRIPT_NAME,
 } from "./recipe-scripts.ts";
-import { readCheckoutPins } from "./checkout-pins.ts";
+import { fromDirectory, readCheckoutPins } from "./checkout-pins.ts";
 import { prepareRunFiles, REPORT_NAME, runScript } from "./runners.ts";
 import { type PythonDownloads, pythonOffer } from "./python-offer.ts";
 import {
@@ -194,7 +194,7 @@ export class DockerExecutor implements Executor {
           env,
           { ...IN_IMAGE, python: "/env/bin/python" },
           await revisionVersion(checkout.dir),
-          await readCheckoutPins(checkout.dir, env.recipe.requirements_files),
+          await readCheckoutPins(fromDirectory(checkout.dir), env.recipe.requirements_files),
         ) +
         `chown -R ${RUN_USER} ${IN_IMAGE.work}\n`;
       await this.buildLayer({

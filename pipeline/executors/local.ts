@@ -15,7 +15,7 @@ import {
   revisionVersion,
   SYNC_SCRIPT_NAME,
 } from "./recipe-scripts.ts";
-import { readCheckoutPins } from "./checkout-pins.ts";
+import { fromDirectory, readCheckoutPins } from "./checkout-pins.ts";
 import { BASE_ENV, runProcess } from "./processes.ts";
 
 import { prepareRunFiles, REPORT_NAME, type RunLayout, runScript } from "./runners.ts";
@@ -176,7 +176,12 @@ export class LocalExecutor implements Executor {
       const script =
         environmentScript(env, { ...paths, interpreter: interpreter && quote(interpreter) }) +
         copy +
-        revisionScript(env, { ...paths, python }, await revisionVersion(checkout.dir), await readCheckoutPins(checkout.dir, env.recipe.requirements_files));
+        revisionScript(
+          env,
+          { ...paths, python },
+          await revisionVersion(checkout.dir),
+          await readCheckoutPins(fromDirectory(checkout.dir), env.recipe.requirements_files),
+        );
       await this.runBuildScript(script, dir, env, `installing ${env.repo} at ${base.commit.slice(0, 12)}`, basename(dir));
       await cp(paths.work, join(dir, "pristine"), { recursive: true, verbatimSymlinks: true });
       await writeFile(join(dir, ".ready"), "");

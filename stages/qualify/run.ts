@@ -11,7 +11,7 @@ import { PatchDoesNotApply } from "../../pipeline/checkouts/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { type Crash, rerunInParts, runnerCrash, unreportedStatus } from "./crash-reruns.ts";
-import { type CheckoutPin, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
+import { type CheckoutPin, fromCommit, fromDirectory, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
 import { raisedFloors } from "../../pipeline/executors/recipe-scripts.ts";
 
 /** A failure for want of the network: name resolution, a refused or unreachable connection. */
@@ -114,16 +114,7 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
   }
-  // What the environment let past its as-of date because the checkout pins it exactly (read as the build read it, from the base revision).
-  let checkoutPins: CheckoutPin[] = [];
-  if (input.env.asOf && input.env.recipe.requirements_files.length) {
-    const base = await input.checkout([]);
-    try {
-      checkoutPins = await readCheckoutPins(base.dir, input.env.recipe.requirements_files);
-    } finally {
-      await base.dispose();
-    }
-  }
+  const checkoutPins = input.env.asOf && input.env.recipe.requirements_files.length ? await basePins(input) : [];
   const runs: StateRun[] = [];
   // Both checkouts stay until the end: a run that crashed the runner is re-run in parts in its
   // own checkout once every run is in, with the test ids the others reported.
@@ -218,6 +209,21 @@ async function qualifyRun(
     pytestSeconds: parsed.sessionSeconds,
     wallSeconds: result.wallSeconds,
   };
+}
+
+/**
+ * What the environment let past its as-of date because the checkout pins it exactly, read as the
+ * build read it, from the base revision: from the mirror when there is one, else a checkout.
+ */
+async function basePins(input: QualifyTaskInput): Promise<CheckoutPin[]> {
+  const files = input.env.recipe.requirements_files;
+  if (input.mirror) return readCheckoutPins(fromCommit(input.mirror, input.baseCommit), files);
+  const base = await input.checkout([]);
+  try {
+    return await readCheckoutPins(fromDirectory(base.dir), files);
+  } finally {
+    await base.dispose();
+  }
 }
 
 /** One run of the given tests in a checkout, run again after an infrastructure fault or a timeout. */

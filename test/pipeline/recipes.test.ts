@@ -11,7 +11,7 @@ import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { planEnvironments } from "../../pipeline/profiles/environments.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { environmentLayerKey, raisedFloors, revisionScript, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
-import { readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
+import { fromCommit, fromDirectory, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
 import { describeTestCommand, runnerArgv } from "../../pipeline/executors/runners.ts";
 import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } from "../../pipeline/executors/types.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
@@ -145,7 +145,7 @@ describe("recipes: what uv is told", () => {
       join(checkout, "requirements", "extra.txt"),
       "py==1.11.0\npytest>=7\nsix==1.16.0 ; python_version < '3.8'\n-r ../requirements_test_min.txt\n",
     );
-    const pins = await readCheckoutPins(checkout, ["requirements_test_min.txt"]);
+    const pins = await readCheckoutPins(fromDirectory(checkout), ["requirements_test_min.txt"]);
     expect(pins).toEqual([
       { package: "astroid", version: "2.12.2", file: "requirements_test_min.txt" },
       { package: "py", version: "1.11.0", file: "requirements/extra.txt" },
@@ -170,10 +170,8 @@ describe("recipes: what uv is told", () => {
     const mirror = join(tempDir(), "astroid.git");
     execFileSync("git", ["clone", "--quiet", "--mirror", bundle, mirror]);
     const base = "6cf238d089cf4b6753c94cfc089b4a47487711e5";
-    const checkout = tempDir();
-    for (const file of ["requirements_test.txt", "requirements_test_min.txt", "requirements_test_pre_commit.txt"])
-      writeFileSync(join(checkout, file), execFileSync("git", ["--git-dir", mirror, "show", `${base}:${file}`]));
-    const pins = await readCheckoutPins(checkout, ["requirements_test.txt"]);
+    // Read from the mirror at the base commit, as qualify reads them (no checkout).
+    const pins = await readCheckoutPins(fromCommit(mirror, base), ["requirements_test.txt"]);
     expect(pins).toContainEqual({ package: "pylint", version: "2.15.5", file: "requirements_test_pre_commit.txt" });
     expect(pins.map((p) => p.package)).toEqual(["black", "flake8", "flake8-typing-imports", "isort", "mypy", "pylint", "types-pkg-resources"]);
     // A task opened before pylint 2.15.5 was published (2022-10-21) on this base resolves it all the same.
