@@ -56,10 +56,7 @@ function unreadSource(test: string, tree: SourceTree): AuditFlagRecord {
 /** The stages whose text names what a located test calls and mentions something it checks, with that evidence. */
 function linkTest(located: LocatedTest, task: AuditSubject["task"]) {
   const name = located.name;
-  const defAt = Math.max(
-    0,
-    located.lines.findIndex((l) => new RegExp(`def ${name}\\(`).test(l.text)),
-  );
+  const defAt = located.lines.indexOf(located.defLine);
   const ordered = [...located.lines.slice(defAt), ...located.lines.slice(0, defAt)];
   const fromPatch = testSource(task.verifier.test_patch, located.file, name);
   const added = located.lines
@@ -84,13 +81,7 @@ function linkTest(located: LocatedTest, task: AuditSubject["task"]) {
 
 /** An F2P test no stage justifies, its def line as the evidence. */
 function unjustified(test: string, located: LocatedTest, wanted: string[]): AuditFlagRecord {
-  const defLine =
-    located.lines[
-      Math.max(
-        0,
-        located.lines.findIndex((l) => new RegExp(`def ${located.name}\\(`).test(l.text)),
-      )
-    ]!;
+  const { defLine } = located;
   return {
     flag: "unjustified_test",
     subject: test,
@@ -105,7 +96,7 @@ function unjustified(test: string, located: LocatedTest, wanted: string[]): Audi
  * A stage justifies a test when it names what the test calls (if it calls public code) and
  * mentions something the test checks: a literal, a keyword, an exception, an attribute. Test
  * sources are read from the repository at the base with the test patch applied when there is one
- * (whole files, parametrized cases, class-based tests, fixtures), else from the test patch; a test
+ * (whole files, parametrized cases, class-based tests), else from the test patch; a test
  * whose source cannot be read is said to be so, never counted as unjustified.
  */
 export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {

@@ -1,14 +1,13 @@
-import { dirname } from "node:path";
 import type { SourceLine, SourceTree } from "./source-tree.ts";
 import { parseTestId } from "./test-ids.ts";
 
-/** A test's source as read: its decorators (parametrized cases), its body, and the fixtures it takes. */
+/** A test's source as read: its decorators (parametrized cases) and its body. */
 export interface LocatedTest {
   file: string;
   /** The test's own lines, decorators included. */
   lines: SourceLine[];
-  /** Lines of the fixtures it takes (same file or a conftest.py above it). */
-  fixtureLines: (SourceLine & { file: string })[];
+  /** Its `def` line, among `lines`. */
+  defLine: SourceLine;
   origin: SourceTree["kind"];
   /** The function's name (a docstring-named test's is read from its `def`). */
   name: string;
@@ -73,48 +72,6 @@ function findDefinition(lines: SourceLine[], name: string, classes: string[]): n
   return hits[0];
 }
 
-/** Parameters of a `def` line (possibly spread over lines): the fixtures a pytest test takes. */
-function parameters(lines: SourceLine[]): string[] {
-  const defIndex = lines.findIndex((l) => /^\s*(async\s+)?def /.test(l.text));
-  if (defIndex < 0) return [];
-  const head = lines
-    .slice(defIndex, defIndex + 12)
-    .map((l) => l.text)
-    .join(" ");
-  const inner = /def \w+\(([^)]*)\)/.exec(head)?.[1] ?? "";
-  return inner
-    .split(",")
-    .map((p) =>
-      p
-        .trim()
-        .split(/[:=\s]/)[0]!
-        .replace(/^\*+/, ""),
-    )
-    .filter((p) => p && p !== "self" && p !== "cls");
-}
-
-async function fixtureSources(tree: SourceTree, file: string, own: SourceLine[], fileLines: SourceLine[]): Promise<(SourceLine & { file: string })[]> {
-  const out: (SourceLine & { file: string })[] = [];
-  const conftests: string[] = [];
-  for (let dir = dirname(file); ; dir = dirname(dir)) {
-    conftests.push(dir === "." ? "conftest.py" : `${dir}/conftest.py`);
-    if (dir === "." || dir === "/" || dir === "") break;
-  }
-  for (const param of parameters(own)) {
-    for (const [path, lines] of [[file, fileLines] as const, ...(await Promise.all(conftests.map(async (c) => [c, await tree.lines(c)] as const)))]) {
-      if (!lines) continue;
-      const index = lines.findIndex((l) => defPattern(param).test(l.text));
-      if (index < 0) continue;
-      const def = definitionAt(lines, index);
-      if (def.some((l) => /@pytest\.fixture|@fixture/.test(l.text))) {
-        out.push(...def.map((l) => ({ ...l, file: path })));
-        break;
-      }
-    }
-  }
-  return out;
-}
-
 /**
  * Django's runner names a test with a docstring by the docstring's first line: the test is the
  * `def` right above the line that starts with it.
@@ -131,7 +88,7 @@ async function locateByDocstring(text: string, tree: SourceTree): Promise<Locate
     while (def >= 0 && !/^\s*(async\s+)?def \w+\(/.test(lines[def]!.text) && at - def < 6) def--;
     if (def < 0 || !/^\s*(async\s+)?def \w+\(/.test(lines[def]!.text)) continue;
     const own = definitionAt(lines, def);
-    return { file, lines: own, fixtureLines: [], origin: tree.kind, name: /def (\w+)\(/.exec(lines[def]!.text)![1]! };
+    return { file, lines: own, defLine: lines[def]!, origin: tree.kind, name: /def (\w+)\(/.exec(lines[def]!.text)![1]! };
   }
   return undefined;
 }
@@ -147,7 +104,7 @@ export async function locateTest(id: string, tree: SourceTree): Promise<LocatedT
     const index = findDefinition(lines, location.name, location.classes);
     if (index === undefined) continue;
     const own = definitionAt(lines, index);
-    return { file, lines: own, fixtureLines: await fixtureSources(tree, file, own, lines), origin: tree.kind, name: location.name };
+    return { file, lines: own, defLine: lines[index]!, origin: tree.kind, name: location.name };
   }
   return undefined;
 }

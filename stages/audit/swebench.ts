@@ -95,9 +95,9 @@ export async function auditSwebench(options: SwebenchAuditOptions): Promise<Sweb
   const wanted = options.only?.length ? new Set(options.only) : undefined;
   const chosen = options.candidates.filter((c) => !wanted || wanted.has(c.id));
   const mirrors = new MirrorCache(join(options.workDir, "git"));
-  const trees = new Map<string, Promise<{ mirror: string } | { unavailable: string }>>();
+  const mirrorsByRepo = new Map<string, Promise<{ mirror: string } | { unavailable: string }>>();
   const mirrorFor = (repo: string, commits: string[]) => {
-    let found = trees.get(repo);
+    let found = mirrorsByRepo.get(repo);
     if (!found) {
       const where = sourceFor(repo, options);
       found =
@@ -107,7 +107,7 @@ export async function auditSwebench(options: SwebenchAuditOptions): Promise<Sweb
               ({ path }) => ({ mirror: path }),
               (error: unknown) => ({ unavailable: `could not clone ${where.source}: ${(error as Error).message.split("\n")[0]}` }),
             );
-      trees.set(repo, found);
+      mirrorsByRepo.set(repo, found);
     }
     return found;
   };

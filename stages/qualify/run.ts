@@ -264,6 +264,7 @@ export function qualificationRecord(
   result: Awaited<ReturnType<typeof qualifyTask>>,
 ): QualificationRecord {
   const { runs, sets, decision, needsNetwork, checkoutPins } = result;
+  const raised = raisedFloors(input.env);
   return QualificationRecord.parse({
     task_id: input.id,
     executor: executorKind,
@@ -271,8 +272,8 @@ export function qualificationRecord(
     python: input.env.recipe.python,
     python_fallback: input.env.recipe.python_accepted.length > 1 && input.env.recipe.python !== input.env.recipe.python_accepted[0],
     as_of: input.env.asOf,
-    ...(raisedFloors(input.env).length
-      ? { raised_for_python: raisedFloors(input.env).map((f) => ({ package: f.package, to: `>=${f.version}`, python: input.env.recipe.python, why: f.why })) }
+    ...(raised.length
+      ? { raised_for_python: raised.map((f) => ({ package: f.package, to: `>=${f.version}`, python: input.env.recipe.python, why: f.why })) }
       : {}),
     ...(checkoutPins.length
       ? { let_past_as_of: checkoutPins.map((p) => ({ ...p, why: `pinned exactly in ${p.file}, the checkout's own requirements` })) }
