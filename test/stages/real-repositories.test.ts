@@ -72,6 +72,20 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     qualifications();
   });
 
+  /** Requalifies a file's records in the fidelity run's work directory, once a state, from the bundled mirrors. */
+  const requalifyHere = (file: string, jobs: number) =>
+    requalify({
+      stages: BUILT_STAGES,
+      swebench: file,
+      profilesDir: PROFILES,
+      workDir,
+      executor: "docker",
+      runs: 1,
+      jobs,
+      mirrors: join(SHARED, "mirrors"),
+      log: silentLogger,
+    });
+
   // Read once, after the fidelity run: the requalify and repo check tests below run the pipeline again in the same work directory.
   let fidelityQualifications: Map<string, QualificationRecord>;
   const qualifications = () =>
@@ -157,17 +171,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     const file = join(workDir, "audited.jsonl");
     writeFileSync(file, [...lines, JSON.stringify(planted)].join("\n") + "\n");
     // The same work directory: the three real records' qualification is reused, only the copy runs.
-    const report = await requalify({
-      stages: BUILT_STAGES,
-      swebench: file,
-      profilesDir: PROFILES,
-      workDir,
-      executor: "docker",
-      runs: 1,
-      jobs: 2,
-      mirrors: join(SHARED, "mirrors"),
-      log: silentLogger,
-    });
+    const report = await requalifyHere(file, 2);
     const kinds = new Map(report.records.map((r) => [r.instance_id, Object.fromEntries(r.defects.map((d) => [d.kind, d.tests]))]));
     expect([...kinds.keys()]).toEqual([
       "marshmallow-code__marshmallow-1359",
@@ -220,17 +224,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     };
     const file = join(workDir, "crashing.jsonl");
     writeFileSync(file, JSON.stringify(crashing) + "\n");
-    const report = await requalify({
-      stages: BUILT_STAGES,
-      swebench: file,
-      profilesDir: PROFILES,
-      workDir,
-      executor: "docker",
-      runs: 1,
-      jobs: 1,
-      mirrors: join(SHARED, "mirrors"),
-      log: silentLogger,
-    });
+    const report = await requalifyHere(file, 1);
     const record = report.records.find((r) => r.instance_id === "marshmallow-code__marshmallow-81359")!;
     expect(record.requalified).toBe(true);
     // What it claims holds (its cut ids aside): the F2P test fails before, as the crash's victim.
