@@ -6,13 +6,12 @@ import { describeInvalid } from "../../pipeline/decode.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { hasCommit } from "../../pipeline/git.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { alignTask } from "./align.ts";
 import { alignmentCsv, type AuditedTask, htmlReport } from "./report.ts";
-import { PatchOnlyTree, RepositoryTree, type SourceTree } from "./source-tree.ts";
+import { PatchOnlyTree, type SourceTree, sourcesAt } from "./source-tree.ts";
 
 export { alignTask } from "./align.ts";
 
@@ -74,13 +73,7 @@ export const auditStage = defineStage({
     const treeFor = async (task: Task): Promise<SourceTree> => {
       const mirror = ctx.mirrors.pathFor(task.snapshot.repo);
       if (!existsSync(join(mirror, "HEAD"))) return new PatchOnlyTree(task.verifier.test_patch, `no mirror of ${task.snapshot.repo} in the work directory`);
-      if (!(await hasCommit(mirror, task.snapshot.base_commit)))
-        return new PatchOnlyTree(task.verifier.test_patch, `the mirror lacks base commit ${task.snapshot.base_commit}`);
-      try {
-        return await RepositoryTree.open(mirror, task.snapshot.base_commit, task.verifier.test_patch);
-      } catch (error) {
-        return new PatchOnlyTree(task.verifier.test_patch, `the test patch does not apply at the base: ${(error as Error).message}`);
-      }
+      return sourcesAt(mirror, task.snapshot.base_commit, task.verifier.test_patch);
     };
     const results = await ctx.mapRecords(tasks, {
       id: (t) => t.id,

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { git, GitError } from "../../pipeline/git.ts";
+import { transientCause } from "../../pipeline/failures.ts";
+import { git, GitError, hasCommit } from "../../pipeline/git.ts";
 
 /** One line of a file as the audit sees it: its number in the file and whether the test patch added it. */
 export interface SourceLine {
@@ -200,6 +201,21 @@ export class RepositoryTree implements SourceTree {
       this.baseCache.set(key, found);
     }
     return found;
+  }
+}
+
+/**
+ * A task's sources: the repository when its mirror holds the base commit and the test patch applies
+ * there, else the test patch, saying why. A failure that is not git's judgement of the task (a full
+ * disk, a killed git) is thrown: it must not become an audit record.
+ */
+export async function sourcesAt(mirror: string, base: string, testPatch: string): Promise<SourceTree> {
+  if (!(await hasCommit(mirror, base))) return new PatchOnlyTree(testPatch, `the mirror lacks base commit ${base}`);
+  try {
+    return await RepositoryTree.open(mirror, base, testPatch);
+  } catch (error) {
+    if (!(error instanceof GitError) || transientCause(error)) throw error;
+    return new PatchOnlyTree(testPatch, `the test patch does not apply at the base: ${error.message}`);
   }
 }
 

@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { CommitNotInSource, GitError, MirrorCache } from "../../pipeline/git.ts";
+import { MirrorCache } from "../../pipeline/git.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import { type Agreement, agreement, type Annotation, type KindAgreement, kindAgreement } from "./agreement.ts";
 import { alignTask } from "./align.ts";
 import type { AuditedTask } from "./report.ts";
-import { PatchOnlyTree, RepositoryTree, type SourceTree } from "./source-tree.ts";
+import { PatchOnlyTree, type SourceTree, sourcesAt } from "./source-tree.ts";
 
 export interface SwebenchAuditOptions {
   /** The SWE-bench-family file's records, as mine's import reads them (`importSwebench`). */
@@ -118,20 +118,11 @@ export async function auditSwebench(options: SwebenchAuditOptions): Promise<Sweb
   const tasks = new Map<string, AuditedTask>();
   for (const candidate of chosen) {
     const task = taskOf(candidate);
-    let tree: SourceTree;
     const mirror = await mirrorFor(candidate.repo, byRepo.get(candidate.repo)!);
-    if ("unavailable" in mirror) tree = new PatchOnlyTree(task.verifier.test_patch, mirror.unavailable);
-    else {
-      try {
-        tree = await RepositoryTree.open(mirror.mirror, candidate.base_commit, task.verifier.test_patch);
-      } catch (error) {
-        if (!(error instanceof GitError || error instanceof CommitNotInSource)) throw error;
-        const why = /read-tree/.test(error.message)
-          ? `the mirror lacks base commit ${candidate.base_commit}`
-          : `the test patch does not apply at the base: ${error.message}`;
-        tree = new PatchOnlyTree(task.verifier.test_patch, why);
-      }
-    }
+    const tree: SourceTree =
+      "unavailable" in mirror
+        ? new PatchOnlyTree(task.verifier.test_patch, mirror.unavailable)
+        : await sourcesAt(mirror.mirror, candidate.base_commit, task.verifier.test_patch);
     if (tree.kind === "test_patch") options.log.warn(`${candidate.id}: test sources from the test patch only (${tree.unavailable})`);
     const findings = await alignTask({ task, referencePatch: candidate.upstream_split?.patch, tree });
     records.push(AuditRecord.parse({ task_id: candidate.id, ...findings }));
