@@ -36,7 +36,7 @@ export async function freshCheckout(
 ): Promise<{ dir: string; dispose: () => Promise<void>; origin: CheckoutOrigin }> {
   const root = await mkdtemp(join(parent, "checkout-"));
   const dir = join(root, "repo");
-  const dispose = () => rm(root, { recursive: true, force: true });
+  const dispose = () => rm(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
   try {
     await git(["clone", "--quiet", "--shared", "--no-checkout", mirror, dir]);
     await git(["checkout", "--quiet", "--detach", commit], { cwd: dir });

@@ -121,7 +121,7 @@ export async function removeLeftovers(workDir: string, log: Logger): Promise<str
   const scratch = join(workDir, "scratch");
   if (existsSync(scratch)) {
     for (const name of readdirSync(scratch)) {
-      rmSync(join(scratch, name), { recursive: true, force: true });
+      rmSync(join(scratch, name), { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
       removed.push(`scratch/${name}`);
     }
   }
