@@ -2,6 +2,7 @@
  * Imports point one way (docs/ARCHITECTURE.md), between files and between folders:
  *
  *   bin → cli → stages → pipeline → pipeline/schemas        (demo/ beside stages, for the demo and tests)
+ *   plugins/<name>/ alone: harness plugins import only their own files and Node's
  *
  * and inside pipeline/, each folder imports only the folders below it:
  *
@@ -108,6 +109,20 @@ module.exports = {
       to: { path: "^cli/" },
     },
     {
+      name: "plugin-stands-alone",
+      severity: "error",
+      comment: "A harness plugin (plugins/) is loaded by the harness from its own directory: it imports its own files and Node's, nothing of switch-swe.",
+      from: { path: "^plugins/([^/]+)/" },
+      to: { path: "^(?!plugins/$1/)" },
+    },
+    {
+      name: "product-imports-a-plugin",
+      severity: "error",
+      comment: "The pipeline and the scripted model read a plugin's calls as any model would, from what they carry; they never import it.",
+      from: { path: "^(pipeline|stages|cli|bin|demo|bench)/" },
+      to: { path: "^plugins/" },
+    },
+    {
       name: "bin-only-starts-the-cli",
       severity: "error",
       from: { path: "^bin/" },
@@ -116,7 +131,7 @@ module.exports = {
     ...folderRules,
   ],
   options: {
-    includeOnly: "^(bin|cli|pipeline|stages|demo|bench)/",
+    includeOnly: "^(bin|cli|pipeline|stages|demo|bench|plugins)/",
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { extensions: [".ts", ".mjs", ".js"] },

@@ -10,8 +10,13 @@
 // The environment adapters (claude-code-environment, ..., aider-environment) run the same way, in
 // each session's focus task environment (a Docker engine needed); aider-environment installs
 // aider there by its setup.
+// With opencode, opencode-router and opencode-rcm run with one script, it prints Table 3 (native,
+// +Router, +RCM) and each context manager's auxiliary calls and tokens per request; the
+// `distracted` script is a scripted simulation of a model that loses a task's earlier requirements
+// when other tasks' requests lie between (pipeline/model-endpoint/scripts.ts), not a measured model.
 // Usage: npm run bench:agents [-- --agents claude-code,codex --scripts solve,idle --sessions 4]
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+//        npm run bench:agents -- --agents opencode,opencode-router,opencode-rcm --scripts distracted
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OpenedBenchmark } from "../pipeline/engine/benchmark.ts";
@@ -21,6 +26,7 @@ import { benchmarkKnowledge } from "../pipeline/model-endpoint/knowledge.ts";
 import type { ModelScript } from "../pipeline/model-endpoint/scripts.ts";
 import { ModelEndpoint } from "../pipeline/model-endpoint/server.ts";
 import { SessionIndex } from "../pipeline/schemas/session.ts";
+import { writeResultsReport } from "../pipeline/report/results.ts";
 import { installAgent } from "../pipeline/session/install.ts";
 import { DEFAULT_TOOLS_DIR, loadAgent, runAllSessions } from "../pipeline/session/runs.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
@@ -104,16 +110,34 @@ try {
           tokens: answered.reduce((n, c) => n + c.usage!.input + c.usage!.cachedInput + c.usage!.output, 0),
         };
         const crossTask = ran.filter((r) => r.behaviour!.cross_task_write_requests > 0).map((r) => r.condition);
+        // A context manager's own calls (plugins/opencode-rcm): routing and memory, per request.
+        const auxiliary = (kind: string) => answered.filter((c) => c.body.includes(`switch-swe RCM: ${kind}`));
+        const aux = [...auxiliary("task history router"), ...auxiliary("task state memory")];
+        const auxTokens = aux.reduce((n, c) => n + c.usage!.input + c.usage!.cachedInput + c.usage!.output, 0);
         console.log(
           `  ${script}: ${ran.length} runs (${failed.length} failed to run), resolved control ${resolved("control")}/${only.length}, switched ${resolved("switched")}/${only.length}; ` +
             `failed requests ${ran.reduce((n, r) => n + r.behaviour!.failed_requests, 0)}; runs with cross-task writes: ${crossTask.length ? crossTask.join(", ") : "none"}; ` +
             `runner ${(runner / Math.max(1, requests)).toFixed(3)} s a request, harness ${(agentSeconds / Math.max(1, requests)).toFixed(2)} s a request, wall ${wall.toFixed(0)} s; ` +
-            `harness reported / endpoint logged: model calls ${reported.calls ?? "not reported"} / ${logged.calls}, tool calls ${reported.tools} / ${logged.tools}, tokens ${reported.tokens} / ${logged.tokens}`,
+            `harness reported / endpoint logged: model calls ${reported.calls ?? "not reported"} / ${logged.calls}, tool calls ${reported.tools} / ${logged.tools}, tokens ${reported.tokens} / ${logged.tokens}` +
+            (aux.length
+              ? `; auxiliary calls ${aux.length} (router ${auxiliary("task history router").length}, memory ${auxiliary("task state memory").length}): ${(aux.length / Math.max(1, requests)).toFixed(2)} a request, ${(auxTokens / Math.max(1, requests)).toFixed(0)} tokens a request (${((100 * auxTokens) / Math.max(1, logged.tokens)).toFixed(1)} % of all)`
+              : ""),
         );
       } finally {
         await endpoint.close();
       }
     }
+  }
+  // Table 3 wherever native, +Router and +RCM ran with the same script.
+  for (const script of scripts) {
+    const trio = ["opencode", "opencode-router", "opencode-rcm"].map((name) => join(dir, "results", name, script));
+    if (!trio.every((d) => existsSync(d))) continue;
+    const results = join(dir, "table3", script);
+    mkdirSync(results, { recursive: true });
+    trio.forEach((d, i) => symlinkSync(d, join(results, ["opencode", "opencode-router", "opencode-rcm"][i]!)));
+    const written = await writeResultsReport(results, join(manifest, "sessions"), join(dir, "table3-report", script));
+    const markdown = readFileSync(written.files[0]!, "utf8");
+    console.log(`\nTable 3 (${script} script):\n${markdown.slice(markdown.indexOf("## Table 3"))}`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

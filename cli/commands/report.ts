@@ -16,7 +16,14 @@ export function registerReport(program: Command, io: Io, exit: ExitCode): void {
     .option("--sessions <dir>", "the benchmark's session specifications: the fixed denominators (default: <emit.out_dir>/sessions of --config)")
     .option("-c, --config <file>", "the pipeline config that built the benchmark")
     .option("--out <dir>", "where to write table1.md, table1.csv and resolution.svg (default: <results>/report)")
-    .addHelpText("after", "\nExample:\n  switch-swe report --results results/ --sessions manifests/demo/sessions --out results/report")
+    .option(
+      "--context-managers <native,router,rcm>",
+      "Table 3: the configurations of the native, +Router and +RCM runs (default: opencode, opencode-router and opencode-rcm, or their -environment variants, when all three are in --results)",
+    )
+    .addHelpText(
+      "after",
+      "\nExamples:\n  switch-swe report --results results/ --sessions manifests/demo/sessions --out results/report\n  switch-swe report --results results/ --sessions manifests/demo/sessions --context-managers opencode,opencode-router,opencode-rcm",
+    )
     .action(
       exit.act(async (opts) => {
         requirePath("--results", opts.results, "directory");
@@ -28,7 +35,10 @@ export function registerReport(program: Command, io: Io, exit: ExitCode): void {
           const loaded = loadConfig(opts.config, BUILT_STAGES);
           sessionsDir = resolve(loaded.baseDir, parseStageConfig(emitStage, loaded.config.stages.emit).out_dir, "sessions");
         }
-        const written = await writeResultsReport(opts.results, sessionsDir, opts.out ?? join(opts.results, "report"));
+        const trio = opts.contextManagers === undefined ? undefined : String(opts.contextManagers).split(",");
+        if (trio && (trio.length !== 3 || trio.some((t) => !t.trim())))
+          throw new UsageError(`--context-managers: three configurations, native,router,rcm (given: ${opts.contextManagers})`);
+        const written = await writeResultsReport(opts.results, sessionsDir, opts.out ?? join(opts.results, "report"), trio);
         io.out(readFileSync(written.files[0]!, "utf8"));
         io.out(written.files.map((f) => `wrote ${f}\n`).join(""));
         return written.aggregation.problems.length ? 1 : 0;

@@ -2,7 +2,8 @@
  * A task's reference change cut into small steps, for the endpoint's scripted models: the change
  * is a sequence of units (one changed line of a text file, one deleted file, one binary file), and
  * step m is the base revision with the first m units applied. The last step is the reference
- * change itself.
+ * change itself. A window [from, to) of units applies only those: what a model that lost sight of
+ * the requests behind the first `from` units would write.
  */
 import { parseGitDiff, type FileDiff } from "../changes/diff.ts";
 
@@ -14,16 +15,21 @@ export type FileOperation = { path: string; state: FileState };
 
 interface FilePlan {
   path: string;
-  /** The units of this file, in the order they apply; `at` is the content after the first k of them. */
+  /** The units of this file, in the order they apply; `at` is the content with units [from, to) of them applied. */
   units: number;
-  at: (k: number) => FileState;
+  at: (from: number, to: number) => FileState;
 }
+
+/** A run of units: those with index in [from, to). */
+export type UnitWindow = [from: number, to: number];
 
 export interface ChangePlan {
   /** Every unit of the change. */
   units: number;
   /** The files whose state differs between unit counts `from` and `to`, with their state at `to`. */
   between: (from: number, to: number) => FileOperation[];
+  /** The files whose state differs between two windows of units, with their state in the second. */
+  change: (before: UnitWindow, after: UnitWindow) => FileOperation[];
   /** The files the whole change touches, at the base revision (deleted: did not exist). */
   base: () => FileOperation[];
 }
@@ -35,8 +41,8 @@ function linesOf(text: string): string[] {
   return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
 }
 
-/** Applies a file's hunks to its base text, only the first `k` changed lines of them. */
-function applyPartly(base: string, diff: FileDiff, k: number): string {
+/** Applies a file's hunks to its base text, only its changed lines with index in [from, to). */
+function applyPartly(base: string, diff: FileDiff, from: number, to: number): string {
   const lines = linesOf(base);
   const body = diff.raw.split("\n");
   const out: string[] = [];
@@ -56,10 +62,14 @@ function applyPartly(base: string, diff: FileDiff, k: number): string {
       const text = line.slice(1) + (noNewline ? "" : "\n");
       if (line.startsWith(" ")) out.push(lines[cursor++]!);
       else if (line.startsWith("-")) {
-        if (used++ >= k) out.push(lines[cursor]!);
+        const applied = used >= from && used < to;
+        used++;
+        if (!applied) out.push(lines[cursor]!);
         cursor++;
       } else if (line.startsWith("+")) {
-        if (used++ < k) out.push(text);
+        const applied = used >= from && used < to;
+        used++;
+        if (applied) out.push(text);
       }
       if (noNewline) i++;
     }
@@ -86,20 +96,21 @@ export function planChange(patch: string, baseText: (path: string) => Buffer | n
   for (const diff of parseGitDiff(patch)) {
     const renamed = diff.oldPath !== diff.path;
     if (diff.status === "deleted") {
-      files.push({ path: diff.path, units: 1, at: (k) => (k ? { kind: "deleted" } : textOrBytes(baseText(diff.path))) });
+      files.push({ path: diff.path, units: 1, at: (from, to) => (from < 1 && to >= 1 ? { kind: "deleted" } : textOrBytes(baseText(diff.path))) });
       continue;
     }
     if (diff.binary) {
       const bytes = final(diff.path) ?? Buffer.alloc(0);
-      files.push({ path: diff.path, units: 1, at: (k) => (k ? { kind: "binary", bytes } : textOrBytes(baseText(diff.path))) });
-      if (renamed) files.push({ path: diff.oldPath, units: 1, at: (k) => (k ? { kind: "deleted" } : textOrBytes(baseText(diff.oldPath))) });
+      files.push({ path: diff.path, units: 1, at: (from, to) => (from < 1 && to >= 1 ? { kind: "binary", bytes } : textOrBytes(baseText(diff.path))) });
+      if (renamed)
+        files.push({ path: diff.oldPath, units: 1, at: (from, to) => (from < 1 && to >= 1 ? { kind: "deleted" } : textOrBytes(baseText(diff.oldPath))) });
       continue;
     }
     const base = (renamed ? baseText(diff.oldPath) : baseText(diff.path))?.toString("utf8") ?? "";
     const lines = changedLines(diff);
     const expected = final(diff.path)?.toString("utf8");
     // What git made of the patch is the truth; a diff this reading cannot follow is written whole at its last unit.
-    const faithful = expected === undefined || applyPartly(base, diff, lines) === expected;
+    const faithful = expected === undefined || applyPartly(base, diff, 0, lines) === expected;
     const existedBefore = renamed ? false : baseText(diff.path) !== null;
     // A new or renamed file appears at its first unit (a rename: the old content under the new name).
     const lead = existedBefore ? 0 : 1;
@@ -107,14 +118,15 @@ export function planChange(patch: string, baseText: (path: string) => Buffer | n
     files.push({
       path: diff.path,
       units,
-      at: (k) => {
-        if (k === 0) return existedBefore ? { kind: "text", text: base } : { kind: "deleted" };
-        const applied = k - lead;
-        if (!faithful) return { kind: "text", text: k >= units ? (expected ?? base) : base };
-        return { kind: "text", text: applyPartly(base, diff, applied) };
+      at: (from, to) => {
+        // A new file exists once a window holds any of its units; an empty window is the base.
+        if (to <= from) return existedBefore ? { kind: "text", text: base } : { kind: "deleted" };
+        if (!faithful) return { kind: "text", text: from === 0 && to >= units ? (expected ?? base) : base };
+        return { kind: "text", text: applyPartly(base, diff, Math.max(0, from - lead), to - lead) };
       },
     });
-    if (renamed) files.push({ path: diff.oldPath, units: 1, at: (k) => (k ? { kind: "deleted" } : textOrBytes(baseText(diff.oldPath))) });
+    if (renamed)
+      files.push({ path: diff.oldPath, units: 1, at: (from, to) => (from < 1 && to >= 1 ? { kind: "deleted" } : textOrBytes(baseText(diff.oldPath))) });
   }
   const offsets: number[] = [];
   let total = 0;
@@ -122,19 +134,21 @@ export function planChange(patch: string, baseText: (path: string) => Buffer | n
     offsets.push(total);
     total += f.units;
   }
-  const stateAt = (f: number, units: number) => files[f]!.at(Math.max(0, Math.min(files[f]!.units, units - offsets[f]!)));
+  const local = (f: number, unit: number) => Math.max(0, Math.min(files[f]!.units, unit - offsets[f]!));
+  const stateIn = (f: number, [from, to]: UnitWindow) => files[f]!.at(local(f, from), local(f, to));
+  const change = (before: UnitWindow, after: UnitWindow) => {
+    const ops: FileOperation[] = [];
+    files.forEach((file, f) => {
+      const state = stateIn(f, after);
+      if (!sameState(stateIn(f, before), state)) ops.push({ path: file.path, state });
+    });
+    return ops;
+  };
   return {
     units: total,
-    between: (from, to) => {
-      const ops: FileOperation[] = [];
-      files.forEach((file, f) => {
-        const before = stateAt(f, from);
-        const after = stateAt(f, to);
-        if (!sameState(before, after)) ops.push({ path: file.path, state: after });
-      });
-      return ops;
-    },
-    base: () => files.map((file, f) => ({ path: file.path, state: stateAt(f, 0) })),
+    between: (from, to) => change([0, from], [0, to]),
+    change,
+    base: () => files.map((file, f) => ({ path: file.path, state: stateIn(f, [0, 0]) })),
   };
 }
 

@@ -5,10 +5,11 @@
  * the call itself, so a harness that re-sends a conversation gets the same answer.
  */
 import type { ScheduledRequest } from "../schemas/session.ts";
-import { type ChangePlan, type FileOperation, unitsAfterStage } from "./plan.ts";
+import { auxiliaryAnswer } from "./auxiliary.ts";
+import { type ChangePlan, type FileOperation, type UnitWindow, unitsAfterStage } from "./plan.ts";
 import type { Answer, ModelCall, Turn } from "./wire.ts";
 
-export const MODEL_SCRIPTS = ["solve", "idle", "wrong-checkout", "undo", "hang", "overloaded", "model-error"] as const;
+export const MODEL_SCRIPTS = ["solve", "idle", "wrong-checkout", "undo", "hang", "overloaded", "model-error", "distracted"] as const;
 export type ModelScript = (typeof MODEL_SCRIPTS)[number];
 
 /** What the scripts know: every schedule of the benchmark, and each task's plan and number of stages. */
@@ -41,37 +42,42 @@ function pathIn(text: string, checkout: string): string | undefined {
 }
 
 /**
- * The requests of the conversation in order, matched against the benchmark's schedules: the
- * longest schedule prefix whose texts the user turns carry, in order. Other user turns
- * (continuation messages, what a harness adds itself) are part of the request before them.
- */
-/**
  * Text as a reader takes it: without the spaces that end its lines. A harness that keeps its
  * history as Markdown (aider) gives earlier requests back with a hard break (two spaces) after
  * every line, which changes no word of them.
  */
 const readsAs = (text: string) => text.replace(/[ \t]+$/gm, "");
 
+/**
+ * The requests of the conversation in order, matched against the benchmark's schedules: the user
+ * turns that carry a schedule's texts, in the schedule's order, skipping what the context left out
+ * (a context manager sends a task's own requests only). A turn that carries several texts (a
+ * request with a record quoting earlier ones) is the latest of them. The schedule matching the
+ * most turns wins. Other user turns (continuation messages, what a harness adds itself) are part
+ * of the request before them.
+ */
 export function recogniseRequests(call: ModelCall, knowledge: EndpointKnowledge): { requests: RecognisedRequest[]; lastUserTurn: number } {
   const userTurns = call.turns.map((t, i) => ({ t, i })).filter((x): x is { t: Extract<Turn, { role: "user" }>; i: number } => x.t.role === "user");
   let best: { requests: RecognisedRequest[]; lastUserTurn: number } = { requests: [], lastUserTurn: -1 };
   for (const schedule of knowledge.schedules) {
     const requests: RecognisedRequest[] = [];
     let lastUserTurn = -1;
+    let next = 0;
     for (const { t, i } of userTurns) {
-      const next = schedule.requests[requests.length];
-      if (next && readsAs(t.text).includes(readsAs(next.message.text))) {
-        requests.push({
-          index: requests.length,
-          task: next.task_id,
-          ...(next.stage !== undefined ? { stage: next.stage } : {}),
-          finalization: next.finalization,
-          checkout: pathIn(t.text, next.message.checkout) ?? next.message.checkout,
-        });
-        lastUserTurn = i;
-      }
-      // Anything else a harness says as the user (a continuation, aider's lint report) belongs to
-      // the request before it.
+      const text = readsAs(t.text);
+      let found = -1;
+      for (let k = next; k < schedule.requests.length; k++) if (text.includes(readsAs(schedule.requests[k]!.message.text))) found = k;
+      if (found < 0) continue;
+      const scheduled = schedule.requests[found]!;
+      requests.push({
+        index: requests.length,
+        task: scheduled.task_id,
+        ...(scheduled.stage !== undefined ? { stage: scheduled.stage } : {}),
+        finalization: scheduled.finalization,
+        checkout: pathIn(t.text, scheduled.message.checkout) ?? scheduled.message.checkout,
+      });
+      lastUserTurn = i;
+      next = found + 1;
     }
     if (requests.length > best.requests.length) best = { requests, lastUserTurn };
   }
@@ -152,19 +158,51 @@ function unitsAsked(requests: RecognisedRequest[], upTo: number, task: string, k
   return units;
 }
 
+/**
+ * The `distracted` script's change for a request: a model that, in the context it was sent, has
+ * lost sight of a task's requests from before the latest interruption (another task's request
+ * between two of the task's own) and rebuilds the task's change from the requests since then
+ * alone, dropping what the earlier ones asked. Undefined when nothing interrupted the task in
+ * the context (it then solves); no change when it remembers no stage request, only a finalization.
+ */
+function distractedChange(
+  requests: RecognisedRequest[],
+  request: RecognisedRequest,
+  plan: ChangePlan,
+  knowledge: EndpointKnowledge,
+): FileOperation[] | undefined {
+  const own = requests.slice(0, request.index + 1).filter((r) => r.task === request.task);
+  let resumed: RecognisedRequest | undefined;
+  for (let k = 1; k < own.length; k++) if (requests.slice(own[k - 1]!.index + 1, own[k]!.index).some((r) => r.task !== request.task)) resumed = own[k];
+  if (!resumed) return undefined;
+  const remembered = own.filter((r) => r.index >= resumed.index);
+  if (!remembered.some((r) => !r.finalization)) return [];
+  const units = (upTo: number) => (upTo < 0 ? 0 : unitsAsked(requests, upTo, request.task, knowledge));
+  const previousOwn = own.at(-2);
+  const lost = units(resumed.index - 1);
+  const now = units(request.index);
+  const before = units(request.index - 1);
+  // What the model left in the checkout at the task's previous request: a window too, if it was already distracted then.
+  const left: UnitWindow = previousOwn && previousOwn.index >= resumed.index ? [lost, before] : [0, before];
+  return plan.change(left, [lost, now]);
+}
+
 /** The answer of `script` to `call`. */
 export function answerWith(script: ModelScript, call: ModelCall, knowledge: EndpointKnowledge): ScriptOutcome {
   if (script === "hang") return { hang: true };
   const { requests, lastUserTurn } = recogniseRequests(call, knowledge);
   const request = requests.at(-1);
   if (script === "overloaded") return { error: "overloaded", ...(request ? { request } : {}) };
+  // A context manager's own calls (routing, memory) are answered from their prompts by every script that answers.
+  const auxiliary = auxiliaryAnswer(call);
+  if (auxiliary !== undefined) return { answer: { kind: "text", text: auxiliary } };
   const done = (text: string): ScriptOutcome => ({ answer: { kind: "text", text }, ...(request ? { request } : {}) });
   if (!request) return done("There is nothing for me to do here.");
   if (script === "idle") return done("I have read the request and I am thinking about it.");
   const plan = knowledge.plan(request.task);
   const before = request.index > 0 ? unitsAsked(requests, request.index - 1, request.task, knowledge) : 0;
   const now = unitsAsked(requests, request.index, request.task, knowledge);
-  let ops = plan.between(before, now);
+  let ops = (script === "distracted" ? distractedChange(requests, request, plan, knowledge) : undefined) ?? plan.between(before, now);
   let at = request.checkout;
   const focus = requests[0]!.task;
   if (script === "undo" && request.finalization && request.task === focus) ops = plan.base();

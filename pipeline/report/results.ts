@@ -6,6 +6,7 @@ import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { aggregateResults, type Aggregation, type LoadedReport, type ScoredSession } from "./aggregate.ts";
 import { renderCsv, renderMarkdown, renderSvg, renderWorkloadCsv, renderWorkloadSvg } from "./render.ts";
+import { contextManagerRuns, contextManagerTable, renderContextManagerCsv, renderContextManagerMarkdown, renderContextManagerSvg } from "./context-managers.ts";
 
 export class ReportInputError extends InputError {
   override name = "ReportInputError";
@@ -77,8 +78,17 @@ export function loadReports(dir: string): { reports: LoadedReport[]; problems: s
   return { reports, problems };
 }
 
-/** `switch-swe report`: Table 1 as Markdown and CSV, and the chart as SVG, written atomically to `outDir`. */
-export async function writeResultsReport(resultsDir: string, sessionsDir: string, outDir: string): Promise<{ aggregation: Aggregation; files: string[] }> {
+/**
+ * `switch-swe report`: Table 1 as Markdown and CSV, and the chart as SVG, written atomically to
+ * `outDir`; Table 2 where harnesses reported usage; Table 3 where the results hold native, +Router
+ * and +RCM runs (`contextManagers` names their configurations; else the shipped adapters' names).
+ */
+export async function writeResultsReport(
+  resultsDir: string,
+  sessionsDir: string,
+  outDir: string,
+  contextManagers?: string[],
+): Promise<{ aggregation: Aggregation; files: string[] }> {
   const sessions = loadSessions(sessionsDir);
   const { reports, problems } = loadReports(resultsDir);
   if (!reports.length)
@@ -87,8 +97,15 @@ export async function writeResultsReport(resultsDir: string, sessionsDir: string
     );
   const aggregated = aggregateResults(sessions, reports);
   const aggregation = { ...aggregated, problems: [...problems, ...aggregated.problems] };
+  const configurations = [...new Set(aggregation.rows.map((r) => r.configuration))];
+  for (const name of contextManagers ?? [])
+    if (!configurations.includes(name))
+      throw new ReportInputError(`--context-managers: ${resultsDir} holds no configuration ${name} (it holds ${configurations.join(", ")})`);
+  const runs = contextManagerRuns(configurations, contextManagers);
+  const table3 = runs ? contextManagerTable(aggregation, runs) : undefined;
   const files = [join(outDir, "table1.md"), join(outDir, "table1.csv"), join(outDir, "resolution.svg")];
-  await writeFileAtomic(files[0]!, renderMarkdown(aggregation));
+  const markdown = renderMarkdown(aggregation);
+  await writeFileAtomic(files[0]!, table3 ? `${markdown}\n${renderContextManagerMarkdown(table3).join("\n")}\n` : markdown);
   await writeFileAtomic(files[1]!, renderCsv(aggregation));
   await writeFileAtomic(files[2]!, renderSvg(aggregation));
   // Table 2 only where some harness reported its usage (scripted agents report none).
@@ -96,6 +113,13 @@ export async function writeResultsReport(resultsDir: string, sessionsDir: string
     files.push(join(outDir, "table2.csv"), join(outDir, "workload.svg"));
     await writeFileAtomic(files[3]!, renderWorkloadCsv(aggregation));
     await writeFileAtomic(files[4]!, renderWorkloadSvg(aggregation));
+  }
+  if (table3) {
+    const csv = join(outDir, "table3.csv");
+    const svg = join(outDir, "context-managers.svg");
+    await writeFileAtomic(csv, renderContextManagerCsv(table3));
+    await writeFileAtomic(svg, renderContextManagerSvg(table3));
+    files.push(csv, svg);
   }
   return { aggregation, files };
 }

@@ -126,6 +126,13 @@ export const AgentSpec = z
         files: z.array(z.strictObject({ path: z.string().regex(/^[^/].*$/, "a path relative to the agent's home"), content: z.string() })).default([]),
       })
       .optional(),
+    /**
+     * Files of switch-swe put into the agent's home before its first request (a harness plugin, say):
+     * `source` a file or directory, relative to the adapter that names it; `path` relative to the home.
+     */
+    home_files: z
+      .array(z.strictObject({ path: z.string().regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+$/, "a path inside the agent's home"), source: z.string().min(1) }))
+      .default([]),
     /** Variables set for every request whatever the endpoint: telemetry, update checks and the like switched off. */
     constant_env: z.record(VariableName, z.string()).default({}),
     /** On the host: HOME (and the XDG directories) are the run's own, so the harness keeps its state, settings and conversations there and never in the user's. */

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { cp, mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { AgentSpec } from "../schemas/agent.ts";
 import { runProcess } from "../executors/processes.ts";
@@ -95,7 +95,7 @@ export const fillEndpoint = (text: string, model: ModelTarget | undefined, home:
 /**
  * Everything set for the agent besides what it passes through: its constant variables, and where
  * it is pointed at a model endpoint, the endpoint's variables; the endpoint's files are written
- * into its home (a file never holds the key: the schema refuses it).
+ * into its home (a file never holds the key: the schema refuses it), and so are its home files.
  */
 export async function agentSettings(agent: AgentSpec, model: ModelTarget | undefined, home: string, writeHome: string): Promise<Record<string, string>> {
   const env: Record<string, string> = { ...agent.constant_env };
@@ -112,6 +112,7 @@ export async function agentSettings(agent: AgentSpec, model: ModelTarget | undef
       await writeFile(path, fillEndpoint(file.content, model, home));
     }
   }
+  for (const file of agent.home_files) await cp(file.source, join(writeHome, file.path), { recursive: true });
   return env;
 }
 

@@ -39,6 +39,13 @@ function agentYaml(file: string, seen: string[]): Record<string, unknown> {
   }
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new SessionInputError(`${file}: not a YAML agent description: not a mapping`);
   const { extends: base, ...own } = raw as Record<string, unknown>;
+  // A home file's source is named relative to the adapter that names it, wherever it is extended from.
+  if (Array.isArray(own.home_files))
+    own.home_files = own.home_files.map((f: unknown) =>
+      f && typeof f === "object" && typeof (f as { source?: unknown }).source === "string"
+        ? { ...f, source: resolve(dirname(file), (f as { source: string }).source) }
+        : f,
+    );
   if (base === undefined) return own;
   if (typeof base !== "string" || base === "") throw new SessionInputError(`${file}: extends: the path of another agent description, relative to this one`);
   // An adapter that extends another is a new adapter: it says its own name.
@@ -59,6 +66,9 @@ export function loadAgent(file: string): AgentSpec {
   const raw = agentYaml(resolve(file), [resolve(file)]);
   const parsed = AgentSpec.safeParse(raw);
   if (!parsed.success) throw new SessionInputError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
+  parsed.data.home_files.forEach((f, i) => {
+    if (!existsSync(f.source)) throw new SessionInputError(`${file}: home_files[${i}].source: ${f.source} does not exist`);
+  });
   return parsed.data;
 }
 

@@ -22,7 +22,17 @@ async function violations(cwd: string, dirs: string[]): Promise<string[]> {
 
 describe("the architecture", () => {
   it("imports point one way: bin → cli → stages → pipeline → pipeline/schemas, folder by folder inside pipeline/, no cycles, no stage importing another", async () => {
-    expect(await violations(root, ["bin", "cli", "pipeline", "stages", "demo", "bench"])).toEqual([]);
+    expect(await violations(root, ["bin", "cli", "pipeline", "stages", "demo", "bench", "plugins"])).toEqual([]);
+  });
+
+  it("a harness plugin imports only its own files and Node's built-in modules (the harness loads it from where it is copied)", () => {
+    const dir = join(root, "plugins");
+    for (const plugin of readdirSync(dir))
+      for (const name of readdirSync(join(dir, plugin)).filter((n) => n.endsWith(".ts"))) {
+        const source = readFileSync(join(dir, plugin, name), "utf8");
+        for (const [, specifier] of source.matchAll(/\b(?:import|export)\s[^;]*?\bfrom\s*["']([^"']+)["']|\bimport\s*\(\s*["']([^"']+)["']/g))
+          expect(specifier, `${plugin}/${name}`).toMatch(/^(node:|\.\/[\w.-]+\.ts$)/);
+      }
   });
 
   it("the rules catch every kind of wrong import", async () => {
@@ -56,7 +66,10 @@ describe("the architecture", () => {
     file("cli/commands/demo.ts", 'import { run } from "./run.ts";\nexport const demo = run;\n');
     file("demo/build.ts", 'import { a } from "../stages/a/index.ts";\nexport const build = a;\n');
     file("bench/speed.ts", 'import { run } from "../cli/commands/run.ts";\nexport const speed = run;\n');
-    expect(await violations(dir, ["bin", "cli", "pipeline", "stages", "demo", "bench"])).toEqual([
+    // a harness plugin and the product, each reaching into the other
+    file("plugins/context/index.ts", 'import { e } from "../../pipeline/engine.ts";\nexport const plugin = e;\n');
+    file("pipeline/prompts.ts", 'import { plugin } from "../plugins/context/index.ts";\nexport const prompts = plugin;\n');
+    expect(await violations(dir, ["bin", "cli", "pipeline", "stages", "demo", "bench", "plugins"])).toEqual([
       "bench-imports-a-command: bench/speed.ts → cli/commands/run.ts",
       "bin-only-starts-the-cli: bin/start.ts → pipeline/engine.ts",
       "checkouts-imports-only-below: pipeline/checkouts/checkout.ts → pipeline/executors/retries.ts",
@@ -67,6 +80,8 @@ describe("the architecture", () => {
       "executors-imports-only-below: pipeline/executors/written.ts → pipeline/session/shape.ts",
       "no-cycles: pipeline/one.ts → pipeline/two.ts",
       "pipeline-imports-stages: pipeline/engine.ts → stages/a/index.ts",
+      "plugin-stands-alone: plugins/context/index.ts → pipeline/engine.ts",
+      "product-imports-a-plugin: pipeline/prompts.ts → plugins/context/index.ts",
       "profiles-imports-only-below: pipeline/profiles/recipes.ts → pipeline/engine/settings.ts",
       "report-imports-only-below: pipeline/report/render.ts → pipeline/verifier/verify.ts",
       "schemas-import-only-schemas: pipeline/schemas/x.ts → pipeline/engine.ts",

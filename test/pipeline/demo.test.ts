@@ -1053,4 +1053,133 @@ describe("the demo", () => {
       });
     }, 900_000);
   });
+  describe("the Resumption Context Manager (OpenCode with switch-swe's plugin, installed by its adapter) against the model endpoint", () => {
+    const quiet = createLogger({ level: "warn", write: () => {} });
+    const toolsDir = join(root, DEFAULT_TOOLS_DIR);
+    const bench = () => OpenedBenchmark.open(a.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: quiet });
+    let session: string;
+    let s: SessionSpec;
+    beforeAll(async () => {
+      await installAgent(loadAgent(join(root, "data", "agents", "opencode-rcm.yaml")), toolsDir);
+      const index = SessionIndex.parse(JSON.parse(a.published["sessions/index.json"]!));
+      // The shortest switched schedule: every run goes through all of its requests with the real harness.
+      const length = (file: string) => SessionSpec.parse(JSON.parse(a.published[`sessions/${file}`]!)).conditions.switched.length;
+      const entry = [...index.sessions].sort((x, y) => length(x.file) - length(y.file) || x.session_id.localeCompare(y.session_id))[0]!;
+      session = entry.session_id;
+      s = SessionSpec.parse(JSON.parse(a.published[`sessions/${entry.file}`]!));
+    }, 900_000);
+
+    /** One switched run of the session with the `distracted` script (a scripted simulation: it drops a task's earlier requirements when other tasks' requests lie between). */
+    async function runSwitched(adapter: string, dir: string, after?: (endpoint: ModelEndpoint, report: VerificationReport) => Promise<void>) {
+      const b = bench();
+      const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
+      const endpoint = await ModelEndpoint.start({ script: "distracted", knowledge });
+      try {
+        const { ran, failed } = await runAllSessions(bench(), {
+          manifest: a.emitted,
+          conditions: ["switched"],
+          agent: loadAgent(join(root, "data", "agents", `${adapter}.yaml`)),
+          out: join(dir, "results"),
+          work: join(dir, "runs"),
+          jobs: 1,
+          log: quiet,
+          only: [session],
+          model: { url: endpoint.url, key: "test-key" },
+          toolsDir,
+        });
+        expect(failed).toEqual([]);
+        const calls = [...endpoint.calls];
+        await after?.(endpoint, ran[0]!);
+        return { report: ran[0]!, calls };
+      } finally {
+        await endpoint.close();
+      }
+    }
+    const isAuxiliary = (c: EndpointCall) => /switch-swe RCM: (task history router|task state memory)/.test(c.body);
+    /** The coding calls of every request that resumes the focus after other tasks' requests. */
+    const focusReturns = (calls: EndpointCall[]) => {
+      const schedule = s.conditions.switched;
+      // A recognised request is named by task and stage (its index counts only what the context holds).
+      const at = (c: EndpointCall) =>
+        schedule.findIndex((r) => r.task_id === c.request!.task && r.stage === c.request!.stage && r.finalization === c.request!.finalization);
+      return calls.filter((c) => {
+        if (isAuxiliary(c) || !c.request || c.request.task !== s.focus) return false;
+        const i = at(c);
+        return i > 0 && schedule[i - 1]!.task_id !== s.focus;
+      });
+    };
+    const otherTexts = () => s.conditions.switched.filter((r) => r.task_id !== s.focus).map((r) => JSON.stringify(r.message.text).slice(1, -1));
+    const usageOfAll = (calls: EndpointCall[]) => ({
+      input_tokens: calls.reduce((n, c) => n + (c.usage?.input ?? 0), 0),
+      cached_input_tokens: calls.reduce((n, c) => n + (c.usage?.cachedInput ?? 0), 0),
+      output_tokens: calls.reduce((n, c) => n + (c.usage?.output ?? 0), 0),
+      model_calls: calls.filter((c) => c.status === 200).length,
+      tool_calls: calls.filter((c) => c.answer?.kind === "tool").length,
+    });
+
+    it("+RCM: every focus return's context holds the focus task's history and state record and no other task's interactions; the run resolves; its usage, auxiliary calls included, is the endpoint's", async () => {
+      const dir = tempDir();
+      const { report, calls } = await runSwitched("opencode-rcm", dir);
+      expect(report.resolved).toBe(true);
+      const returns = focusReturns(calls);
+      expect(returns.length).toBeGreaterThan(0);
+      for (const c of returns) {
+        for (const text of otherTexts()) expect(c.body).not.toContain(text);
+        expect(c.body).toContain("<task_state_record");
+      }
+      // The memory was kept by auxiliary calls to the same endpoint, and they count in the run's usage.
+      expect(calls.filter((c) => c.body.includes("switch-swe RCM: task state memory")).length).toBeGreaterThan(0);
+      expect(report.behaviour!.usage!.all).toEqual(usageOfAll(calls));
+    }, 900_000);
+
+    it("+Router: focus returns get the focus task's interactions only, without a record; a request naming nothing is routed with low confidence and gets the full history; the stored conversation keeps everything", async () => {
+      const dir = tempDir();
+      const { report, calls } = await runSwitched("opencode-router", dir, async (endpoint, done) => {
+        // The same conversation, continued by hand with a request that names no checkout, file or symbol.
+        const runDir = join(dir, "runs", `${session}.switched`);
+        const home = join(runDir, "home");
+        const agent = loadAgent(join(root, "data", "agents", "opencode-router.yaml"));
+        const before = endpoint.calls.length;
+        const opencode = join(toolsDir, "npm-opencode-ai-1.18.33", "node_modules", ".bin", "opencode");
+        const env = {
+          PATH: process.env.PATH ?? "",
+          HOME: home,
+          XDG_CONFIG_HOME: join(home, ".config"),
+          XDG_DATA_HOME: join(home, ".local", "share"),
+          XDG_CACHE_HOME: join(home, ".cache"),
+          XDG_STATE_HOME: join(home, ".local", "state"),
+          ...agent.constant_env,
+          SWITCH_SWE_MODEL_KEY: "test-key",
+          SWITCH_SWE_RCM_URL: `${endpoint.url}/v1`,
+          SWITCH_SWE_RCM_MODEL: "scripted",
+        };
+        const child = spawn(opencode, ["run", "--format", "json", "--auto", "--session", done.behaviour!.conversation!], {
+          cwd: join(runDir, "workspace"),
+          env,
+        });
+        child.stdin.end("What do you think of all this?");
+        child.stdout.resume();
+        child.stderr.resume();
+        expect(await new Promise((r) => child.on("close", r))).toBe(0);
+        const later = endpoint.calls.slice(before);
+        const routing = later.filter((c) => c.body.includes("switch-swe RCM: task history router"));
+        expect(routing.map((c) => JSON.parse((c.answer as { text: string }).text).confidence)).toEqual([0.5]);
+        // Below 0.8 the whole history goes: every task's requests are in the next coding call.
+        const coding = later.filter((c) => !isAuxiliary(c));
+        expect(coding.length).toBeGreaterThan(0);
+        for (const text of otherTexts()) expect(coding[0]!.body).toContain(text);
+        expect(coding[0]!.body).toContain("What do you think of all this?");
+      });
+      expect(report.resolved).toBe(true);
+      const returns = focusReturns(calls);
+      expect(returns.length).toBeGreaterThan(0);
+      for (const c of returns) {
+        for (const text of otherTexts()) expect(c.body).not.toContain(text);
+        expect(c.body).not.toContain("<task_state_record");
+      }
+      // Every request named its checkout: the router needed no model call of its own in the run.
+      expect(calls.filter(isAuxiliary)).toEqual([]);
+      expect(report.behaviour!.usage!.all).toEqual(usageOfAll(calls));
+    }, 900_000);
+  });
 });

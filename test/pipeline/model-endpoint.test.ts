@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
 import { planChange } from "../../pipeline/model-endpoint/plan.ts";
-import type { EndpointKnowledge, ModelScript } from "../../pipeline/model-endpoint/scripts.ts";
+import { answerWith, recogniseRequests, type EndpointKnowledge, type ModelScript } from "../../pipeline/model-endpoint/scripts.ts";
+import type { ModelCall, Turn } from "../../pipeline/model-endpoint/wire.ts";
 
 // One session of one task whose reference change rewrites one file: enough for every protocol and script.
 const patch = ["diff --git a/pkg/a.py b/pkg/a.py", "--- a/pkg/a.py", "+++ b/pkg/a.py", "@@ -1,2 +1,2 @@", "-x = 1", "+x = 2", " y = 1", ""].join("\n");
@@ -175,5 +176,99 @@ describe("the model endpoint", () => {
     await endpoint!.close();
     endpoint = undefined;
     expect(await pending).toBe("dropped");
+  });
+});
+
+describe("the distracted script, and requests recognised in a context that leaves some out", () => {
+  // Task A (the focus) in two stages and a finalization, B's one request between A's first two.
+  const patchA = ["diff --git a/a.py b/a.py", "--- a/a.py", "+++ b/a.py", "@@ -1,2 +1,2 @@", "-x = 1", "+x = 2", "-y = 1", "+y = 2", ""].join("\n");
+  const planA = planChange(
+    patchA,
+    (p) => (p === "a.py" ? Buffer.from("x = 1\ny = 1\n") : null),
+    (p) => (p === "a.py" ? Buffer.from("x = 2\ny = 2\n") : null),
+  );
+  const request = (task: string, stage: number | undefined, checkout: string, text: string) => ({
+    task_id: task,
+    ...(stage !== undefined ? { stage } : {}),
+    finalization: stage === undefined,
+    message: { repository: "o/r", checkout, text },
+  });
+  const switched = [
+    request("A", 1, "/workspace/w00", "A: make x two."),
+    request("B", 1, "/workspace/w01", "B: something else."),
+    request("A", 2, "/workspace/w00", "A: now y two as well."),
+    request("A", undefined, "/workspace/w00", "A: finalize."),
+  ];
+  const twoTasks: EndpointKnowledge = {
+    schedules: [{ session: "s", condition: "switched", requests: switched }],
+    stages: (task) => (task === "A" ? 2 : 1),
+    plan: (task) =>
+      task === "A"
+        ? planA
+        : planChange(
+            "",
+            () => null,
+            () => null,
+          ),
+    continuation: "Continue.",
+  };
+  const user = (r: (typeof switched)[number]): Turn => ({
+    role: "user",
+    text: `Repository: o/r\nWorking directory: /run${r.message.checkout}\n\n${r.message.text}`,
+  });
+  const wrote: Turn = { role: "assistant", text: "", toolCalls: [{ id: "c1", name: "read", arguments: "{}" }] };
+  const call = (turns: Turn[]): ModelCall => ({
+    protocol: "chat",
+    model: "m",
+    stream: false,
+    tools: ["read", "write", "bash"],
+    system: "",
+    turns,
+    includeUsage: false,
+  });
+  /** What the script writes into a.py for the last request of `turns` (its second tool call: read, then write). */
+  const written = (script: ModelScript, turns: Turn[]) => {
+    const outcome = answerWith(script, call([...turns, wrote, { role: "tool", callId: "c1", output: "" }]), twoTasks);
+    return "answer" in outcome && outcome.answer.kind === "tool" ? outcome.answer.arguments.content : outcome;
+  };
+
+  it("windows of a plan apply only their units", () => {
+    expect(planA.change([0, 0], [0, 2])).toEqual([{ path: "a.py", state: { kind: "text", text: "x = 2\ny = 1\n" } }]);
+    expect(planA.change([0, 0], [2, 4])).toEqual([{ path: "a.py", state: { kind: "text", text: "x = 1\ny = 2\n" } }]);
+    expect(planA.between(0, 4)).toEqual(planA.change([0, 0], [0, 4]));
+    expect(planA.change([1, 3], [1, 3])).toEqual([]);
+  });
+
+  it("a task resumed after another task's request, in the context sent, is rebuilt from the requests since: the earlier requirement is dropped; the same request with the other task's left out is solved", () => {
+    const [a1, b1, a2, final] = switched;
+    const mixed = [
+      user(a1!),
+      { role: "assistant", text: "Done.", toolCalls: [] } as Turn,
+      user(b1!),
+      { role: "assistant", text: "Done.", toolCalls: [] } as Turn,
+      user(a2!),
+    ];
+    // The whole change is x = 2 and y = 2; distracted, the model keeps only what the second request's units do.
+    expect(written("solve", mixed)).toBe("x = 2\ny = 2\n");
+    expect(written("distracted", mixed)).toBe("x = 1\ny = 2\n");
+    const routed = [user(a1!), { role: "assistant", text: "Done.", toolCalls: [] } as Turn, user(a2!)];
+    expect(recogniseRequests(call(routed), twoTasks).requests.map((r) => [r.task, r.stage])).toEqual([
+      ["A", 1],
+      ["A", 2],
+    ]);
+    expect(written("distracted", routed)).toBe("x = 2\ny = 2\n");
+    // At the finalization right after, the distracted model stays with what it rebuilt: no change.
+    const finalOutcome = answerWith("distracted", call([...mixed, { role: "assistant", text: "Done.", toolCalls: [] }, user(final!)]), twoTasks);
+    expect("answer" in finalOutcome && finalOutcome.answer).toEqual({ kind: "text", text: "Nothing needs changing for this request." });
+  });
+
+  it("a request quoting earlier ones (a state record before it) is recognised as itself", () => {
+    const [a1, b1, a2] = switched;
+    const quoting: Turn = { role: "user", text: `<task_state_record>\n- ${a1!.message.text}\n</task_state_record>\n${(user(a2!) as { text: string }).text}` };
+    expect(recogniseRequests(call([user(a1!), user(b1!), quoting]), twoTasks).requests.map((r) => [r.task, r.stage])).toEqual([
+      ["A", 1],
+      ["B", 1],
+      ["A", 2],
+    ]);
   });
 });

@@ -1,0 +1,144 @@
+/**
+ * Table 3 of the study: native OpenCode, +Router and +RCM, each with uninterrupted and switched
+ * resolution and the gap, overall, near and far, from one run per configuration; and the
+ * workload each adds (Table 2's means, the context manager's auxiliary calls included).
+ */
+import { stringify } from "csv-stringify/sync";
+import { gapPoints, GROUPS, percent, type Aggregation, type Group, type GroupRow, type WorkloadRow } from "./aggregate.ts";
+
+export const METHODS = ["native", "router", "rcm"] as const;
+export type Method = (typeof METHODS)[number];
+const METHOD_TITLES: Record<Method, string> = { native: "Native", router: "+Router", rcm: "+RCM" };
+const GROUP_TITLES: Record<Group, string> = { overall: "Overall", near: "Near", far: "Far" };
+
+/** Which configuration (results subdirectory) holds each method's run. */
+export type ContextManagerRuns = Record<Method, string>;
+
+/**
+ * The configurations of Table 3: the ones named (native, router, rcm, in that order), else those
+ * the shipped adapters make (opencode, opencode-router, opencode-rcm, or their -environment
+ * variants) when all three are in the results; undefined when there are none.
+ */
+export function contextManagerRuns(configurations: string[], named?: string[]): ContextManagerRuns | undefined {
+  if (named) return { native: named[0]!, router: named[1]!, rcm: named[2]! };
+  for (const native of [...configurations].sort()) {
+    if (!/^opencode(-|$)/.test(native) || /^opencode-(router|rcm)(-|$)/.test(native)) continue;
+    const runs = { native, router: native.replace(/^opencode/, "opencode-router"), rcm: native.replace(/^opencode/, "opencode-rcm") };
+    if (configurations.includes(runs.router) && configurations.includes(runs.rcm)) return runs;
+  }
+  return undefined;
+}
+
+export interface ContextManagerTable {
+  runs: ContextManagerRuns;
+  rows: { method: Method; group: Group; row: GroupRow }[];
+  workload: { method: Method; row: WorkloadRow | undefined }[];
+}
+
+/** Table 3 from an aggregation; an error naming the configuration when one of the three has no reports. */
+export function contextManagerTable(aggregation: Aggregation, runs: ContextManagerRuns): ContextManagerTable {
+  const rows = METHODS.flatMap((method) =>
+    GROUPS.map((group) => {
+      const row = aggregation.rows.find((r) => r.configuration === runs[method] && r.group === group);
+      if (!row) throw new Error(`Table 3: no verification reports under the configuration ${runs[method]} (${METHOD_TITLES[method]})`);
+      return { method, group, row };
+    }),
+  );
+  return { runs, rows, workload: METHODS.map((method) => ({ method, row: aggregation.workload.find((w) => w.configuration === runs[method]) })) };
+}
+
+const fixed = (value: number) => value.toFixed(1);
+
+export function renderContextManagerMarkdown(table: ContextManagerTable): string[] {
+  const cell = (method: Method, group: Group) => {
+    const r = table.rows.find((x) => x.method === method && x.group === group)!.row;
+    return `${fixed(percent(r.uninterrupted_resolved, r.sessions))} | ${fixed(percent(r.switched_resolved, r.sessions))} | ${fixed(gapPoints(r))}`;
+  };
+  const n = (group: Group) => table.rows.find((x) => x.group === group)!.row.sessions;
+  const lines = [
+    "## Table 3: context management (native, +Router, +RCM)",
+    "",
+    `Resolution (%) of one run per method: ${METHODS.map((m) => `${METHOD_TITLES[m]} = ${table.runs[m]}`).join(", ")}. Overall ${n("overall")} sessions, Near ${n("near")}, Far ${n("far")}; Gap is Unint. minus Switch in percentage points.`,
+    "",
+    `| Method | ${GROUPS.map((g) => `${GROUP_TITLES[g]} Unint. | ${GROUP_TITLES[g]} Switch | ${GROUP_TITLES[g]} Gap`).join(" | ")} |`,
+    `|---|${GROUPS.map(() => "---:|---:|---:").join("|")}|`,
+    ...METHODS.map((m) => `| ${METHOD_TITLES[m]} | ${GROUPS.map((g) => cell(m, g)).join(" | ")} |`),
+  ];
+  if (table.workload.some((w) => w.row)) {
+    lines.push(
+      "",
+      "Workload per run (means, auxiliary routing and memory calls included, from the harness's output and the plugin's usage log):",
+      "",
+      "| Method | Model calls: Unint. | Switch-All | Tokens: Unint. | Switch-All |",
+      "|---|---:|---:|---:|---:|",
+    );
+    for (const { method, row } of table.workload) {
+      const calls = (c: WorkloadRow["unint"] | undefined) => (c?.model_calls == null ? "–" : c.model_calls.toFixed(1));
+      const tokens = (c: WorkloadRow["unint"] | undefined) => (c ? String(Math.round(c.tokens_millions * 1e6)) : "–");
+      lines.push(`| ${METHOD_TITLES[method]} | ${calls(row?.unint)} | ${calls(row?.switch_all)} | ${tokens(row?.unint)} | ${tokens(row?.switch_all)} |`);
+    }
+  }
+  return lines;
+}
+
+export function renderContextManagerCsv(table: ContextManagerTable): string {
+  return stringify(
+    table.rows.map(({ method, group, row }) => ({
+      method: METHOD_TITLES[method],
+      configuration: row.configuration,
+      group,
+      sessions: row.sessions,
+      uninterrupted_pct: fixed(percent(row.uninterrupted_resolved, row.sessions)),
+      switched_pct: fixed(percent(row.switched_resolved, row.sessions)),
+      gap_pp: fixed(gapPoints(row)),
+      model_calls_unint: table.workload.find((w) => w.method === method)?.row?.unint?.model_calls?.toFixed(2) ?? "",
+      model_calls_switch: table.workload.find((w) => w.method === method)?.row?.switch_all?.model_calls?.toFixed(2) ?? "",
+    })),
+    {
+      header: true,
+      columns: ["method", "configuration", "group", "sessions", "uninterrupted_pct", "switched_pct", "gap_pp", "model_calls_unint", "model_calls_switch"],
+    },
+  );
+}
+
+const escapeXml = (text: string): string => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/** Table 3 as a chart: per group, each method's uninterrupted and switched resolution side by side. Plain SVG. */
+export function renderContextManagerSvg(table: ContextManagerTable): string {
+  const plotTop = 60;
+  const plotHeight = 160;
+  const groupWidth = 250;
+  const width = 80 + GROUPS.length * groupWidth;
+  const height = plotTop + plotHeight + 80;
+  const baseY = plotTop + plotHeight;
+  const colors: Record<Method, [string, string]> = { native: ["#9fb8d9", "#4a78b5"], router: ["#f2c89b", "#d9822b"], rcm: ["#b9dab2", "#4f9a45"] };
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="11">`,
+    "<title>Table 3: resolution of native OpenCode, +Router and +RCM, uninterrupted (light) and switched (dark), per locality group</title>",
+    `<rect x="0" y="0" width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${width / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">Table 3: context management, uninterrupted (light) vs switched (dark)</text>`,
+  ];
+  for (const tick of [0, 25, 50, 75, 100]) {
+    const y = baseY - (tick / 100) * plotHeight;
+    parts.push(`<line x1="60" y1="${y}" x2="${width - 10}" y2="${y}" stroke="#dddddd"/><text x="56" y="${y + 4}" text-anchor="end">${tick}%</text>`);
+  }
+  GROUPS.forEach((group, g) => {
+    const left = 70 + g * groupWidth;
+    METHODS.forEach((method, m) => {
+      const row = table.rows.find((x) => x.method === method && x.group === group)!.row;
+      [percent(row.uninterrupted_resolved, row.sessions), percent(row.switched_resolved, row.sessions)].forEach((value, b) => {
+        const h = (value / 100) * plotHeight;
+        const x = left + m * 76 + b * 34;
+        parts.push(
+          `<rect x="${x}" y="${(baseY - h).toFixed(1)}" width="30" height="${h.toFixed(1)}" fill="${colors[method][b]}"><title>${escapeXml(`${METHOD_TITLES[method]}, ${GROUP_TITLES[group]}, ${b ? "switched" : "uninterrupted"}: ${fixed(value)}%`)}</title></rect>`,
+          `<text x="${x + 15}" y="${(baseY - h - 3).toFixed(1)}" text-anchor="middle">${fixed(value)}</text>`,
+        );
+      });
+      parts.push(`<text x="${left + m * 76 + 32}" y="${baseY + 16}" text-anchor="middle">${METHOD_TITLES[method]}</text>`);
+    });
+    const n = table.rows.find((x) => x.group === group)!.row.sessions;
+    parts.push(`<text x="${left + 110}" y="${baseY + 36}" text-anchor="middle" font-weight="bold">${GROUP_TITLES[group]} (n=${n})</text>`);
+  });
+  parts.push("</svg>");
+  return parts.join("\n") + "\n";
+}
