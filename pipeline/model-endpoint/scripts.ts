@@ -52,8 +52,9 @@ const readsAs = (text: string) => text.replace(/[ \t]+$/gm, "");
  * The requests of the conversation in order, matched against the benchmark's schedules: the user
  * turns that carry a schedule's texts, in the schedule's order, skipping what the context left out
  * (a context manager sends a task's own requests only). A turn that carries several texts (a
- * request with a record quoting earlier ones) is the latest of them. The schedule matching the
- * most turns wins. Other user turns (continuation messages, what a harness adds itself) are part
+ * request with a record quoting earlier ones) is the latest of them, and a turn naming a checkout
+ * is only a request of that checkout (the same task, or the same finalization text, is in other
+ * sessions' schedules too, at other checkouts). The schedule matching the most turns wins. Other user turns (continuation messages, what a harness adds itself) are part
  * of the request before them.
  */
 export function recogniseRequests(call: ModelCall, knowledge: EndpointKnowledge): { requests: RecognisedRequest[]; lastUserTurn: number } {
@@ -63,10 +64,17 @@ export function recogniseRequests(call: ModelCall, knowledge: EndpointKnowledge)
     const requests: RecognisedRequest[] = [];
     let lastUserTurn = -1;
     let next = 0;
+    // The checkouts this schedule's messages name: a turn naming one of them belongs to that checkout's requests only.
+    const checkouts = [...new Set(schedule.requests.map((r) => r.message.checkout))];
     for (const { t, i } of userTurns) {
       const text = readsAs(t.text);
+      const named = checkouts.filter((c) => pathIn(t.text, c) !== undefined);
       let found = -1;
-      for (let k = next; k < schedule.requests.length; k++) if (text.includes(readsAs(schedule.requests[k]!.message.text))) found = k;
+      for (let k = next; k < schedule.requests.length; k++) {
+        const candidate = schedule.requests[k]!;
+        // A text several tasks share (the finalization request) is told apart by the checkout it names.
+        if (text.includes(readsAs(candidate.message.text)) && (!named.length || named.includes(candidate.message.checkout))) found = k;
+      }
       if (found < 0) continue;
       const scheduled = schedule.requests[found]!;
       requests.push({

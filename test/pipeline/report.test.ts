@@ -240,4 +240,39 @@ describe("the results report", () => {
     expect(readFileSync(join(out, "table1.csv"), "utf8")).toBe(files[1]);
     expect(files[0]).not.toContain("broken.json");
   });
+
+  it("Table 3: native, +Router and +RCM side by side, found by the shipped adapters' names or named; a missing one is a usage error naming it", async () => {
+    const dir = tempDir();
+    const { sessions, results } = writeFixture(dir);
+    // Native resolves sessions 1 and 5 switched; +Router adds 2; +RCM adds 6. All resolve every control run of 1, 2, 5, 6.
+    const methods = { opencode: [1, 5], "opencode-router": [1, 2, 5], "opencode-rcm": [1, 2, 5, 6] };
+    for (const [name, switched] of Object.entries(methods)) {
+      mkdirSync(join(results, name));
+      for (const n of [1, 2, 5, 6]) {
+        writeFileSync(join(results, name, `s${n}.control.json`), JSON.stringify(report(n, "control", true)));
+        writeFileSync(join(results, name, `s${n}.switched.json`), JSON.stringify(report(n, "switched", switched.includes(n))));
+      }
+    }
+    const out = join(dir, "tables");
+    const ran = await runCli(["report", "--results", results, "--sessions", sessions, "--out", out]);
+    expect(ran.code).toBe(0);
+    const markdown = readFileSync(join(out, "table1.md"), "utf8");
+    const table3 = markdown.slice(markdown.indexOf("## Table 3"));
+    // 4 near and 4 far sessions: control 2 of 4 in each group, switched as above.
+    expect(table3).toContain("| Native | 50.0 | 25.0 | 25.0 | 50.0 | 25.0 | 25.0 | 50.0 | 25.0 | 25.0 |");
+    expect(table3).toContain("| +Router | 50.0 | 37.5 | 12.5 | 50.0 | 50.0 | 0.0 | 50.0 | 25.0 | 25.0 |");
+    expect(table3).toContain("| +RCM | 50.0 | 50.0 | 0.0 | 50.0 | 50.0 | 0.0 | 50.0 | 50.0 | 0.0 |");
+    const csv = readFileSync(join(out, "table3.csv"), "utf8").trim().split("\n");
+    expect(csv[0]).toBe("method,configuration,group,sessions,uninterrupted_pct,switched_pct,gap_pp,model_calls_unint,model_calls_switch");
+    expect(csv).toContain("+RCM,opencode-rcm,far,4,50.0,50.0,0.0,,");
+    expect(readFileSync(join(out, "context-managers.svg"), "utf8")).toContain("<title>+Router, Near, switched: 50.0%</title>");
+    // Named by hand: any three configurations, in the order native, router, rcm.
+    expect(
+      (await runCli(["report", "--results", results, "--sessions", sessions, "--out", out, "--context-managers", "agent-b,agent-a,opencode-rcm"])).code,
+    ).toBe(0);
+    expect(readFileSync(join(out, "table3.csv"), "utf8")).toContain("Native,agent-b,overall,8,25.0,25.0,0.0");
+    const missing = await runCli(["report", "--results", results, "--sessions", sessions, "--out", out, "--context-managers", "agent-b,agent-z,opencode-rcm"]);
+    expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining("holds no configuration agent-z")]);
+    expect((await runCli(["report", "--results", results, "--sessions", sessions, "--out", out, "--context-managers", "a,b"])).code).toBe(2);
+  });
 });
