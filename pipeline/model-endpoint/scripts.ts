@@ -60,15 +60,16 @@ const readsAs = (text: string) => text.replace(/[ \t]+$/gm, "");
 export function recogniseRequests(call: ModelCall, knowledge: EndpointKnowledge): { requests: RecognisedRequest[]; lastUserTurn: number } {
   const userTurns = call.turns.map((t, i) => ({ t, i })).filter((x): x is { t: Extract<Turn, { role: "user" }>; i: number } => x.t.role === "user");
   let best: { requests: RecognisedRequest[]; lastUserTurn: number } = { requests: [], lastUserTurn: -1 };
+  // The checkouts each turn names, of all the benchmark's: a turn naming one belongs to that checkout's requests only.
+  const checkouts = [...new Set(knowledge.schedules.flatMap((s) => s.requests.map((r) => r.message.checkout)))];
+  const namedBy = new Map(userTurns.map(({ t, i }) => [i, checkouts.filter((c) => pathIn(t.text, c) !== undefined)]));
   for (const schedule of knowledge.schedules) {
     const requests: RecognisedRequest[] = [];
     let lastUserTurn = -1;
     let next = 0;
-    // The checkouts this schedule's messages name: a turn naming one of them belongs to that checkout's requests only.
-    const checkouts = [...new Set(schedule.requests.map((r) => r.message.checkout))];
     for (const { t, i } of userTurns) {
       const text = readsAs(t.text);
-      const named = checkouts.filter((c) => pathIn(t.text, c) !== undefined);
+      const named = namedBy.get(i)!;
       let found = -1;
       for (let k = next; k < schedule.requests.length; k++) {
         const candidate = schedule.requests[k]!;

@@ -271,4 +271,23 @@ describe("the distracted script, and requests recognised in a context that leave
       ["A", 2],
     ]);
   });
+
+  it("a routed context is matched to the session whose checkouts it names: the same task, and the same finalization text, are in other sessions at other checkouts", () => {
+    const [a1, b1, a2, final] = switched;
+    // Another session where A is an interruption at w03, before that session's own finalization (the same text) at w05.
+    const other = [
+      request("C", 1, "/workspace/w05", "C: start."),
+      { ...a1!, message: { ...a1!.message, checkout: "/workspace/w03" } },
+      { ...a2!, message: { ...a2!.message, checkout: "/workspace/w03" } },
+      request("C", undefined, "/workspace/w05", final!.message.text),
+    ];
+    const knowledge: EndpointKnowledge = { ...twoTasks, schedules: [{ session: "other", condition: "switched", requests: other }, ...twoTasks.schedules] };
+    const routed = [user(a1!), user(a2!), user(final!)];
+    expect(recogniseRequests(call(routed), knowledge).requests.map((r) => [r.task, r.finalization, r.checkout])).toEqual([
+      ["A", false, "/run/workspace/w00"],
+      ["A", false, "/run/workspace/w00"],
+      ["A", true, "/run/workspace/w00"],
+    ]);
+    void b1;
+  });
 });
