@@ -1,5 +1,6 @@
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { existsSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
@@ -242,6 +243,128 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     expect(qualification.fail_to_pass).toEqual(f2p);
     // Every other test keeps the outcome it has in the uncrashed task's qualification.
     expect(qualification.pass_to_pass).toEqual(qualifications().get("marshmallow-code__marshmallow-1359")!.pass_to_pass);
+  });
+
+  it("a copy whose base pins a package released after its date, on a Python its as-of hypothesis cannot run on: the pin and the floor are installed, the record says so, and a hypothesis test runs", async () => {
+    // The lockstep case (pylint pins the astroid released after its commit) and the fallback case
+    // (pytest 4.x's as-of hypothesis crashes at collection on Python 3.9), on marshmallow-1359: one
+    // more commit on its base adds a requirements file pinning typing-extensions 4.5.0 (released
+    // 2023-02-15, years after the task), the copy is dated 2019-03-15 (hypothesis then was 4.1x), and
+    // its profile installs hypothesis with the shipped pytest profile's floor for Python 3.9.
+    const original = JSON.parse(
+      readFileSync(RECORDS, "utf8")
+        .split("\n")
+        .find((l) => l.includes('"marshmallow-code__marshmallow-1359"'))!,
+    ) as Record<string, string>;
+    const mirrors = join(workDir, "lockstep-mirrors");
+    const bare = join(mirrors, "marshmallow-code__marshmallow.git");
+    mkdirSync(mirrors, { recursive: true });
+    const git = (args: string[], input?: string, env: Record<string, string> = {}) =>
+      execFileSync("git", args, { cwd: bare, input, env: { ...process.env, ...env }, encoding: "utf8" }).trim();
+    execFileSync("git", ["clone", "--quiet", "--bare", join(SHARED, "mirrors", "marshmallow-code__marshmallow.bundle"), bare]);
+    const blob = git(["hash-object", "-w", "--stdin"], "typing-extensions==4.5.0\n");
+    const index = { GIT_INDEX_FILE: join(workDir, "lockstep.index") };
+    git(["read-tree", original.base_commit!], undefined, index);
+    git(["update-index", "--add", "--cacheinfo", `100644,${blob},requirements-lockstep.txt`], undefined, index);
+    const tree = git(["write-tree"], undefined, index);
+    const date = git(["show", "-s", "--format=%cI", original.base_commit!]);
+    const who = {
+      GIT_AUTHOR_NAME: "t",
+      GIT_AUTHOR_EMAIL: "t@t",
+      GIT_COMMITTER_NAME: "t",
+      GIT_COMMITTER_EMAIL: "t@t",
+      GIT_AUTHOR_DATE: date,
+      GIT_COMMITTER_DATE: date,
+    };
+    const base = git(["commit-tree", tree, "-p", original.base_commit!, "-m", "Pin typing-extensions"], undefined, who);
+    git(["update-ref", "refs/heads/lockstep", base]);
+    const hypothesisTest = [
+      "from hypothesis import given, strategies as st",
+      "",
+      "",
+      "@given(st.integers())",
+      "def test_integers_round_trip(value):",
+      "    assert int(str(value)) == value",
+    ];
+    const copy = {
+      ...original,
+      instance_id: "marshmallow-code__marshmallow-71359",
+      base_commit: base,
+      created_at: "2019-03-15T00:00:00Z",
+      test_patch: `${original.test_patch!.trimEnd()}\ndiff --git a/tests/test_floor.py b/tests/test_floor.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_floor.py\n@@ -0,0 +1,${hypothesisTest.length} @@\n${hypothesisTest.map((l) => `+${l}`).join("\n")}\n`,
+    };
+    const profiles = join(workDir, "lockstep-profiles");
+    mkdirSync(profiles, { recursive: true });
+    const shipped = RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, "marshmallow-code__marshmallow.json"), "utf8")));
+    const floor = RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, "pytest-dev__pytest.json"), "utf8"))).environment.python_floors!;
+    const profile = {
+      ...shipped,
+      environment: {
+        ...shipped.environment,
+        pip_requirements: [...shipped.environment.pip_requirements, "hypothesis"],
+        requirements_files: ["requirements-lockstep.txt"],
+        python_floors: floor,
+      },
+    };
+    writeFileSync(join(profiles, "marshmallow-code__marshmallow.json"), JSON.stringify(profile, null, 1));
+    const file = join(workDir, "lockstep.jsonl");
+    writeFileSync(file, JSON.stringify(copy) + "\n");
+    const report = await requalify({
+      stages: BUILT_STAGES,
+      swebench: file,
+      profilesDir: profiles,
+      workDir,
+      executor: "docker",
+      runs: 1,
+      jobs: 1,
+      mirrors,
+      log: silentLogger,
+    });
+    const record = report.records.find((r) => r.instance_id === copy.instance_id)!;
+    expect(record.requalified).toBe(true);
+    expect(record.defects.filter((d) => d.kind !== "malformed_id")).toEqual([]);
+    const qualification = readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as QualificationRecord)
+      .find((q) => q.task_id === copy.instance_id)!;
+    expect(qualification.let_past_as_of).toEqual([
+      {
+        package: "typing-extensions",
+        version: "4.5.0",
+        file: "requirements-lockstep.txt",
+        why: "pinned exactly in requirements-lockstep.txt, the checkout's own requirements",
+      },
+    ]);
+    expect(qualification.raised_for_python).toEqual([{ package: "hypothesis", to: ">=4.18.2", python: "3.9", why: floor[0]!.why }]);
+    expect(qualification.fail_to_pass).toEqual(JSON.parse(original.FAIL_TO_PASS!));
+    // The hypothesis test was collected and passed in both states: on 3.9 an as-of hypothesis would have crashed its file.
+    expect(qualification.pass_to_pass).toContain("tests/test_floor.py::test_integers_round_trip");
+    // What the revision's image holds: the pinned release, and hypothesis at the floor's release (before the next one).
+    const env = environmentSpec(
+      "marshmallow-code/marshmallow",
+      recipeFor(RepoProfile.parse(profile), { id: copy.instance_id, version: original.version! }),
+      qualification.as_of,
+    );
+    expect(env.key).toBe(qualification.environment_key);
+    const versions = execFileSync(
+      "docker",
+      [
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        DockerExecutor.revisionTag(env, base),
+        "/env/bin/python",
+        "-c",
+        "import importlib.metadata as m; print(m.version('typing-extensions'), m.version('hypothesis'))",
+      ],
+      { encoding: "utf8" },
+    ).trim();
+    const [pinned, hypothesis] = versions.split(" ");
+    expect(pinned).toBe("4.5.0");
+    expect(hypothesis!.split(".").slice(0, 2).join(".")).toBe("4.18");
+    expect(Number(hypothesis!.split(".")[2])).toBeGreaterThanOrEqual(2);
   });
 
   it("repo check: every era of each bundled profile builds and qualifies a task as its record says", async () => {
