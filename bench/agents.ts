@@ -14,7 +14,7 @@
 // +Router, +RCM) and each context manager's auxiliary calls and tokens per request; the
 // `distracted` script is a scripted simulation of a model that loses a task's earlier requirements
 // when other tasks' requests lie between (pipeline/model-endpoint/scripts.ts), not a measured model.
-// Usage: npm run bench:agents [-- --agents claude-code,codex --scripts solve,idle --sessions 4]
+// Usage: npm run bench:agents [-- --agents claude-code,codex --scripts solve,idle --sessions 4 --jobs 2]
 //        npm run bench:agents -- --agents opencode,opencode-router,opencode-rcm --scripts distracted
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -39,6 +39,9 @@ const arg = (name: string, fallback: string) => {
 const agents = arg("agents", "claude-code,codex,opencode,aider").split(",");
 const scripts = arg("scripts", "solve,idle,wrong-checkout").split(",") as ModelScript[];
 const sessionLimit = Number(arg("sessions", "0"));
+// Runs at a time: resolution and usage are the same at any number; seconds a request grow with the load.
+const jobs = Number(arg("jobs", "1"));
+if (!Number.isInteger(jobs) || jobs < 1) throw new Error(`--jobs: a whole number of runs at a time, 1 or more (given: ${arg("jobs", "1")})`);
 const toolsDir = join(process.cwd(), DEFAULT_TOOLS_DIR);
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-agents-"));
 const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
@@ -52,7 +55,7 @@ try {
   const bench = () => OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log });
   const b = bench();
   const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
-  console.log(`${only.length} demo sessions × 2 conditions; verification with the local executor; 1 job; tools in ${toolsDir}`);
+  console.log(`${only.length} demo sessions × 2 conditions; verification with the local executor; ${jobs} job(s); tools in ${toolsDir}`);
   for (const name of agents) {
     const agent = loadAgent(join("data", "agents", `${name}.yaml`));
     const installStarted = Date.now();
@@ -73,7 +76,7 @@ try {
           agent,
           out: join(dir, "results", name, script),
           work: join(dir, "runs", name, script),
-          jobs: 1,
+          jobs,
           log,
           only,
           model: { url: endpoint.url, key: "bench" },
