@@ -56,11 +56,15 @@ export function isCompaction(message: SessionMessage): boolean {
   return Boolean(message.info.summary && message.info.role === "assistant") || message.parts.some((p) => p.type === "compaction");
 }
 
-/** The conversation's interaction groups, in order. Every message is in exactly one. */
+/**
+ * The conversation's interaction groups, in order. Every message is in exactly one. A user message
+ * OpenCode wrote itself (only synthetic text: the request to continue after a compaction) opens no
+ * group: it belongs to the interaction before it, as an assistant message would.
+ */
 export function interactionGroups(messages: SessionMessage[]): InteractionGroup[] {
   const groups: InteractionGroup[] = [];
   for (const message of messages) {
-    if (message.info.role === "user") {
+    if (message.info.role === "user" && (requestText(message).trim() !== "" || isCompaction(message))) {
       groups.push({ request: message, messages: [message], shared: isCompaction(message) });
       continue;
     }

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { assemble, RECENT_VERBATIM } from "../../plugins/opencode-rcm/assemble.ts";
 import { interactionGroups, requestText, type SessionMessage } from "../../plugins/opencode-rcm/history.ts";
 import { ResumptionContextManager } from "../../plugins/opencode-rcm/manager.ts";
+import { SwitchSweResumptionContextManager } from "../../plugins/opencode-rcm/index.ts";
 import { batches, emptyRecord, MAX_GROUPS_PER_UPDATE, readMemoryAnswer, type InteractionInput } from "../../plugins/opencode-rcm/memory.ts";
 import { readRouterAnswer, referencesIn, type Assignment } from "../../plugins/opencode-rcm/router.ts";
 import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
@@ -72,6 +73,44 @@ describe("the Resumption Context Manager plugin, on a conversation recorded from
     const withCompaction = messages();
     withCompaction[withCompaction.map((m) => m.info.role).lastIndexOf("user")]!.parts.push({ type: "compaction" });
     expect(assemble(withCompaction, assignments).unfiltered).toBe("compaction");
+  });
+
+  it("after a native compaction, OpenCode's own request to continue opens no task: the call gets the summary and everything after it, with no routing call", async () => {
+    const after = JSON.parse(readFileSync(fileURLToPath(new URL("../fixtures/opencode-transform-after-compaction.json", import.meta.url)), "utf8")) as {
+      messages: SessionMessage[];
+    };
+    const groups = interactionGroups(after.messages);
+    expect(groups.map((g) => [g.shared, g.messages.length])).toEqual([[true, 3]]);
+    const warnings: string[] = [];
+    const manager = new ResumptionContextManager({
+      mode: "rcm",
+      dir: tempDir(),
+      auxiliary: { url: "http://127.0.0.1:9/v1", model: "scripted", timeoutSeconds: 5 },
+      warn: (m) => warnings.push(m),
+    });
+    expect(await manager.transform(after.messages)).toEqual(after.messages);
+    // Nothing was asked of the auxiliary model (it is unreachable here: a call would have warned).
+    expect(warnings).toEqual([]);
+  });
+
+  it("the plugin's hooks: native compaction is told to keep every task; a model call's messages are changed in place, the stored ones untouched", async () => {
+    const previous = { ...process.env };
+    process.env.SWITCH_SWE_RCM = "router";
+    process.env.SWITCH_SWE_RCM_DIR = tempDir();
+    delete process.env.SWITCH_SWE_RCM_URL;
+    try {
+      const hooks = await SwitchSweResumptionContextManager();
+      const compacting = { context: [] as string[] };
+      await hooks["experimental.session.compacting"]({}, compacting);
+      expect(compacting.context).toEqual([expect.stringMatching(/keep every task apart, suspended ones included: for each, its goal/)]);
+      const output = { messages: messages() };
+      const array = output.messages;
+      await hooks["experimental.chat.messages.transform"]({}, output);
+      expect(output.messages).toBe(array);
+      expect(output.messages.map((m) => m.info.id)).toEqual(assemble(recorded.messages, byReference(["t1", "t2", "t3", "t1"])).messages.map((m) => m.info.id));
+    } finally {
+      process.env = previous;
+    }
   });
 
   it("+RCM: on resumption the task's record goes first in the request, the request's own text verbatim; only older exchanges the record covers are condensed", () => {
