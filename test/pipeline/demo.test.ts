@@ -37,6 +37,15 @@ import Docker from "dockerode";
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const bin = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
 
+/** What the endpoint's log says of a run's usage: tokens, answered calls and tool calls, as Table 2 counts them. */
+const usageInLog = (calls: EndpointCall[]) => ({
+  input_tokens: calls.reduce((n, c) => n + (c.usage?.input ?? 0), 0),
+  cached_input_tokens: calls.reduce((n, c) => n + (c.usage?.cachedInput ?? 0), 0),
+  output_tokens: calls.reduce((n, c) => n + (c.usage?.output ?? 0), 0),
+  model_calls: calls.filter((c) => c.status === 200).length,
+  tool_calls: calls.filter((c) => c.answer?.kind === "tool").length,
+});
+
 /** The demo as the README runs it, in a temporary directory. */
 async function runDemo() {
   const { corpus, options, workDir, server, configPath } = await prepareDemoCopy(fileTempDir());
@@ -799,13 +808,6 @@ describe("the demo", () => {
         .split("\n")
         .filter(Boolean)
         .map((l) => JSON.parse(l));
-    const sum = (calls: EndpointCall[]) => ({
-      input_tokens: calls.reduce((n, c) => n + (c.usage?.input ?? 0), 0),
-      cached_input_tokens: calls.reduce((n, c) => n + (c.usage?.cachedInput ?? 0), 0),
-      output_tokens: calls.reduce((n, c) => n + (c.usage?.output ?? 0), 0),
-      model_calls: calls.filter((c) => c.status === 200).length,
-      tool_calls: calls.filter((c) => c.answer?.kind === "tool").length,
-    });
 
     it("solves a near and a far session in both conditions in one conversation per run, its own usage equal to the endpoint's log, nothing held out in any prompt", async () => {
       const dir = tempDir();
@@ -828,7 +830,7 @@ describe("the demo", () => {
           const schedule = s.conditions[report.condition as "control" | "switched"];
           const calls = endpoint.calls.filter((c) => c.conversation_header === behaviour.conversation);
           // Table 2's figures from the harness's own output are the endpoint's, exactly.
-          expect(behaviour.usage!.all).toEqual(sum(calls));
+          expect(behaviour.usage!.all).toEqual(usageInLog(calls));
           expect(behaviour).toMatchObject({ failed_requests: 0, requests: schedule.length });
           // One conversation: every request arrives with the history of the ones before it, its checkout named.
           expect(calls.map((c) => c.request?.index)).toEqual([...calls.map((c) => c.request!.index)].sort((x, y) => x - y));
@@ -915,7 +917,7 @@ describe("the demo", () => {
         const behaviour = report!.behaviour!;
         expect(behaviour).toMatchObject({ failed_requests: 0, requests: s.conditions.switched.length });
         const calls = endpoint.calls.filter((c) => c.conversation_header === behaviour.conversation);
-        expect(behaviour.usage!.all).toEqual(sum(calls));
+        expect(behaviour.usage!.all).toEqual(usageInLog(calls));
         // Every request, in whichever checkout, continued the one conversation, and named the checkout at its session path.
         expect(new Set(calls.map((c) => c.request!.index))).toEqual(new Set(s.conditions.switched.map((_, i) => i)));
         for (const c of calls) expect(c.request!.checkout).toBe(s.conditions.switched[c.request!.index]!.message.checkout);
@@ -1109,13 +1111,6 @@ describe("the demo", () => {
       });
     };
     const otherTexts = () => s.conditions.switched.filter((r) => r.task_id !== s.focus).map((r) => JSON.stringify(r.message.text).slice(1, -1));
-    const usageOfAll = (calls: EndpointCall[]) => ({
-      input_tokens: calls.reduce((n, c) => n + (c.usage?.input ?? 0), 0),
-      cached_input_tokens: calls.reduce((n, c) => n + (c.usage?.cachedInput ?? 0), 0),
-      output_tokens: calls.reduce((n, c) => n + (c.usage?.output ?? 0), 0),
-      model_calls: calls.filter((c) => c.status === 200).length,
-      tool_calls: calls.filter((c) => c.answer?.kind === "tool").length,
-    });
 
     it("+RCM: every focus return's context holds the focus task's history and state record and no other task's interactions; the run resolves; its usage, auxiliary calls included, is the endpoint's", async () => {
       const dir = tempDir();
@@ -1129,7 +1124,7 @@ describe("the demo", () => {
       }
       // The memory was kept by auxiliary calls to the same endpoint, and they count in the run's usage.
       expect(calls.filter((c) => c.body.includes("switch-swe RCM: task state memory")).length).toBeGreaterThan(0);
-      expect(report.behaviour!.usage!.all).toEqual(usageOfAll(calls));
+      expect(report.behaviour!.usage!.all).toEqual(usageInLog(calls));
     }, 900_000);
 
     it("+Router: focus returns get the focus task's interactions only, without a record; a request naming nothing is routed with low confidence and gets the full history; the stored conversation keeps everything", async () => {
@@ -1179,7 +1174,7 @@ describe("the demo", () => {
       }
       // Every request named its checkout: the router needed no model call of its own in the run.
       expect(calls.filter(isAuxiliary)).toEqual([]);
-      expect(report.behaviour!.usage!.all).toEqual(usageOfAll(calls));
+      expect(report.behaviour!.usage!.all).toEqual(usageInLog(calls));
     }, 900_000);
   });
 });

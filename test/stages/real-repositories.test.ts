@@ -87,6 +87,21 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
       log: silentLogger,
     });
 
+  /** A record of the dev file, whole, as a copy's starting point. */
+  const recordOf = (id: string) =>
+    JSON.parse(
+      readFileSync(RECORDS, "utf8")
+        .split("\n")
+        .find((l) => l.includes(`"${id}"`))!,
+    ) as Record<string, string>;
+  /** A task's qualification as the work directory holds it now (after the latest run). */
+  const qualificationOf = (id: string) =>
+    readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as QualificationRecord)
+      .find((q) => q.task_id === id)!;
+
   // Read once, after the fidelity run: the requalify and repo check tests below run the pipeline again in the same work directory.
   let fidelityQualifications: Map<string, QualificationRecord>;
   const qualifications = () =>
@@ -202,11 +217,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     // As in pytest-7168, where the failing test's repr crashed pytest's own reporting: here a
     // conftest makes pytest end in an INTERNALERROR whenever a test's call fails, so the before
     // state of marshmallow-1359 (its F2P test fails) crashes the runner, and the after state does not.
-    const original = JSON.parse(
-      readFileSync(RECORDS, "utf8")
-        .split("\n")
-        .find((l) => l.includes('"marshmallow-code__marshmallow-1359"'))!,
-    ) as Record<string, string>;
+    const original = recordOf("marshmallow-code__marshmallow-1359");
     const conftest = [
       "import pytest",
       "",
@@ -230,11 +241,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     expect(record.requalified).toBe(true);
     // What it claims holds (its cut ids aside): the F2P test fails before, as the crash's victim.
     expect(record.defects.filter((d) => d.kind !== "malformed_id")).toEqual([]);
-    const qualification = readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as QualificationRecord)
-      .find((q) => q.task_id === "marshmallow-code__marshmallow-81359")!;
+    const qualification = qualificationOf("marshmallow-code__marshmallow-81359");
     const before = qualification.runs.find((r) => r.state === "before")!;
     const f2p = JSON.parse(original.FAIL_TO_PASS!) as string[];
     // Each test that fails before crashes the run it is in; alone, it is counted failing, with the reason.
@@ -251,11 +258,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     // more commit on its base adds a requirements file pinning typing-extensions 4.5.0 (released
     // 2023-02-15, years after the task), the copy is dated 2019-03-15 (hypothesis then was 4.1x), and
     // its profile installs hypothesis with the shipped pytest profile's floor for Python 3.9.
-    const original = JSON.parse(
-      readFileSync(RECORDS, "utf8")
-        .split("\n")
-        .find((l) => l.includes('"marshmallow-code__marshmallow-1359"'))!,
-    ) as Record<string, string>;
+    const original = recordOf("marshmallow-code__marshmallow-1359");
     const mirrors = join(workDir, "lockstep-mirrors");
     const bare = join(mirrors, "marshmallow-code__marshmallow.git");
     mkdirSync(mirrors, { recursive: true });
@@ -323,11 +326,7 @@ describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories r
     const record = report.records.find((r) => r.instance_id === copy.instance_id)!;
     expect(record.requalified).toBe(true);
     expect(record.defects.filter((d) => d.kind !== "malformed_id")).toEqual([]);
-    const qualification = readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as QualificationRecord)
-      .find((q) => q.task_id === copy.instance_id)!;
+    const qualification = qualificationOf(copy.instance_id);
     expect(qualification.let_past_as_of).toEqual([
       {
         package: "typing-extensions",
