@@ -22,7 +22,7 @@ export function registerReport(program: Command, io: Io, exit: ExitCode): void {
     )
     .addHelpText(
       "after",
-      "\nExamples:\n  switch-swe report --results results/ --sessions manifests/demo/sessions --out results/report\n  switch-swe report --results results/ --sessions manifests/demo/sessions --context-managers opencode,opencode-router,opencode-rcm",
+      "\nExample:\n  switch-swe report --results results/ --sessions manifests/demo/sessions --out results/report\n  switch-swe report --results results/ --sessions manifests/demo/sessions --context-managers opencode,opencode-router,opencode-rcm",
     )
     .action(
       exit.act(async (opts) => {
