@@ -37,9 +37,15 @@ function resumes(groups: InteractionGroup[], tasks: Set<string>, assignments: Re
   return hasHistory && previous !== undefined && !(tasksOf(previous, assignments) ?? []).some((t) => tasks.has(t));
 }
 
-export function assemble(messages: SessionMessage[], assignments: Record<string, Assignment>, memory?: Record<string, TaskRecord>): Assembled {
+/** `read`: the messages' groups, when the caller has read them already (interactionGroups of the same messages). */
+export function assemble(
+  messages: SessionMessage[],
+  assignments: Record<string, Assignment>,
+  memory?: Record<string, TaskRecord>,
+  read?: InteractionGroup[],
+): Assembled {
   const whole = (unfiltered: Assembled["unfiltered"]): Assembled => ({ messages, unfiltered, droppedGroups: 0, condensedGroups: 0, records: [] });
-  const groups = interactionGroups(messages);
+  const groups = read ?? interactionGroups(messages);
   const current = groups.at(-1);
   if (!current?.request || current.shared) return whole("compaction");
   const assignment = assignments[current.request.info.id];

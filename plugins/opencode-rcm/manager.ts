@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, appendF
 import { join } from "node:path";
 import { assemble, type Assembled } from "./assemble.ts";
 import { callAuxiliary, logUsage, type AuxiliaryModel } from "./auxiliary.ts";
-import { interactionGroups, requestText, type SessionMessage } from "./history.ts";
+import { interactionGroups, requestText, type InteractionGroup, type SessionMessage } from "./history.ts";
 import { batches, emptyRecord, interactionInput, memoryPrompt, readMemoryAnswer, type TaskRecord } from "./memory.ts";
 import { assignByReference, learn, readRouterAnswer, referencesIn, routerPrompt, type Assignment, type CatalogueTask } from "./router.ts";
 
@@ -50,19 +50,21 @@ export class ResumptionContextManager {
     const sessionID = messages.find((m) => m.info.sessionID)?.info.sessionID;
     if (!sessionID) return messages;
     const state = this.load(sessionID);
-    await this.route(sessionID, messages, state);
-    if (this.options.mode === "rcm") await this.remember(sessionID, messages, state);
+    // The conversation read into groups once for the call: routing, memory and assembly share it.
+    const groups = interactionGroups(messages);
+    await this.route(sessionID, groups, state);
+    if (this.options.mode === "rcm") await this.remember(sessionID, groups, state);
     this.save(sessionID, state);
-    const assembled = assemble(messages, state.assignments, this.options.mode === "rcm" ? state.memory : undefined);
-    this.logDecision(sessionID, messages, state, assembled);
+    const assembled = assemble(messages, state.assignments, this.options.mode === "rcm" ? state.memory : undefined, groups);
+    this.logDecision(sessionID, groups, state, assembled);
     return assembled.messages;
   }
 
   /** Every request not yet assigned, in order: by its references, else by the router model. */
-  private async route(sessionID: string, messages: SessionMessage[], state: ConversationState): Promise<void> {
+  private async route(sessionID: string, groups: InteractionGroup[], state: ConversationState): Promise<void> {
     const newId = () => `t${state.tasks.length + 1}`;
     const earlier: { task: string; text: string }[] = [];
-    for (const group of interactionGroups(messages)) {
+    for (const group of groups) {
       if (!group.request || group.shared) continue;
       const id = group.request.info.id;
       const text = requestText(group.request);
@@ -97,8 +99,8 @@ export class ResumptionContextManager {
   }
 
   /** Folds every completed interaction not yet in its tasks' records into them, in bounded batches. */
-  private async remember(sessionID: string, messages: SessionMessage[], state: ConversationState): Promise<void> {
-    const groups = interactionGroups(messages).filter((g) => g.request && !g.shared);
+  private async remember(sessionID: string, all: InteractionGroup[], state: ConversationState): Promise<void> {
+    const groups = all.filter((g) => g.request && !g.shared);
     const current = groups.at(-1)?.request?.info.id;
     if (!this.options.auxiliary || !current || state.memoryFailedAt === current) return;
     const completed = groups.slice(0, -1);
@@ -142,14 +144,14 @@ export class ResumptionContextManager {
     renameSync(`${file}.partial`, file);
   }
 
-  private logDecision(sessionID: string, messages: SessionMessage[], state: ConversationState, assembled: Assembled): void {
-    const request = interactionGroups(messages).at(-1)?.request?.info.id;
+  private logDecision(sessionID: string, groups: InteractionGroup[], state: ConversationState, assembled: Assembled): void {
+    const request = groups.at(-1)?.request?.info.id;
     const line = {
       sessionID,
       request,
       assignment: request ? state.assignments[request] : undefined,
       sent_messages: assembled.messages.length,
-      of_messages: messages.length,
+      of_messages: groups.reduce((n, g) => n + g.messages.length, 0),
       dropped_groups: assembled.droppedGroups,
       condensed_groups: assembled.condensedGroups,
       records: assembled.records,
