@@ -8,7 +8,8 @@
  *
  *   model-endpoint
  *   → session, fidelity, report
- *     → engine, verifier
+ *     → project (a config and its work directory, opened once by every entrance)
+ *       → engine (the stage engine), verifier
  *       → profiles
  *         → executors
  *           → checkouts, changes, test-results
@@ -29,10 +30,11 @@ const LAYERS = {
   profiles: ["executors", "checkouts", "changes", "test-results"],
   verifier: ["profiles", "executors", "checkouts", "changes", "test-results"],
   engine: ["profiles", "executors", "checkouts", "changes", "test-results"],
-  session: ["engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
-  fidelity: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
+  project: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
+  session: ["project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
+  fidelity: ["project", "engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   report: ["session"],
-  "model-endpoint": ["session", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
+  "model-endpoint": ["session", "project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
 };
 
 const folderRules = Object.entries(LAYERS).map(([folder, below]) => ({
@@ -123,6 +125,28 @@ module.exports = {
       to: { path: "^plugins/" },
     },
     {
+      name: "config-read-by-the-project-alone",
+      severity: "error",
+      comment: "A config file is read in one place, Project.open: every entrance opens a project and asks it for the config's settings.",
+      from: { pathNot: "^pipeline/project/project\\.ts$" },
+      to: { path: "^pipeline/project/config\\.ts$", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "workspace-opened-by-the-project-alone",
+      severity: "error",
+      comment: "One workspace per work directory, the project's: others take it from the project (a type import is fine).",
+      from: { pathNot: "^pipeline/project/project\\.ts$" },
+      to: { path: "^pipeline/executors/workspace\\.ts$", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "one-docker-client",
+      severity: "error",
+      comment:
+        "The process's one Docker client comes from pipeline/executors/docker-engine.ts (dockerEngine()); nobody else makes one (a type import is fine).",
+      from: { pathNot: "^pipeline/executors/docker-engine\\.ts$" },
+      to: { path: "^node_modules/dockerode/", dependencyTypesNot: ["type-only"] },
+    },
+    {
       name: "bin-only-starts-the-cli",
       severity: "error",
       from: { path: "^bin/" },
@@ -131,7 +155,8 @@ module.exports = {
     ...folderRules,
   ],
   options: {
-    includeOnly: "^(bin|cli|pipeline|stages|demo|bench|plugins)/",
+    includeOnly: "^(bin|cli|pipeline|stages|demo|bench|plugins)/|^node_modules/dockerode/",
+    doNotFollow: { path: "^node_modules/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: { extensions: [".ts", ".mjs", ".js"] },

@@ -19,8 +19,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { OpenedBenchmark } from "../pipeline/engine/benchmark.ts";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { OpenedBenchmark } from "../pipeline/project/benchmark.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { benchmarkKnowledge } from "../pipeline/model-endpoint/knowledge.ts";
 import type { ModelScript } from "../pipeline/model-endpoint/scripts.ts";
@@ -47,12 +47,12 @@ const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-agents-"));
 const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
 try {
   const demo = await prepareDemoCopy(dir);
-  const built = await runPipeline(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
+  const built = await runProjectOnce(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
   if (!built.ok) throw new Error("the demo pipeline did not finish");
   const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
   const all = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions.map((s) => s.session_id);
   const only = sessionLimit > 0 ? all.slice(0, sessionLimit) : all;
-  const bench = () => OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log });
+  const bench = () => OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log });
   const b = bench();
   const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
   console.log(`${only.length} demo sessions × 2 conditions; verification with the local executor; ${jobs} job(s); tools in ${toolsDir}`);

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
 
@@ -12,7 +12,7 @@ try {
   const { options, server } = await prepareDemoCopy(dir);
   const time = async () => {
     const start = performance.now();
-    const summary = await runPipeline(options);
+    const summary = await runProjectOnce(options);
     return { ms: performance.now() - start, ran: summary.stages.filter((s) => s.status === "ran").map((s) => s.stage) };
   };
   const cold = await time();

@@ -1,12 +1,13 @@
 // The whole demo built and run twice from nothing, in two fresh directories: every artifact and
 // every published file must be byte-identical (SPEC: same inputs and seed, same outputs). The
 // tests check the same on a four-PR corpus (test/pipeline/faults.test.ts); this is the whole demo.
+import { WorkLayout } from "../pipeline/work-layout.ts";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { listTree } from "../pipeline/atomic.ts";
 import { sha256 } from "../pipeline/canonical.ts";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const executor = process.argv[2] === "docker" ? "docker" : "local";
@@ -16,11 +17,11 @@ async function runOnce(): Promise<{ files: Map<string, string>; seconds: number 
   try {
     const { options, server, workDir } = await prepareDemoCopy(dir);
     const started = performance.now();
-    const summary = await runPipeline(withExecution(options, { executor })).finally(() => server.stop());
+    const summary = await runProjectOnce(withExecution(options, { executor })).finally(() => server.stop());
     if (!summary.ok) throw new Error("the demo run failed");
     const files = new Map<string, string>();
     for (const [label, root] of [
-      ["artifacts", join(workDir, "artifacts")],
+      ["artifacts", new WorkLayout(workDir).artifacts],
       ["manifests", join(dir, "manifests", "demo")],
       ["audits", join(dir, "audits", "demo")],
       ["corpus", join(dir, "out", "demo-corpus", "github")],

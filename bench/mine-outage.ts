@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Fault } from "../demo/github-server.ts";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { mineStage } from "../stages/mine/index.ts";
 import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
@@ -27,7 +27,7 @@ try {
     const lines: string[] = [];
     const log = createLogger({ level: "info", write: (line) => lines.push(line) });
     const started = performance.now();
-    const summary = await runPipeline({ ...demo.options, stages: [mineStage], log });
+    const summary = await runProjectOnce({ ...demo.options, stages: [mineStage], log });
     const seconds = (performance.now() - started) / 1000;
     await demo.server.stop();
     const fact =

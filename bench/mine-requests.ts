@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
-import { requireFinished, runPipeline } from "../pipeline/engine/engine.ts";
+import { requireFinished } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { FakeGithub } from "../demo/github-server.ts";
 import { createGithubClient } from "../pipeline/github-client.ts";
 import { silentLogger } from "../pipeline/logger.ts";
@@ -20,7 +21,7 @@ try {
   const options = { ...demo.options, stages: [mineStage] };
   const log = demo.server.log;
 
-  const cold = await runPipeline(options);
+  const cold = await runProjectOnce(options);
   const prs = cold.stages[0]!.out;
   const coldLog = log.slice();
   // Attribute each request to the PR whose own endpoints were asked for most recently; a GraphQL
@@ -43,10 +44,10 @@ try {
   const over = totals.filter((t) => t.total > 8);
 
   const before = log.length;
-  const rerun = await runPipeline(options);
+  const rerun = await runProjectOnce(options);
   const plain = log.slice(before);
   const beforeForced = log.length;
-  requireFinished(await runPipeline(options, { force: true }), "bench/mine-requests.ts");
+  requireFinished(await runProjectOnce(options, { force: true }), "bench/mine-requests.ts");
   const forced = log.slice(beforeForced);
   await demo.server.stop();
 

@@ -4,40 +4,43 @@
 // overhead ≤ 1.15, builds ≤ distinct recipes (recipes that differ only in their second layer
 // share the first). Runs each executor that is available. Usage: npm run bench:qualify
 // (real repositories' builds: npm run bench:fidelity -- RECORDS.jsonl).
+import { WorkLayout } from "../pipeline/work-layout.ts";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import Docker from "dockerode";
+import { dockerEngine } from "../pipeline/executors/docker-engine.ts";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
-import { requireFinished, runPipeline } from "../pipeline/engine/engine.ts";
+import { requireFinished } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-qualify-"));
 try {
   const demo = await prepareDemoCopy(dir);
-  requireFinished(await runPipeline(demo.options, { only: "mine" }), "bench/qualify-overhead.ts");
-  requireFinished(await runPipeline(demo.options, { only: "split" }), "bench/qualify-overhead.ts");
+  requireFinished(await runProjectOnce(demo.options, { only: "mine" }), "bench/qualify-overhead.ts");
+  requireFinished(await runProjectOnce(demo.options, { only: "split" }), "bench/qualify-overhead.ts");
   const jobs = availableParallelism();
-  const metricsFile = join(demo.workDir, "logs", "metrics.jsonl");
-  mkdirSync(join(demo.workDir, "logs"), { recursive: true });
-  const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(new Docker())) ? (["docker"] as const) : [])];
+  const layout = new WorkLayout(demo.workDir);
+  const metricsFile = layout.metrics;
+  mkdirSync(layout.logs, { recursive: true });
+  const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(dockerEngine())) ? (["docker"] as const) : [])];
   for (const executor of executors) {
     const options = withExecution(demo.options, { executor, jobs });
     writeFileSync(metricsFile, "");
     // Cold (environments may be built; Docker images persist between runs of this benchmark).
-    const cold = await runPipeline(options, { only: "qualify", force: true });
+    const cold = await runProjectOnce(options, { only: "qualify", force: true });
     const buildMetrics = readMetrics().filter((m) => m.environment_built);
     const builds = buildMetrics.length;
     const buildMinutes = buildMetrics.reduce((sum, m) => sum + Number(m.build_seconds ?? 0), 0) / 60;
     writeFileSync(metricsFile, "");
     const started = performance.now();
-    const warm = await runPipeline(options, { only: "qualify", force: true });
+    const warm = await runProjectOnce(options, { only: "qualify", force: true });
     const wall = (performance.now() - started) / 1000;
     const runs = readMetrics().filter((m) => m.pytest_seconds !== undefined);
     const pytest = runs.reduce((s, m) => s + Number(m.pytest_seconds), 0);
     const processes = runs.reduce((s, m) => s + Number(m.wall_seconds), 0);
     const recipes = new Set(
-      readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
+      readFileSync(layout.artifact("qualify", "qualifications"), "utf8")
         .split("\n")
         .filter(Boolean)
         .map((l) => JSON.parse(l).environment_key),

@@ -9,7 +9,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runPipeline, type RunSummary } from "../pipeline/engine/engine.ts";
+import { type RunSummary } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 import { createFleetNetwork, removeFleetLeftovers, startWorkerContainer, type WorkerContainer, workersOn } from "../test/helpers/fleet.ts";
@@ -53,7 +54,7 @@ export async function benchIsolatedFleet(): Promise<void> {
     };
     const timed = async (label: string) => {
       lines.length = 0;
-      const summary = await runPipeline({ ...withExecution(demo.options, execution), log }, { from: "qualify" });
+      const summary = await runProjectOnce({ ...withExecution(demo.options, execution), log }, { from: "qualify" });
       if (!summary.ok) throw new Error(`the run on ${label} did not finish`);
       const seconds = stageSeconds(summary, ["qualify", "oracle"]);
       const overhead = lines.find((line) => line.includes("ms of queue overhead a job")) ?? "";
@@ -63,7 +64,7 @@ export async function benchIsolatedFleet(): Promise<void> {
       );
     };
     try {
-      const warm = await runPipeline({ ...withExecution(demo.options, execution), log });
+      const warm = await runProjectOnce({ ...withExecution(demo.options, execution), log });
       if (!warm.ok) throw new Error("the warm-up run did not finish");
       await timed("2 isolated workers");
       workers[1]!.remove();

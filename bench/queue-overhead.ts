@@ -12,7 +12,8 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { requireFinished, runPipeline, type RunSummary } from "../pipeline/engine/engine.ts";
+import { requireFinished, type RunSummary } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
 import { startRedis } from "../test/helpers/redis.ts";
@@ -31,10 +32,13 @@ if (!redis) throw new Error("bench:queue needs redis-server (apt-get install red
 try {
   // Environments are built before timing: both runs find them ready (the workers' in their own directories).
   const local = await prepareDemoCopy(join(dir, "local"));
-  requireFinished(await runPipeline(withExecution(local.options, { executor: "local", jobs })).finally(() => local.server.stop()), "bench/queue-overhead.ts");
+  requireFinished(
+    await runProjectOnce(withExecution(local.options, { executor: "local", jobs })).finally(() => local.server.stop()),
+    "bench/queue-overhead.ts",
+  );
   const timedLocal = await prepareDemoCopy(join(dir, "local-timed"), { corpusDir: join(dir, "local", "out", "demo-corpus") });
   const localOptions = withExecution({ ...timedLocal.options, workDir: local.workDir }, { executor: "local", jobs });
-  const localSummary = await runPipeline(localOptions, { from: "qualify" }).finally(() => timedLocal.server.stop());
+  const localSummary = await runProjectOnce(localOptions, { from: "qualify" }).finally(() => timedLocal.server.stop());
 
   const workers = Array.from({ length: jobs }, (_, i) =>
     spawn(
@@ -67,9 +71,9 @@ try {
     queue: { redis: redis.url, name: "bench", wait_for_worker_seconds: 60 },
   };
   // A first run builds the workers' environments; the second, forced from qualify, is timed.
-  requireFinished(await runPipeline({ ...withExecution(queued.options, queueExecution), log }), "bench/queue-overhead.ts");
+  requireFinished(await runProjectOnce({ ...withExecution(queued.options, queueExecution), log }), "bench/queue-overhead.ts");
   lines.length = 0;
-  const queueSummary = await runPipeline({ ...withExecution(queued.options, queueExecution), log }, { from: "qualify" }).finally(() => queued.server.stop());
+  const queueSummary = await runProjectOnce({ ...withExecution(queued.options, queueExecution), log }, { from: "qualify" }).finally(() => queued.server.stop());
   for (const w of workers) w.kill("SIGTERM");
 
   const stages = ["qualify", "oracle"];

@@ -10,9 +10,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadAgent, runAllSessions } from "../pipeline/session/runs.ts";
-import { OpenedBenchmark } from "../pipeline/engine/benchmark.ts";
+import { OpenedBenchmark } from "../pipeline/project/benchmark.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
-import { runPipeline } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { SessionIndex } from "../pipeline/schemas/session.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
@@ -22,7 +22,7 @@ const executor = (executorArg >= 0 ? process.argv[executorArg + 1] : "local") as
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-session-"));
 try {
   const demo = await prepareDemoCopy(dir);
-  const built = await runPipeline(withExecution(demo.options, { executor })).finally(() => demo.server.stop());
+  const built = await runProjectOnce(withExecution(demo.options, { executor })).finally(() => demo.server.stop());
   if (!built.ok) throw new Error("the demo pipeline did not finish");
   const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
   const sessions = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions.length;
@@ -38,7 +38,7 @@ try {
     const agent = loadAgent(file);
     const name = agent.name;
     const started = Date.now();
-    const { ran, failed } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), {
+    const { ran, failed } = await runAllSessions(OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor }, log: log }), {
       manifest,
       conditions: ["control", "switched"],
       agent,

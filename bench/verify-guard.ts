@@ -5,11 +5,13 @@
 // and its ratio (the guarded runner writes no JUnit report, so pytest's own session time is not
 // compared). Also the oracle stage's wall time per
 // verifier run. Runs each executor that is available. Usage: npm run bench:verify
+import { WorkLayout } from "../pipeline/work-layout.ts";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Docker from "dockerode";
-import { requireFinished, runPipeline } from "../pipeline/engine/engine.ts";
+import { dockerEngine } from "../pipeline/executors/docker-engine.ts";
+import { requireFinished } from "../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../pipeline/project/project.ts";
 import { environmentSpec } from "../pipeline/executors/environment.ts";
 import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "../pipeline/executors/index.ts";
 import { dockerAvailable } from "../pipeline/executors/docker.ts";
@@ -27,22 +29,23 @@ const REPEATS = 3;
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-verify-"));
 try {
   const demo = await prepareDemoCopy(dir);
+  const layout = new WorkLayout(demo.workDir);
   const upTo = (last: string) => demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf(last as never));
-  const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(new Docker())) ? (["docker"] as const) : [])];
+  const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(dockerEngine())) ? (["docker"] as const) : [])];
   // qualify runs locally; the oracle (run alone below) on each executor in turn.
-  requireFinished(await runPipeline({ ...withExecution(demo.options, { executor: "local" }), stages: upTo("audit") }), "bench/verify-guard.ts");
-  const mirrors = new MirrorCache(join(demo.workDir, "git"));
+  requireFinished(await runProjectOnce({ ...withExecution(demo.options, { executor: "local" }), stages: upTo("audit") }), "bench/verify-guard.ts");
+  const mirrors = new MirrorCache(layout.mirrors);
   const profileDir = join(dir, "demo", "repos");
   const profiles = loadProfiles(
     readdirSync(profileDir).map((name) => ({ path: join(profileDir, name), text: readFileSync(join(profileDir, name), "utf8") })),
   ).profiles;
   const rulesOf = (repo: string) => profiles.get(repo)!.profile.classification;
-  const scratch = join(dir, "scratch");
+  const scratch = join(dir, "checkouts");
   mkdirSync(scratch, { recursive: true });
   for (const kind of executors) {
-    const oracle = await runPipeline({ ...withExecution(demo.options, { executor: kind }), stages: upTo("oracle") }, { only: "oracle", force: true });
+    const oracle = await runProjectOnce({ ...withExecution(demo.options, { executor: kind }), stages: upTo("oracle") }, { only: "oracle", force: true });
     const stage = oracle.stages.find((s) => s.stage === "oracle")!;
-    const heldout = readFileSync(join(demo.workDir, "artifacts", "oracle", "heldout.jsonl"), "utf8")
+    const heldout = readFileSync(layout.artifact("oracle", "heldout"), "utf8")
       .split("\n")
       .filter(Boolean)
       .map((l) => HeldoutTask.parse(JSON.parse(l)));
@@ -87,7 +90,7 @@ try {
       `  test process wall time: plain ${totals.plain.toFixed(1)}s, guarded ${totals.guarded.toFixed(1)}s, ratio ${(totals.guarded / totals.plain).toFixed(3)} (${((1000 * (totals.guarded - totals.plain)) / runs).toFixed(0)} ms a run)`,
     );
     // A check stops at its first contrary run, so a rejected task has fewer than 6.
-    const verifierRuns = readFileSync(join(demo.workDir, "artifacts", "oracle", "results.jsonl"), "utf8")
+    const verifierRuns = readFileSync(layout.artifact("oracle", "results"), "utf8")
       .split("\n")
       .filter(Boolean)
       .reduce((n, l) => n + JSON.parse(l).runs.length, 0);

@@ -1,20 +1,19 @@
 import { join } from "node:path";
 import { type Command, Option } from "commander";
-import { BUILT_STAGES } from "../../stages/index.ts";
-import { loadConfig } from "../../pipeline/engine/config.ts";
+import type { Project } from "../../pipeline/project/project.ts";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 import { positiveWholeNumber } from "../numeric-options.ts";
-import { runWithConfig } from "../run-config.ts";
+import { openRunProject, runProject } from "../run-config.ts";
 
 /**
  * Serves the demo corpus's GitHub records on the loopback address the config's mine.github.api_url
  * names, so the config (and with it every cache key) stays the same from run to run.
  */
-async function serveDemoApi(io: Io, configPath: string, recordsDir: string): Promise<FakeGithub | undefined> {
-  const loaded = loadConfig(configPath, BUILT_STAGES);
-  const apiUrl = (loaded.config.stages.mine as { github?: { api_url?: string } } | undefined)?.github?.api_url;
+async function serveDemoApi(io: Io, project: Project, recordsDir: string): Promise<FakeGithub | undefined> {
+  const configPath = project.configPath;
+  const apiUrl = (project.stageConfigs.mine as { github?: { api_url?: string } } | undefined)?.github?.api_url;
   if (!apiUrl) return undefined;
   const url = new URL(apiUrl);
   if (url.hostname !== "127.0.0.1" && url.hostname !== "localhost")
@@ -52,12 +51,13 @@ export function registerDemo(program: Command, io: Io, exit: ExitCode): void {
         io.err(
           `demo corpus: ${corpus.records} pull requests in ${corpus.repositories.join(", ")} (${corpus.built ? "built" : "already built"}) at ${corpus.dir}\n`,
         );
-        const server = await serveDemoApi(io, opts.config, join(corpus.dir, "github"));
+        const project = openRunProject(io, opts.config, Boolean(opts.quiet), { executor: opts.executor, jobs: opts.jobs });
+        const server = await serveDemoApi(io, project, join(corpus.dir, "github")).catch(async (error) => {
+          await project.close();
+          throw error;
+        });
         try {
-          return await runWithConfig(io, opts.config, { force: opts.force, keepGoing: opts.keepGoing }, Boolean(opts.quiet), {
-            executor: opts.executor,
-            jobs: opts.jobs,
-          });
+          return await runProject(io, project, { force: opts.force, keepGoing: opts.keepGoing }, Boolean(opts.quiet));
         } finally {
           await server?.stop();
         }

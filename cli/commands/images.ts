@@ -1,13 +1,13 @@
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { tmpdir } from "node:os";
 import type { Command } from "commander";
-import Docker from "dockerode";
-
+import { dockerEngine } from "../../pipeline/executors/docker-engine.ts";
 import { buildBaseImage } from "../../pipeline/executors/docker.ts";
 import { listImages, pruneImages } from "../../pipeline/executors/images.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
-import { buildPipelineImages } from "../../pipeline/engine/images.ts";
+import { buildPipelineImages } from "../../pipeline/project/environment-images.ts";
+import { Project } from "../../pipeline/project/project.ts";
 
 export function registerImages(program: Command, io: Io, exit: ExitCode): void {
   const images = program.command("images").description("build, list and prune the Docker images the docker executor uses");
@@ -33,12 +33,16 @@ export function registerImages(program: Command, io: Io, exit: ExitCode): void {
     .action(
       exit.act(async (opts) => {
         requirePath("--config", opts.config, "file");
-        const log = createLogger({ write: (line) => io.err(line + "\n") });
-        await buildPipelineImages(opts.config, BUILT_STAGES, log, (image) =>
-          io.out(
-            `${image.built ? "built" : "present"} ${image.tag}  ${image.repo}${image.baseCommit ? ` at ${image.baseCommit.slice(0, 12)}` : ""}  as of ${image.asOf ?? "today"}\n`,
-          ),
-        );
+        const project = Project.open(opts.config, { stages: BUILT_STAGES, log: createLogger({ write: (line) => io.err(line + "\n") }) });
+        try {
+          await buildPipelineImages(project, (image) =>
+            io.out(
+              `${image.built ? "built" : "present"} ${image.tag}  ${image.repo}${image.baseCommit ? ` at ${image.baseCommit.slice(0, 12)}` : ""}  as of ${image.asOf ?? "today"}\n`,
+            ),
+          );
+        } finally {
+          await project.close();
+        }
         return 0;
       }),
     );
@@ -48,7 +52,7 @@ export function registerImages(program: Command, io: Io, exit: ExitCode): void {
     .addHelpText("after", "\nExample:\n  switch-swe images list")
     .action(
       exit.act(async () => {
-        for (const image of await listImages(new Docker())) io.out(`${image.tag}  ${(image.size / 2 ** 20).toFixed(0)} MiB  ${image.repo ?? ""}\n`);
+        for (const image of await listImages(dockerEngine())) io.out(`${image.tag}  ${(image.size / 2 ** 20).toFixed(0)} MiB  ${image.repo ?? ""}\n`);
         return 0;
       }),
     );
@@ -59,7 +63,7 @@ export function registerImages(program: Command, io: Io, exit: ExitCode): void {
     .addHelpText("after", "\nExample:\n  switch-swe images prune")
     .action(
       exit.act(async (opts) => {
-        const removed = await pruneImages(new Docker(), Boolean(opts.all));
+        const removed = await pruneImages(dockerEngine(), Boolean(opts.all));
         io.out(removed.map((t) => `removed ${t}\n`).join("") || "nothing to remove\n");
         return 0;
       }),

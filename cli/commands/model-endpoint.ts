@@ -1,5 +1,5 @@
 import { type Command, Option } from "commander";
-import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
+import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { benchmarkKnowledge } from "../../pipeline/model-endpoint/knowledge.ts";
 import { MODEL_SCRIPTS, type ModelScript } from "../../pipeline/model-endpoint/scripts.ts";
@@ -23,7 +23,7 @@ export function registerModelEndpoint(program: Command, io: Io, exit: ExitCode):
         requirePath("--config", opts.config, "file");
         const port: number = opts.port;
         const log = createLogger({ level: "info", write: (line) => io.err(line + "\n") });
-        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, { log, ...(opts.heldout ? { heldoutDir: opts.heldout } : {}) });
+        const bench = OpenedBenchmark.open(opts.config, { stages: BUILT_STAGES, log, ...(opts.heldout ? { heldoutDir: opts.heldout } : {}) });
         const knowledge = await benchmarkKnowledge(bench).finally(() => bench.close());
         const endpoint = await ModelEndpoint.start({ script: opts.script as ModelScript, knowledge, port, ...(opts.log ? { logFile: opts.log } : {}) });
         io.out(`${endpoint.url}\n`);

@@ -3,8 +3,8 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { emitStage } from "../../stages/emit/index.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
-import { loadConfig } from "../../pipeline/engine/config.ts";
-import { parseStageConfig } from "../../pipeline/engine/engine.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { Project } from "../../pipeline/project/project.ts";
 import { writeResultsReport } from "../../pipeline/report/results.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 
@@ -32,8 +32,8 @@ export function registerReport(program: Command, io: Io, exit: ExitCode): void {
         let sessionsDir = opts.sessions as string | undefined;
         if (!sessionsDir) {
           if (!opts.config) throw new UsageError("give --sessions DIR, or --config FILE whose emit.out_dir holds the sessions");
-          const loaded = loadConfig(opts.config, BUILT_STAGES);
-          sessionsDir = resolve(loaded.baseDir, parseStageConfig(emitStage, loaded.config.stages.emit).out_dir, "sessions");
+          const project = Project.open(opts.config, { stages: BUILT_STAGES, log: silentLogger });
+          sessionsDir = resolve(project.baseDir, project.stageConfig(emitStage).out_dir, "sessions");
         }
         const trio = opts.contextManagers === undefined ? undefined : String(opts.contextManagers).split(",");
         if (trio && (trio.length !== 3 || trio.some((t) => !t.trim())))

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { type Command, Option } from "commander";
-import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
+import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { type Condition, loadAgent, runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
 import { modelTarget, withModelOptions } from "../model-options.ts";
@@ -36,7 +36,8 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
         ] as const)
           requirePath(flag, opts[flag.slice(2)], kind);
         const log = logger(Boolean(opts.quiet));
-        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, {
+        const bench = OpenedBenchmark.open(opts.config, {
+          stages: BUILT_STAGES,
           overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
           log,
         });
@@ -86,7 +87,8 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
         const conditions: Condition[] = opts.conditions === "both" ? ["control", "switched"] : [opts.conditions];
         const out = opts.out ?? join("results", agent.name);
         const log = logger(Boolean(opts.quiet));
-        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, {
+        const bench = OpenedBenchmark.open(opts.config, {
+          stages: BUILT_STAGES,
           overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
           log,
         });

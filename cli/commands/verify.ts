@@ -1,6 +1,6 @@
 import { type Command, Option } from "commander";
 import { writeFileAtomic } from "../../pipeline/atomic.ts";
-import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
+import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { formatVerification, verifySubmission } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
@@ -40,7 +40,8 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
         requirePath("--checkout", opts.checkout, "directory");
         requirePath("--heldout", opts.heldout, "directory");
         const log = createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") });
-        const bench = OpenedBenchmark.open(opts.config, BUILT_STAGES, {
+        const bench = OpenedBenchmark.open(opts.config, {
+          stages: BUILT_STAGES,
           overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
           heldoutDir: opts.heldout,
           log,

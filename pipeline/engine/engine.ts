@@ -7,13 +7,17 @@ import { STAGE_ORDER, type StageName } from "../schemas/common.ts";
 import { PipelineSettings } from "./settings.ts";
 import { inputsOf, type AnyStage } from "./stage.ts";
 import { PipelineError, runStage, type RunResources } from "./stage-run.ts";
-import { Workspace } from "./workspace.ts";
-import { ArtifactStore } from "./store.ts";
+import type { Workspace } from "../executors/workspace.ts";
+import type { ArtifactStore } from "./store.ts";
 
 export { parseStageConfig, PipelineError } from "./stage-run.ts";
 
+/** What one run of the stage engine is given: the project's work directory (its store and workspace) and its config. */
 export interface EngineOptions {
-  workDir: string;
+  /** The work directory's artifacts, record cache and lock file. */
+  store: ArtifactStore;
+  /** The work directory's mirrors, scratch, logs and executors; the caller opens and closes it. */
+  workspace: Workspace;
   /** Relative paths in stage configs are resolved against this (the config file's directory). */
   baseDir: string;
   stages: AnyStage[];
@@ -106,28 +110,26 @@ export function orderStages(stages: AnyStage[]): AnyStage[] {
 }
 
 export async function runPipeline(options: EngineOptions, runOptions: RunOptions = {}): Promise<RunSummary> {
-  const store = new ArtifactStore(options.workDir);
+  const { store, workspace } = options;
+  const workDir = workspace.dir;
   let release: () => void;
   try {
-    release = acquireRunLock(options.workDir);
+    release = acquireRunLock(workspace.layout);
   } catch (error) {
     if (error instanceof RunLockError) throw new PipelineError(error.message);
     throw error;
   }
-  let workspace: Workspace | undefined;
   try {
-    const leftovers = await removeLeftovers(options.workDir, options.log);
+    const leftovers = await removeLeftovers(workspace.layout, options.log);
     if (leftovers.length) options.log.info(`removed what an interrupted run left behind: ${leftovers.join(", ")}`);
-    let removed = removeStaleTempFiles(options.workDir);
+    let removed = removeStaleTempFiles(workDir);
     for (const entry of Object.values(store.readLock().stages)) {
       for (const dir of entry?.published_dirs ?? [])
         removed += recoverPublishedDirectory(resolve(options.baseDir, dir)) + removeStaleTempFiles(resolve(options.baseDir, dir));
     }
     if (removed) options.log.info(`removed ${removed} temporary file(s) left by an interrupted run`);
     const settings = options.settings ?? PipelineSettings.parse({});
-    workspace = Workspace.open(options.workDir, settings.execution, options.log);
     const run: RunResources = {
-      workDir: options.workDir,
       baseDir: options.baseDir,
       seed: options.seed,
       benchmark: options.name ?? "benchmark",
@@ -138,7 +140,6 @@ export async function runPipeline(options: EngineOptions, runOptions: RunOptions
     };
     return await runStages(store, run, options, runOptions);
   } finally {
-    await workspace?.close();
     release();
   }
 }

@@ -1,10 +1,11 @@
 import { isNoSpace, NoSpaceLeft, writingTo } from "../failures.ts";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeSync } from "node:fs";
 import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
-import Docker from "dockerode";
+import { basename, join, resolve } from "node:path";
+import { dockerEngine } from "../executors/docker-engine.ts";
 import { WORK_LABEL } from "../executors/index.ts";
 import type { Logger } from "../logger.ts";
+import type { WorkLayout } from "../work-layout.ts";
 
 export class RunLockError extends Error {
   override name = "RunLockError";
@@ -69,8 +70,9 @@ function readHolder(path: string): LockHolder | undefined {
  * the other's outputs. A lock whose process has exited, or whose process id now names another
  * process, is taken over.
  */
-export function acquireRunLock(workDir: string): () => void {
-  const path = join(workDir, ".run.lock");
+export function acquireRunLock(layout: WorkLayout): () => void {
+  const workDir = layout.root;
+  const path = layout.runLock;
   writingTo(workDir, () => mkdirSync(workDir, { recursive: true }));
   const me: LockHolder = { pid: process.pid, start: processStart(process.pid), boot: bootId() };
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -102,10 +104,9 @@ export function acquireRunLock(workDir: string): () => void {
  * (so nothing else is using them): partial environments and mirror clones (`*.partial-<pid>`),
  * scratch checkouts, and test containers labelled with this work directory. Returns what it removed.
  */
-export async function removeLeftovers(workDir: string, log: Logger): Promise<string[]> {
+export async function removeLeftovers(layout: WorkLayout, log: Logger): Promise<string[]> {
   const removed: string[] = [];
-  for (const sub of ["envs", "git"]) {
-    const dir = join(workDir, sub);
+  for (const { name: sub, dir } of layout.partialHolders) {
     if (!existsSync(dir)) continue;
     for (const name of readdirSync(dir)) {
       if (/\.partial-\d+$/.test(name)) {
@@ -118,14 +119,14 @@ export async function removeLeftovers(workDir: string, log: Logger): Promise<str
       }
     }
   }
-  const scratch = join(workDir, "scratch");
+  const scratch = layout.scratch("run");
   if (existsSync(scratch)) {
     for (const name of readdirSync(scratch)) {
       rmSync(join(scratch, name), { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
-      removed.push(`scratch/${name}`);
+      removed.push(`${basename(scratch)}/${name}`);
     }
   }
-  removed.push(...(await removeLabelledContainers(workDir, log)));
+  removed.push(...(await removeLabelledContainers(layout.root, log)));
   return removed;
 }
 
@@ -165,7 +166,7 @@ function stopProcessesWorkingIn(path: string): void {
 }
 
 async function removeLabelledContainers(workDir: string, log: Logger): Promise<string[]> {
-  const docker = new Docker();
+  const docker = dockerEngine();
   try {
     await docker.ping();
   } catch {

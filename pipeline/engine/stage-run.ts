@@ -1,12 +1,12 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
-import { join, relative, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { listTree, PUBLISH_MARKER, replaceDirectoryAtomic } from "../atomic.ts";
 import { compareKeys, hashValue, sha256 } from "../canonical.ts";
 import { codeVersion } from "../code-version.ts";
 import { decodeStrict } from "../decode.ts";
 import { loadProfiles, type ProfileSet } from "../profiles/load.ts";
-import type { Workspace } from "./workspace.ts";
+import type { Workspace } from "../executors/workspace.ts";
 import { createGithubClient, readToken } from "../github-client.ts";
 import type { Logger } from "../logger.ts";
 import type { Progress } from "../progress.ts";
@@ -27,7 +27,6 @@ const TRANSIENT_REASONS: ReadonlySet<string> = new Set(["internal_error", "infra
 
 /** What one run of the pipeline shares between its stages. */
 export interface RunResources {
-  workDir: string;
   baseDir: string;
   seed: string;
   benchmark: string;
@@ -242,15 +241,15 @@ function stageContext(
       published.dirs.push(rel);
     },
     metric: (values) => {
-      mkdirSync(join(run.workDir, "logs"), { recursive: true });
-      appendFileSync(join(run.workDir, "logs", "metrics.jsonl"), JSON.stringify({ stage: stage.name, ...values }) + "\n");
+      const file = run.workspace.layout.metrics;
+      mkdirSync(dirname(file), { recursive: true });
+      appendFileSync(file, JSON.stringify({ stage: stage.name, ...values }) + "\n");
     },
     saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
     github: ({ baseUrl, offline, tokenFile, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs, timeoutSeconds }) => {
       const token = readToken(process.env, tokenFile ? resolve(run.baseDir, tokenFile) : undefined);
       // One cache per API (host, port and path): two APIs on one host must not share answers.
-      const url = new URL(baseUrl);
-      const cacheDir = join(run.workDir, "http-cache", `${url.host}${url.pathname.replace(/\/+$/, "")}`.replace(/[^\w.-]/g, "_"));
+      const cacheDir = run.workspace.layout.httpCache(baseUrl);
       return {
         ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs, timeoutSeconds }),
         token,

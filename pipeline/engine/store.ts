@@ -1,10 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { z } from "zod";
 import { writeFileAtomic } from "../atomic.ts";
 import { canonicalJson, sha256 } from "../canonical.ts";
 import { StageName } from "../schemas/common.ts";
+import { WorkLayout } from "../work-layout.ts";
 
 export const LockEntry = z.object({
   key: z.string(),
@@ -30,14 +31,22 @@ export type LockFile = z.infer<typeof LockFile>;
 
 /** The work directory: artifacts, the per-record cache and the lock file. All writes are atomic. */
 export class ArtifactStore {
-  constructor(readonly root: string) {}
+  readonly layout: WorkLayout;
+
+  constructor(root: string | WorkLayout) {
+    this.layout = typeof root === "string" ? new WorkLayout(root) : root;
+  }
+
+  get root(): string {
+    return this.layout.root;
+  }
 
   get lockPath(): string {
-    return join(this.root, "switch-swe.lock.json");
+    return this.layout.lockFile;
   }
 
   artifactPath(stage: StageName, name: string): string {
-    return join(this.root, "artifacts", stage, `${name}.jsonl`);
+    return this.layout.artifact(stage, name);
   }
 
   readLock(): LockFile {
@@ -75,7 +84,7 @@ export class ArtifactStore {
   }
 
   private cachePath(stage: StageName, key: string): string {
-    return join(this.root, "cache", stage, key.slice(0, 2), `${key}.json`);
+    return this.layout.recordCache(stage, key);
   }
 
   async readRecordCache(stage: StageName, key: string): Promise<unknown | undefined> {

@@ -1,4 +1,5 @@
-import Docker from "dockerode";
+import type Docker from "dockerode";
+import { dockerEngine } from "./docker-engine.ts";
 import { InfrastructureFault } from "./types.ts";
 
 /**
@@ -61,7 +62,7 @@ export function engineFault(error: unknown, what: string): Error {
   return status && status >= 400 && status < 500 ? new Error(message) : new InfrastructureFault(message);
 }
 
-export async function dockerAvailable(docker = new Docker()): Promise<boolean> {
+export async function dockerAvailable(docker: Docker = dockerEngine()): Promise<boolean> {
   try {
     await docker.ping();
     return true;

@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises
 import { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { ChannelReader, channelToken } from "./guarded.ts";

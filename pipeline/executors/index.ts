@@ -1,6 +1,6 @@
-import { join } from "node:path";
-import Docker from "dockerode";
+import { dockerEngine } from "./docker-engine.ts";
 import type { Logger } from "../logger.ts";
+import { WorkLayout } from "../work-layout.ts";
 import { BaseImages, type BaseImageSources, BaseImageUnavailable, DEFAULT_BASE_IMAGE_SOURCES } from "./base-images.ts";
 import { DEFAULT_LIMITS, DockerExecutor, dockerAvailable, type DockerLimits } from "./docker.ts";
 
@@ -40,11 +40,11 @@ const DEFAULT_QUEUE = { redis: "redis://127.0.0.1:6379", name: "switch-swe", wai
 /**
  * The one place executors are made. `auto` takes Docker when an engine answers and otherwise the
  * local executor, saying loudly that the repository's code will run unsandboxed; `queue` connects
- * to the workers' queue in Redis. Environments live under `envRoot` (default `<workDir>/envs`),
+ * to the workers' queue in Redis. Environments live in the work directory's `envs/`,
  * builds share one uv download and wheel cache there and keep every build's whole log, and test
  * containers carry a label naming `workDir`.
  */
-export async function createExecutor(settings: ExecutorSettings, place: { workDir: string; envRoot?: string; log: Logger }): Promise<Executor> {
+export async function createExecutor(settings: ExecutorSettings, place: { workDir: string; log: Logger }): Promise<Executor> {
   const l = settings.limits;
   const limits: DockerLimits = { memoryBytes: l.memory_mb * 2 ** 20, pids: l.pids, cpus: l.cpus };
   const pythonDownloads = settings.python_downloads ?? "auto";
@@ -61,13 +61,14 @@ export async function createExecutor(settings: ExecutorSettings, place: { workDi
       gitService: queue.git_service ?? DEFAULT_GIT_SERVICE,
     });
   }
-  const envRoot = place.envRoot ?? join(place.workDir, "envs");
-  const docker = new Docker();
+  const layout = new WorkLayout(place.workDir);
+  const envRoot = layout.environments;
+  const docker = dockerEngine();
   const dockerOptions = {
     limits,
     labels: { [WORK_LABEL]: place.workDir },
-    cacheDir: join(envRoot, "uv-cache"),
-    logDir: join(envRoot, "build-logs"),
+    cacheDir: layout.uvCache,
+    logDir: layout.buildLogs,
     pythonDownloads,
   };
   const baseImages = new BaseImages(docker, place.log, settings.base_images ?? DEFAULT_BASE_IMAGE_SOURCES);

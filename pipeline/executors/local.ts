@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { environmentsLayout } from "../work-layout.ts";
 import { cp, mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
@@ -68,7 +69,7 @@ export class LocalExecutor implements Executor {
   }
 
   private get cacheDir(): string {
-    return join(this.root, "uv-cache");
+    return environmentsLayout(this.root).uvCache;
   }
 
   async ensureEnvironment(env: EnvironmentSpec, base?: BaseRevision): Promise<{ built: boolean }> {
@@ -88,7 +89,7 @@ export class LocalExecutor implements Executor {
       outputLimit: 16_000_000,
       killWhenOrphaned: true,
     });
-    const logPath = await saveBuildLog(join(this.root, "build-logs"), logName, result.output);
+    const logPath = await saveBuildLog(environmentsLayout(this.root).buildLogs, logName, result.output);
     if (result.code !== 0 || result.timedOut)
       buildFailure(
         `${what} failed`,

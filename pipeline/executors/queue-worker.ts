@@ -2,12 +2,13 @@ import { mkdirSync } from "node:fs";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { type Job, Worker } from "bullmq";
-import Docker from "dockerode";
+import { dockerEngine } from "./docker-engine.ts";
 import { Redis } from "ioredis";
 import { writeFileAtomic } from "../atomic.ts";
 import { baseRevision, freshCheckout } from "../checkouts/checkout.ts";
 import { TransientFailure } from "../failures.ts";
 import { MirrorCache } from "../git.ts";
+import { WorkLayout } from "../work-layout.ts";
 import { InputError } from "../validation.ts";
 import { gitServiceAuthEnv } from "./git-service.ts";
 import { freeDisk, imagePythons, selfCheck, WorkerHealth } from "./worker-health.ts";
@@ -63,7 +64,7 @@ async function workerPythons(options: QueueWorkerOptions): Promise<string[]> {
     if (!pythons.length) throw new TransientFailure("no Python interpreter found on this machine (python3, python3.X)");
     return pythons;
   }
-  const docker = new Docker();
+  const docker = dockerEngine();
   if (!(await dockerAvailable(docker)))
     throw new TransientFailure("no Docker engine answers on this machine: start dockerd, or run this worker with --executor local --allow-local");
   const pythons = await imagePythons(docker);
@@ -121,8 +122,9 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   const pythons = pythonDownloads ? [...new Set([...installed, ...UV_MANAGED_PYTHONS])].sort() : installed;
   const redis = await connectRedis(options.redis, true);
   const workDir = resolve(options.workDir);
-  const scratch = join(workDir, "scratch");
-  const logs = join(workDir, "run-logs");
+  const layout = new WorkLayout(workDir);
+  const scratch = layout.scratch("run");
+  const logs = layout.workerLogs;
   mkdirSync(scratch, { recursive: true });
   mkdirSync(logs, { recursive: true });
   const id = options.id ?? `${hostname()}-${process.pid}`;
@@ -130,7 +132,7 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<{ i
   const executorFor = (limits: DockerLimits | undefined) => executors.for(limits);
   const served = new Set<string>();
   const fetchEnv = (source: string) => (served.has(source) ? gitServiceAuthEnv(options.gitToken) : {});
-  const mirrors = new MirrorCache(join(workDir, "git"), fetchEnv);
+  const mirrors = new MirrorCache(layout.mirrors, fetchEnv);
   const counters = { done: 0, failed: 0, active: 0 };
   const checks = { executor: options.executor, pythons: installed, workDir, minFree: options.minFreeDiskBytes ?? DEFAULT_MIN_FREE_DISK_BYTES, fetchEnv };
   let consumers: ReturnType<typeof consumeQueues> | undefined;

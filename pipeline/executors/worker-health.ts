@@ -1,5 +1,6 @@
 import { statfsSync } from "node:fs";
-import Docker from "dockerode";
+import type Docker from "dockerode";
+import { dockerEngine } from "./docker-engine.ts";
 import { git } from "../git.ts";
 import type { Logger } from "../logger.ts";
 import { BASE_REPOSITORY, DEBIAN_FOR_PYTHON, dockerAvailable } from "./docker.ts";
@@ -48,7 +49,7 @@ export async function selfCheck(context: {
   if (free < context.minFree)
     return `the disk holding ${context.workDir} has ${(free / 2 ** 20).toFixed(0)} MiB free (this worker needs ${(context.minFree / 2 ** 20).toFixed(0)} MiB)`;
   if (context.executor === "docker") {
-    const docker = new Docker();
+    const docker = dockerEngine();
     if (!(await dockerAvailable(docker))) return "its Docker engine does not answer";
     const images = await imagePythons(docker);
     const gone = context.pythons.filter((p) => !images.includes(p));

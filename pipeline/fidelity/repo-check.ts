@@ -8,6 +8,7 @@ import { InputError } from "../validation.ts";
 import { type FidelityOptions, measureFidelity } from "./run.ts";
 import type { ExecutorChoice } from "../engine/settings.ts";
 import { readProfile } from "../profiles/load.ts";
+import { WorkLayout } from "../work-layout.ts";
 
 interface TaskLine {
   instance_id: string;
@@ -90,7 +91,7 @@ export async function checkProfile(options: RepoCheckOptions): Promise<EraCheck[
   if (!eras.size) throw new InputError(`${options.tasks}: no task of ${profile.repo} (field repo)`);
   // The profile alone, as the pipeline will load it.
   const workDir = resolve(options.workDir);
-  const profiles = join(workDir, "profile-under-check");
+  const profiles = new WorkLayout(workDir).profileUnderCheck;
   mkdirSync(profiles, { recursive: true });
   writeFileSync(join(profiles, basename(options.profile)), readFileSync(options.profile, "utf8"));
   const sampled = [...eras.values()].flatMap((e) => e.sampled.map((t) => t.instance_id));

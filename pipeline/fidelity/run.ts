@@ -3,14 +3,14 @@ import { join, resolve } from "node:path";
 import type { AnyStage } from "../engine/stage.ts";
 import { writeFileAtomic } from "../atomic.ts";
 import { type Agreement, compareSet, explained, type TaskFidelity } from "./compare.ts";
-import { requireFinished, runPipeline } from "../engine/engine.ts";
+import { requireFinished } from "../engine/engine.ts";
 import { type Logger } from "../logger.ts";
-import { silentProgress } from "../progress.ts";
 import { Candidate } from "../schemas/candidate.ts";
 import { Reject } from "../schemas/common.ts";
 import { QualificationRecord } from "../schemas/qualification.ts";
 import { ExecutionSettings, PipelineSettings } from "../engine/settings.ts";
-import { ArtifactStore } from "../engine/store.ts";
+import { Project } from "../project/project.ts";
+import { WorkLayout } from "../work-layout.ts";
 import { type ExecutorChoice, withExecutionOverrides } from "../engine/settings.ts";
 
 export interface FidelityOptions {
@@ -57,9 +57,10 @@ export interface QualifiedRecords {
  */
 export async function qualifyRecords(options: FidelityOptions): Promise<QualifiedRecords> {
   const workDir = resolve(options.workDir);
+  const layout = new WorkLayout(workDir);
   mkdirSync(workDir, { recursive: true });
   const settings = PipelineSettings.parse({
-    profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, workDir),
+    profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, layout),
     execution: withExecutionOverrides(
       ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }),
       { executor: options.executor, redis: options.redis, gitService: options.gitService },
@@ -80,27 +81,24 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
     const lines = readFileSync(records, "utf8")
       .split("\n")
       .filter((line) => line.trim() && (idOf(line) === undefined || wanted.has(idOf(line)!)));
-    records = join(workDir, "records.jsonl");
+    records = layout.fidelityRecords;
     await writeFileAtomic(records, lines.map((l) => `${l}\n`).join(""));
   }
   const stageConfigs = { mine: { swebench: [records] }, split: {}, qualify: { runs: options.runs } };
-  const engine = {
-    workDir,
-    baseDir: workDir,
-    stages: options.stages,
-    stageConfigs,
-    settings,
-    seed: "fidelity",
-    name: "fidelity",
-    log: options.log,
-    progress: silentProgress,
-  };
-  const metrics = join(workDir, "logs", "metrics.jsonl");
-  mkdirSync(join(workDir, "logs"), { recursive: true });
+  const project = Project.of(
+    { name: "fidelity", seed: "fidelity", workDir, baseDir: workDir, settings, stageConfigs },
+    { stages: options.stages, log: options.log },
+  );
+  const metrics = layout.metrics;
+  mkdirSync(layout.logs, { recursive: true });
   writeFileSync(metrics, "");
-  for (const stage of ["mine", "split", "qualify"] as const) requireFinished(await runPipeline(engine, { only: stage }), `qualifying ${options.records}`);
+  try {
+    for (const stage of ["mine", "split", "qualify"] as const) requireFinished(await project.run({ only: stage }), `qualifying ${options.records}`);
+  } finally {
+    await project.close();
+  }
 
-  const store = new ArtifactStore(workDir);
+  const { store } = project;
   const candidates = (await store.readRecords("mine", "candidates")).records.map((r) => Candidate.parse(r));
   const qualifications = new Map(
     (await store.readRecords("qualify", "qualifications")).records.map((r) => QualificationRecord.parse(r)).map((q) => [q.task_id, q]),
@@ -146,9 +144,9 @@ export async function measureFidelity(options: FidelityOptions): Promise<Fidelit
  * a local copy for each repository the mirrors directory has one of (offline work, CI): an
  * `OWNER__NAME.bundle`, an `OWNER__NAME.git` bare repository or an `OWNER__NAME` clone.
  */
-function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, workDir: string): string {
+function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, layout: WorkLayout): string {
   if (!mirrors) return resolve(profilesDir);
-  const copy = join(workDir, "profiles");
+  const copy = layout.fidelityProfiles;
   mkdirSync(copy, { recursive: true });
   for (const name of readdirSync(profilesDir).filter((f) => f.endsWith(".json"))) {
     const profile = JSON.parse(readFileSync(join(profilesDir, name), "utf8")) as { clone_url?: string };

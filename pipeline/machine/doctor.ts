@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import Docker from "dockerode";
+import type Docker from "dockerode";
+import { dockerEngine } from "../executors/docker-engine.ts";
 import { BaseImages, DEBIAN_FOR_PYTHON } from "../executors/base-images.ts";
 import { dockerAvailable } from "../executors/docker.ts";
 import { loadProfilesDir } from "../profiles/load.ts";
@@ -77,7 +78,7 @@ export async function machineChecks(options: { env?: NodeJS.ProcessEnv; profiles
     fix: "apt-get install python3 python3-venv (3.8 or newer; the local executor makes one virtual environment per recipe)",
   });
 
-  const docker = options.docker ?? new Docker();
+  const docker = options.docker ?? dockerEngine();
   const engineOk = await dockerAvailable(docker);
   checks.push({
     name: "docker engine",

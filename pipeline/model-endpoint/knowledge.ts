@@ -9,7 +9,7 @@ import { mkdtemp, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import type { OpenedBenchmark } from "../engine/benchmark.ts";
+import type { OpenedBenchmark } from "../project/benchmark.ts";
 import { git } from "../git.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { readJsonFile } from "../validation.ts";

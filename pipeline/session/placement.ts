@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { sessionRunLayout } from "../work-layout.ts";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import type { Logger } from "../logger.ts";
@@ -53,7 +54,7 @@ export async function agentPlace(options: SessionRunOptions, hostPath: (path: st
       : {};
     const env = { ...agentVariables(agent, true), ...isolated, ...(await agentSettings(agent, options.model, home, home)) };
     return {
-      paths: { workspace: join(runDir, "workspace"), sessionDir: runDir, ...modelNameOf(agent, options.model) },
+      paths: { workspace: sessionRunLayout(runDir).workspace, sessionDir: runDir, ...modelNameOf(agent, options.model) },
       checkout: hostPath,
       hostFile: (path) => path,
       attempt: (argv, checkout, budget, logFile, input) => runCommand(installedCommand(agent, options.toolsDir, argv), checkout, env, budget, logFile, input),

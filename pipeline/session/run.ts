@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
 import type { SessionSpec } from "../schemas/session.ts";
+import { sessionRunLayout } from "../work-layout.ts";
 import { provisionCheckout, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
 import { deliverRequests } from "./delivery.ts";
 import { agentPlace, warnOfInstructionsAbove } from "./placement.ts";
@@ -18,8 +19,7 @@ import type { SessionRunOptions, SessionRunResult } from "./types.ts";
 export async function runSession(options: SessionRunOptions): Promise<SessionRunResult> {
   const { spec, agent, runDir } = options;
   const runStarted = Date.now();
-  const workspace = join(runDir, "workspace");
-  const logs = join(runDir, "logs");
+  const { workspace, logs, trajectory: trajectoryFile } = sessionRunLayout(runDir);
   await mkdir(logs, { recursive: true });
   // The session's absolute paths (/workspace/w00, ...) map to directories of the same names here.
   const hostPath = (path: string) => join(workspace, basename(path));
@@ -37,7 +37,6 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
   } finally {
     await place?.close();
   }
-  const trajectoryFile = join(runDir, "trajectory.jsonl");
   await writeFileAtomic(trajectoryFile, requests.lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
   const lost = [...requests.everChanged].filter((p) => snapshots.get(focusPath)!.get(p) === base.get(focusPath)!.get(p)).length;
   const behaviour = {
@@ -50,4 +49,4 @@ export async function runSession(options: SessionRunOptions): Promise<SessionRun
 const focusPathOf = (spec: SessionSpec) => spec.checkouts.find((c) => c.task_id === spec.focus)!.path;
 
 /** Where a run in `runDir` keeps the focus checkout (the session's path, under its workspace). */
-export const focusCheckoutIn = (runDir: string, spec: SessionSpec) => join(runDir, "workspace", basename(focusPathOf(spec)));
+export const focusCheckoutIn = (runDir: string, spec: SessionSpec) => join(sessionRunLayout(runDir).workspace, basename(focusPathOf(spec)));

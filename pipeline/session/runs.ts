@@ -1,11 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { parse } from "yaml";
 import { writeFileAtomic } from "../atomic.ts";
-import type { OpenedBenchmark } from "../engine/benchmark.ts";
-import { Workspace } from "../engine/workspace.ts";
+import type { OpenedBenchmark } from "../project/benchmark.ts";
 import { DockerExecutor, dockerAvailable } from "../executors/docker.ts";
 import { environmentSpec } from "../executors/environment.ts";
 import { WORK_LABEL } from "../executors/index.ts";
@@ -148,7 +147,7 @@ export const DEFAULT_TOOLS_DIR = join(".switch-swe", "agents");
 
 /** Where one session and condition's run goes: its workspace, agent logs and trajectory. */
 const runDirOf = (bench: OpenedBenchmark, options: { work?: string; agent: AgentSpec }, sessionId: string, condition: Condition) =>
-  resolve(options.work ?? join(bench.loaded.workDir, "session-runs", options.agent.name), `${sessionId}.${condition}`);
+  resolve(options.work ?? bench.project.layout.sessionRuns(options.agent.name), `${sessionId}.${condition}`);
 
 /** The report file of one session and condition under a results directory. */
 export const reportFileOf = (out: string, sessionId: string, condition: Condition) => join(out, `${sessionId}.${condition}.json`);
@@ -183,7 +182,7 @@ export async function runAndScoreSession(bench: OpenedBenchmark, options: Sessio
 /** Runs the agent through the session from freshly provisioned checkouts; the behaviour names the trajectory relative to the report. */
 async function runAgent(bench: OpenedBenchmark, options: SessionRunOptions, at: { spec: SessionSpec; mirror: string; runDir: string; reportFile: string }) {
   const { spec, runDir } = at;
-  const environment = options.agent.runs === "environment" ? await agentImage(bench, spec, at.mirror, options.log) : undefined;
+  const environment = options.agent.runs === "environment" ? await agentImage(bench, spec, at.mirror) : undefined;
   // Only the scripted test agents may read held-out assets; a command agent is never given them.
   const heldout = options.agent.scripted ? (taskId: string) => bench.heldout(taskId) : undefined;
   const owner = { agent: options.agent.name, report: resolve(at.reportFile) };
@@ -215,21 +214,15 @@ async function agentImage(
   bench: OpenedBenchmark,
   spec: SessionSpec,
   mirror: string,
-  log: Logger,
 ): Promise<{ docker: Docker; image: string; labels: Record<string, string> }> {
-  const docker = new Docker();
-  if (!(await dockerAvailable(docker)))
+  const { workspace } = bench;
+  if (!(await dockerAvailable(workspace.docker)))
     throw new Error("the agent runs in the environment (runs: environment), but no Docker engine answers: start dockerd, or run the agent on the host");
   const focus = bench.requireHeldout(spec.focus, "whose environment the agent runs in");
   const env = environmentSpec(focus.repo, focus.environment, focus.environment_as_of);
   // Docker's whatever the verification's executor: the image is the environment the agent works in.
-  const images = Workspace.open(bench.loaded.workDir, { ...bench.execution, executor: "docker" }, log, { scratch: "verify-scratch" });
-  try {
-    await (await images.executor()).ensureEnvironment(env, images.baseRevision(mirror, focus.base_commit));
-  } finally {
-    await images.close();
-  }
-  return { docker, image: DockerExecutor.imageTag(env), labels: { [WORK_LABEL]: bench.loaded.workDir } };
+  await (await workspace.executor("docker")).ensureEnvironment(env, workspace.baseRevision(mirror, focus.base_commit));
+  return { docker: workspace.docker, image: DockerExecutor.imageTag(env), labels: { [WORK_LABEL]: workspace.dir } };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { OpenedBenchmark } from "../engine/benchmark.ts";
+import type { OpenedBenchmark } from "../project/benchmark.ts";
 import { environmentSpec } from "../executors/environment.ts";
 import type { Logger } from "../logger.ts";
 import { SessionSpec } from "../schemas/session.ts";

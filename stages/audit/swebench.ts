@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { MirrorCache } from "../../pipeline/git.ts";
+import { WorkLayout } from "../../pipeline/work-layout.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { Logger } from "../../pipeline/logger.ts";
@@ -94,7 +95,7 @@ function agreementWith(records: AuditRecord[], tasks: Map<string, AuditedTask>, 
 export async function auditSwebench(options: SwebenchAuditOptions): Promise<SwebenchAudit> {
   const wanted = options.only?.length ? new Set(options.only) : undefined;
   const chosen = options.candidates.filter((c) => !wanted || wanted.has(c.id));
-  const mirrors = new MirrorCache(join(options.workDir, "git"));
+  const mirrors = new MirrorCache(new WorkLayout(options.workDir).mirrors);
   const mirrorsByRepo = new Map<string, Promise<{ mirror: string } | { unavailable: string }>>();
   const mirrorFor = (repo: string, commits: string[]) => {
     let found = mirrorsByRepo.get(repo);

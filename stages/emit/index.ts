@@ -2,7 +2,7 @@ import { stringify } from "csv-stringify/sync";
 import { isAbsolute, join, relative } from "node:path";
 import { cloneSourceOf, type ProfileSet } from "../../pipeline/profiles/load.ts";
 import { z } from "zod";
-import { BenchmarkLocations } from "../../pipeline/engine/benchmark.ts";
+import { BenchmarkLocations } from "../../pipeline/project/benchmark.ts";
 import { canonicalJson } from "../../pipeline/canonical.ts";
 import { renderSchemaFiles } from "../../pipeline/json-schemas.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";

@@ -7,12 +7,11 @@ import { RecordError } from "../../pipeline/engine/stage.ts";
 import { basename, dirname, join, resolve } from "node:path";
 import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
-import { ExecutionSettings } from "../../pipeline/engine/settings.ts";
 
 import type { Logger } from "../../pipeline/logger.ts";
 import { cloneSourceOf, type LoadedProfile, loadProfiles, profileFileName } from "../../pipeline/profiles/load.ts";
-import { readSplitArtifacts } from "../../pipeline/engine/artifacts.ts";
-import { Workspace } from "../../pipeline/engine/workspace.ts";
+import { Project } from "../../pipeline/project/project.ts";
+import { readSplitArtifacts } from "../../pipeline/project/split-artifacts.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
@@ -59,30 +58,23 @@ async function resolveTask(options: ByHandOptions): Promise<{
   loaded: LoadedProfile;
   envFor: (offer: PythonOffer) => EnvironmentSpec;
   resolvePath: (p: string) => string;
-  executorKind: "auto" | "docker" | "local" | "queue";
-  execution: ExecutionSettings;
+  /** The pipeline the task is qualified in: the config's settings (its container limits included), working in --work-dir. */
+  project: Project;
 }> {
   if (options.config) {
-    const { config, splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(options.config, options.stages);
+    const pipeline = Project.open(options.config, { stages: options.stages, log: options.log });
+    const { splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
     if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
     const loaded = profiles.get(split.repo);
-    if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${config.config.profiles_dir}`);
+    if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${pipeline.settings.profiles_dir}`);
     const envFor = (offer: PythonOffer) => {
       const planned = environmentsForTasks(splits.some((s) => s.task_id === split.task_id) ? splits : [...splits, split], candidates, profiles, offer);
       const unavailable = planned.unavailable.get(split.task_id);
       if (unavailable) throw new RecordError("build_failed", `${split.task_id}: ${unavailable.message}`, { field: "environment.python" });
       return planned.environments.get(split.task_id)!;
     };
-    // the config's execution settings, its container limits included
-    return {
-      split,
-      loaded,
-      envFor,
-      resolvePath: (p) => resolve(config.baseDir, p),
-      executorKind: options.executor ?? config.config.execution.executor,
-      execution: config.config.execution,
-    };
+    return { split, loaded, envFor, resolvePath: (p) => resolve(pipeline.baseDir, p), project: workingIn(pipeline, options) };
   }
   const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
@@ -103,9 +95,22 @@ async function resolveTask(options: ByHandOptions): Promise<{
     loaded,
     envFor,
     resolvePath: (p) => resolve(dirname(profilePath), p),
-    executorKind: options.executor ?? "auto",
-    execution: ExecutionSettings.parse({}),
+    project: workingIn(
+      Project.of({ name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} }, { stages: options.stages, log: options.log }),
+      options,
+    ),
   };
+}
+
+/**
+ * The pipeline, working in the by-hand work directory with the executor asked for. One task runs
+ * here: a config naming the queue executor is read as asking for Docker's sandbox.
+ */
+function workingIn(pipeline: Project, options: ByHandOptions): Project {
+  const executor = options.executor ?? pipeline.settings.execution.executor;
+  if (executor === "queue")
+    options.log.warn("qualify --task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
+  return pipeline.elsewhere(options.workDir, { executor: executor === "queue" ? "docker" : executor });
 }
 
 /**
@@ -113,11 +118,8 @@ async function resolveTask(options: ByHandOptions): Promise<{
  * and the sets.
  */
 export async function qualifyByHand(options: ByHandOptions) {
-  const { split, loaded, envFor, resolvePath, executorKind, execution } = await resolveTask(options);
-  // By hand, one task runs here: a config naming the queue executor is read as asking for Docker's sandbox.
-  if (executorKind === "queue")
-    options.log.warn("qualify --task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
-  const workspace = Workspace.open(options.workDir, { ...execution, executor: executorKind === "queue" ? "docker" : executorKind }, options.log);
+  const { split, loaded, envFor, resolvePath, project } = await resolveTask(options);
+  const { workspace } = project;
   try {
     const executor = await workspace.executor();
     const env = envFor(await executor.pythonOffer());
@@ -139,7 +141,7 @@ export async function qualifyByHand(options: ByHandOptions) {
     };
     return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
   } finally {
-    await workspace.close();
+    await project.close();
   }
 }
 

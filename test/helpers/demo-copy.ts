@@ -2,11 +2,9 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "nod
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseDocument } from "yaml";
-import { loadConfig } from "../../pipeline/engine/config.ts";
 import { buildDemoCorpus, type CorpusResult } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
-import type { EngineOptions } from "../../pipeline/engine/engine.ts";
-import { settingsOf } from "../../pipeline/engine/config.ts";
+import { Project, type ProjectRun } from "../../pipeline/project/project.ts";
 import { PipelineSettings } from "../../pipeline/engine/settings.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
@@ -16,7 +14,7 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 
 export interface DemoCopy {
   corpus: CorpusResult;
-  options: EngineOptions;
+  options: ProjectRun;
   workDir: string;
   configPath: string;
   server: FakeGithub;
@@ -58,23 +56,13 @@ export async function prepareDemoCopy(
     const profile = join(dir, "demo", "repos", name);
     writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(dir, "demo", "repos"), corpusDir)));
   }
-  const loaded = loadConfig(configPath, BUILT_STAGES);
-  const engine: EngineOptions = {
-    workDir: loaded.workDir,
-    baseDir: loaded.baseDir,
-    stages: BUILT_STAGES,
-    stageConfigs: loaded.config.stages,
-    settings: settingsOf(loaded.config),
-    seed: loaded.config.seed,
-    name: loaded.config.name,
-    log: silentLogger,
-    progress: silentProgress,
-  };
-  return { corpus, options: engine, workDir: loaded.workDir, configPath, server };
+  const { definition } = Project.open(configPath, { stages: BUILT_STAGES, log: silentLogger });
+  const engine: ProjectRun = { ...definition, stages: BUILT_STAGES, log: silentLogger, progress: silentProgress };
+  return { corpus, options: engine, workDir: definition.workDir, configPath, server };
 }
 
 /** The same engine options with another executor (and, if given, jobs) in their execution settings. */
-export function withExecution(options: EngineOptions, execution: Partial<PipelineSettings["execution"]>): EngineOptions {
+export function withExecution(options: ProjectRun, execution: Partial<PipelineSettings["execution"]>): ProjectRun {
   const settings = options.settings ?? PipelineSettings.parse({});
   return { ...options, settings: { ...settings, execution: { ...settings.execution, ...execution } } };
 }

@@ -3,10 +3,9 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { listTree } from "../../pipeline/atomic.ts";
-import { loadConfig, settingsOf } from "../../pipeline/engine/config.ts";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
-import type { EngineOptions } from "../../pipeline/engine/engine.ts";
+import { Project, type ProjectRun } from "../../pipeline/project/project.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
@@ -94,19 +93,9 @@ export class FaultRow {
     );
   }
 
-  options(): EngineOptions {
-    const loaded = loadConfig(this.configPath, BUILT_STAGES);
-    return {
-      workDir: loaded.workDir,
-      baseDir: loaded.baseDir,
-      stages: BUILT_STAGES,
-      stageConfigs: loaded.config.stages,
-      settings: settingsOf(loaded.config),
-      seed: loaded.config.seed,
-      name: loaded.config.name,
-      log: silentLogger,
-      progress: silentProgress,
-    };
+  options(): ProjectRun {
+    const { definition } = Project.open(this.configPath, { stages: BUILT_STAGES, log: silentLogger });
+    return { ...definition, stages: BUILT_STAGES, log: silentLogger, progress: silentProgress };
   }
 
   /** Every artifact and every published file, by path: what must be byte-identical to a clean run. */

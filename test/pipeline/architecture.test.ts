@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/tmp.ts";
+import { WorkLayout } from "../../pipeline/work-layout.ts";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -20,7 +21,87 @@ async function violations(cwd: string, dirs: string[]): Promise<string[]> {
   return report.summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort();
 }
 
+/** The names WorkLayout gives the entries of a work directory, read from WorkLayout itself. */
+function layoutNames(): { distinct: Set<string>; common: Set<string> } {
+  const layout = new WorkLayout("/W");
+  const paths = [
+    layout.lockFile,
+    layout.runLock,
+    layout.artifact("mine", "x"),
+    layout.recordCache("mine", "abcd"),
+    layout.mirrors,
+    layout.uvCache,
+    layout.buildLogs,
+    layout.scratch("run"),
+    layout.scratch("beside"),
+    layout.runLog,
+    layout.metrics,
+    layout.httpCache("http://h/x"),
+    layout.sessionRuns("a"),
+    layout.workerLogs,
+    layout.fidelityRecords,
+    layout.fidelityProfiles,
+    layout.profileUnderCheck,
+  ];
+  const names = new Set(
+    paths.flatMap((p) => p.slice("/W/".length).split("/").slice(0, 2)).filter((n) => !["mine", "x.jsonl", "ab", "a", "h_x", "records.jsonl"].includes(n)),
+  );
+  // Words other code uses for other things (the git command, a setting's name): only a path argument counts.
+  const common = new Set(["git", "logs", "cache", "profiles"].filter((n) => names.has(n)));
+  return { distinct: new Set([...names].filter((n) => !common.has(n))), common };
+}
+
+/**
+ * Where a source spells an entry of the work directory: a name of one given to join or resolve, or
+ * a string holding `/<name>/` (a template's `${workDir}/logs/…`); import specifiers aside.
+ */
+function layoutSpellings(path: string, text: string): string[] {
+  const { distinct, common } = layoutNames();
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
+  const found: string[] = [];
+  const visit = (node: ts.Node) => {
+    if (
+      (ts.isStringLiteral(node) ||
+        ts.isNoSubstitutionTemplateLiteral(node) ||
+        ts.isTemplateLiteralTypeSpan(node) ||
+        ts.isTemplateMiddle(node) ||
+        ts.isTemplateTail(node) ||
+        ts.isTemplateHead(node)) &&
+      !ts.isImportDeclaration(node.parent) &&
+      !ts.isExportDeclaration(node.parent)
+    ) {
+      const text = (node as { text?: string }).text ?? "";
+      // prose (a help text naming a default) is not a path
+      const parent = node.parent;
+      const pathArgument = ts.isCallExpression(parent) && /^(join|resolve)$/.test(parent.expression.getText(source));
+      const spelled =
+        (pathArgument && (distinct.has(text) || common.has(text))) ||
+        (!text.includes(" ") && [...distinct].some((n) => text.includes(`/${n}/`) || text.startsWith(`${n}/`)));
+      if (spelled) found.push(`${path}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} "${text}"`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
 describe("the architecture", () => {
+  it("the work directory's layout is spelled in one module (pipeline/work-layout.ts); a path spelled elsewhere is found", () => {
+    const found: string[] = [];
+    const walk = (dir: string) => {
+      for (const name of readdirSync(dir)) {
+        const path = join(dir, name);
+        if (statSync(path).isDirectory()) walk(path);
+        else if (/\.ts$/.test(name) && path !== join(root, "pipeline", "work-layout.ts"))
+          found.push(...layoutSpellings(path.slice(root.length), readFileSync(path, "utf8")));
+      }
+    };
+    for (const top of ["cli", "pipeline", "stages", "demo", "bench"]) walk(join(root, top));
+    expect(found).toEqual([]);
+    const planted = 'const m = join(workDir, "logs", "metrics.jsonl");\nconst g = join(workDir, "git");\nspawn("git", []);\nconst e = `${workDir}/envs/x`;\n';
+    expect(layoutSpellings("x.ts", planted)).toEqual(['x.ts:1 "logs"', 'x.ts:1 "metrics.jsonl"', 'x.ts:2 "git"', 'x.ts:4 "/envs/x"']);
+  });
+
   it("imports point one way: bin → cli → stages → pipeline → pipeline/schemas, folder by folder inside pipeline/, no cycles, no stage importing another", async () => {
     expect(await violations(root, ["bin", "cli", "pipeline", "stages", "demo", "bench", "plugins"])).toEqual([]);
   });
@@ -69,16 +150,33 @@ describe("the architecture", () => {
     // a harness plugin and the product, each reaching into the other
     file("plugins/context/index.ts", 'import { e } from "../../pipeline/engine.ts";\nexport const plugin = e;\n');
     file("pipeline/prompts.ts", 'import { plugin } from "../plugins/context/index.ts";\nexport const prompts = plugin;\n');
+    // the config read, a workspace opened and a Docker client made past their one owner (type imports are fine)
+    file("node_modules/dockerode/package.json", '{ "name": "dockerode", "main": "index.js" }\n');
+    file("node_modules/dockerode/index.js", "module.exports = class Docker {};\n");
+    file("pipeline/executors/docker-engine.ts", 'import Docker from "dockerode";\nexport const dockerEngine = () => new Docker();\n');
+    file("pipeline/executors/containers.ts", 'import type Docker from "dockerode";\nexport const ping = (d: Docker) => d;\n');
+    file("pipeline/executors/images.ts", 'import Docker from "dockerode";\nexport const images = new Docker();\n');
+    file("pipeline/executors/workspace.ts", "export class Workspace {}\n");
+    file("pipeline/project/config.ts", "export const loadConfig = () => 1;\n");
+    file(
+      "pipeline/project/project.ts",
+      'import { loadConfig } from "./config.ts";\nimport { Workspace } from "../executors/workspace.ts";\nexport const project = [loadConfig, Workspace];\n',
+    );
+    file("pipeline/session/runs.ts", 'import { Workspace } from "../executors/workspace.ts";\nexport const runs = new Workspace();\n');
+    file("pipeline/session/score.ts", 'import type { Workspace } from "../executors/workspace.ts";\nexport const score = (w: Workspace) => w;\n');
+    file("cli/commands/report.ts", 'import { loadConfig } from "../../pipeline/project/config.ts";\nexport const report = loadConfig;\n');
     expect(await violations(dir, ["bin", "cli", "pipeline", "stages", "demo", "bench", "plugins"])).toEqual([
       "bench-imports-a-command: bench/speed.ts → cli/commands/run.ts",
       "bin-only-starts-the-cli: bin/start.ts → pipeline/engine.ts",
       "checkouts-imports-only-below: pipeline/checkouts/checkout.ts → pipeline/executors/retries.ts",
       "command-imports-another-command: cli/commands/demo.ts → cli/commands/run.ts",
+      "config-read-by-the-project-alone: cli/commands/report.ts → pipeline/project/config.ts",
       "demo-is-not-the-product: demo/build.ts → stages/a/index.ts",
       "engine-imports-only-below: pipeline/engine/settings.ts → pipeline/session/shape.ts",
       "executors-imports-only-below: pipeline/executors/retries.ts → pipeline/engine/stage.ts",
       "executors-imports-only-below: pipeline/executors/written.ts → pipeline/session/shape.ts",
       "no-cycles: pipeline/one.ts → pipeline/two.ts",
+      "one-docker-client: pipeline/executors/images.ts → node_modules/dockerode/index.js",
       "pipeline-imports-stages: pipeline/engine.ts → stages/a/index.ts",
       "plugin-stands-alone: plugins/context/index.ts → pipeline/engine.ts",
       "product-imports-a-plugin: pipeline/prompts.ts → plugins/context/index.ts",
@@ -89,6 +187,7 @@ describe("the architecture", () => {
       "test-results-imports-only-below: pipeline/test-results/junit.ts → pipeline/executors/written.ts",
       "utilities-import-only-utilities: pipeline/canonical.ts → pipeline/checkouts/checkout.ts",
       "verifier-imports-only-below: pipeline/verifier/verify.ts → pipeline/engine/stage.ts",
+      "workspace-opened-by-the-project-alone: pipeline/session/runs.ts → pipeline/executors/workspace.ts",
     ]);
   });
 

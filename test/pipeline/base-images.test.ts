@@ -130,11 +130,11 @@ describe.skipIf(!docker || !isRoot)("base images on an engine that has none", ()
       .catch(() => undefined);
     const dir = tempDir();
     const { prepareDemoCopy } = await import("../helpers/demo-copy.ts");
-    const { runPipeline } = await import("../../pipeline/engine/engine.ts");
+    const { runProjectOnce } = await import("../../pipeline/project/project.ts");
     const demo = await prepareDemoCopy(dir);
     try {
-      expect((await runPipeline(demo.options, { only: "mine" })).ok).toBe(true);
-      expect((await runPipeline(demo.options, { only: "split" })).ok).toBe(true);
+      expect((await runProjectOnce(demo.options, { only: "mine" })).ok).toBe(true);
+      expect((await runProjectOnce(demo.options, { only: "split" })).ok).toBe(true);
     } finally {
       await demo.server.stop();
     }

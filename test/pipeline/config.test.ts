@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../pipeline/engine/config.ts";
+import { loadConfig } from "../../pipeline/project/config.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { tempDir } from "../helpers/tmp.ts";
 

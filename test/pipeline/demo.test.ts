@@ -8,7 +8,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { PullIntent } from "../../demo/build.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { benchmarkProfile } from "../../stages/emit/profile.ts";
-import { formatSummary, runPipeline } from "../../pipeline/engine/engine.ts";
+import { formatSummary } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { git } from "../../pipeline/git.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";
@@ -21,7 +22,7 @@ import { SessionIndex } from "../../pipeline/schemas/session.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { CONTINUATION_MESSAGE } from "../../pipeline/session/types.ts";
 import { loadAgent, runAllSessions, runAndScoreSession, sessionCloneSource } from "../../pipeline/session/runs.ts";
-import { OpenedBenchmark } from "../../pipeline/engine/benchmark.ts";
+import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { ModelEndpoint, type EndpointCall } from "../../pipeline/model-endpoint/server.ts";
 import { benchmarkKnowledge } from "../../pipeline/model-endpoint/knowledge.ts";
 import type { ModelScript } from "../../pipeline/model-endpoint/scripts.ts";
@@ -51,7 +52,7 @@ async function runDemo() {
   const { corpus, options, workDir, server, configPath } = await prepareDemoCopy(fileTempDir());
   // The local executor keeps this end-to-end test quick; the Docker executor has its own tests.
   const local = withExecution(options, { executor: "local" });
-  const summary = await runPipeline(local).finally(() => server.stop());
+  const summary = await runProjectOnce(local).finally(() => server.stop());
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   const emitted = join(workDir, "..", "..", "manifests", "demo");
   const files = (dir: string): string[] =>
@@ -76,7 +77,7 @@ describe("the demo", () => {
     expect(a.summary.ok, formatSummary(a.summary)).toBe(true);
     expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 50, rejected: 0 });
     expect(Object.keys(a.published).length).toBeGreaterThan(10);
-    const again = await runPipeline({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
+    const again = await runProjectOnce({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
     expect(again.stages.filter((s) => s.status !== "up_to_date")).toEqual([]);
   });
 
@@ -340,7 +341,7 @@ describe("the demo", () => {
     const executor = (await dockerForTests()) ? "docker" : "local";
     for (const name of ["replay-reference", "noop", "wrong-checkout"]) {
       const agent = loadAgent(join(root, "data", "agents", `${name}.yaml`));
-      const { ran } = await runAllSessions(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor }, log: log }), {
+      const { ran } = await runAllSessions(OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor }, log: log }), {
         manifest: demo.emitted,
         conditions: ["control", "switched"],
         agent,
@@ -463,7 +464,7 @@ describe("the demo", () => {
     const total = SessionIndex.parse(JSON.parse(demo.published["sessions/index.json"]!)).sessions.length * 2;
     expect(done).toBeLessThan(total);
     const { ran, skipped } = await runAllSessions(
-      OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
+      OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
       {
         manifest: demo.emitted,
         conditions: ["control", "switched"],
@@ -490,7 +491,7 @@ describe("the demo", () => {
     const trajectoryBefore = statSync(join(runDirOf(kept!), "trajectory.jsonl")).mtimeMs;
     rmSync(runDirOf(gone!), { recursive: true });
     const again = await runAllSessions(
-      OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
+      OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
       {
         manifest: demo.emitted,
         conditions: ["control", "switched"],
@@ -527,7 +528,7 @@ describe("the demo", () => {
     const agentFile = join(dir, "sleeper.yaml");
     writeFileSync(agentFile, `name: sleeper\ncommand: [sh, -c, 'printf "%s\\n" "$1" >> sent.txt; sleep 30', sh, "{text}"]\n`);
     const report = await runAndScoreSession(
-      OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
+      OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: createLogger({ level: "warn", write: () => {} }) }),
       {
         session: sessionFile,
         condition: "control",
@@ -591,7 +592,7 @@ describe("the demo", () => {
         `command: [sh, -c, 'n=$(ls probe-*.json 2>/dev/null | wc -l); printf "{\\"cwd\\": \\"%s\\", \\"uid\\": %s, \\"home\\": \\"%s\\", \\"workspace\\": \\"%s\\", \\"installed\\": \\"%s\\", \\"key\\": \\"%s\\", \\"args\\": \\"%s %s\\"}" "$(pwd)" "$(id -u)" "$HOME" "$(ls /workspace | tr "\\n" " ")" "$(cat /opt/agent-installed)" "$SWITCH_SWE_PROBE_KEY" "$1" "$2" > probe-$n.json; env > env-$n.txt; ls -a / > root-$n.txt; hostname >> root-$n.txt', sh, "{checkout}", "{workspace}"]`,
       ].join("\n") + "\n",
     );
-    const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), {
+    const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: log }), {
       session: probeSession,
       condition: "switched",
       agent: loadAgent(probe),
@@ -658,7 +659,7 @@ describe("the demo", () => {
         `continue_command: [sh, -c, 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline; echo; done > procs.txt; sleep 1003']`,
       ].join("\n") + "\n",
     );
-    const slept = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: log }), {
+    const slept = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: log }), {
       session: shortSession,
       condition: "control",
       agent: loadAgent(sleeper),
@@ -712,7 +713,7 @@ describe("the demo", () => {
         model_endpoint: { env: { PROBE_URL: "{model_url}", PROBE_KEY: "{model_key}" } },
       }),
     );
-    const b = OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log });
+    const b = OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log });
     const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
     const endpoint = await ModelEndpoint.start({ script: "idle", knowledge });
     // This process's relay directories only: other runs on the machine have theirs.
@@ -727,7 +728,7 @@ describe("the demo", () => {
     const pipesBefore = pipes();
     try {
       expect(new URL(endpoint.url).hostname).toBe("127.0.0.1");
-      const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log }), {
+      const report = await runAndScoreSession(OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log }), {
         session,
         condition: "control",
         agent: loadAgent(agentFile),
@@ -768,7 +769,7 @@ describe("the demo", () => {
     const adapter = join(root, "data", "agents", "claude-code.yaml");
     // Installed once per machine (CI's .ci/run installs it first); the install is whole or absent.
     const toolsDir = join(root, DEFAULT_TOOLS_DIR);
-    const bench = () => OpenedBenchmark.open(a.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: quiet });
+    const bench = () => OpenedBenchmark.open(a.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: quiet });
     let picked: string[];
     beforeAll(async () => {
       await installAgent(loadAgent(adapter), toolsDir);
@@ -1058,7 +1059,7 @@ describe("the demo", () => {
   describe("the Resumption Context Manager (OpenCode with switch-swe's plugin, installed by its adapter) against the model endpoint", () => {
     const quiet = createLogger({ level: "warn", write: () => {} });
     const toolsDir = join(root, DEFAULT_TOOLS_DIR);
-    const bench = () => OpenedBenchmark.open(a.configPath, BUILT_STAGES, { overrides: { executor: "local" }, log: quiet });
+    const bench = () => OpenedBenchmark.open(a.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: quiet });
     let session: string;
     let s: SessionSpec;
     beforeAll(async () => {

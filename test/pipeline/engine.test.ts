@@ -2,7 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { formatSummary, runPipeline, type EngineOptions } from "../../pipeline/engine/engine.ts";
+import { formatSummary } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce, type ProjectRun } from "../../pipeline/project/project.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { defineStage, input, RecordError, type AnyStage } from "../../pipeline/engine/stage.ts";
@@ -70,7 +71,7 @@ function setup(lines: string[], splitUsesSeed = false) {
   const dir = tempDir();
   writeFileSync(join(dir, "input.txt"), lines.join("\n") + "\n");
   const calls = { mine: [] as string[], split: [] as string[] };
-  const options = (configs: Record<string, unknown> = {}, seed = "7"): EngineOptions => ({
+  const options = (configs: Record<string, unknown> = {}, seed = "7"): ProjectRun => ({
     workDir: join(dir, "work"),
     baseDir: dir,
     stages: makeStages(calls, splitUsesSeed),
@@ -90,12 +91,12 @@ function setup(lines: string[], splitUsesSeed = false) {
 describe("engine cache", () => {
   it("does no work on an unchanged re-run and says the stages are up to date", async () => {
     const t = setup(["a=1", "b=2"]);
-    const first = await runPipeline(t.options());
+    const first = await runProjectOnce(t.options());
     expect(first.stages.filter((s) => s.status === "ran").map((s) => s.stage)).toEqual(["mine", "split"]);
     expect(t.calls).toEqual({ mine: ["a", "b"], split: ["a", "b"] });
     const lockBefore = readFileSync(join(t.dir, "work", "switch-swe.lock.json"), "utf8");
 
-    const second = await runPipeline(t.options());
+    const second = await runProjectOnce(t.options());
     expect(second.stages.filter((s) => s.stage === "mine" || s.stage === "split").map((s) => s.status)).toEqual(["up_to_date", "up_to_date"]);
     expect(t.calls).toEqual({ mine: ["a", "b"], split: ["a", "b"] });
     expect(readFileSync(join(t.dir, "work", "switch-swe.lock.json"), "utf8")).toBe(lockBefore);
@@ -107,8 +108,8 @@ describe("engine cache", () => {
 
   it("reruns a stage whose config changed, and only that stage onwards", async () => {
     const t = setup(["a=1", "b=2"]);
-    await runPipeline(t.options());
-    const summary = await runPipeline(t.options({ split: { factor: 3 } }));
+    await runProjectOnce(t.options());
+    const summary = await runProjectOnce(t.options({ split: { factor: 3 } }));
     expect(summary.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
     expect(summary.stages.find((s) => s.stage === "split")!.status).toBe("ran");
     expect(t.calls.split).toEqual(["a", "b", "a", "b"]);
@@ -120,9 +121,9 @@ describe("engine cache", () => {
 
   it("reworks only the records of an input file that changed", async () => {
     const t = setup(["a=1", "b=2"]);
-    await runPipeline(t.options());
+    await runProjectOnce(t.options());
     writeFileSync(join(t.dir, "input.txt"), "a=1\nb=5\nc=7\n");
-    const summary = await runPipeline(t.options());
+    const summary = await runProjectOnce(t.options());
     expect(summary.stages.find((s) => s.stage === "mine")!.status).toBe("ran");
     expect(t.calls.mine).toEqual(["a", "b", "b", "c"]);
     expect(t.calls.split).toEqual(["a", "b", "b", "c"]);
@@ -132,52 +133,52 @@ describe("engine cache", () => {
 
   it("does not redo a stage that draws no random numbers when only the seed changes", async () => {
     const t = setup(["a=1"]);
-    await runPipeline(t.options());
-    const summary = await runPipeline(t.options({}, "another seed"));
+    await runProjectOnce(t.options());
+    const summary = await runProjectOnce(t.options({}, "another seed"));
     expect(summary.stages.filter((s) => s.status === "ran")).toEqual([]);
     expect(t.calls).toEqual({ mine: ["a"], split: ["a"] });
 
     const seeded = setup(["a=1"], true);
-    await runPipeline(seeded.options());
-    const redrawn = await runPipeline(seeded.options({}, "another seed"));
+    await runProjectOnce(seeded.options());
+    const redrawn = await runProjectOnce(seeded.options({}, "another seed"));
     expect(redrawn.stages.filter((s) => s.status === "ran").map((s) => s.stage)).toEqual(["split"]);
     expect(seeded.calls).toEqual({ mine: ["a"], split: ["a", "a"] });
   });
 
   it("reruns a stage whose output was edited or deleted on disk", async () => {
     const t = setup(["a=1"]);
-    await runPipeline(t.options());
+    await runProjectOnce(t.options());
     writeFileSync(join(t.dir, "work", "artifacts", "split", "doubled.jsonl"), '{"id":"a","value":99}\n');
-    const summary = await runPipeline(t.options());
+    const summary = await runProjectOnce(t.options());
     expect(summary.stages.find((s) => s.stage === "split")!.status).toBe("ran");
     expect(t.read("split", "doubled")).toEqual([{ id: "a", value: 2 }]);
   });
 
   it("honours --force, --from and --only", async () => {
     const t = setup(["a=1"]);
-    await runPipeline(t.options());
-    await runPipeline(t.options(), { force: true });
+    await runProjectOnce(t.options());
+    await runProjectOnce(t.options(), { force: true });
     expect(t.calls).toEqual({ mine: ["a", "a"], split: ["a", "a"] });
 
-    const from = await runPipeline(t.options(), { from: "split" });
+    const from = await runProjectOnce(t.options(), { from: "split" });
     expect(from.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
     expect(t.calls.split).toEqual(["a", "a", "a"]);
 
-    const only = await runPipeline(t.options(), { only: "split", force: true });
+    const only = await runProjectOnce(t.options(), { only: "split", force: true });
     expect(only.stages.map((s) => s.stage)).toEqual(["split"]);
     expect(t.calls).toEqual({ mine: ["a", "a"], split: ["a", "a", "a", "a"] });
   });
 
   it("--only refuses to run a stage whose inputs were never built", async () => {
     const t = setup(["a=1"]);
-    const summary = await runPipeline(t.options(), { only: "split" });
+    const summary = await runProjectOnce(t.options(), { only: "split" });
     expect(summary.ok).toBe(false);
     expect(summary.stages[0]!.error).toMatch(/input mine\/items is missing: run stage 'mine' first/);
   });
 
   it("lists the stages this build lacks as not built", async () => {
     const t = setup(["a=1"]);
-    const summary = await runPipeline(t.options());
+    const summary = await runProjectOnce(t.options());
     expect(summary.stages.find((s) => s.stage === "qualify")!.status).toBe("not_built");
   });
 });
@@ -185,7 +186,7 @@ describe("engine cache", () => {
 describe("per-record isolation", () => {
   it("records a bad record as a reject with reason and field, and goes on with the rest", async () => {
     const t = setup(["a=1", "b=bad", "d=4"]);
-    const summary = await runPipeline(t.options());
+    const summary = await runProjectOnce(t.options());
     expect(summary.ok).toBe(true);
     expect(t.read("mine", "items").map((i) => i.id)).toEqual(["a", "d"]);
     expect(t.read("mine", "rejects")).toEqual([
@@ -197,9 +198,9 @@ describe("per-record isolation", () => {
 
   it("a transient failure or a bug is not a result: the stage is incomplete, later stages keep their outputs, the run fails", async () => {
     const t = setup(["a=1", "d=4"]);
-    await runPipeline(t.options());
+    await runProjectOnce(t.options());
     writeFileSync(join(t.dir, "input.txt"), "a=1\nc=boom\nf=full\n");
-    const summary = await runPipeline(t.options());
+    const summary = await runProjectOnce(t.options());
     expect(summary.ok).toBe(false);
     const mine = summary.stages.find((s) => s.stage === "mine")!;
     expect(mine).toMatchObject({ status: "incomplete", rejected: 2 });
@@ -213,7 +214,7 @@ describe("per-record isolation", () => {
     );
 
     // --keep-going lets later stages run all the same; the run still fails.
-    const going = await runPipeline(t.options(), { keepGoing: true });
+    const going = await runProjectOnce(t.options(), { keepGoing: true });
     expect(going.ok).toBe(false);
     expect(going.stages.find((s) => s.stage === "split")!.status).toBe("ran");
     expect(t.read("split", "doubled").map((i) => i.id)).toEqual(["a"]);
@@ -221,7 +222,7 @@ describe("per-record isolation", () => {
 
   it("stops a stage at the first failure of what every record needs, without retrying it, and leaves the rest for the next run", async () => {
     const t = setup(["a=1", "b=fleet", "c=3", "d=4"]);
-    const summary = await runPipeline(t.options());
+    const summary = await runProjectOnce(t.options());
     expect(summary.ok).toBe(false);
     const mine = summary.stages.find((s) => s.stage === "mine")!;
     expect(mine.status).toBe("incomplete");
@@ -241,22 +242,22 @@ describe("per-record isolation", () => {
 
   it("retries an unexpected error on the next run but keeps a deterministic reject cached", async () => {
     const t = setup(["b=bad", "c=boom"]);
-    await runPipeline(t.options());
+    await runProjectOnce(t.options());
     writeFileSync(join(t.dir, "input.txt"), "b=bad\nc=boom\ne=5\n");
-    await runPipeline(t.options());
+    await runProjectOnce(t.options());
     // b's reject came from a RecordError and is reused; c crashed unexpectedly and is tried again.
     expect(t.calls.mine).toEqual(["b", "c", "c", "e"]);
   });
 
   it("runs a stage again, even unchanged, while some of its records failed for reasons that may not recur", async () => {
     const t = setup(["a=1", "c=boom"]);
-    await runPipeline(t.options());
-    const again = await runPipeline(t.options());
+    await runProjectOnce(t.options());
+    const again = await runProjectOnce(t.options());
     expect(again.stages.find((s) => s.stage === "mine")!.status).toBe("incomplete");
     expect(t.calls.mine).toEqual(["a", "c", "c"]);
     writeFileSync(join(t.dir, "input.txt"), "a=1\n");
-    await runPipeline(t.options());
-    const settled = await runPipeline(t.options());
+    await runProjectOnce(t.options());
+    const settled = await runProjectOnce(t.options());
     expect(settled.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
   });
 });
@@ -267,10 +268,10 @@ describe("run lock", () => {
     const { mkdirSync } = await import("node:fs");
     mkdirSync(join(t.dir, "work"), { recursive: true });
     writeFileSync(join(t.dir, "work", ".run.lock"), String(process.pid));
-    await expect(runPipeline(t.options())).rejects.toThrow(/another switch-swe run \(pid \d+\)/);
+    await expect(runProjectOnce(t.options())).rejects.toThrow(/another switch-swe run \(pid \d+\)/);
     // a lock left by a dead process is taken over
     writeFileSync(join(t.dir, "work", ".run.lock"), "999999");
-    await expect(runPipeline(t.options())).resolves.toMatchObject({ ok: true });
+    await expect(runProjectOnce(t.options())).resolves.toMatchObject({ ok: true });
     expect(existsSync(join(t.dir, "work", ".run.lock"))).toBe(false);
   });
 
@@ -285,7 +286,7 @@ describe("run lock", () => {
     // pid 1 is alive, but it is not the process that took this lock: its start time differs.
     const boot = readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
     writeFileSync(join(work, ".run.lock"), JSON.stringify({ pid: 1, start: "1", boot }));
-    await expect(runPipeline(t.options())).resolves.toMatchObject({ ok: true });
+    await expect(runProjectOnce(t.options())).resolves.toMatchObject({ ok: true });
     const { readdirSync } = await import("node:fs");
     expect(readdirSync(join(work, "envs"))).toEqual(["0123456789abcdef"]);
     expect(readdirSync(join(work, "git"))).toEqual([]);
@@ -293,7 +294,7 @@ describe("run lock", () => {
     // The same process id with its real start time is a live run: refused.
     const stat = readFileSync(`/proc/${process.pid}/stat`, "utf8");
     writeFileSync(join(work, ".run.lock"), JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19], boot }));
-    await expect(runPipeline(t.options())).rejects.toThrow(/another switch-swe run \(pid \d+\)/);
+    await expect(runProjectOnce(t.options())).rejects.toThrow(/another switch-swe run \(pid \d+\)/);
   });
 });
 
@@ -326,10 +327,10 @@ describe("a stage's code identity", () => {
       o.stages = o.stages.map((s) => (s.name === "split" ? { ...s, module: join(code, "stage.ts") } : s));
       return o;
     };
-    await runPipeline(options());
-    expect((await runPipeline(options())).stages.find((s) => s.stage === "split")!.status).toBe("up_to_date");
+    await runProjectOnce(options());
+    expect((await runProjectOnce(options())).stages.find((s) => s.stage === "split")!.status).toBe("up_to_date");
     writeFileSync(join(code, "shared", "deep.ts"), "export const deep = 2; // changed behaviour, two imports away\n");
-    const after = await runPipeline(options());
+    const after = await runProjectOnce(options());
     expect(after.stages.find((s) => s.stage === "split")!.status).toBe("ran");
     expect(after.stages.find((s) => s.stage === "mine")!.status).toBe("up_to_date");
   });
@@ -373,7 +374,7 @@ describe("optional input files", () => {
         return { items: [{ id: "notes", value: ctx.files.length }] };
       },
     });
-    const options: EngineOptions = {
+    const options: ProjectRun = {
       workDir: join(dir, "work"),
       baseDir: dir,
       stages: [notes],
@@ -382,12 +383,12 @@ describe("optional input files", () => {
       log: silentLogger,
       progress: silentProgress,
     };
-    expect((await runPipeline(options)).ok).toBe(true);
-    expect((await runPipeline(options)).stages[0]!.status).toBe("up_to_date");
+    expect((await runProjectOnce(options)).ok).toBe(true);
+    expect((await runProjectOnce(options)).stages[0]!.status).toBe("up_to_date");
     const { mkdirSync } = await import("node:fs");
     mkdirSync(join(dir, "notes"));
     writeFileSync(join(dir, "notes", "a.yaml"), "x: 1\n");
-    expect((await runPipeline(options)).stages[0]!.status).toBe("ran");
+    expect((await runProjectOnce(options)).stages[0]!.status).toBe("ran");
     expect(seen).toEqual([0, 1]);
   });
 });

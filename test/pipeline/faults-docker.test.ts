@@ -2,7 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatSummary, runPipeline } from "../../pipeline/engine/engine.ts";
+import { formatSummary } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
@@ -63,7 +64,7 @@ describe.skipIf(!docker)("faults of the Docker executor are never results", () =
     base = fileTempDir("switch-swe-faults-docker-");
     corpus = await faultCorpus(base);
     const reference = await row("clean");
-    const summary = await runPipeline(reference.options());
+    const summary = await runProjectOnce(reference.options());
     expect(summary.ok, formatSummary(summary)).toBe(true);
     clean = reference.outputs();
     const records = clean["artifacts/qualify/qualifications.jsonl"]!.split("\n")
@@ -88,7 +89,7 @@ describe.skipIf(!docker)("faults of the Docker executor are never results", () =
     // One task at a time, so the three kills land on one task's run and both its retries.
     const r = await row("killed", { qualify: "executor: docker, jobs: 1, infrastructure_backoff_seconds: [0.2]" });
     const killer = killContainers(new Docker(), r.workDir, 3);
-    const faulted = await runPipeline(r.options());
+    const faulted = await runProjectOnce(r.options());
     killer.stop();
     expect(await killer.done).toBe(3);
     expect(faulted.ok).toBe(false);
@@ -123,7 +124,7 @@ describe.skipIf(!docker)("faults of the Docker executor are never results", () =
         }
         return false;
       })();
-      const faulted = await runPipeline(r.options());
+      const faulted = await runProjectOnce(r.options());
       expect(await outage).toBe(true);
       expect(faulted.ok).toBe(false);
       const qualify = faulted.stages.find((s) => s.stage === "qualify")!;
@@ -138,7 +139,7 @@ describe.skipIf(!docker)("faults of the Docker executor are never results", () =
   });
 
   async function expectRecovered(r: FaultRow) {
-    const summary = await runPipeline(r.options());
+    const summary = await runProjectOnce(r.options());
     expect(summary.ok, formatSummary(summary)).toBe(true);
     expect(r.outputs()).toEqual(clean);
   }

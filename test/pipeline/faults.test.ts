@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatSummary, runPipeline, type RunSummary } from "../../pipeline/engine/engine.ts";
+import { formatSummary, type RunSummary } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { STAGE_ORDER, type StageName } from "../../pipeline/schemas/common.ts";
 import { FaultRow, faultCorpus, isRoot, SmallDisk } from "../helpers/fault-rows.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
@@ -27,7 +28,7 @@ describe("faults are never results", () => {
 
   /** The second run after the fault: it finishes, and everything equals the clean run. */
   const expectRecovered = async (r: FaultRow) => {
-    const summary = await runPipeline(r.options());
+    const summary = await runProjectOnce(r.options());
     expect(summary.ok, formatSummary(summary)).toBe(true);
     expect(r.outputs()).toEqual(clean);
   };
@@ -36,7 +37,7 @@ describe("faults are never results", () => {
     base = fileTempDir("switch-swe-faults-");
     corpus = await faultCorpus(base);
     const reference = await row("clean");
-    const summary = await runPipeline(reference.options());
+    const summary = await runProjectOnce(reference.options());
     expect(summary.ok, formatSummary(summary)).toBe(true);
     clean = reference.outputs();
     // The reference means something: three tasks kept, the regression rejected and cached.
@@ -57,7 +58,7 @@ describe("faults are never results", () => {
     const r = await row(name);
     const disk = new SmallDisk(join(r.workDir, subdir)).mount(size);
     disks.push(disk);
-    const faulted = await runPipeline(r.options());
+    const faulted = await runProjectOnce(r.options());
     expect(faulted.ok).toBe(false);
     check(faulted, r);
     disk.grow(grown);
@@ -99,7 +100,7 @@ describe("faults are never results", () => {
     // More broken answers than the retry plugin's tries: the requests fail for good this run. One
     // body is cut by a dropped connection, the other arrives whole but holds half a JSON document.
     r.server.inject({ kind: "truncate", count: 5, path: /\/pulls\/5\/reviews/ }, { kind: "cut_json", count: 5, path: /\/pulls\/9\/comments/ });
-    const faulted = await runPipeline(r.options());
+    const faulted = await runProjectOnce(r.options());
     expect(faulted.ok).toBe(false);
     const mine = faulted.stages.find((s) => s.stage === "mine")!;
     expect(mine.status).toBe("incomplete");
@@ -117,11 +118,11 @@ describe("faults are never results", () => {
 
   it("GitHub unreachable after a config change: the run fails and the published benchmark stands", async () => {
     const r = await row("unreachable");
-    expect((await runPipeline(r.options())).ok).toBe(true);
+    expect((await runProjectOnce(r.options())).ok).toBe(true);
     const before = r.outputs();
     await r.server.stop(); // ECONNREFUSED from now on
     r.writeConfig({ mine: "concurrency: 3" });
-    const faulted = await runPipeline(r.options());
+    const faulted = await runProjectOnce(r.options());
     expect(faulted.ok).toBe(false);
     const mine = faulted.stages.find((s) => s.stage === "mine")!;
     expect(mine.status).toBe("incomplete");
@@ -156,7 +157,7 @@ describe("a partly warm cache", () => {
     // Enough pull requests of one repository for sessions, so that every stage has records.
     const r = await new FaultRow(base, "warm", await faultCorpus(base), "local", { select: "near: 4, far: 4" }, [3, 5, 7, 9, 11, 13, 20, 22, 25, 29]).setUp();
     try {
-      expect((await runPipeline(r.options())).ok).toBe(true);
+      expect((await runProjectOnce(r.options())).ok).toBe(true);
       const artifacts = join(r.workDir, "artifacts");
       const stageOutputs = (stage: string) =>
         Object.fromEntries(
@@ -185,15 +186,15 @@ describe("a partly warm cache", () => {
             .join(""),
         );
         changed++;
-        const warm = await runPipeline(r.options(), { only: stage });
+        const warm = await runProjectOnce(r.options(), { only: stage });
         expect(warm.ok, `${stage}: ${formatSummary(warm)}`).toBe(true);
         const warmOutputs = stageOutputs(stage);
-        const cold = await runPipeline(r.options(), { only: stage, force: true });
+        const cold = await runProjectOnce(r.options(), { only: stage, force: true });
         expect(cold.stages[0]!.reused).toBe(0);
         expect(warmOutputs, stage).toEqual(stageOutputs(stage));
         // Put the input back, so the next stage is checked on the whole pipeline's outputs.
         writeFileSync(file, records.map((l) => `${l}\n`).join(""));
-        expect((await runPipeline(r.options(), { only: stage })).ok).toBe(true);
+        expect((await runProjectOnce(r.options(), { only: stage })).ok).toBe(true);
       }
       expect(skipped).toEqual([]);
       expect(changed).toBe(Object.keys(MAPPED_INPUT).length);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_REPOSITORY } from "../../pipeline/executors/docker.ts";
 import { queueNameFor } from "../../pipeline/executors/queue-protocol.ts";
 import { UV_MANAGED_PYTHONS } from "../../pipeline/executors/python-offer.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
 import { dockerForTests } from "../helpers/docker.ts";
@@ -92,7 +92,7 @@ describe("a fleet that shares only the network (each worker in a container of it
     process.env.SWITCH_SWE_FLEET_TEST_TOKEN = TOKEN;
     const started = Date.now();
     const watched = await watchJobs(redis!.url, prefix, () =>
-      runPipeline(
+      runProjectOnce(
         withExecution(demo.options, {
           executor: "queue",
           queue_executor: "local",

@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub, type RequestLogEntry } from "../../demo/github-server.ts";
 import type { RepoRecords } from "../../demo/records.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { mineStage } from "../../stages/mine/index.ts";
 import { prepareDemoCopy } from "../helpers/demo-copy.ts";
 import { GithubOpenApi } from "../helpers/github-openapi.ts";
@@ -55,7 +55,7 @@ describe("the local GitHub API against GitHub's published API description", () =
       const server = new FakeGithub({ recordsDir: join(corpusDir, "github"), captureResponses: true });
       const url = await server.start();
       const config = demo.options.stageConfigs.mine as any;
-      await runPipeline({
+      await runProjectOnce({
         ...demo.options,
         stages: [mineStage],
         stageConfigs: { ...demo.options.stageConfigs, mine: { ...config, github: { ...config.github, api_url: url } } },

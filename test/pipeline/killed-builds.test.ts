@@ -6,6 +6,7 @@ import Docker from "dockerode";
 import { describe, expect, it } from "vitest";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
 import { removeLeftovers } from "../../pipeline/engine/leftovers.ts";
+import { WorkLayout } from "../../pipeline/work-layout.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -96,7 +97,7 @@ describe("a pipeline killed during an environment build", () => {
       return info.State.Running ? undefined : info.State;
     }, 60);
     expect(state.ExitCode).toBe(137);
-    const removed = await removeLeftovers(workDir, silentLogger);
+    const removed = await removeLeftovers(new WorkLayout(workDir), silentLogger);
     expect(removed).toContain(`container ${id.slice(0, 12)}`);
     expect(await client.listContainers({ all: true, filters: { label: [`${WORK_LABEL}=${workDir}`] } })).toEqual([]);
   });

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadProfiles } from "../../pipeline/profiles/load.ts";
-import { loadConfig } from "../../pipeline/engine/config.ts";
+import { loadConfig } from "../../pipeline/project/config.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 
 const DIR = fileURLToPath(new URL("../../data/repos/", import.meta.url));

@@ -5,7 +5,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PullIntent } from "../../demo/build.ts";
 import { buildDemoCorpus } from "../../demo/build.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { STAGE_ORDER } from "../../pipeline/schemas/common.ts";
 import type { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
@@ -80,7 +80,7 @@ describe("the audit on the demo corpus", () => {
     demo.options = withExecution(demo.options, { executor: "local" });
     // Up to audit: nothing later is looked at here.
     demo.options.stages = demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf("audit"));
-    const summary = await runPipeline(demo.options);
+    const summary = await runProjectOnce(demo.options);
     expect(summary.ok).toBe(true);
   });
   afterAll(() => demo?.server.stop());
@@ -116,7 +116,7 @@ describe("the audit on the demo corpus", () => {
       decisions,
       `decisions:\n  - task: ${flagged.task_id}\n    verdict: approve\n    auditor: ann\n    reason: __all__ is the module's documented API list\n    contracts:\n      "${test}": "public names are listed in __all__"\n  - task: ${clean.task_id}\n    verdict: exclude\n    auditor: ann\n    reason: the issue is ambiguous\n`,
     );
-    await runPipeline(demo.options, { only: "audit" });
+    await runProjectOnce(demo.options, { only: "audit" });
     const tasks = readFileSync(join(demo.workDir, "artifacts", "audit", "tasks.jsonl"), "utf8");
     expect(tasks).toContain(`"id":"${flagged.task_id}"`);
     expect(tasks).not.toContain(`"id":"${clean.task_id}"`);

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus, type PullIntent } from "../../demo/build.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
@@ -34,8 +34,8 @@ describe.skipIf(!docker)("the Docker engine restarting mid-run", () => {
     const corpusDir = fileTempDir();
     await buildDemoCorpus(plan, corpusDir);
     demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
-    await runPipeline(demo.options, { only: "mine" });
-    await runPipeline(demo.options, { only: "split" });
+    await runProjectOnce(demo.options, { only: "mine" });
+    await runProjectOnce(demo.options, { only: "split" });
     await demo.server.stop();
     const intents: PullIntent[] = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
     const splits: SplitChange[] = readFileSync(join(demo.workDir, "artifacts", "split", "splits.jsonl"), "utf8")

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../demo/build.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
 import { addedLines } from "../../stages/reconstruct/clean.ts";
@@ -41,8 +41,8 @@ describe("SWE-bench-family records enriched from GitHub", () => {
     // both kept for every test of the file
     mined = await prepareDemoCopy(fileTempDir(), { corpusDir });
     enriched = await importing({}, fileTempDir());
-    for (const c of [mined, enriched]) expect((await runPipeline(c.options, { only: "mine" })).ok).toBe(true);
-    for (const c of [mined, enriched]) await runPipeline(c.options, { only: "split" });
+    for (const c of [mined, enriched]) expect((await runProjectOnce(c.options, { only: "mine" })).ok).toBe(true);
+    for (const c of [mined, enriched]) await runProjectOnce(c.options, { only: "split" });
   });
   afterAll(async () => {
     for (const c of [mined, enriched, offline]) await c?.server.stop();
@@ -99,8 +99,8 @@ describe("SWE-bench-family records enriched from GitHub", () => {
     try {
       const stages = c.options.stageConfigs as Record<string, Record<string, unknown>>;
       stages.mine = { ...stages.mine, swebench: [file] };
-      expect((await runPipeline(c.options, { only: "mine" })).ok).toBe(true);
-      await runPipeline(c.options, { only: "split" });
+      expect((await runProjectOnce(c.options, { only: "mine" })).ok).toBe(true);
+      await runProjectOnce(c.options, { only: "split" });
       const candidate = read<Candidate>(c, "mine", "candidates").find((x) => x.id === withIssue.id)!;
       expect(candidate.problem_statement).toBe("The statement this record was qualified against, in words of its own.");
       expect(candidate.notes.find((n) => n.startsWith("enriched from GitHub"))).toMatch(
@@ -122,8 +122,8 @@ describe("SWE-bench-family records enriched from GitHub", () => {
     offline = await importing({ token_file: null });
     const lines: string[] = [];
     const log = { ...offline.options.log, warn: (m: string) => lines.push(m), child: () => log } as typeof offline.options.log;
-    await runPipeline({ ...offline.options, log }, { only: "mine" });
-    await runPipeline(offline.options, { only: "split" });
+    await runProjectOnce({ ...offline.options, log }, { only: "mine" });
+    await runProjectOnce(offline.options, { only: "split" });
     expect(lines.some((l) => /50 SWE-bench-family record\(s\) not enriched from GitHub: no token/.test(l))).toBe(true);
     expect([...requestsOf(offline).values()].every((r) => r.length === 1)).toBe(true);
     // and no request was sent for them

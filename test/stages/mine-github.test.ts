@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus, type PullIntent } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { mineStage } from "../../stages/mine/index.ts";
 import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
@@ -32,7 +32,7 @@ describe("mining GitHub", () => {
     copies.push(c);
     return c;
   }
-  const mineOnly = (c: DemoCopy, extra: Partial<DemoCopy["options"]> = {}) => runPipeline({ ...c.options, stages: [mineStage], ...extra });
+  const mineOnly = (c: DemoCopy, extra: Partial<DemoCopy["options"]> = {}) => runProjectOnce({ ...c.options, stages: [mineStage], ...extra });
   const candidates = (c: DemoCopy) => readFileSync(join(c.workDir, "artifacts", "mine", "candidates.jsonl"), "utf8");
   const rejects = (c: DemoCopy) =>
     readFileSync(join(c.workDir, "artifacts", "mine", "rejects.jsonl"), "utf8")
@@ -46,7 +46,7 @@ describe("mining GitHub", () => {
     intents = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
     // The uninterrupted, fault-free run every other run is compared with.
     const reference = await prepareDemoCopy(fileTempDir(), { corpusDir, mine: { wait_unit_ms: 5 } });
-    const summary = await runPipeline({ ...reference.options, stages: [mineStage] });
+    const summary = await runProjectOnce({ ...reference.options, stages: [mineStage] });
     await reference.server.stop();
     expect(summary.stages[0]).toMatchObject({ status: "ran", out: intents.length, rejected: 0 });
     clean = readFileSync(join(reference.workDir, "artifacts", "mine", "candidates.jsonl"), "utf8");

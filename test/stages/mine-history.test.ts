@@ -6,7 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import type { RepoRecords } from "../../demo/records.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { git } from "../../pipeline/git.ts";
 import { createGithubClient } from "../../pipeline/github-client.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
@@ -64,7 +64,7 @@ describe("mining real GitHub history", () => {
     copies.push(c);
     return { c, records, corpus };
   }
-  const mineOnly = (c: DemoCopy, force = false) => runPipeline({ ...c.options, stages: [mineStage] }, force ? { force: true } : {});
+  const mineOnly = (c: DemoCopy, force = false) => runProjectOnce({ ...c.options, stages: [mineStage] }, force ? { force: true } : {});
   const read = (c: DemoCopy, name: string) =>
     readFileSync(join(c.workDir, "artifacts", "mine", `${name}.jsonl`), "utf8")
       .split("\n")
@@ -118,7 +118,7 @@ describe("mining real GitHub history", () => {
     // the run is complete (a fact about history is a result), and a re-run takes the reject from the cache
     expect(summary.ok).toBe(true);
     const before = c.server.log.length;
-    const again = await runPipeline({ ...c.options, stages: [mineStage] });
+    const again = await runProjectOnce({ ...c.options, stages: [mineStage] });
     expect(again.stages[0]!.status).toBe("up_to_date");
     expect(c.server.log.length).toBe(before);
   });

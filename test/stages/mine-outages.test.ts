@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { mineStage } from "../../stages/mine/index.ts";
 import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
@@ -51,7 +51,7 @@ describe("mining when GitHub hangs, fails or limits", () => {
     const lines: string[] = [];
     const log = createLogger({ level: "info", write: (line) => lines.push(line) });
     const started = Date.now();
-    const summary = await runPipeline({ ...c.options, stages: [mineStage], log }, force ? { force: true } : {});
+    const summary = await runProjectOnce({ ...c.options, stages: [mineStage], log }, force ? { force: true } : {});
     return { summary, lines, seconds: (Date.now() - started) / 1000 };
   }
   const read = (c: DemoCopy, name: string) =>

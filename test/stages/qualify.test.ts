@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus, type PullIntent } from "../../demo/build.ts";
-import { runPipeline } from "../../pipeline/engine/engine.ts";
+import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
@@ -44,7 +44,7 @@ describe("qualify on the demo corpus", () => {
   let intents: Map<string, PullIntent>;
   let demo: DemoCopy;
   const qualifyWith = async (executor: "local" | "docker", force = true) => {
-    const summary = await runPipeline(withExecution(demo.options, { executor }), { only: "qualify", force });
+    const summary = await runProjectOnce(withExecution(demo.options, { executor }), { only: "qualify", force });
     return {
       summary,
       records: readRecords<QualificationRecord>(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl")),
@@ -60,8 +60,8 @@ describe("qualify on the demo corpus", () => {
       (JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
     );
     demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
-    await runPipeline(demo.options, { only: "mine" });
-    await runPipeline(demo.options, { only: "split" });
+    await runProjectOnce(demo.options, { only: "mine" });
+    await runProjectOnce(demo.options, { only: "split" });
     local = await qualifyWith("local");
   });
   afterAll(() => demo?.server.stop());

@@ -1,14 +1,12 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import type { Logger } from "../logger.ts";
-import { cloneSourceOf, type LoadedProfile, loadProfilesDir, type ProfileSet } from "../profiles/load.ts";
+import type { Workspace } from "../executors/workspace.ts";
+import type { ExecutionSettings } from "../engine/settings.ts";
+import { cloneSourceOf, type LoadedProfile, type ProfileSet } from "../profiles/load.ts";
 import { HeldoutTask } from "../schemas/heldout.ts";
 import { InputError, readJsonFile } from "../validation.ts";
-import { type LoadedConfig, loadConfig } from "./config.ts";
-import { type ExecutionOverrides, type ExecutionSettings, withExecutionOverrides } from "./settings.ts";
-import type { AnyStage } from "./stage.ts";
-import { Workspace } from "./workspace.ts";
+import { Project, type ProjectOptions } from "./project.ts";
 
 /**
  * Where emit publishes the benchmark (the emit stage's config is exactly this): the released
@@ -24,10 +22,10 @@ export type BenchmarkLocations = z.infer<typeof BenchmarkLocations>;
 
 /**
  * An emitted benchmark and what works on it outside a run (verify, session run and run-all, the
- * agent's environment image): its config, the one workspace of its work directory (mirrors,
- * scratch, the executor of its execution settings with the command line's overrides), its
- * held-out assets and its repository profiles. Opened once per command, so every session of a
- * run-all shares one mirror cache and one executor.
+ * agent's environment image): its project (config with the command line's overrides, the one
+ * workspace of its work directory, scratch checkouts apart from a run's), its held-out assets and
+ * its repository profiles. Opened once per command, so every session of a run-all shares one
+ * mirror cache and one executor per kind.
  */
 export class OpenedBenchmark {
   readonly profiles: ProfileSet & { dir: string };
@@ -35,31 +33,35 @@ export class OpenedBenchmark {
   readonly sessionsDir: string;
 
   private constructor(
-    readonly configPath: string,
-    readonly loaded: LoadedConfig,
-    readonly execution: ExecutionSettings,
-    readonly workspace: Workspace,
-    locations: BenchmarkLocations,
+    readonly project: Project,
     heldoutDir?: string,
   ) {
-    this.heldoutDir = heldoutDir ? resolve(heldoutDir) : resolve(loaded.baseDir, locations.heldout_dir);
-    this.sessionsDir = resolve(loaded.baseDir, locations.out_dir, "sessions");
-    this.profiles = loadProfilesDir(loaded.config.profiles_dir, loaded.baseDir);
+    const locations = BenchmarkLocations.parse(project.stageConfigs.emit ?? {});
+    this.heldoutDir = heldoutDir ? resolve(heldoutDir) : resolve(project.baseDir, locations.heldout_dir);
+    this.sessionsDir = resolve(project.baseDir, locations.out_dir, "sessions");
+    this.profiles = project.profiles();
   }
 
-  /** `stages` are the command line's registry, against which the config is checked. */
-  static open(configPath: string, stages: AnyStage[], options: { overrides?: ExecutionOverrides; heldoutDir?: string; log: Logger }): OpenedBenchmark {
-    const loaded = loadConfig(configPath, stages);
-    const execution = withExecutionOverrides(loaded.config.execution, options.overrides ?? {});
-    const locations = BenchmarkLocations.parse((loaded.config.stages as Record<string, unknown>).emit ?? {});
-    return new OpenedBenchmark(
-      configPath,
-      loaded,
-      execution,
-      Workspace.open(loaded.workDir, execution, options.log, { scratch: "verify-scratch" }),
-      locations,
-      options.heldoutDir,
-    );
+  /** Opens the benchmark of a config file; `stages` are the command line's registry, against which the config is checked. */
+  static open(configPath: string, options: Omit<ProjectOptions, "scratch"> & { heldoutDir?: string }): OpenedBenchmark {
+    return new OpenedBenchmark(Project.open(configPath, { ...options, scratch: "beside" }), options.heldoutDir);
+  }
+
+  get configPath(): string {
+    return this.project.configPath ?? "(no config file)";
+  }
+
+  get baseDir(): string {
+    return this.project.baseDir;
+  }
+
+  /** The execution settings, with the command line's overrides. */
+  get execution(): ExecutionSettings {
+    return this.project.settings.execution;
+  }
+
+  get workspace(): Workspace {
+    return this.project.workspace;
   }
 
   /** A repository's profile, or an error naming the profiles directory and why there is none. */
@@ -71,7 +73,7 @@ export class OpenedBenchmark {
 
   /** Where a repository is cloned from: the given source (a session's own), else its profile's, else GitHub. */
   cloneSource(repo: string, given?: string): string {
-    return given ?? cloneSourceOf(repo, this.profile(repo), (p) => resolve(this.loaded.baseDir, p));
+    return given ?? cloneSourceOf(repo, this.profile(repo), (p) => resolve(this.baseDir, p));
   }
 
   /** A task's held-out asset, or undefined when the benchmark has none. */
@@ -91,6 +93,6 @@ export class OpenedBenchmark {
   }
 
   close(): Promise<void> {
-    return this.workspace.close();
+    return this.project.close();
   }
 }

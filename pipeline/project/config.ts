@@ -3,9 +3,9 @@ import { dirname, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { StageName } from "../schemas/common.ts";
-import { PipelineSettings } from "./settings.ts";
+import { PipelineSettings } from "../engine/settings.ts";
 import { firstIssue, InputError } from "../validation.ts";
-import type { StageDefinition } from "./stage.ts";
+import type { StageDefinition } from "../engine/stage.ts";
 
 export const PipelineConfig = z.strictObject({
   /** Names the benchmark; used for `manifests/<name>/`. */
