@@ -113,7 +113,7 @@ try {
           tokens: answered.reduce((n, c) => n + c.usage!.input + c.usage!.cachedInput + c.usage!.output, 0),
         };
         const crossTask = ran.filter((r) => r.behaviour!.cross_task_write_requests > 0).map((r) => r.condition);
-        // A context manager's own calls (plugins/opencode-rcm): routing and memory, per request.
+        // A context manager's own calls (plugins/rcm): routing and memory, per request.
         const auxiliary = (kind: string) => answered.filter((c) => c.body.includes(`switch-swe RCM: ${kind}`));
         const aux = [...auxiliary("task history router"), ...auxiliary("task state memory")];
         const auxTokens = aux.reduce((n, c) => n + c.usage!.input + c.usage!.cachedInput + c.usage!.output, 0);

@@ -11,10 +11,16 @@ export function environmentsLayout(root: string): { uvCache: string; buildLogs: 
 
 /**
  * Inside one session run's directory (under session-runs/<agent>/, or where --work puts it): the
- * session's checkouts, the agent's logs and the trajectory.
+ * session's checkouts, the agent's logs, the trajectory, and a context relay's state, usage and
+ * decisions.
  */
-export function sessionRunLayout(runDir: string): { workspace: string; logs: string; trajectory: string } {
-  return { workspace: join(runDir, "workspace"), logs: join(runDir, "logs"), trajectory: join(runDir, "trajectory.jsonl") };
+export function sessionRunLayout(runDir: string): { workspace: string; logs: string; trajectory: string; contextRelay: string } {
+  return {
+    workspace: join(runDir, "workspace"),
+    logs: join(runDir, "logs"),
+    trajectory: join(runDir, "trajectory.jsonl"),
+    contextRelay: join(runDir, "context-relay"),
+  };
 }
 
 /**

@@ -18,7 +18,7 @@ export function registerReport(program: Command, io: Io, exit: ExitCode): void {
     .option("--out <dir>", "where to write table1.md, table1.csv and resolution.svg (default: <results>/report)")
     .option(
       "--context-managers <native,router,rcm>",
-      "Table 3: the configurations of the native, +Router and +RCM runs (default: opencode, opencode-router and opencode-rcm, or their -environment variants, when all three are in --results)",
+      "Table 3: the configurations of the native, +Router and +RCM runs (default: a harness's three in --results, HARNESS, HARNESS-router and HARNESS-rcm or their -environment variants, OpenCode's first)",
     )
     .addHelpText(
       "after",

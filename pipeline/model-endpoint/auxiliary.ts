@@ -1,6 +1,6 @@
 /**
  * The scripted model's answers to a context manager's auxiliary calls (the Resumption Context
- * Manager's router and memory, plugins/opencode-rcm/): read from what the call's prompt contains,
+ * Manager's router and memory, plugins/rcm/): read from what the call's prompt contains,
  * as a model would read it, and never from the benchmark's schedules or reference changes. A call
  * is one of them by its system prompt's first line.
  */

@@ -15,18 +15,22 @@ const GROUP_TITLES: Record<Group, string> = { overall: "Overall", near: "Near", 
 export type ContextManagerRuns = Record<Method, string>;
 
 /**
- * The configurations of Table 3: the ones named (native, router, rcm, in that order), else those
- * the shipped adapters make (opencode, opencode-router, opencode-rcm, or their -environment
- * variants) when all three are in the results; undefined when there are none.
+ * The configurations of Table 3: the ones named (native, router, rcm, in that order), else a
+ * harness's three the shipped adapters make (HARNESS, HARNESS-router, HARNESS-rcm, or their
+ * -environment variants) when all three are in the results: OpenCode's (the study's) first, then
+ * the others by name (Claude Code's and Codex CLI's, through the relay); undefined when there are none.
  */
 export function contextManagerRuns(configurations: string[], named?: string[]): ContextManagerRuns | undefined {
   if (named) return { native: named[0]!, router: named[1]!, rcm: named[2]! };
-  for (const native of [...configurations].sort()) {
-    if (!/^opencode(-|$)/.test(native) || /^opencode-(router|rcm)(-|$)/.test(native)) continue;
-    const runs = { native, router: native.replace(/^opencode/, "opencode-router"), rcm: native.replace(/^opencode/, "opencode-rcm") };
-    if (configurations.includes(runs.router) && configurations.includes(runs.rcm)) return runs;
-  }
-  return undefined;
+  const trios = configurations.flatMap((name) => {
+    const match = /^(.+)-rcm(-environment)?$/.exec(name);
+    if (!match) return [];
+    const [, harness, environment = ""] = match;
+    const runs = { native: `${harness}${environment}`, router: `${harness}-router${environment}`, rcm: name };
+    return configurations.includes(runs.native) && configurations.includes(runs.router) ? [runs] : [];
+  });
+  const rank = (runs: ContextManagerRuns) => `${runs.native.startsWith("opencode") ? 0 : 1}${runs.native}`;
+  return trios.sort((x, y) => (rank(x) < rank(y) ? -1 : 1))[0];
 }
 
 export interface ContextManagerTable {

@@ -133,6 +133,12 @@ export const AgentSpec = z
     home_files: z
       .array(z.strictObject({ path: z.string().regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+$/, "a path inside the agent's home"), source: z.string().min(1) }))
       .default([]),
+    /**
+     * A context manager between the harness and its model endpoint (plugins/rcm/relay.ts, the
+     * Resumption Context Manager): started for each run given a model endpoint, the harness given
+     * its URL for the endpoint's. `program` relative to the adapter that names it.
+     */
+    context_relay: z.strictObject({ program: z.string().min(1), mode: z.enum(["router", "rcm"]) }).optional(),
     /** Variables set for every request whatever the endpoint: telemetry, update checks and the like switched off. */
     constant_env: z.record(VariableName, z.string()).default({}),
     /** On the host: HOME (and the XDG directories) are the run's own, so the harness keeps its state, settings and conversations there and never in the user's. */
@@ -170,6 +176,10 @@ export const AgentSpec = z
       path: ["usage_file"],
     },
   )
+  .refine((a) => a.context_relay === undefined || a.model_endpoint !== undefined, {
+    message: "a context relay stands in front of the model endpoint: the adapter says how the harness is pointed at one (model_endpoint)",
+    path: ["context_relay"],
+  })
   .refine((a) => onlyPlaceholders([a.message], MESSAGE_PLACEHOLDERS), {
     message: `the message may use only ${MESSAGE_PLACEHOLDERS.join(", ")}`,
     path: ["message"],

@@ -41,6 +41,8 @@ export interface Delivery {
   snapshots: Map<string, Snapshot>;
   /** Where a command agent runs (none for a scripted agent). */
   place?: AgentPlace;
+  /** The usage of a context relay's auxiliary calls since the last request: added to the request's own. */
+  relayUsage?: () => Promise<RequestUsage | null>;
 }
 
 /** What the runner learnt from one request's attempts: usage summed over them, the last failure, the retries the provider cost. */
@@ -185,6 +187,9 @@ async function deliverOne(
       if (reading.cumulative) state.runningTotal = reading.usage;
       outcome.usage = addUsage(outcome.usage ?? NO_USAGE, own);
     }
+    // The context manager's own calls during the attempt count in the request, like the harness's.
+    const auxiliary = await d.relayUsage?.();
+    if (auxiliary) outcome.usage = addUsage(outcome.usage ?? NO_USAGE, auxiliary);
     if (state.conversation === undefined && typeof agent.conversation === "object")
       state.conversation = await capturedConversation(agent.conversation.capture, logFile);
     outcome.failure =

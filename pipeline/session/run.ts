@@ -4,6 +4,7 @@ import { writeFileAtomic } from "../atomic.ts";
 import type { SessionSpec } from "../schemas/session.ts";
 import { sessionRunLayout } from "../work-layout.ts";
 import { provisionCheckout, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
+import { startContextRelay } from "./context-relay.ts";
 import { deliverRequests } from "./delivery.ts";
 import { agentPlace, warnOfInstructionsAbove } from "./placement.ts";
 import { summarise } from "./trajectory.ts";
@@ -16,26 +17,36 @@ import type { SessionRunOptions, SessionRunResult } from "./types.ts";
  * `timeout_continuations` continuations, and records a trajectory: every request's times,
  * budget used, continuations, exits, and the files changed in every checkout during it.
  */
-export async function runSession(options: SessionRunOptions): Promise<SessionRunResult> {
-  const { spec, agent, runDir } = options;
+export async function runSession(given: SessionRunOptions): Promise<SessionRunResult> {
+  const { spec, agent, runDir } = given;
   const runStarted = Date.now();
-  const { workspace, logs, trajectory: trajectoryFile } = sessionRunLayout(runDir);
+  const { workspace, logs, trajectory: trajectoryFile, contextRelay } = sessionRunLayout(runDir);
   await mkdir(logs, { recursive: true });
   // The session's absolute paths (/workspace/w00, ...) map to directories of the same names here.
   const hostPath = (path: string) => join(workspace, basename(path));
-  for (const checkout of spec.checkouts) await provisionCheckout(options.mirror, checkout.base_commit, hostPath(checkout.path));
+  for (const checkout of spec.checkouts) await provisionCheckout(given.mirror, checkout.base_commit, hostPath(checkout.path));
   const focusPath = focusPathOf(spec);
   const hashes: HashCache = new Map();
   const snapshots = new Map<string, Snapshot>();
   for (const checkout of spec.checkouts) snapshots.set(checkout.path, await snapshot(hostPath(checkout.path), hashes));
   const base = new Map(snapshots);
-  if (!agent.scripted && agent.runs === "host") warnOfInstructionsAbove(workspace, options.log);
-  const place = agent.scripted ? undefined : await agentPlace(options, hostPath, logs);
+  if (!agent.scripted && agent.runs === "host") warnOfInstructionsAbove(workspace, given.log);
+  // A context relay stands between the harness and the endpoint: the harness is given its URL.
+  const relay =
+    agent.context_relay && given.model
+      ? await startContextRelay(agent.context_relay, given.model.url, contextRelay, join(logs, "context-relay.log"), given.log)
+      : undefined;
+  const options = relay && given.model ? { ...given, model: { ...given.model, url: relay.url } } : given;
   let requests: Awaited<ReturnType<typeof deliverRequests>>;
   try {
-    requests = await deliverRequests(options, { hostPath, focusPath, logs, hashes, snapshots, place });
+    const place = agent.scripted ? undefined : await agentPlace(options, hostPath, logs);
+    try {
+      requests = await deliverRequests(options, { hostPath, focusPath, logs, hashes, snapshots, place, ...(relay ? { relayUsage: relay.takeUsage } : {}) });
+    } finally {
+      await place?.close();
+    }
   } finally {
-    await place?.close();
+    await relay?.close();
   }
   await writeFileAtomic(trajectoryFile, requests.lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
   const lost = [...requests.everChanged].filter((p) => snapshots.get(focusPath)!.get(p) === base.get(focusPath)!.get(p)).length;

@@ -45,6 +45,8 @@ function agentYaml(file: string, seen: string[]): Record<string, unknown> {
         ? { ...f, source: resolve(dirname(file), (f as { source: string }).source) }
         : f,
     );
+  const relay = own.context_relay as { program?: unknown } | undefined;
+  if (relay && typeof relay === "object" && typeof relay.program === "string") own.context_relay = { ...relay, program: resolve(dirname(file), relay.program) };
   if (base === undefined) return own;
   if (typeof base !== "string" || base === "") throw new SessionInputError(`${file}: extends: the path of another agent description, relative to this one`);
   // An adapter that extends another is a new adapter: it says its own name.
@@ -68,6 +70,8 @@ export function loadAgent(file: string): AgentSpec {
   parsed.data.home_files.forEach((f, i) => {
     if (!existsSync(f.source)) throw new SessionInputError(`${file}: home_files[${i}].source: ${f.source} does not exist`);
   });
+  const relay = parsed.data.context_relay;
+  if (relay && !existsSync(relay.program)) throw new SessionInputError(`${file}: context_relay.program: ${relay.program} does not exist`);
   return parsed.data;
 }
 

@@ -1056,14 +1056,15 @@ describe("the demo", () => {
       });
     }, 900_000);
   });
-  describe("the Resumption Context Manager (OpenCode with switch-swe's plugin, installed by its adapter) against the model endpoint", () => {
+  describe("the Resumption Context Manager (OpenCode with switch-swe's plugin; Claude Code and Codex CLI through its relay; installed by their adapters) against the model endpoint", () => {
     const quiet = createLogger({ level: "warn", write: () => {} });
     const toolsDir = join(root, DEFAULT_TOOLS_DIR);
     const bench = () => OpenedBenchmark.open(a.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log: quiet });
     let session: string;
     let s: SessionSpec;
     beforeAll(async () => {
-      await installAgent(loadAgent(join(root, "data", "agents", "opencode-rcm.yaml")), toolsDir);
+      for (const adapter of ["opencode-rcm", "claude-code-rcm", "codex-rcm"])
+        await installAgent(loadAgent(join(root, "data", "agents", `${adapter}.yaml`)), toolsDir);
       const index = SessionIndex.parse(JSON.parse(a.published["sessions/index.json"]!));
       // The shortest switched schedule: every run goes through all of its requests with the real harness.
       const length = (file: string) => SessionSpec.parse(JSON.parse(a.published[`sessions/${file}`]!)).conditions.switched.length;
@@ -1176,6 +1177,38 @@ describe("the demo", () => {
       // Every request named its checkout: the router needed no model call of its own in the run.
       expect(calls.filter(isAuxiliary)).toEqual([]);
       expect(report.behaviour!.usage!.all).toEqual(usageInLog(calls));
+    }, 900_000);
+
+    it("Claude Code through the relay (+RCM, Anthropic Messages): every focus return's context holds the focus task's record and no other task's interactions; the run resolves; its usage, the relay's auxiliary calls included, is the endpoint's", async () => {
+      const dir = tempDir();
+      const { report, calls } = await runSwitched("claude-code-rcm", dir);
+      expect(report.resolved).toBe(true);
+      const returns = focusReturns(calls);
+      expect(returns.length).toBeGreaterThan(0);
+      for (const c of returns) {
+        expect(c.protocol).toBe("anthropic");
+        for (const text of otherTexts()) expect(c.body).not.toContain(text);
+        expect(c.body).toContain("<task_state_record");
+      }
+      // The memory calls went to the same endpoint in Claude Code's own protocol, with its key.
+      const memory = calls.filter((c) => c.body.includes("switch-swe RCM: task state memory"));
+      expect(memory.length).toBeGreaterThan(0);
+      expect(new Set(memory.map((c) => c.protocol))).toEqual(new Set(["anthropic"]));
+      expect(report.behaviour!.usage!.all).toEqual(usageInLog(calls));
+    }, 900_000);
+
+    it("Codex CLI through the relay (+Router, OpenAI Responses): focus returns get the focus task's interactions only, without a record; the run resolves; its tokens and tool calls are the endpoint's (Codex says nothing of its model calls)", async () => {
+      const dir = tempDir();
+      const { report, calls } = await runSwitched("codex-router", dir);
+      expect(report.resolved).toBe(true);
+      const returns = focusReturns(calls);
+      expect(returns.length).toBeGreaterThan(0);
+      for (const c of returns) {
+        expect(c.protocol).toBe("responses");
+        for (const text of otherTexts()) expect(c.body).not.toContain(text);
+        expect(c.body).not.toContain("<task_state_record");
+      }
+      expect(report.behaviour!.usage!.all).toEqual({ ...usageInLog(calls), model_calls: null });
     }, 900_000);
   });
 });

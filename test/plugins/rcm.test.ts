@@ -2,12 +2,12 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { assemble, RECENT_VERBATIM } from "../../plugins/opencode-rcm/assemble.ts";
-import { interactionGroups, requestText, type SessionMessage } from "../../plugins/opencode-rcm/history.ts";
-import { ResumptionContextManager } from "../../plugins/opencode-rcm/manager.ts";
-import { SwitchSweResumptionContextManager } from "../../plugins/opencode-rcm/index.ts";
-import { batches, emptyRecord, MAX_GROUPS_PER_UPDATE, readMemoryAnswer, type InteractionInput } from "../../plugins/opencode-rcm/memory.ts";
-import { readRouterAnswer, referencesIn, type Assignment } from "../../plugins/opencode-rcm/router.ts";
+import { assemble, RECENT_VERBATIM } from "../../plugins/rcm/assemble.ts";
+import { interactionGroups, requestText, type SessionMessage } from "../../plugins/rcm/history.ts";
+import { ResumptionContextManager } from "../../plugins/rcm/manager.ts";
+import { SwitchSweResumptionContextManager } from "../../plugins/rcm/opencode.ts";
+import { batches, emptyRecord, MAX_GROUPS_PER_UPDATE, readMemoryAnswer, type InteractionInput } from "../../plugins/rcm/memory.ts";
+import { readRouterAnswer, referencesIn, type Assignment } from "../../plugins/rcm/router.ts";
 import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
 import { tempDir } from "../helpers/tmp.ts";
 

@@ -45,15 +45,19 @@ export class ResumptionContextManager {
     return join(this.options.dir, "usage.jsonl");
   }
 
-  /** The messages of one model call, from the conversation OpenCode would send. */
-  async transform(messages: SessionMessage[]): Promise<SessionMessage[]> {
+  /**
+   * The messages of one model call, from the conversation the harness would send. `auxiliary`:
+   * the model to route and remember with for this call (the relay's: the call's own model,
+   * protocol and credentials), else the manager's.
+   */
+  async transform(messages: SessionMessage[], auxiliary: AuxiliaryModel | undefined = this.options.auxiliary): Promise<SessionMessage[]> {
     const sessionID = messages.find((m) => m.info.sessionID)?.info.sessionID;
     if (!sessionID) return messages;
     const state = this.load(sessionID);
     // The conversation read into groups once for the call: routing, memory and assembly share it.
     const groups = interactionGroups(messages);
-    await this.route(sessionID, groups, state);
-    if (this.options.mode === "rcm") await this.remember(sessionID, groups, state);
+    await this.route(sessionID, groups, state, auxiliary);
+    if (this.options.mode === "rcm") await this.remember(sessionID, groups, state, auxiliary);
     this.save(sessionID, state);
     const assembled = assemble(messages, state.assignments, this.options.mode === "rcm" ? state.memory : undefined, groups);
     this.logDecision(sessionID, groups, state, assembled);
@@ -61,7 +65,7 @@ export class ResumptionContextManager {
   }
 
   /** Every request not yet assigned, in order: by its references, else by the router model. */
-  private async route(sessionID: string, groups: InteractionGroup[], state: ConversationState): Promise<void> {
+  private async route(sessionID: string, groups: InteractionGroup[], state: ConversationState, auxiliary: AuxiliaryModel | undefined): Promise<void> {
     const newId = () => `t${state.tasks.length + 1}`;
     const earlier: { task: string; text: string }[] = [];
     for (const group of groups) {
@@ -70,7 +74,7 @@ export class ResumptionContextManager {
       const text = requestText(group.request);
       if (!state.assignments[id]) {
         const refs = referencesIn(text);
-        const decided = assignByReference(refs, state.tasks, newId) ?? (await this.askRouter(sessionID, text, state, earlier, newId));
+        const decided = assignByReference(refs, state.tasks, newId) ?? (await this.askRouter(auxiliary, sessionID, text, state, earlier, newId));
         if (decided.opened) state.tasks.push(decided.opened);
         for (const task of state.tasks) if (decided.assignment.tasks.includes(task.id)) learn(task, text, refs);
         state.assignments[id] = decided.assignment;
@@ -80,6 +84,7 @@ export class ResumptionContextManager {
   }
 
   private async askRouter(
+    auxiliary: AuxiliaryModel | undefined,
     sessionID: string,
     text: string,
     state: ConversationState,
@@ -87,9 +92,9 @@ export class ResumptionContextManager {
     newId: () => string,
   ): Promise<{ assignment: Assignment; opened?: CatalogueTask }> {
     const fallback = (reason: string) => ({ assignment: { tasks: [], related: [], confidence: 0, by: "fallback" as const, reason } });
-    if (!this.options.auxiliary) return fallback("no auxiliary model is configured");
+    if (!auxiliary) return fallback("no auxiliary model is configured");
     try {
-      const result = await callAuxiliary(this.options.auxiliary, routerPrompt(text, state.tasks, earlier));
+      const result = await callAuxiliary(auxiliary, routerPrompt(text, state.tasks, earlier));
       logUsage(this.usageFile, sessionID, "router", result.usage);
       return readRouterAnswer(result.text, state.tasks, newId);
     } catch (error) {
@@ -99,10 +104,10 @@ export class ResumptionContextManager {
   }
 
   /** Folds every completed interaction not yet in its tasks' records into them, in bounded batches. */
-  private async remember(sessionID: string, all: InteractionGroup[], state: ConversationState): Promise<void> {
+  private async remember(sessionID: string, all: InteractionGroup[], state: ConversationState, auxiliary: AuxiliaryModel | undefined): Promise<void> {
     const groups = all.filter((g) => g.request && !g.shared);
     const current = groups.at(-1)?.request?.info.id;
-    if (!this.options.auxiliary || !current || state.memoryFailedAt === current) return;
+    if (!auxiliary || !current || state.memoryFailedAt === current) return;
     const completed = groups.slice(0, -1);
     for (const task of state.tasks) {
       const record = state.memory[task.id] ?? emptyRecord(task.id);
@@ -111,7 +116,7 @@ export class ResumptionContextManager {
       let updated = record;
       for (const batch of batches(pending.map(interactionInput))) {
         try {
-          const result = await callAuxiliary(this.options.auxiliary, memoryPrompt(updated, batch));
+          const result = await callAuxiliary(auxiliary, memoryPrompt(updated, batch));
           logUsage(this.usageFile, sessionID, "memory", result.usage);
           const next = readMemoryAnswer(result.text, updated, batch);
           if (!next) throw new Error("its answer could not be read");
