@@ -10,12 +10,15 @@
 // The environment adapters (claude-code-environment, ..., aider-environment) run the same way, in
 // each session's focus task environment (a Docker engine needed); aider-environment installs
 // aider there by its setup.
-// With opencode, opencode-router and opencode-rcm run with one script, it prints Table 3 (native,
-// +Router, +RCM) and each context manager's auxiliary calls and tokens per request; the
+// With a harness's three adapters run with one script (opencode, opencode-router, opencode-rcm;
+// claude-code, claude-code-router, claude-code-rcm and codex's, through the context relay), it
+// prints their Table 3 (native, +Router, +RCM) and each context manager's auxiliary calls and
+// tokens per request; the
 // `distracted` script is a scripted simulation of a model that loses a task's earlier requirements
 // when other tasks' requests lie between (pipeline/model-endpoint/scripts.ts), not a measured model.
 // Usage: npm run bench:agents [-- --agents claude-code,codex --scripts solve,idle --sessions 4 --jobs 2]
 //        npm run bench:agents -- --agents opencode,opencode-router,opencode-rcm --scripts distracted
+//        npm run bench:agents -- --agents claude-code,claude-code-router,claude-code-rcm,codex,codex-router,codex-rcm --scripts distracted
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -131,17 +134,19 @@ try {
       }
     }
   }
-  // Table 3 wherever native, +Router and +RCM ran with the same script.
-  for (const script of scripts) {
-    const trio = ["opencode", "opencode-router", "opencode-rcm"].map((name) => join(dir, "results", name, script));
-    if (!trio.every((d) => existsSync(d))) continue;
-    const results = join(dir, "table3", script);
-    mkdirSync(results, { recursive: true });
-    trio.forEach((d, i) => symlinkSync(d, join(results, ["opencode", "opencode-router", "opencode-rcm"][i]!)));
-    const written = await writeResultsReport(results, join(manifest, "sessions"), join(dir, "table3-report", script));
-    const markdown = readFileSync(written.files[0]!, "utf8");
-    console.log(`\nTable 3 (${script} script):\n${markdown.slice(markdown.indexOf("## Table 3"))}`);
-  }
+  // Table 3 wherever a harness's native, +Router and +RCM adapters ran with the same script.
+  for (const script of scripts)
+    for (const harness of agents.filter((a) => agents.includes(`${a}-router`) && agents.includes(`${a}-rcm`))) {
+      const names = [harness, `${harness}-router`, `${harness}-rcm`];
+      const trio = names.map((name) => join(dir, "results", name, script));
+      if (!trio.every((d) => existsSync(d))) continue;
+      const results = join(dir, "table3", harness, script);
+      mkdirSync(results, { recursive: true });
+      trio.forEach((d, i) => symlinkSync(d, join(results, names[i]!)));
+      const written = await writeResultsReport(results, join(manifest, "sessions"), join(dir, "table3-report", harness, script));
+      const markdown = readFileSync(written.files[0]!, "utf8");
+      console.log(`\nTable 3, ${harness} (${script} script):\n${markdown.slice(markdown.indexOf("## Table 3"))}`);
+    }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
