@@ -1210,5 +1210,23 @@ describe("the demo", () => {
       }
       expect(report.behaviour!.usage!.all).toEqual({ ...usageInLog(calls), model_calls: null });
     }, 900_000);
+
+    it("Claude Code in the focus task's environment through the relay (+Router): the container reaches the relay on this machine as it would the endpoint; focus returns get the focus task's interactions only; usage is the endpoint's", async () => {
+      const dir = tempDir();
+      const { report, calls } = await runSwitched("claude-code-router-environment", dir);
+      expect(report.resolved).toBe(true);
+      const returns = focusReturns(calls);
+      expect(returns.length).toBeGreaterThan(0);
+      for (const c of returns) for (const text of otherTexts()) expect(c.body).not.toContain(text);
+      // Every working call was routed by the checkout its request names, with no call of the router's own.
+      const decisions = readFileSync(join(dir, "runs", `${session}.switched`, "context-relay", "decisions.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { assignment: { by: string } });
+      expect(decisions.length).toBeGreaterThan(0);
+      expect(new Set(decisions.map((d) => d.assignment.by))).toEqual(new Set(["reference"]));
+      expect(calls.filter(isAuxiliary)).toEqual([]);
+      expect(report.behaviour!.usage!.all).toEqual(usageInLog(calls));
+    }, 900_000);
   });
 });
