@@ -71,27 +71,44 @@ export type Snapshot = Map<string, string>;
  */
 export type HashCache = Map<string, { size: number; mtimeMs: number; ctimeMs: number; hash: string }>;
 
+/** `undefined` for a path that went away since it was listed: a file written by rename (an editor's, a harness's) is there, then not. */
+async function unlessGone<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Every file of a checkout, hashed. The checkout may be changing while it is read (the runner
+ * watches a focus checkout while the agent works): an entry gone between its listing and its
+ * reading is left out, as if it had never been there.
+ */
 export async function snapshot(dir: string, cache?: HashCache): Promise<Snapshot> {
   const files: Snapshot = new Map();
   const walk = async (rel: string): Promise<void> => {
     const abs = rel ? join(dir, rel) : dir;
-    for (const name of (await readdir(abs)).sort()) {
+    for (const name of ((await unlessGone(readdir(abs))) ?? []).sort()) {
       const childRel = rel ? `${rel}/${name}` : name;
       const path = join(dir, childRel);
-      const stat = await lstat(path);
+      const stat = await unlessGone(lstat(path));
+      if (!stat) continue;
       if (stat.isDirectory()) {
         if (!SKIPPED_DIRS.has(name) && !name.endsWith(".egg-info")) await walk(childRel);
       } else if (stat.isSymbolicLink()) {
-        files.set(childRel, `link:${await readlink(path)}`);
+        const target = await unlessGone(readlink(path));
+        if (target !== undefined) files.set(childRel, `link:${target}`);
       } else if (stat.isFile() && !/\.py[co]$/.test(name)) {
         const known = cache?.get(path);
         if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs && known.ctimeMs === stat.ctimeMs) {
           files.set(childRel, known.hash);
           continue;
         }
-        const hash = createHash("sha1")
-          .update(await readFile(path))
-          .digest("hex");
+        const content = await unlessGone(readFile(path));
+        if (content === undefined) continue;
+        const hash = createHash("sha1").update(content).digest("hex");
         cache?.set(path, { size: stat.size, mtimeMs: stat.mtimeMs, ctimeMs: stat.ctimeMs, hash });
         files.set(childRel, hash);
       }

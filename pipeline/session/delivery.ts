@@ -20,7 +20,9 @@ function watchFirstChange(dir: string, before: Snapshot, startedAt: number, poll
   const loop = (async () => {
     while (!stopped && found === null) {
       await new Promise((r) => setTimeout(r, pollSeconds * 1000));
-      if (changesBetween(before, await snapshot(dir, hashes))) found = (Date.now() - startedAt) / 1000;
+      // A look that fails (the agent is rewriting the tree) is only a look: the next one tries again.
+      const now = await snapshot(dir, hashes).catch(() => undefined);
+      if (now && changesBetween(before, now)) found = (Date.now() - startedAt) / 1000;
     }
   })();
   return {

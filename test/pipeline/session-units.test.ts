@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkRunDir, loadAgent } from "../../pipeline/session/runs.ts";
@@ -157,6 +158,34 @@ describe("the session runner's parts", () => {
     writeFileSync(join(checkout, "b.py"), "y = 2\n");
     utimesSync(join(checkout, "b.py"), mtime, mtime);
     expect(changesBetween(cached, await snapshot(checkout, cache))).toEqual({ added: [], modified: ["b.py"], deleted: [] });
+  });
+
+  it("a snapshot taken while an agent writes files by rename (a temporary file, then its name) never fails: what went away since it was listed is left out", async () => {
+    const checkout = tempDir();
+    mkdirSync(join(checkout, "src", "pkg"), { recursive: true });
+    writeFileSync(join(checkout, "src", "pkg", "mod.py"), "x = 0\n");
+    let writing = true;
+    const writer = (async () => {
+      // Claude Code's way: write mod.py.tmp.<pid>.<n>, rename it over mod.py; a scratch directory comes and goes.
+      for (let n = 0; writing; n++) {
+        const tmp = join(checkout, "src", "pkg", `mod.py.tmp.${process.pid}.${n}`);
+        await writeFile(tmp, `x = ${n}\n`);
+        await rename(tmp, join(checkout, "src", "pkg", "mod.py"));
+        await mkdir(join(checkout, "src", "scratch"), { recursive: true });
+        await writeFile(join(checkout, "src", "scratch", "f"), "");
+        await rm(join(checkout, "src", "scratch"), { recursive: true, force: true });
+      }
+    })();
+    try {
+      const cache = new Map();
+      for (let i = 0; i < 300; i++) {
+        const seen = await snapshot(checkout, cache);
+        expect(seen.has("src/pkg/mod.py")).toBe(true);
+      }
+    } finally {
+      writing = false;
+      await writer;
+    }
   });
 });
 
