@@ -71,7 +71,7 @@ export function renderContextManagerMarkdown(table: ContextManagerTable): string
   if (table.workload.some((w) => w.row)) {
     lines.push(
       "",
-      "Workload per run (means, auxiliary routing and memory calls included, from the harness's output and the plugin's usage log):",
+      "Workload per run (means, auxiliary routing and memory calls included, from the harness's output and the context manager's usage log):",
       "",
       "| Method | Model calls: Unint. | Switch-All | Tokens: Unint. | Switch-All |",
       "|---|---:|---:|---:|---:|",
