@@ -6,7 +6,7 @@ import { createLogger } from "../../pipeline/logger.ts";
 
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { positiveWholeNumber } from "../numeric-options.ts";
-import { measureFidelity, formatFidelity } from "../../pipeline/fidelity/run.ts";
+import { measureFidelity, formatFidelity } from "../../pipeline/fidelity/measure.ts";
 import { qualificationOptions } from "../qualification-options.ts";
 
 export function registerFidelity(program: Command, io: Io, exit: ExitCode): void {

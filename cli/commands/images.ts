@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import type { Command } from "commander";
 import { dockerEngine } from "../../pipeline/executors/docker-engine.ts";
 import { buildBaseImage } from "../../pipeline/executors/docker.ts";
-import { listImages, pruneImages } from "../../pipeline/executors/images.ts";
+import { listImages, pruneImages } from "../../pipeline/executors/image-inventory.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { buildPipelineImages } from "../../pipeline/project/environment-images.ts";

@@ -5,7 +5,7 @@ import { recipeFor } from "../profiles/recipes.ts";
 import { type Logger } from "../logger.ts";
 import { RepoProfile } from "../schemas/repo-profile.ts";
 import { InputError } from "../validation.ts";
-import { type FidelityOptions, measureFidelity } from "./run.ts";
+import { type FidelityOptions, measureFidelity } from "./measure.ts";
 import type { ExecutorChoice } from "../engine/settings.ts";
 import { readProfile } from "../profiles/load.ts";
 import { WorkLayout } from "../work-layout.ts";

@@ -4,7 +4,7 @@ import { writeFileAtomic } from "../atomic.ts";
 import { auditRecord, DEFECT_MEANINGS } from "./defects.ts";
 import { compareSet, explained, type SetComparison } from "./compare.ts";
 import { DefectKind, type EraSummary, type RecordAudit, RequalifyReport } from "../schemas/requalify.ts";
-import { type FidelityOptions, qualifyRecords } from "./run.ts";
+import { type FidelityOptions, qualifyRecords } from "./measure.ts";
 
 /** What requalify takes: what fidelity does, with the file named `swebench`. */
 export type RequalifyOptions = Omit<FidelityOptions, "records"> & { swebench: string };

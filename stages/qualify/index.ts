@@ -6,7 +6,7 @@ import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { parseWholeNumber } from "../../pipeline/validation.ts";
-import { designatedTestFiles, qualificationRecord, qualifyTask } from "./run.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask } from "./qualify-task.ts";
 import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
 export { classifyTests, keepDecision } from "./outcomes.ts";

@@ -15,7 +15,7 @@ import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { verifyArtifact, type VerifyOutcome } from "../../pipeline/verifier/verify.ts";
 import { freshCheckout } from "../../pipeline/checkouts/checkout.ts";
-import { qualifyTask } from "../../stages/qualify/run.ts";
+import { qualifyTask } from "../../stages/qualify/qualify-task.ts";
 import { oracleTask } from "../../stages/oracle/index.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir } from "../helpers/tmp.ts";

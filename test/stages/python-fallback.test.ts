@@ -2,7 +2,7 @@ import { BUILT_STAGES } from "../../stages/index.ts";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { qualifyRecords } from "../../pipeline/fidelity/run.ts";
+import { qualifyRecords } from "../../pipeline/fidelity/measure.ts";
 import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";

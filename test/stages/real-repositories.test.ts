@@ -10,7 +10,7 @@ import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { profileFileName } from "../../pipeline/profiles/load.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
-import { type FidelityResult, measureFidelity } from "../../pipeline/fidelity/run.ts";
+import { type FidelityResult, measureFidelity } from "../../pipeline/fidelity/measure.ts";
 import { normaliseTestId, swebenchTestId } from "../../pipeline/test-results/test-ids.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
