@@ -11,7 +11,7 @@ import { QualificationRecord } from "../schemas/qualification.ts";
 import { ExecutionSettings, PipelineSettings } from "../engine/settings.ts";
 import { Project } from "../project/project.ts";
 import { WorkLayout } from "../work-layout.ts";
-import { type ExecutorChoice, withExecutionOverrides } from "../engine/settings.ts";
+import type { ExecutorChoice } from "../engine/settings.ts";
 
 export interface FidelityOptions {
   /** The stages to run (mine, split and qualify are taken from them): the command line's registry. */
@@ -61,10 +61,7 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
   mkdirSync(workDir, { recursive: true });
   const settings = PipelineSettings.parse({
     profiles_dir: profilesWithMirrors(options.profilesDir, options.mirrors, layout),
-    execution: withExecutionOverrides(
-      ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }),
-      { executor: options.executor, redis: options.redis, gitService: options.gitService },
-    ),
+    execution: ExecutionSettings.parse({ jobs: options.jobs, ...(options.pythonDownloads ? { python_downloads: options.pythonDownloads } : {}) }),
   });
   // A subset of the file's tasks: the records of those tasks alone, written beside the artifacts.
   let records = resolve(options.records);
@@ -87,7 +84,7 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
   const stageConfigs = { mine: { swebench: [records] }, split: {}, qualify: { runs: options.runs } };
   const project = Project.of(
     { name: "fidelity", seed: "fidelity", workDir, baseDir: workDir, settings, stageConfigs },
-    { stages: options.stages, log: options.log },
+    { stages: options.stages, log: options.log, overrides: { executor: options.executor, redis: options.redis, gitService: options.gitService } },
   );
   const metrics = layout.metrics;
   mkdirSync(layout.logs, { recursive: true });

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Logger } from "../logger.ts";
 import type { RequestUsage } from "../schemas/agent.ts";
+import { readAttempt } from "./usage.ts";
 
 /** How long the relay may take to say it listens before the run gives up on it. */
 const START_SECONDS = 60;
@@ -16,18 +17,6 @@ export interface RunningContextRelay {
   /** The usage of the auxiliary calls made since the last time this was asked (null: none). */
   takeUsage: () => Promise<RequestUsage | null>;
   close: () => Promise<void>;
-}
-
-/** One line of the relay's usage log: an auxiliary call, its tokens as OpenCode prints a model call's. */
-function usageOfLine(line: string): RequestUsage | undefined {
-  try {
-    const event = JSON.parse(line) as { auxiliary?: unknown; part?: { tokens?: { input?: number; output?: number; cache?: { read?: number } } } };
-    if (typeof event.auxiliary !== "string") return undefined;
-    const tokens = event.part?.tokens ?? {};
-    return { input_tokens: tokens.input ?? 0, cached_input_tokens: tokens.cache?.read ?? 0, output_tokens: tokens.output ?? 0, model_calls: 1, tool_calls: 0 };
-  } catch {
-    return undefined; // a line being written as it is read is read whole next time
-  }
 }
 
 /**
@@ -62,17 +51,11 @@ export async function startContextRelay(
     url,
     takeUsage: async () => {
       const text = await readFile(usageFile, "utf8").catch(() => "");
+      // Whole lines only: one being written is read whole next time.
       const complete = text.slice(read, text.lastIndexOf("\n") + 1);
       read += complete.length;
-      const calls = complete.split("\n").flatMap((line) => usageOfLine(line) ?? []);
-      if (!calls.length) return null;
-      return calls.reduce((sum, u) => ({
-        input_tokens: sum.input_tokens + u.input_tokens,
-        cached_input_tokens: (sum.cached_input_tokens ?? 0) + (u.cached_input_tokens ?? 0),
-        output_tokens: sum.output_tokens + u.output_tokens,
-        model_calls: (sum.model_calls ?? 0) + (u.model_calls ?? 0),
-        tool_calls: 0,
-      }));
+      // The relay logs each auxiliary call as OpenCode reports a model call: OpenCode's reader reads it.
+      return readAttempt("opencode", complete).usage;
     },
     close: async () => {
       if (child.exitCode === null && child.signalCode === null) {

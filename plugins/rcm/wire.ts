@@ -207,13 +207,9 @@ function readResponses(body: Json): SessionMessage[] {
 function writeResponses(body: Json, messages: SessionMessage[]): Json {
   return {
     ...body,
-    input: messages.flatMap((m) => {
-      const injected = injectedText(m);
-      const entries = entriesOf(m);
-      if (!injected) return entries;
-      const [first, ...others] = entries;
-      const content = typeof first!.content === "string" ? [{ type: "input_text", text: first!.content }] : ((first!.content as Json[]) ?? []);
-      return [{ ...first, content: [{ type: "input_text", text: injected }, ...content] }, ...others];
+    input: entriesWithRecord(messages, (item, record) => {
+      const content = typeof item.content === "string" ? [{ type: "input_text", text: item.content }] : ((item.content as Json[]) ?? []);
+      return { ...item, content: [{ type: "input_text", text: record }, ...content] };
     }),
   };
 }
@@ -246,16 +242,21 @@ function readChat(body: Json): SessionMessage[] {
 function writeChat(body: Json, messages: SessionMessage[]): Json {
   return {
     ...body,
-    messages: messages.flatMap((m) => {
-      const injected = injectedText(m);
-      const entries = entriesOf(m);
-      if (!injected) return entries;
-      const [first, ...others] = entries;
-      const content =
-        typeof first!.content === "string" ? `${injected}\n\n${first!.content}` : [{ type: "text", text: injected }, ...((first!.content as Json[]) ?? [])];
-      return [{ ...first, content }, ...others];
-    }),
+    messages: entriesWithRecord(messages, (message, record) => ({
+      ...message,
+      content:
+        typeof message.content === "string" ? `${record}\n\n${message.content}` : [{ type: "text", text: record }, ...((message.content as Json[]) ?? [])],
+    })),
   };
+}
+
+/** The messages' entries in order, the record the manager put before a request written into the request's entry by `put`. */
+function entriesWithRecord(messages: SessionMessage[], put: (entry: Json, record: string) => Json): Json[] {
+  return messages.flatMap((m) => {
+    const record = injectedText(m);
+    const [first, ...others] = entriesOf(m);
+    return record && first ? [put(first, record), ...others] : entriesOf(m);
+  });
 }
 
 /** The protocol's entries a message stands for (the record the router added is not among them). */

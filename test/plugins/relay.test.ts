@@ -118,6 +118,43 @@ describe("the context relay's reading of real harness calls", () => {
   }
 });
 
+describe("the context relay's reading of Chat Completions", () => {
+  // The shape aider and other Chat Completions clients send: a system prompt, requests naming their checkout, tool calls answered by `tool` messages.
+  const ask = (checkout: string, text: string) => ({
+    role: "user",
+    content: `Repository: o/r\nWorking directory (the checkout of this task): /ws/${checkout}\n\n${text}`,
+  });
+  const body = {
+    model: "m",
+    tools: [{ type: "function", function: { name: "shell" } }],
+    messages: [
+      { role: "system", content: "You are a coding agent." },
+      ask("w00", "Add parse_date."),
+      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "shell", arguments: '{"cmd":"ls"}' } }] },
+      { role: "tool", tool_call_id: "c1", content: "a.py" },
+      { role: "assistant", content: "Done." },
+      ask("w01", "Fix the logger."),
+      { role: "assistant", content: "Done too." },
+      ask("w00", "Make parse_date accept ISO weeks."),
+    ],
+  };
+
+  it("reads requests, a tool call with its result and the system prompt as shared; routed, the other task's request goes and the record leads the resumed one", () => {
+    const messages = readConversation("chat", body);
+    expect(writeConversation("chat", body, messages)).toEqual(body);
+    const groups = interactionGroups(messages);
+    expect(groups.map((g) => (g.shared ? "shared" : checkoutOf(g.request!)))).toEqual(["shared", "w00", "w01", "w00"]);
+    expect(toolExchanges(groups[1]!)).toEqual([{ callID: "c1", tool: "shell", input: '{"cmd":"ls"}', output: "a.py", failed: false }]);
+    const assignments = byCheckout(groups);
+    const first = groups[1]!.request!.info.id;
+    const record = { ...emptyRecord("t_w00"), goal: "parse dates", covers: [first] };
+    const out = writeConversation("chat", body, assemble(messages, assignments, { t_w00: record }, groups).messages) as { messages: Json[] };
+    expect(out.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+    expect(JSON.stringify(out)).not.toContain("Fix the logger.");
+    expect(out.messages.at(-1)!.content).toMatch(/^<task_state_record task="t_w00">[\s\S]*\n\nRepository: o\/r\n/);
+  });
+});
+
 /** A model API on loopback: records each call, answers working calls with a short SSE stream and auxiliary calls with JSON. */
 class RecordingApi {
   readonly calls: { path: string; headers: IncomingMessage["headers"]; body: string }[] = [];
