@@ -1113,17 +1113,23 @@ describe("the demo", () => {
       });
     };
     const otherTexts = () => s.conditions.switched.filter((r) => r.task_id !== s.focus).map((r) => JSON.stringify(r.message.text).slice(1, -1));
-
-    it("+RCM: every focus return's context holds the focus task's history and state record and no other task's interactions; the run resolves; its usage, auxiliary calls included, is the endpoint's", async () => {
-      const dir = tempDir();
-      const { report, calls } = await runSwitched("opencode-rcm", dir);
+    /** The run resolved, and every focus return's context (in `protocol`, where given) held no other task's request, and the focus task's record or none. */
+    const expectRouted = (report: VerificationReport, calls: EndpointCall[], expected: { record: boolean; protocol?: string }) => {
       expect(report.resolved).toBe(true);
       const returns = focusReturns(calls);
       expect(returns.length).toBeGreaterThan(0);
       for (const c of returns) {
+        if (expected.protocol) expect(c.protocol).toBe(expected.protocol);
         for (const text of otherTexts()) expect(c.body).not.toContain(text);
-        expect(c.body).toContain("<task_state_record");
+        if (expected.record) expect(c.body).toContain("<task_state_record");
+        else expect(c.body).not.toContain("<task_state_record");
       }
+    };
+
+    it("+RCM: every focus return's context holds the focus task's history and state record and no other task's interactions; the run resolves; its usage, auxiliary calls included, is the endpoint's", async () => {
+      const dir = tempDir();
+      const { report, calls } = await runSwitched("opencode-rcm", dir);
+      expectRouted(report, calls, { record: true });
       // The memory was kept by auxiliary calls to the same endpoint, and they count in the run's usage.
       expect(calls.filter((c) => c.body.includes("switch-swe RCM: task state memory")).length).toBeGreaterThan(0);
       expect(report.behaviour!.usage!.all).toEqual(usageInLog(calls));
@@ -1167,13 +1173,7 @@ describe("the demo", () => {
         for (const text of otherTexts()) expect(coding[0]!.body).toContain(text);
         expect(coding[0]!.body).toContain("What do you think of all this?");
       });
-      expect(report.resolved).toBe(true);
-      const returns = focusReturns(calls);
-      expect(returns.length).toBeGreaterThan(0);
-      for (const c of returns) {
-        for (const text of otherTexts()) expect(c.body).not.toContain(text);
-        expect(c.body).not.toContain("<task_state_record");
-      }
+      expectRouted(report, calls, { record: false });
       // Every request named its checkout: the router needed no model call of its own in the run.
       expect(calls.filter(isAuxiliary)).toEqual([]);
       expect(report.behaviour!.usage!.all).toEqual(usageInLog(calls));
@@ -1182,14 +1182,7 @@ describe("the demo", () => {
     it("Claude Code through the relay (+RCM, Anthropic Messages): every focus return's context holds the focus task's record and no other task's interactions; the run resolves; its usage, the relay's auxiliary calls included, is the endpoint's", async () => {
       const dir = tempDir();
       const { report, calls } = await runSwitched("claude-code-rcm", dir);
-      expect(report.resolved).toBe(true);
-      const returns = focusReturns(calls);
-      expect(returns.length).toBeGreaterThan(0);
-      for (const c of returns) {
-        expect(c.protocol).toBe("anthropic");
-        for (const text of otherTexts()) expect(c.body).not.toContain(text);
-        expect(c.body).toContain("<task_state_record");
-      }
+      expectRouted(report, calls, { record: true, protocol: "anthropic" });
       // The memory calls went to the same endpoint in Claude Code's own protocol, with its key.
       const memory = calls.filter((c) => c.body.includes("switch-swe RCM: task state memory"));
       expect(memory.length).toBeGreaterThan(0);
@@ -1200,24 +1193,14 @@ describe("the demo", () => {
     it("Codex CLI through the relay (+Router, OpenAI Responses): focus returns get the focus task's interactions only, without a record; the run resolves; its tokens and tool calls are the endpoint's (Codex says nothing of its model calls)", async () => {
       const dir = tempDir();
       const { report, calls } = await runSwitched("codex-router", dir);
-      expect(report.resolved).toBe(true);
-      const returns = focusReturns(calls);
-      expect(returns.length).toBeGreaterThan(0);
-      for (const c of returns) {
-        expect(c.protocol).toBe("responses");
-        for (const text of otherTexts()) expect(c.body).not.toContain(text);
-        expect(c.body).not.toContain("<task_state_record");
-      }
+      expectRouted(report, calls, { record: false, protocol: "responses" });
       expect(report.behaviour!.usage!.all).toEqual({ ...usageInLog(calls), model_calls: null });
     }, 900_000);
 
     it("Claude Code in the focus task's environment through the relay (+Router): the container reaches the relay on this machine as it would the endpoint; focus returns get the focus task's interactions only; usage is the endpoint's", async () => {
       const dir = tempDir();
       const { report, calls } = await runSwitched("claude-code-router-environment", dir);
-      expect(report.resolved).toBe(true);
-      const returns = focusReturns(calls);
-      expect(returns.length).toBeGreaterThan(0);
-      for (const c of returns) for (const text of otherTexts()) expect(c.body).not.toContain(text);
+      expectRouted(report, calls, { record: false });
       // Every working call was routed by the checkout its request names, with no call of the router's own.
       const decisions = readFileSync(join(dir, "runs", `${session}.switched`, "context-relay", "decisions.jsonl"), "utf8")
         .trim()
