@@ -1,4 +1,5 @@
 import { BUILT_STAGES } from "../../stages/index.ts";
+import { sharedDataForTests } from "../helpers/shared-data.ts";
 import { existsSync, readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -35,7 +36,7 @@ const docker = await dockerForTests();
 
 // Real SWE-bench Lite tasks, qualified from the repositories' git bundles with the profiles in
 // data/repos, the Docker executor and PyPI (for the image builds only; test runs are offline).
-describe.skipIf(!docker || !existsSync(RECORDS))("qualify on real repositories reproduces SWE-bench's FAIL_TO_PASS", () => {
+describe.skipIf(!docker || !sharedDataForTests(RECORDS))("qualify on real repositories reproduces SWE-bench's FAIL_TO_PASS", () => {
   let result: FidelityResult;
   let workDir: string;
   // Read only where the shared data is (the describe body runs even when it is skipped).

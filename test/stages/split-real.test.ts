@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
+import { sharedDataForTests } from "../helpers/shared-data.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -32,7 +33,7 @@ const hunks = (diff: string) => new Map(parseGitDiff(diff).map((f) => [f.path, f
 // What a merged pull request looks like to the split stage when it is mined from GitHub: the whole
 // base→merge diff, with whatever else the PR touched (changelog entries, AUTHORS, docs). Split with
 // the shipped profile, it must give exactly SWE-bench's two patches, and the rest must go to neither.
-describe.skipIf(!existsSync(MIRRORS))("split of real merged pull requests with the shipped profiles", () => {
+describe.skipIf(!sharedDataForTests(MIRRORS))("split of real merged pull requests with the shipped profiles", () => {
   const cases: { id: string; record: SwebenchRecord; diff: string; profile: RepoProfile }[] = [];
 
   beforeAll(async () => {

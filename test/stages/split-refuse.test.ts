@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { sharedDataForTests } from "../helpers/shared-data.ts";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -125,7 +126,7 @@ async function realDiffs(): Promise<{ diff: string; gitDir: string; base: string
   return out;
 }
 
-describe.skipIf(!existsSync(MIRRORS))("split fuzzed with real diffs", () => {
+describe.skipIf(!sharedDataForTests(MIRRORS))("split fuzzed with real diffs", () => {
   let diffs: Awaited<ReturnType<typeof realDiffs>>;
   beforeAll(async () => {
     diffs = await realDiffs();
