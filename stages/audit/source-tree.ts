@@ -128,9 +128,9 @@ export class RepositoryTree implements SourceTree {
     private readonly gitDir: string,
     private readonly base: string,
     private readonly tree: string,
-    testPatch: string,
+    appliedDiff: string,
   ) {
-    const files = patchFiles(testPatch);
+    const files = patchFiles(appliedDiff);
     this.added = new Map([...files].map(([path, lines]) => [path, new Set(lines.filter((l) => l.added).map((l) => l.n))]));
     this.patchedFiles = [...files.keys()];
   }
@@ -143,7 +143,10 @@ export class RepositoryTree implements SourceTree {
       await git([`--git-dir=${gitDir}`, "read-tree", base], { env });
       if (testPatch.trim()) await git([`--git-dir=${gitDir}`, "apply", "--cached", "--whitespace=nowarn", "-"], { env, input: testPatch });
       const tree = (await git([`--git-dir=${gitDir}`, "write-tree"], { env })).trim();
-      return new RepositoryTree(gitDir, base, tree, testPatch);
+      // Which lines the patch added, numbered as they stand in the tree: git applies a hunk where
+      // its context is found, which may be lines away from where its header says.
+      const applied = await git([`--git-dir=${gitDir}`, "diff", "--no-ext-diff", "--no-renames", "--no-color", "-U0", base, tree]);
+      return new RepositoryTree(gitDir, base, tree, applied);
     } finally {
       await rm(scratch, { recursive: true, force: true });
     }
