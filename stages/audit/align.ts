@@ -3,6 +3,7 @@ import type { Task } from "../../pipeline/schemas/task.ts";
 import { changedEvidence, mentions, testSource } from "./evidence.ts";
 import { fairnessFlags, referenceFacts } from "./fairness.ts";
 import { type LocatedTest, locateTest } from "./locate.ts";
+import { openSentences } from "./open-choice.ts";
 import { PatchOnlyTree, type SourceTree } from "./source-tree.ts";
 import { parseTestId } from "./test-ids.ts";
 
@@ -109,6 +110,7 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
     .filter((l) => l.startsWith("-") && !l.startsWith("---"))
     .map((l) => l.slice(1))
     .join("\n");
+  const open = openSentences(task.requests);
   const links: AuditRecord["links"] = [];
   const flags: AuditFlagRecord[] = [];
   const verified = new Set<number>();
@@ -132,7 +134,7 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
     for (const s of link.stages) verified.add(s);
     links.push({ test, stages: link.stages, evidence: link.evidence, ...(contract ? { public_contract: contract } : {}) });
     if (!link.stages.length && !contract) flags.push(unjustified(test, located, link.wanted));
-    if (facts && !contract) flags.push(...(await fairnessFlags(test, located, facts, requestText, tree, patchRemoved)));
+    if (facts && !contract) flags.push(...(await fairnessFlags(test, located, facts, requestText, tree, patchRemoved, open)));
   }
   for (const request of task.requests) {
     if (!REQUIREMENT.test(request.text))

@@ -1,5 +1,6 @@
 import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
 import type { LocatedTest } from "./locate.ts";
+import { type OpenSentence, openChoiceFlag } from "./open-choice.ts";
 import type { SourceLine, SourceTree } from "./source-tree.ts";
 
 /**
@@ -229,6 +230,7 @@ export async function fairnessFlags(
   requestText: string,
   tree: SourceTree,
   testPatchRemoved: string,
+  open: OpenSentence[] = [],
 ): Promise<AuditFlagRecord[]> {
   const added = located.lines.filter((l) => l.added && l.text.trim() && !l.text.trim().startsWith("#"));
   const j: Judging = { test, file: located.file, facts, requestText, tree, testPatchRemoved, seen: new Set(), flags: [] };
@@ -239,6 +241,8 @@ export async function fairnessFlags(
   }
   exactFormat(j, located.lines);
   unrequestedBehaviour(j, added);
+  const choice = openChoiceFlag(test, located.file, located.lines, open, requestText);
+  if (choice) j.flags.push(choice);
   return j.flags;
 }
 

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { agreement, readAnnotations } from "../../stages/audit/agreement.ts";
 import { alignTask, type AuditSubject } from "../../stages/audit/align.ts";
+import { openSentences } from "../../stages/audit/open-choice.ts";
 import { PatchOnlyTree, RepositoryTree } from "../../stages/audit/source-tree.ts";
 import { auditSwebench } from "../../stages/audit/swebench.ts";
 import { importSwebench } from "../../stages/mine/swebench.ts";
@@ -150,6 +151,34 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(shown?.detail ?? "").not.toContain("<msub><mi>a</mi><mi>b</mi></msub>");
   });
 
+  it("open_choice: the issue leaves two outcomes open and the test pins one no request states (sympy-13043), not where nothing is left open (sympy-15345)", async () => {
+    const flag = (await alignTask(subject("sympy__sympy-13043"))).flags.find((f) => f.flag === "open_choice")!;
+    expect(flag.severity).toBe(2);
+    expect(flag.evidence[0]).toMatchObject({ file: "request 1", line: 4 });
+    expect(flag.evidence[0]!.text).toContain("It should be sorted somehow, or returning a set");
+    expect(flag.evidence[1]!.text).toBe("assert decompose(x, True) == {x}");
+    // Once the request states every outcome the test pins, nothing is left to a guess.
+    const pinned = "decompose(x, True) == {x}; {x**2}; {x * y}; {x, y}; {y, x ** 2}; {7, 4*y, 8*x**2}; {x ** 2, 3 * x * y}; {3, y, 4*x, 9*x**2, x*y**2, x**3}";
+    expect(await kinds(subject("sympy__sympy-13043", pinned))).not.toContain("open_choice");
+    // The issue says what it expects ("I would expect the output `'Max[x,2]'`") and hedges nowhere.
+    expect(await kinds(subject("sympy__sympy-15345"))).not.toContain("open_choice");
+  });
+
+  it("reads hedges in a request's prose only: not in code, output or tracebacks, and not an enumerating 'or'", () => {
+    const text = [
+      "Members of classes that inherit from list or set or tuple are shown.",
+      "```",
+      "x = a or b  # maybe",
+      "```",
+      "    maybe this is output",
+      '  File "x.py", line 3, in f',
+      "I'm not sure whether `a or b` should win.",
+    ].join("\n");
+    expect(openSentences([{ stage: 2, text }])).toEqual([
+      { stage: 2, line: 7, text: "I'm not sure whether `a or b` should win.", marker: "not sure" },
+    ]);
+  });
+
   it("a fair record gets none of them (django-16527, annotators' 0: the issue names the function and its file)", async () => {
     const findings = await alignTask(subject("django__django-16527"));
     expect(findings.severity).toBeLessThan(2);
@@ -229,6 +258,24 @@ describe("test sources from the repository", () => {
     // The test patch is applied to the base: the new test reads whole, from its own file.
     expect(fromRepo.links[0]!.test).toBe("pkg/tests/test_core.py::test_new");
     expect(fromRepo.flags.some((f) => f.flag === "source_not_found")).toBe(false);
+  });
+  it("marks the lines the test patch added where they stand in the tree, when git applied a hunk away from its header's line", async () => {
+    // The header says line 2; the base has three more lines above, so git applies the hunk at line 5.
+    const repo = await repoWithChange(
+      { "pkg/tests/test_core.py": "import os\nimport sys\nimport re\n\ndef test_old():\n    assert True\n", "pkg/core.py": "X = 1\n" },
+      { "pkg/core.py": "X = 2\n" },
+    );
+    const testPatch = `diff --git a/pkg/tests/test_core.py b/pkg/tests/test_core.py
+--- a/pkg/tests/test_core.py
++++ b/pkg/tests/test_core.py
+@@ -2,2 +2,3 @@
+ def test_old():
+     assert True
++    assert X == 2
+`;
+    const tree = await RepositoryTree.open(repo.gitDir, repo.base, testPatch);
+    const lines = (await tree.lines("pkg/tests/test_core.py"))!;
+    expect(lines.filter((l) => l.added)).toEqual([{ n: 7, text: "    assert X == 2", added: true }]);
   });
 });
 

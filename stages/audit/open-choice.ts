@@ -1,0 +1,145 @@
+import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
+import type { SourceLine } from "./source-tree.ts";
+
+/**
+ * A request that leaves the outcome open and a test that settles it. SWE-bench Verified's
+ * annotators score a verifier unfair when "the issue suggests two solutions and the tests check
+ * one" (sympy-13043: "it should be sorted somehow, or returning a set"; sympy-16503: "I'm not sure
+ * if the x should be lower or if the +3 should be higher"): a reasonable solution takes the other
+ * branch and fails. The request's side is a sentence of its prose that hedges or offers
+ * alternatives; the test's side is an assertion of an outcome (an expected value, an exception, a
+ * warning) that no request states.
+ */
+
+/** A sentence of a request's prose that leaves the outcome open, where a person can find it. */
+export interface OpenSentence {
+  stage: number;
+  /** The line of the request's text it starts on (1-based). */
+  line: number;
+  text: string;
+  /** What marks it as open: the hedge or the alternative. */
+  marker: string;
+}
+
+/**
+ * Hedges and alternatives, as people write them in issues. An "or" counts only where the
+ * sentence weighs what the code should do (`should`, `would`, `could`, `whether`): "list or set or
+ * tuple" enumerates, "if it is passed, or if it is …" states conditions and "a string or a bool
+ * should be rejected" names what a rule covers, while "should be sorted, or return a set" offers a
+ * choice.
+ */
+const HEDGES: RegExp[] = [
+  /\b(?:not sure|unsure|no idea|not clear|unclear)\b/i,
+  /\b(?:maybe|perhaps|probably|possibly|alternatively)\b/i,
+  /\bI (?:guess|think|suppose|wonder)\b/i,
+  /\beither\b[^.?!]*\bor\b/i,
+  /\b(?:could|might)\b/i,
+  /\bwould be (?:nice|better|great|good|awesome|preferable|more)\b/i,
+  /\b(?:should|would|could|whether)\b[^.?!]*\bor\b/i,
+];
+
+/** Lines of a request that are code, output or a traceback rather than what its author says. */
+function isProse(line: string, inFence: boolean): boolean {
+  if (inFence) return false;
+  return !/^(?: {4}|\t|>>>|\.\.\. |\s*File "|\s*Traceback |\s*\w+(?:Error|Exception|Warning):)/.test(line) && line.trim() !== "";
+}
+
+/** The sentences of the requests' prose that hedge or offer alternatives, each with its stage and line. */
+export function openSentences(requests: { stage: number; text: string }[]): OpenSentence[] {
+  const out: OpenSentence[] = [];
+  for (const request of requests) {
+    let inFence = false;
+    request.text.split(/\r?\n/).forEach((raw, index) => {
+      if (/^\s*(?:```|~~~)/.test(raw)) {
+        inFence = !inFence;
+        return;
+      }
+      if (!isProse(raw, inFence)) return;
+      // Inline code is what the author quotes, not how they hedge: `a or b` in backticks is code.
+      const prose = raw.replace(/`[^`]*`/g, "`…`");
+      for (const sentence of prose.split(/(?<=[.?!])\s+/)) {
+        const hit = HEDGES.map((h) => h.exec(sentence)).find((m) => m);
+        if (!hit) continue;
+        out.push({ stage: request.stage, line: index + 1, text: raw.trim(), marker: hit[0] });
+        return;
+      }
+    });
+  }
+  return out;
+}
+
+/** Squashed for comparison: no whitespace or quotes, so `{x, y}` in a request matches `{x,y}` in a test. */
+const squashed = (text: string) => text.replace(/[\s'"`]+/g, "");
+
+/** Values any solution produces alike: saying them pins nothing. */
+const UNREMARKABLE = /^(?:True|False|None|-?\d+(?:\.\d+)?|\[\]|\(\)|\{\}|""|''|[A-Za-z_]\w*)$/;
+
+/** The outcome an added assertion line pins: what it compares with, or the exception or warning it expects. */
+export function pinnedOutcome(text: string): string | undefined {
+  const line = text.trim();
+  const compared =
+    /^assert\s+.+?\s*==\s*(.+?)\s*(?:,\s*["'].*)?\\?$/.exec(line)?.[1] ??
+    /^self\.assert(?:Equal|Equals|HTMLEqual|JSONEqual|XMLEqual|QuerysetEqual|CountEqual|ItemsEqual)\s*\(.+?,\s*(.+?)\)?\s*$/.exec(line)?.[1];
+  if (compared !== undefined) {
+    const value = compared.replace(/\s+#.*$/, "").replace(/[,\\]$/, "").trim();
+    return value && !UNREMARKABLE.test(value) ? value : undefined;
+  }
+  return /\b(?:raises|assertRaises\w*|warns|assertWarns\w*)\(\s*([A-Z]\w*(?:\.\w+)*)/.exec(line)?.[1];
+}
+
+/** A value that opens a bracket on its line, read on until the bracket closes (at most 40 lines). */
+function wholeValue(value: string, lines: SourceLine[], index: number): string {
+  const depth = (text: string) => (text.match(/[[({]/g)?.length ?? 0) - (text.match(/[\])}]/g)?.length ?? 0);
+  let text = value;
+  for (let i = index + 1; depth(text) > 0 && i < lines.length && i <= index + 40; i++) text += `\n${lines[i]!.text.trim()}`;
+  return text;
+}
+
+/**
+ * What a test line pins, in full: a bare name stands for the value the test's own added lines
+ * last gave it (`expected = "..."; assert f() == expected`).
+ */
+function outcomeAt(lines: SourceLine[], index: number): string | undefined {
+  const line = lines[index]!;
+  const name = /^\s*assert\s+.+?\s*==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*self\.assert\w*Equal\s*\(.+?,\s*([A-Za-z_]\w*)\s*\)\s*$/.exec(line.text)?.[1];
+  if (name && !/^(?:True|False|None)$/.test(name)) {
+    for (let i = index - 1; i >= 0; i--) {
+      const assign = new RegExp(`^\\s*${name}\\s*=(?!=)\\s*(.+)$`).exec(lines[i]!.text);
+      if (!assign) continue;
+      if (!lines[i]!.added || UNREMARKABLE.test(assign[1]!.trim())) return undefined;
+      return wholeValue(assign[1]!.trim(), lines, i);
+    }
+    return undefined;
+  }
+  const outcome = pinnedOutcome(line.text);
+  return outcome === undefined ? undefined : wholeValue(outcome, lines, index);
+}
+
+/**
+ * The flag for one test: the requests leave the outcome open (the first open sentence is the
+ * evidence) and one of the test's added lines pins an outcome no request states.
+ */
+export function openChoiceFlag(test: string, file: string, lines: SourceLine[], open: OpenSentence[], requestText: string): AuditFlagRecord | undefined {
+  if (!open.length) return undefined;
+  const shown = squashed(requestText);
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index]!;
+    if (!line.added || line.text.trim().startsWith("#")) continue;
+    const outcome = outcomeAt(lines, index);
+    if (!outcome || shown.includes(squashed(outcome))) continue;
+    const sentence = open[0]!;
+    const flat = outcome.replace(/\s*\n\s*/g, " ");
+    const short = flat.length > 60 ? `${flat.slice(0, 57)}...` : flat;
+    return {
+      flag: "open_choice",
+      subject: test,
+      detail: `the request leaves the outcome open ("${sentence.marker}") and the test pins \`${short}\`, which no request states`,
+      severity: 2,
+      evidence: [
+        { file: `request ${sentence.stage}`, line: sentence.line, text: sentence.text },
+        { file, line: line.n, text: line.text.trim() },
+      ],
+    };
+  }
+  return undefined;
+}
