@@ -22,11 +22,12 @@ export interface OpenSentence {
 }
 
 /**
- * Hedges and alternatives, as people write them in issues. An "or" counts only where the
- * sentence weighs what the code should do (`should`, `would`, `could`, `whether`): "list or set or
- * tuple" enumerates, "if it is passed, or if it is …" states conditions and "a string or a bool
- * should be rejected" names what a rule covers, while "should be sorted, or return a set" offers a
- * choice.
+ * Hedges and alternatives, as people write them in issues. An "or" counts only where it joins
+ * two courses the code could take — after `whether`, or after `should`/`would`/`could` as a clause
+ * of its own (", or …", "or rather", "or just"): "list or set or tuple" enumerates, "if it is
+ * passed, or if it is …" states conditions, "a string or a bool should be rejected" and "would
+ * expect it to decode Float or Double Float data" name what a rule covers, while "should be
+ * sorted somehow, or returning a set" offers a choice.
  */
 const HEDGES: RegExp[] = [
   /\b(?:not sure|unsure|no idea|not clear|unclear)\b/i,
@@ -35,7 +36,8 @@ const HEDGES: RegExp[] = [
   /\beither\b[^.?!]*\bor\b/i,
   /\b(?:could|might)\b/i,
   /\bwould be (?:nice|better|great|good|awesome|preferable|more)\b/i,
-  /\b(?:should|would|could|whether)\b[^.?!]*\bor\b/i,
+  /\bwhether\b[^.?!]*\bor\b/i,
+  /\b(?:should|would|could)\b[^.?!]*(?:,\s*or\b|\bor\s+(?:rather|instead|just|maybe|perhaps|should|would|could|to)\b)/i,
 ];
 
 /** Lines of a request that are code, output or a traceback rather than what its author says. */

@@ -167,6 +167,7 @@ describe("flags for what makes a verifier unfair, on real records", () => {
   it("reads hedges in a request's prose only: not in code, output or tracebacks, and not an enumerating 'or'", () => {
     const text = [
       "Members of classes that inherit from list or set or tuple are shown.",
+      "I would expect the property to decode Float Pixel Data or Double Float Pixel Data.",
       "```",
       "x = a or b  # maybe",
       "```",
@@ -175,7 +176,7 @@ describe("flags for what makes a verifier unfair, on real records", () => {
       "I'm not sure whether `a or b` should win.",
     ].join("\n");
     expect(openSentences([{ stage: 2, text }])).toEqual([
-      { stage: 2, line: 7, text: "I'm not sure whether `a or b` should win.", marker: "not sure" },
+      { stage: 2, line: 8, text: "I'm not sure whether `a or b` should win.", marker: "not sure" },
     ]);
   });
 
