@@ -82,10 +82,13 @@ async function locateByDocstring(text: string, tree: SourceTree): Promise<Locate
   for (const file of await tree.filesContaining(wanted)) {
     const lines = await tree.lines(file);
     if (!lines) continue;
-    const at = lines.findIndex((l) => l.text.includes(wanted) && /^\s*[rbu]?("""|'''|"|')/i.test(l.text));
+    // The docstring opens on that line (`"""Text…`) or alone on the line above it.
+    const opens = (text: string) => /^\s*[rbu]?("""|'''|"|')/i.test(text);
+    const opensAlone = (i: number) => i > 0 && /^\s*[rbu]?("""|''')\s*$/i.test(lines[i - 1]!.text);
+    const at = lines.findIndex((l, i) => l.text.includes(wanted) && (opens(l.text) || opensAlone(i)));
     if (at < 0) continue;
     let def = at - 1;
-    while (def >= 0 && !/^\s*(async\s+)?def \w+\(/.test(lines[def]!.text) && at - def < 6) def--;
+    while (def >= 0 && !/^\s*(async\s+)?def \w+\(/.test(lines[def]!.text) && at - def < 7) def--;
     if (def < 0 || !/^\s*(async\s+)?def \w+\(/.test(lines[def]!.text)) continue;
     const own = definitionAt(lines, def);
     return { file, lines: own, defLine: lines[def]!, origin: tree.kind, name: /def (\w+)\(/.exec(lines[def]!.text)![1]! };
