@@ -86,7 +86,27 @@ export function pinnedOutcome(text: string): string | undefined {
     const value = compared.replace(/\s+#.*$/, "").replace(/[,\\]$/, "").trim();
     return value && !UNREMARKABLE.test(value) ? value : undefined;
   }
+  // Text the output must contain: `assertIn("...", out)`, `assert "..." in out`.
+  const contained = /^self\.assert(?:In|Contains)\s*\(\s*([rbuf]?(["']).+?\2)\s*,/.exec(line)?.[1] ?? /^assert\s+([rbuf]?(["']).+?\2)\s+in\s+/.exec(line)?.[1];
+  if (contained !== undefined && contained.length >= 6) return contained;
   return /\b(?:raises|assertRaises\w*|warns|assertWarns\w*)\(\s*([A-Z]\w*(?:\.\w+)*)/.exec(line)?.[1];
+}
+
+/**
+ * A string literal the test patch added as an argument of an assertion that opened on an earlier
+ * line (`self.assertEqual(\n    render(...),\n    "<a><br></a>",\n)`): what that call checks.
+ */
+function literalArgument(lines: SourceLine[], index: number): string | undefined {
+  const literal = /^\s*([rbuf]?(["']).*\2)\s*[,)]?\s*$/.exec(lines[index]!.text)?.[1];
+  if (!literal || literal.length < 6) return undefined;
+  let depth = 0;
+  for (let i = index - 1; i >= 0 && i >= index - 8; i--) {
+    const text = lines[i]!.text;
+    depth += (text.match(/[[({]/g)?.length ?? 0) - (text.match(/[\])}]/g)?.length ?? 0);
+    if (depth > 0 && /(?:\bself\.assert\w*|^\s*assert\b)/.test(text)) return literal;
+    if (/^\s*(?:def|class)\s/.test(text)) return undefined;
+  }
+  return undefined;
 }
 
 /** A value that opens a bracket on its line, read on until the bracket closes (at most 40 lines). */
@@ -114,7 +134,7 @@ function outcomeAt(lines: SourceLine[], index: number): string | undefined {
     return undefined;
   }
   const outcome = pinnedOutcome(line.text);
-  return outcome === undefined ? undefined : wholeValue(outcome, lines, index);
+  return outcome === undefined ? literalArgument(lines, index) : wholeValue(outcome, lines, index);
 }
 
 /**

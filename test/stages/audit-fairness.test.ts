@@ -164,6 +164,15 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(await kinds(subject("sympy__sympy-15345"))).not.toContain("open_choice");
   });
 
+  it("open_choice reads what a test pins through assertIn and through a literal argument on its own line (django-15819, django-16873)", async () => {
+    const contained = (await alignTask(subject("django__django-15819"))).flags.find((f) => f.flag === "open_choice")!;
+    expect(contained.evidence.map((e) => e.text)).toEqual(["Maybe we can autogenerate", `"author = models.ForeignKey('InspectdbPeople', models.DO_NOTHING, "`]);
+    const argument = (await alignTask(subject("django__django-16873"))).flags.find((f) => f.flag === "open_choice")!;
+    expect(argument.evidence[1]).toEqual({ file: "tests/template_tests/filter_tests/test_join.py", line: 88, text: '"<a><br><img><br></a>",' });
+    // The output the issue's own failing test shows is stated: the other test, which pins it, is not flagged.
+    expect(argument.subject).toMatch(/^test_autoescape_off /);
+  });
+
   it("reads hedges in a request's prose only: not in code, output or tracebacks, and not an enumerating 'or'", () => {
     const text = [
       "Members of classes that inherit from list or set or tuple are shown.",
@@ -205,6 +214,11 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     });
     const byDocstring = await alignTask(subject("django__django-15781"));
     expect(byDocstring.flags.some((f) => f.flag === "source_not_found")).toBe(false);
+    // The docstring may open alone on the line above its first line (django-14411's test_label).
+    const docstringBelow = await alignTask(subject("django__django-14411"));
+    expect(docstringBelow.links.map((l) => l.test)).toEqual(["ReadOnlyPasswordHashWidget doesn't contain a for attribute in the"]);
+    expect(docstringBelow.flags.some((f) => f.flag === "source_not_found")).toBe(false);
+    expect(docstringBelow.flags.find((f) => f.flag === "new_name")!.evidence[0]!.text).toBe("self.assertEqual(bound_field.field.widget.id_for_label('id'), None)");
   });
 });
 
