@@ -83,7 +83,10 @@ export function pinnedOutcome(text: string): string | undefined {
     /^assert\s+.+?\s*==\s*(.+?)\s*(?:,\s*["'].*)?\\?$/.exec(line)?.[1] ??
     /^self\.assert(?:Equal|Equals|HTMLEqual|JSONEqual|XMLEqual|QuerysetEqual|CountEqual|ItemsEqual)\s*\(.+?,\s*(.+?)\)?\s*$/.exec(line)?.[1];
   if (compared !== undefined) {
-    const value = compared.replace(/\s+#.*$/, "").replace(/[,\\]$/, "").trim();
+    const value = compared
+      .replace(/\s+#.*$/, "")
+      .replace(/[,\\]$/, "")
+      .trim();
     return value && !UNREMARKABLE.test(value) ? value : undefined;
   }
   // Text the output must contain: `assertIn("...", out)`, `assert "..." in out`.
@@ -123,7 +126,8 @@ function wholeValue(value: string, lines: SourceLine[], index: number): string {
  */
 function outcomeAt(lines: SourceLine[], index: number): string | undefined {
   const line = lines[index]!;
-  const name = /^\s*assert\s+.+?\s*==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*self\.assert\w*Equal\s*\(.+?,\s*([A-Za-z_]\w*)\s*\)\s*$/.exec(line.text)?.[1];
+  const name =
+    /^\s*assert\s+.+?\s*==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*self\.assert\w*Equal\s*\(.+?,\s*([A-Za-z_]\w*)\s*\)\s*$/.exec(line.text)?.[1];
   if (name && !/^(?:True|False|None)$/.test(name)) {
     for (let i = index - 1; i >= 0; i--) {
       const assign = new RegExp(`^\\s*${name}\\s*=(?!=)\\s*(.+)$`).exec(lines[i]!.text);

@@ -184,9 +184,7 @@ describe("flags for what makes a verifier unfair, on real records", () => {
       '  File "x.py", line 3, in f',
       "I'm not sure whether `a or b` should win.",
     ].join("\n");
-    expect(openSentences([{ stage: 2, text }])).toEqual([
-      { stage: 2, line: 8, text: "I'm not sure whether `a or b` should win.", marker: "not sure" },
-    ]);
+    expect(openSentences([{ stage: 2, text }])).toEqual([{ stage: 2, line: 8, text: "I'm not sure whether `a or b` should win.", marker: "not sure" }]);
   });
 
   it("a fair record gets none of them (django-16527, annotators' 0: the issue names the function and its file)", async () => {
@@ -218,7 +216,9 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     const docstringBelow = await alignTask(subject("django__django-14411"));
     expect(docstringBelow.links.map((l) => l.test)).toEqual(["ReadOnlyPasswordHashWidget doesn't contain a for attribute in the"]);
     expect(docstringBelow.flags.some((f) => f.flag === "source_not_found")).toBe(false);
-    expect(docstringBelow.flags.find((f) => f.flag === "new_name")!.evidence[0]!.text).toBe("self.assertEqual(bound_field.field.widget.id_for_label('id'), None)");
+    expect(docstringBelow.flags.find((f) => f.flag === "new_name")!.evidence[0]!.text).toBe(
+      "self.assertEqual(bound_field.field.widget.id_for_label('id'), None)",
+    );
   });
 });
 
