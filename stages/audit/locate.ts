@@ -50,8 +50,28 @@ function definitionAt(lines: SourceLine[], index: number): SourceLine[] {
     }
     break;
   }
+  // The body runs while lines are indented deeper, or continue a statement: after a backslash,
+  // inside a triple-quoted string or inside open brackets (sympy's expected drawings start at
+  // column 0: `s = \` then `u("""\`).
   let end = index + 1;
-  while (end < lines.length && (!lines[end]!.text.trim() || indentOf(lines[end]!.text) > indent)) end++;
+  let triple: string | undefined;
+  let depth = 0;
+  let continued = false;
+  while (end < lines.length) {
+    const text = lines[end]!.text;
+    const inside = continued || triple !== undefined || depth > 0;
+    if (!inside && text.trim() && indentOf(text) <= indent) break;
+    for (const m of text.matchAll(/"""|'''|(["'])(?:\\.|(?!\1).)*\1|[[({]|[\])}]|#.*$/g)) {
+      const token = m[0];
+      if (triple !== undefined) {
+        if (token === triple) triple = undefined;
+      } else if (token === '"""' || token === "'''") triple = token;
+      else if (/^[[({]$/.test(token)) depth++;
+      else if (/^[\])}]$/.test(token)) depth = Math.max(0, depth - 1);
+    }
+    continued = triple === undefined && /\\$/.test(text);
+    end++;
+  }
   // A gap between hunks (a patch's lines are not contiguous) ends the definition too.
   const out: SourceLine[] = [];
   for (let i = start; i < end; i++) {
