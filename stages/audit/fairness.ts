@@ -246,8 +246,8 @@ export async function fairnessFlags(
   return j.flags;
 }
 
-/** The string literal that starts on line `index` (a triple-quoted one may run over later lines). */
-function literalAt(lines: SourceLine[], index: number, from = 0): string | undefined {
+/** The string literal that starts on line `index` (a triple-quoted one may run over later lines), and the line it ends on. */
+function literalSpan(lines: SourceLine[], index: number, from = 0): { text: string; end: number } | undefined {
   const text = lines[index]!.text.slice(from);
   const triple = /[rbuRBU]?("""|\'\'\')/.exec(text);
   const single = /(?<![\w])[rbuRBU]?(["'])((?:\\.|(?!\1).)*)\1/.exec(text);
@@ -255,21 +255,26 @@ function literalAt(lines: SourceLine[], index: number, from = 0): string | undef
     const quote = triple[1]!;
     const rest = text.slice(triple.index + triple[0].length);
     const close = rest.indexOf(quote);
-    if (close >= 0) return rest.slice(0, close);
+    if (close >= 0) return { text: rest.slice(0, close), end: index };
     const parts = [rest];
     for (let i = index + 1; i < lines.length && i < index + 80; i++) {
       const at = lines[i]!.text.indexOf(quote);
-      if (at >= 0) return [...parts, lines[i]!.text.slice(0, at)].join("\n");
+      if (at >= 0) return { text: [...parts, lines[i]!.text.slice(0, at)].join("\n"), end: i };
       parts.push(lines[i]!.text);
     }
     return undefined;
   }
-  return single?.[2];
+  return single ? { text: single[2]!, end: index } : undefined;
+}
+
+function literalAt(lines: SourceLine[], index: number, from = 0): string | undefined {
+  return literalSpan(lines, index, from)?.text;
 }
 
 /**
  * Literals the test compares a printer's output with, directly (`latex(x) == r"..."`) or through
- * a name assigned a literal (`s = r"..."; assert latex(x) == s`), on lines the test patch added.
+ * a name assigned a literal (`s = r"..."; assert latex(x) == s`, the literal perhaps on the lines
+ * after `s = \` or `s = u(`), where the test patch added or changed the literal.
  */
 function renderingExpectations(lines: SourceLine[]): { line: SourceLine; literal: string }[] {
   const out: { line: SourceLine; literal: string }[] = [];
@@ -283,8 +288,11 @@ function renderingExpectations(lines: SourceLine[]): { line: SourceLine; literal
       for (let i = index - 1; i >= 0; i--) {
         const assign = new RegExp(`^\\s*${right}\\s*=\\s*(?!=)`).exec(lines[i]!.text);
         if (!assign) continue;
-        const literal = literalAt(lines, i, assign[0].length);
-        if (literal !== undefined && literal.length >= 4 && lines[i]!.added) out.push({ line: lines[i]!, literal });
+        // `s = \` or `s = u(` opens the literal on the next line.
+        const opensBelow = /^\s*(?:\\|[A-Za-z_]\w*\(|\()\s*$/.test(lines[i]!.text.slice(assign[0].length));
+        const span = literalSpan(lines, i, assign[0].length) ?? (opensBelow && i + 1 < index ? literalSpan(lines, i + 1) : undefined);
+        if (!span || span.text.length < 4) break;
+        if (lines.slice(i, span.end + 1).some((l) => l.added)) out.push({ line: lines[i]!, literal: span.text });
         break;
       }
       return;

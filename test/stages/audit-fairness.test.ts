@@ -187,6 +187,12 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(openSentences([{ stage: 2, text }])).toEqual([{ stage: 2, line: 8, text: "I'm not sure whether `a or b` should win.", marker: "not sure" }]);
   });
 
+  it("exact_format reads a test whose expected drawing starts at column 0 after `s = \\` (sympy-14308)", async () => {
+    const drawn = (await alignTask(subject("sympy__sympy-14308"))).flags.find((f) => f.flag === "exact_format")!;
+    expect(drawn.subject).toBe("test_issue_12675");
+    expect(drawn.evidence[0]!.text).toBe("ucode_str = \\");
+  });
+
   it("a fair record gets none of them (django-16527, annotators' 0: the issue names the function and its file)", async () => {
     const findings = await alignTask(subject("django__django-16527"));
     expect(findings.severity).toBeLessThan(2);
@@ -291,6 +297,32 @@ describe("test sources from the repository", () => {
     const tree = await RepositoryTree.open(repo.gitDir, repo.base, testPatch);
     const lines = (await tree.lines("pkg/tests/test_core.py"))!;
     expect(lines.filter((l) => l.added)).toEqual([{ n: 7, text: "    assert X == 2", added: true }]);
+  });
+  it("exact_format: a drawing the test patch changed inside, its assignment and comparison unchanged (as sympy-16503's)", async () => {
+    const testFile = (rows: string[]) =>
+      ["from pkg.draw import pretty", "", "", "def test_box():", "    drawn = \\", '"""\\', ...rows, '"""', "    assert pretty(1) == drawn", ""].join("\n");
+    const repo = await repoWithChange(
+      { "pkg/draw.py": "def pretty(x):\n    return '+-+'\n", "pkg/tests/test_draw.py": testFile(["+-+", "| |"]) },
+      { "pkg/draw.py": "def pretty(x):\n    return '+=+'\n" },
+    );
+    const testPatch = `diff --git a/pkg/tests/test_draw.py b/pkg/tests/test_draw.py
+--- a/pkg/tests/test_draw.py
++++ b/pkg/tests/test_draw.py
+@@ -6,3 +6,3 @@ def test_box():
+-+-+
+++=+
+ | |
+ """
+`;
+    const task = {
+      id: "o__r-2",
+      requests: [{ stage: 1, text: "The box looks wrong; please fix it.", provenance: { sources: [{ kind: "issue" as const, record_id: "2", author: "x" }] } }],
+      verifier: { test_patch: testPatch, fail_to_pass: ["pkg/tests/test_draw.py::test_box"] },
+    };
+    const tree = await RepositoryTree.open(repo.gitDir, repo.base, testPatch);
+    const flag = (await alignTask({ task, referencePatch: repo.diff, tree })).flags.find((f) => f.flag === "exact_format")!;
+    expect(flag.evidence[0]).toEqual({ file: "pkg/tests/test_draw.py", line: 5, text: "drawn = \\" });
+    expect(flag.detail).toContain("+=+");
   });
 });
 
