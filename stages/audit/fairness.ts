@@ -169,6 +169,23 @@ function unrequestedExceptions(j: Judging, line: SourceLine): void {
   }
 }
 
+/**
+ * A check or message code the test expects (Django's `admin.E109`, a linter's `W0611`) that no
+ * request names: codes are public identifiers, and a solution that follows a request naming
+ * another code (django-16816's issue says E108) or none picks its own.
+ */
+function unrequestedCodes(j: Judging, line: SourceLine): void {
+  for (const m of line.text.matchAll(STRING)) {
+    const code = /^(?:[a-z_]+\.)?([A-Z]{1,2}\d{3,4})$/.exec(m[2]!);
+    if (!code || j.seen.has(`code:${m[2]}`)) continue;
+    if (requestsName(j.requestText, m[2]!) || requestsName(j.requestText, code[1]!)) continue;
+    j.seen.add(`code:${m[2]}`);
+    const named = [...new Set([...j.requestText.matchAll(/\b(?:[a-z_]+\.)?([A-Z]{1,2}\d{3,4})\b/g)].map((n) => n[1]!))];
+    const detail = `expects the code "${m[2]}", which no request names${named.length ? ` (they name ${named.join(", ")})` : ""}`;
+    j.flags.push(flag("unrequested_code", j.test, detail, line, j.file, 2));
+  }
+}
+
 /** An exact rendering compared character for character, which no request shows (in any order). */
 function exactFormat(j: Judging, lines: SourceLine[]): void {
   const bare = (text: string) => squash(text).replace(/ /g, "");
@@ -238,6 +255,7 @@ export async function fairnessFlags(
     await newNames(j, line);
     await exactMessages(j, line);
     unrequestedExceptions(j, line);
+    unrequestedCodes(j, line);
   }
   exactFormat(j, located.lines);
   unrequestedBehaviour(j, added);

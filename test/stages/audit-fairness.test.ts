@@ -93,7 +93,9 @@ describe("flags for what makes a verifier unfair, on real records", () => {
       "tests/invalid_models_tests/test_relative_fields.py",
       "tests/invalid_models_tests/test_relative_fields.py",
     ]);
-    expect(findings.severity).toBe(2);
+    // Two kinds of substantial flag make a 3: the message, and the code fields.W345 no request names.
+    expect(findings.flags.find((f) => f.flag === "unrequested_code")!.detail).toContain('"fields.W345"');
+    expect(findings.severity).toBe(3);
     const stated = 'Say: related_name has no effect on ManyToManyField with a symmetrical relationship, e.g. to "self".';
     expect(await kinds(subject("django__django-14730", stated))).not.toContain("exact_message");
   });
@@ -191,6 +193,14 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     const drawn = (await alignTask(subject("sympy__sympy-14308"))).flags.find((f) => f.flag === "exact_format")!;
     expect(drawn.subject).toBe("test_issue_12675");
     expect(drawn.evidence[0]!.text).toBe("ucode_str = \\");
+  });
+
+  it("unrequested_code: the test expects a check code the issue does not name (django-16816: admin.E109 where it says E108), not one it names (django-13925: W042)", async () => {
+    const flag = (await alignTask(subject("django__django-16816"))).flags.find((f) => f.flag === "unrequested_code")!;
+    expect(flag.detail).toBe('expects the code "admin.E109", which no request names (they name E108)');
+    expect(flag.evidence[0]).toEqual({ file: "tests/modeladmin/test_checks.py", line: 578, text: '"admin.E109",' });
+    expect(await kinds(subject("django__django-16816", "Raise admin.E109 for these."))).not.toContain("unrequested_code");
+    expect(await kinds(subject("django__django-13925"))).not.toContain("unrequested_code");
   });
 
   it("a fair record gets none of them (django-16527, annotators' 0: the issue names the function and its file)", async () => {

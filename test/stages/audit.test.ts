@@ -102,7 +102,16 @@ describe("the audit on the demo corpus", () => {
     ).toEqual(flakyFirstStages);
     expect(new Set(records().map((r) => r.source))).toEqual(new Set(["repository"]));
     // The demo's tests check what its requests ask, in names and messages the requests give.
-    const fairness = ["new_name", "exact_message", "exact_format", "unrequested_exception", "unrequested_behaviour", "open_choice", "source_not_found"];
+    const fairness = [
+      "new_name",
+      "exact_message",
+      "exact_format",
+      "unrequested_exception",
+      "unrequested_behaviour",
+      "unrequested_code",
+      "open_choice",
+      "source_not_found",
+    ];
     expect(records().flatMap((r) => r.flags.filter((f) => fairness.includes(f.flag)).map((f) => `${r.task_id}: ${f.flag} ${f.detail}`))).toEqual([]);
     expect(Math.max(...records().map((r) => r.severity))).toBe(1);
   });
