@@ -121,6 +121,31 @@ function wholeValue(value: string, lines: SourceLine[], index: number): string {
 }
 
 /**
+ * The value the test's own added lines last gave `name` above line `index`: an assignment, or, for
+ * a loop variable (`for v, label in zip(X, labels)`), the literal the loop runs over.
+ */
+function assignedValue(lines: SourceLine[], index: number, name: string, followLoops: boolean): string | undefined {
+  for (let i = index - 1; i >= 0; i--) {
+    const text = lines[i]!.text;
+    const assign = new RegExp(`^\\s*${name}\\s*=(?!=)\\s*(.+)$`).exec(text);
+    if (assign) {
+      if (!lines[i]!.added || UNREMARKABLE.test(assign[1]!.trim())) return undefined;
+      return wholeValue(assign[1]!.trim(), lines, i);
+    }
+    const loop = /^\s*for\s+(.+?)\s+in\s+(.+):\s*$/.exec(text);
+    if (loop && new RegExp(`(?<![\\w])${name}(?![\\w])`).test(loop[1]!)) {
+      if (!followLoops) return undefined;
+      for (const source of loop[2]!.match(/[A-Za-z_]\w*/g) ?? []) {
+        const value = source === name ? undefined : assignedValue(lines, i, source, false);
+        if (value && /^[[({]/.test(value)) return value;
+      }
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
  * What a test line pins, in full: a bare name stands for the value the test's own added lines
  * last gave it (`expected = "..."; assert f() == expected`).
  */
@@ -128,15 +153,7 @@ function outcomeAt(lines: SourceLine[], index: number): string | undefined {
   const line = lines[index]!;
   const name =
     /^\s*assert\s+.+?\s*==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*self\.assert\w*Equal\s*\(.+?,\s*([A-Za-z_]\w*)\s*\)\s*$/.exec(line.text)?.[1];
-  if (name && !/^(?:True|False|None)$/.test(name)) {
-    for (let i = index - 1; i >= 0; i--) {
-      const assign = new RegExp(`^\\s*${name}\\s*=(?!=)\\s*(.+)$`).exec(lines[i]!.text);
-      if (!assign) continue;
-      if (!lines[i]!.added || UNREMARKABLE.test(assign[1]!.trim())) return undefined;
-      return wholeValue(assign[1]!.trim(), lines, i);
-    }
-    return undefined;
-  }
+  if (name && !/^(?:True|False|None)$/.test(name)) return assignedValue(lines, index, name, true);
   const outcome = pinnedOutcome(line.text);
   return outcome === undefined ? literalArgument(lines, index) : wholeValue(outcome, lines, index);
 }
