@@ -34,7 +34,9 @@ const HEDGES: RegExp[] = [
   /\b(?:maybe|perhaps|probably|possibly|alternatively)\b/i,
   /\bI (?:guess|think|suppose|wonder)\b/i,
   /\beither\b[^.?!]*\bor\b/i,
-  /\b(?:could|might)\b/i,
+  // "could" as a suggestion ("it could print", "we could configure"), not an ability or a request
+  // ("I could reproduce", "could not catch", "could you").
+  /(?<!\bI\s)\b(?:could|might)\b(?!\s+(?:not|you|someone|anyone)\b|n't)/i,
   /\bwould be (?:nice|better|great|good|awesome|preferable|more)\b/i,
   /\bwhether\b[^.?!]*\bor\b/i,
   /\b(?:should|would|could)\b[^.?!]*(?:,\s*or\b|\bor\s+(?:rather|instead|just|maybe|perhaps|should|would|could|to)\b)/i,

@@ -186,6 +186,7 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     const text = [
       "Members of classes that inherit from list or set or tuple are shown.",
       "I would expect the property to decode Float Pixel Data or Double Float Pixel Data.",
+      "Below is the MWE I could produce. The old test could not catch this.",
       "```",
       "x = a or b  # maybe",
       "```",
@@ -193,7 +194,7 @@ describe("flags for what makes a verifier unfair, on real records", () => {
       '  File "x.py", line 3, in f',
       "I'm not sure whether `a or b` should win.",
     ].join("\n");
-    expect(openSentences([{ stage: 2, text }])).toEqual([{ stage: 2, line: 8, text: "I'm not sure whether `a or b` should win.", marker: "not sure" }]);
+    expect(openSentences([{ stage: 2, text }])).toEqual([{ stage: 2, line: 9, text: "I'm not sure whether `a or b` should win.", marker: "not sure" }]);
   });
 
   it("exact_format reads a test whose expected drawing starts at column 0 after `s = \\` (sympy-14308)", async () => {
