@@ -161,7 +161,9 @@ async function exactMessages(j: Judging, line: SourceLine): Promise<void> {
 
 /** An exception type the test expects that no request names: another reasonable fix raises another. */
 function unrequestedExceptions(j: Judging, line: SourceLine): void {
-  for (const m of line.text.matchAll(/\b(?:raises|assertRaises|assertRaisesMessage|assertRaisesRegexp?)\(\s*([A-Z]\w*)/g)) {
+  for (const m of line.text.matchAll(
+    /\b(?:raises|assertRaises|assertRaisesMessage|assertRaisesRegexp?|assert_raises|assert_raises_regexp?|assert_raise_message)\(\s*([A-Z]\w*)/g,
+  )) {
     const exception = m[1]!;
     if (j.seen.has(`exception:${exception}`) || requestsName(j.requestText, exception)) continue;
     j.seen.add(`exception:${exception}`);

@@ -94,7 +94,7 @@ export function pinnedOutcome(text: string): string | undefined {
   // Text the output must contain: `assertIn("...", out)`, `assert "..." in out`.
   const contained = /^self\.assert(?:In|Contains)\s*\(\s*([rbuf]?(["']).+?\2)\s*,/.exec(line)?.[1] ?? /^assert\s+([rbuf]?(["']).+?\2)\s+in\s+/.exec(line)?.[1];
   if (contained !== undefined && contained.length >= 6) return contained;
-  return /\b(?:raises|assertRaises\w*|warns|assertWarns\w*)\(\s*([A-Z]\w*(?:\.\w+)*)/.exec(line)?.[1];
+  return /\b(?:raises|assertRaises\w*|assert_raises\w*|assert_raise_message|warns|assertWarns\w*|assert_warns\w*)\(\s*([A-Z]\w*(?:\.\w+)*)/.exec(line)?.[1];
 }
 
 /**

@@ -139,6 +139,14 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(await kinds(subject("pylint-dev__pylint-6506", "It should exit with SystemExit and print the usage."))).not.toContain("unrequested_exception");
   });
 
+  it("unrequested_exception reads numpy's and scikit-learn's assert_raises (scikit-learn-13497)", async () => {
+    const flags = (await alignTask(subject("scikit-learn__scikit-learn-13497"))).flags.filter((f) => f.flag === "unrequested_exception");
+    expect(flags.map((f) => f.detail)).toEqual(["expects `ValueError`, which no request names", "expects `IndexError`, which no request names"]);
+    expect(await kinds(subject("scikit-learn__scikit-learn-13497", "Raise ValueError, or IndexError for an index out of range."))).not.toContain(
+      "unrequested_exception",
+    );
+  });
+
   it("unrequested_behaviour: the test checks a function the fix changes that the issue never mentions (matplotlib-23562)", async () => {
     const flag = (await alignTask(subject("matplotlib__matplotlib-23562"))).flags.find((f) => f.flag === "unrequested_behaviour")!;
     expect(flag.detail).toContain("`get_edgecolor`");
