@@ -149,13 +149,15 @@ function assignedValue(lines: SourceLine[], index: number, name: string, followL
 
 /**
  * What a test line pins, in full: a bare name stands for the value the test's own added lines
- * last gave it (`expected = "..."; assert f() == expected`).
+ * last gave it (`expected = "..."; assert f() == expected`), whether or not the assertion itself
+ * is new; any other assertion counts where the test patch added it.
  */
 function outcomeAt(lines: SourceLine[], index: number): string | undefined {
   const line = lines[index]!;
   const name =
     /^\s*assert\s+.+?\s*==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*self\.assert\w*Equal\s*\(.+?,\s*([A-Za-z_]\w*)\s*\)\s*$/.exec(line.text)?.[1];
   if (name && !/^(?:True|False|None)$/.test(name)) return assignedValue(lines, index, name, true);
+  if (!line.added) return undefined;
   const outcome = pinnedOutcome(line.text);
   return outcome === undefined ? literalArgument(lines, index) : wholeValue(outcome, lines, index);
 }
@@ -169,7 +171,8 @@ export function openChoiceFlag(test: string, file: string, lines: SourceLine[], 
   const shown = squashed(requestText);
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index]!;
-    if (!line.added || line.text.trim().startsWith("#")) continue;
+    if (line.text.trim().startsWith("#")) continue;
+    // An unchanged assertion pins what the patch changed when it compares with a name the patch assigned anew.
     const outcome = outcomeAt(lines, index);
     if (!outcome || shown.includes(squashed(outcome))) continue;
     const sentence = open[0]!;

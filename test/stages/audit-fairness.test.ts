@@ -174,13 +174,17 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(await kinds(subject("sympy__sympy-15345"))).not.toContain("open_choice");
   });
 
-  it("open_choice reads what a test pins through assertIn, a literal argument on its own line and a loop variable (django-15819, django-16873, matplotlib-22835)", async () => {
+  it("open_choice reads what a test pins through assertIn, a literal argument on its own line, a name assigned anew and a loop variable (django-15819, django-16873, sympy-13971, matplotlib-22835)", async () => {
     const contained = (await alignTask(subject("django__django-15819"))).flags.find((f) => f.flag === "open_choice")!;
     expect(contained.evidence.map((e) => e.text)).toEqual(["Maybe we can autogenerate", `"author = models.ForeignKey('InspectdbPeople', models.DO_NOTHING, "`]);
     const argument = (await alignTask(subject("django__django-16873"))).flags.find((f) => f.flag === "open_choice")!;
     expect(argument.evidence[1]).toEqual({ file: "tests/template_tests/filter_tests/test_join.py", line: 88, text: '"<a><br><img><br></a>",' });
     // The output the issue's own failing test shows is stated: the other test, which pins it, is not flagged.
     expect(argument.subject).toMatch(/^test_autoescape_off /);
+    // An unchanged assertion compares with a name the patch assigns anew (sympy-13971's latex_str).
+    const reassigned = (await alignTask(subject("sympy__sympy-13971"))).flags.find((f) => f.flag === "open_choice")!;
+    expect(reassigned.detail).toContain("pins `r'\\left[0, 1, 4, 9, \\ldots\\right]'`");
+    expect(reassigned.evidence[1]!.text).toBe("assert latex(s1) == latex_str");
     // A loop variable stands for the literal the loop runs over (matplotlib-22835's labels_list).
     const looped = (await alignTask(subject("matplotlib__matplotlib-22835"))).flags.find((f) => f.flag === "open_choice")!;
     expect(looped.detail).toContain('pins `[ "[0.9]", "[1.]"');
