@@ -96,8 +96,24 @@ function messageFragments(message: string): string[] {
     .filter((f) => f.length >= 8);
 }
 
-const PRINTERS =
-  /\b(str|repr|latex|pretty|upretty|pretty_print|sstr|srepr|mathml|print_mathml|ccode|cxxcode|fcode|pycode|octave_code|julia_code|jscode|rcode|mathematica_code|maple_code|rust_code|glsl_code|format|as_text|to_string|getvalue|render|render_to_string|dumps|dump)\s*\(/;
+const PRINTER_NAMES = [
+  ...["str", "repr", "latex", "pretty", "upretty", "pretty_print", "sstr", "srepr", "mathml", "print_mathml"],
+  ...["ccode", "cxxcode", "fcode", "pycode", "octave_code", "julia_code", "jscode", "rcode", "mathematica_code", "maple_code", "rust_code", "glsl_code"],
+  ...["format", "as_text", "to_string", "getvalue", "render", "render_to_string", "dumps", "dump"],
+];
+
+/** Calls of a printer, by its own name or a name the test file imports it as (`mathematica_code as mcode`). */
+function printerCall(aliases: string[] = []): RegExp {
+  return new RegExp(`\\b(${[...PRINTER_NAMES, ...aliases].join("|")})\\s*\\(`);
+}
+
+/** Names a test file gives printers on import: `from sympy.printing.mathematica import mathematica_code as mcode`. */
+export function printerAliases(fileLines: SourceLine[]): string[] {
+  const aliases = new Set<string>();
+  for (const line of fileLines)
+    for (const m of line.text.matchAll(/\b([A-Za-z_]\w*)\s+as\s+([A-Za-z_]\w*)/g)) if (PRINTER_NAMES.includes(m[1]!)) aliases.add(m[2]!);
+  return [...aliases];
+}
 
 function flag(kind: AuditFlagRecord["flag"], test: string, detail: string, line: SourceLine, file: string, severity: number): AuditFlagRecord {
   return { flag: kind, subject: test, detail, severity, evidence: [{ file, line: line.n, text: line.text.trim() }] };
@@ -189,10 +205,10 @@ function unrequestedCodes(j: Judging, line: SourceLine): void {
 }
 
 /** An exact rendering compared character for character, which no request shows (in any order). */
-function exactFormat(j: Judging, lines: SourceLine[]): void {
+function exactFormat(j: Judging, lines: SourceLine[], aliases: string[]): void {
   const bare = (text: string) => squash(text).replace(/ /g, "");
   const shown = bare(j.requestText);
-  for (const { line, literal } of renderingExpectations(lines)) {
+  for (const { line, literal } of renderingExpectations(lines, printerCall(aliases))) {
     if (shown.includes(bare(literal)) || shown.includes(bare(unescape(literal))) || j.testPatchRemoved.includes(literal)) continue;
     // A request that shows the same shape (every name the expected text holds, in whatever order or with other values) states the form.
     const words = [...new Set(literal.match(/[A-Za-z_]\w{2,}/g) ?? [])];
@@ -259,7 +275,7 @@ export async function fairnessFlags(
     unrequestedExceptions(j, line);
     unrequestedCodes(j, line);
   }
-  exactFormat(j, located.lines);
+  exactFormat(j, located.lines, printerAliases((await tree.lines(located.file)) ?? located.lines));
   unrequestedBehaviour(j, added);
   const choice = openChoiceFlag(test, located.file, located.lines, open, requestText);
   if (choice) j.flags.push(choice);
@@ -296,14 +312,14 @@ function literalAt(lines: SourceLine[], index: number, from = 0): string | undef
  * a name assigned a literal (`s = r"..."; assert latex(x) == s`, the literal perhaps on the lines
  * after `s = \` or `s = u(`), where the test patch added or changed the literal.
  */
-function renderingExpectations(lines: SourceLine[]): { line: SourceLine; literal: string }[] {
+function renderingExpectations(lines: SourceLine[], printers: RegExp): { line: SourceLine; literal: string }[] {
   const out: { line: SourceLine; literal: string }[] = [];
   lines.forEach((line, index) => {
-    if (!PRINTERS.test(line.text)) return;
+    if (!printers.test(line.text)) return;
     const comparison = /==\s*(.*)$|^(.*?)==|assertEqual\((.*)$/.exec(line.text);
     if (!comparison) return;
     const right = /==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*assert\s+([A-Za-z_]\w*)\s*==/.exec(line.text)?.[1];
-    if (right && !PRINTERS.test(`${right}(`)) {
+    if (right && !printers.test(`${right}(`)) {
       // The latest assignment of that name above the comparison.
       for (let i = index - 1; i >= 0; i--) {
         const assign = new RegExp(`^\\s*${right}\\s*=\\s*(?!=)`).exec(lines[i]!.text);

@@ -223,6 +223,39 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(await kinds(subject("django__django-13925"))).not.toContain("unrequested_code");
   });
 
+  it("exact_format knows a printer by the name the test file imports it as (`mathematica_code as mcode`, as sympy-12171's tests do)", async () => {
+    const testPatch = (importLine: string) => `diff --git a/pkg/tests/test_code.py b/pkg/tests/test_code.py
+--- /dev/null
++++ b/pkg/tests/test_code.py
+@@ -0,0 +1,5 @@
++${importLine}
++
++
++def test_derivative():
++    assert mcode(Derivative(f(t), t)) == "Hold[D[f[t], t]]"
+`;
+    const audit = (importLine: string) =>
+      alignTask({
+        task: {
+          id: "o__r-3",
+          requests: [
+            {
+              stage: 1,
+              text: "Derivative(f(t), t) prints as Derivative(f(t), t) instead of D[f[t],t].",
+              provenance: { sources: [{ kind: "issue", record_id: "3", author: "x" }] },
+            },
+          ],
+          verifier: { test_patch: testPatch(importLine), fail_to_pass: ["pkg/tests/test_code.py::test_derivative"] },
+        },
+        referencePatch:
+          "diff --git a/pkg/printing.py b/pkg/printing.py\n--- a/pkg/printing.py\n+++ b/pkg/printing.py\n@@ -1,0 +2,2 @@\n+def _print_Derivative(self, expr):\n+    return 'Hold[D[' + self.args(expr) + ']]'\n",
+        tree: new PatchOnlyTree(testPatch(importLine), "none"),
+      });
+    const aliased = (await audit("from pkg.printing import mathematica_code as mcode")).flags.find((f) => f.flag === "exact_format")!;
+    expect(aliased.detail).toContain('"Hold[D[f[t], t]]"');
+    expect((await audit("from pkg.helpers import mcode")).flags.map((f) => f.flag)).not.toContain("exact_format");
+  });
+
   it("a fair record gets none of them (django-16527, annotators' 0: the issue names the function and its file)", async () => {
     const findings = await alignTask(subject("django__django-16527"));
     expect(findings.severity).toBeLessThan(2);
