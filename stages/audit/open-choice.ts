@@ -122,24 +122,30 @@ function wholeValue(value: string, lines: SourceLine[], index: number): string {
   return text;
 }
 
+/** An outcome a test pins, and the line that gave it when an assertion names it through a variable. */
+interface Pinned {
+  value: string;
+  givenAt?: SourceLine;
+}
+
 /**
  * The value the test's own added lines last gave `name` above line `index`: an assignment, or, for
  * a loop variable (`for v, label in zip(X, labels)`), the literal the loop runs over.
  */
-function assignedValue(lines: SourceLine[], index: number, name: string, followLoops: boolean): string | undefined {
+function assignedValue(lines: SourceLine[], index: number, name: string, followLoops: boolean): Pinned | undefined {
   for (let i = index - 1; i >= 0; i--) {
     const text = lines[i]!.text;
     const assign = new RegExp(`^\\s*${name}\\s*=(?!=)\\s*(.+)$`).exec(text);
     if (assign) {
       if (!lines[i]!.added || UNREMARKABLE.test(assign[1]!.trim())) return undefined;
-      return wholeValue(assign[1]!.trim(), lines, i);
+      return { value: wholeValue(assign[1]!.trim(), lines, i), givenAt: lines[i]! };
     }
     const loop = /^\s*for\s+(.+?)\s+in\s+(.+):\s*$/.exec(text);
     if (loop && new RegExp(`(?<![\\w])${name}(?![\\w])`).test(loop[1]!)) {
       if (!followLoops) return undefined;
       for (const source of loop[2]!.match(/[A-Za-z_]\w*/g) ?? []) {
-        const value = source === name ? undefined : assignedValue(lines, i, source, false);
-        if (value && /^[[({]/.test(value)) return value;
+        const pinned = source === name ? undefined : assignedValue(lines, i, source, false);
+        if (pinned && /^[[({]/.test(pinned.value)) return pinned;
       }
       return undefined;
     }
@@ -152,14 +158,15 @@ function assignedValue(lines: SourceLine[], index: number, name: string, followL
  * last gave it (`expected = "..."; assert f() == expected`), whether or not the assertion itself
  * is new; any other assertion counts where the test patch added it.
  */
-function outcomeAt(lines: SourceLine[], index: number): string | undefined {
+function outcomeAt(lines: SourceLine[], index: number): Pinned | undefined {
   const line = lines[index]!;
   const name =
     /^\s*assert\s+.+?\s*==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*self\.assert\w*Equal\s*\(.+?,\s*([A-Za-z_]\w*)\s*\)\s*$/.exec(line.text)?.[1];
   if (name && !/^(?:True|False|None)$/.test(name)) return assignedValue(lines, index, name, true);
   if (!line.added) return undefined;
   const outcome = pinnedOutcome(line.text);
-  return outcome === undefined ? literalArgument(lines, index) : wholeValue(outcome, lines, index);
+  const value = outcome === undefined ? literalArgument(lines, index) : wholeValue(outcome, lines, index);
+  return value === undefined ? undefined : { value };
 }
 
 /**
@@ -173,10 +180,10 @@ export function openChoiceFlag(test: string, file: string, lines: SourceLine[], 
     const line = lines[index]!;
     if (line.text.trim().startsWith("#")) continue;
     // An unchanged assertion pins what the patch changed when it compares with a name the patch assigned anew.
-    const outcome = outcomeAt(lines, index);
-    if (!outcome || shown.includes(squashed(outcome))) continue;
+    const pinned = outcomeAt(lines, index);
+    if (!pinned || shown.includes(squashed(pinned.value))) continue;
     const sentence = open[0]!;
-    const flat = outcome.replace(/\s*\n\s*/g, " ");
+    const flat = pinned.value.replace(/\s*\n\s*/g, " ");
     const short = flat.length > 60 ? `${flat.slice(0, 57)}...` : flat;
     return {
       flag: "open_choice",
@@ -185,6 +192,7 @@ export function openChoiceFlag(test: string, file: string, lines: SourceLine[], 
       severity: 2,
       evidence: [
         { file: `request ${sentence.stage}`, line: sentence.line, text: sentence.text },
+        ...(pinned.givenAt ? [{ file, line: pinned.givenAt.n, text: pinned.givenAt.text.trim() }] : []),
         { file, line: line.n, text: line.text.trim() },
       ],
     };

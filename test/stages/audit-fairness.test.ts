@@ -184,12 +184,14 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     // An unchanged assertion compares with a name the patch assigns anew (sympy-13971's latex_str).
     const reassigned = (await alignTask(subject("sympy__sympy-13971"))).flags.find((f) => f.flag === "open_choice")!;
     expect(reassigned.detail).toContain("pins `r'\\left[0, 1, 4, 9, \\ldots\\right]'`");
-    expect(reassigned.evidence[1]!.text).toBe("assert latex(s1) == latex_str");
+    // The evidence: the request's hedge, the line that gives the name its value, the assertion.
+    expect(reassigned.evidence.slice(1).map((e) => e.text)).toEqual(["latex_str = r'\\left[0, 1, 4, 9, \\ldots\\right]'", "assert latex(s1) == latex_str"]);
     // A loop variable stands for the literal the loop runs over (matplotlib-22835's labels_list).
     const looped = (await alignTask(subject("matplotlib__matplotlib-22835"))).flags.find((f) => f.flag === "open_choice")!;
     expect(looped.detail).toContain('pins `[ "[0.9]", "[1.]"');
     expect(looped.evidence.map((e) => e.text)).toEqual([
       "Not sure if we should have a special check here, a try-except, or actually just make BoundaryNorm approximately invertible.",
+      "labels_list = [",
       "assert img.format_cursor_data(v) == label",
     ]);
   });
