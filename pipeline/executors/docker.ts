@@ -100,7 +100,7 @@ export interface DockerExecutorOptions {
  */
 export class DockerExecutor implements Executor {
   readonly kind = "docker" as const;
-  private readonly once = new BuildOnce();
+  private readonly once: BuildOnce;
   readonly built: string[] = [];
   readonly buildSeconds = new Map<string, number>();
   private readonly limits: DockerLimits;
@@ -112,6 +112,7 @@ export class DockerExecutor implements Executor {
     private readonly log: Logger,
     private readonly options: DockerExecutorOptions = {},
   ) {
+    this.once = new BuildOnce(docker);
     this.limits = options.limits ?? DEFAULT_LIMITS;
     this.labels = options.labels ?? {};
     this.baseImages = options.baseImages ?? new BaseImages(docker, log);

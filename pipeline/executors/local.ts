@@ -41,19 +41,25 @@ import { type BaseRevision } from "../checkouts/checkout.ts";
  * Docker. Nothing is sandboxed: the repository's tests run as this user, with this network.
  * They do get a clean environment: no variable of ours (GITHUB_TOKEN included) reaches them.
  */
+/**
+ * One run at a time per prepared revision, by its directory: its checkout is shared, and restored
+ * before each run. Held for the process, not an executor: a queue worker makes one per job's limits.
+ */
+const revisionLocks = new Map<string, Promise<unknown>>();
+
 export class LocalExecutor implements Executor {
   readonly kind = "local" as const;
-  private readonly once = new BuildOnce();
+  private readonly once: BuildOnce;
   readonly built: string[] = [];
   readonly buildSeconds = new Map<string, number>();
-  /** One run at a time per prepared revision: its checkout is shared, and restored before each run. */
-  private readonly revisionLocks = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly root: string,
     private readonly log: Logger,
     private readonly options: { pythonDownloads?: PythonDownloads } = {},
-  ) {}
+  ) {
+    this.once = new BuildOnce(`local:${root}`);
+  }
 
   /** This machine's interpreters (python3, python3.X), and uv's downloads where they can be had. */
   pythonOffer(): Promise<PythonOffer> {
@@ -118,6 +124,7 @@ export class LocalExecutor implements Executor {
     if (existsSync(join(dir, ".ready"))) return { built: false };
     await this.checkDebianPackages(env);
     const interpreter = await this.findPython(env.recipe.python);
+    // This process's own directory until it is whole (one build of a key at a time here: BuildOnce).
     const partial = `${dir}.partial-${process.pid}`;
     await rm(partial, { recursive: true, force: true });
     await mkdir(this.root, { recursive: true });
@@ -216,7 +223,7 @@ export class LocalExecutor implements Executor {
     if (!request.baseCommit) throw new Error(`the recipe of ${env.repo} installs from the checkout: a run must name its base commit`);
     const dir = this.revisionDir(env, request.baseCommit);
     // One run at a time in a prepared checkout, restored to its pristine state first.
-    const previous = this.revisionLocks.get(dir) ?? Promise.resolve();
+    const previous = revisionLocks.get(dir) ?? Promise.resolve();
     const mine = previous
       .catch(() => undefined)
       .then(async () => {
@@ -229,11 +236,11 @@ export class LocalExecutor implements Executor {
           config: join(dir, "config"),
         });
       });
-    this.revisionLocks.set(dir, mine);
+    revisionLocks.set(dir, mine);
     try {
       return await mine;
     } finally {
-      if (this.revisionLocks.get(dir) === mine) this.revisionLocks.delete(dir);
+      if (revisionLocks.get(dir) === mine) revisionLocks.delete(dir);
     }
   }
 

@@ -197,21 +197,46 @@ export function assertNotKilled(exitCode: number, signal?: string): void {
 }
 
 /**
- * Builds each environment once per process: concurrent callers share one build; a BuildFailed
+ * Builds each environment once per executor: its concurrent callers share one build; a BuildFailed
  * is remembered (that recipe will not build), any other failure is tried again by the next caller.
+ * Executors that build into one place take turns per key (see the constructor).
  */
 export class BuildOnce {
   private readonly pending = new Map<string, Promise<{ built: boolean }>>();
+  /** Builds under way in this process, by the place they build into and their key. */
+  private static readonly underWay = new Map<unknown, Map<string, Promise<unknown>>>();
+
+  /**
+   * `place` is where builds go (an environments directory, a Docker engine's client): executors
+   * sharing it in one process — a queue worker makes one per job's limits — build one key at a
+   * time, the later finding the earlier's result in place instead of building over it.
+   */
+  constructor(private readonly place?: unknown) {}
 
   run(key: string, build: () => Promise<{ built: boolean }>): Promise<{ built: boolean }> {
     let pending = this.pending.get(key);
     if (!pending) {
-      pending = build();
+      pending = this.place === undefined ? build() : BuildOnce.oneAtATime(this.place, key, build);
       this.pending.set(key, pending);
       pending.catch((error) => {
         if (!(error instanceof BuildFailed)) this.pending.delete(key);
       });
     }
     return pending;
+  }
+
+  private static oneAtATime<T>(place: unknown, key: string, build: () => Promise<T>): Promise<T> {
+    let byKey = BuildOnce.underWay.get(place);
+    if (!byKey) BuildOnce.underWay.set(place, (byKey = new Map()));
+    const before = byKey.get(key) ?? Promise.resolve();
+    const mine = before.catch(() => undefined).then(build);
+    byKey.set(key, mine);
+    void mine
+      .catch(() => undefined)
+      .then(() => {
+        if (byKey.get(key) === mine) byKey.delete(key);
+        if (!byKey.size) BuildOnce.underWay.delete(place);
+      });
+    return mine;
   }
 }

@@ -211,6 +211,26 @@ describe("the local executor", () => {
   });
 });
 
+describe("executors that share an environments directory in one process", () => {
+  it("build an environment one at a time: the second finds the first's, whole (a queue worker makes an executor per job's limits)", async () => {
+    const root = fileTempDir();
+    const [first, second] = [new LocalExecutor(root, silentLogger), new LocalExecutor(root, silentLogger)];
+    const results = await Promise.all([first.ensureEnvironment(env), second.ensureEnvironment(env)]);
+    expect(results.map((r) => r.built).sort()).toEqual([false, true]);
+    const result = await second.run({
+      env,
+      checkoutDir: hostileCheckout(),
+      tests: ["tests/test_hostile.py::test_no_token_in_environment"],
+      timeoutSeconds: 60,
+    });
+    expect(
+      parseJunitXml(result.junitXml!).map((r) => r.status),
+      result.outputTail,
+    ).toEqual(["passed"]);
+    expect(readdirSync(root).filter((name) => name.includes(".partial-"))).toEqual([]);
+  });
+});
+
 describe("a local process that leaves descendants behind", () => {
   /** Processes whose command line is exactly `argv`, by pid. */
   const running = (argv: string) =>
