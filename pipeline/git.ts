@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { simpleGit } from "simple-git";
+import { TransientFailure } from "./failures.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -98,8 +99,26 @@ export class MirrorCache {
   constructor(
     root: string,
     private readonly envFor: (source: string) => Record<string, string> = () => ({}),
+    /** An HTTP clone or fetch that moves less than a byte a second for this long is given up. */
+    private readonly stallSeconds = 120,
   ) {
     this.root = resolve(root);
+  }
+
+  /**
+   * A clone or fetch from `source`, bounded: git's HTTP transport gives up a transfer that stalls
+   * (a server that accepts and never answers would otherwise hold the run for ever), and that is
+   * said as what it is, a transient fact about the server.
+   */
+  private async transfer(baseDir: string, operation: string, source: string, run: (client: ReturnType<typeof simpleGit>) => Promise<unknown>): Promise<void> {
+    const bound = { GIT_HTTP_LOW_SPEED_LIMIT: "1", GIT_HTTP_LOW_SPEED_TIME: String(this.stallSeconds) };
+    try {
+      await mirrorGit(baseDir, operation, run, { ...bound, ...this.envFor(source) });
+    } catch (error) {
+      if (error instanceof GitError && /Operation too slow|Less than \d+ bytes\/sec/i.test(error.stderr))
+        throw new TransientFailure(`git ${operation} of ${source} stalled: the server sent nothing for ${this.stallSeconds} s`, { cause: error });
+      throw error;
+    }
   }
 
   /** `git apply --check` of a patch against a commit of a mirror (see applyCheck). */
@@ -148,7 +167,7 @@ export class MirrorCache {
       await mkdir(this.root, { recursive: true });
       const partial = `${path}.partial-${process.pid}`;
       await rm(partial, { recursive: true, force: true });
-      await mirrorGit(this.root, "clone", (client) => client.mirror(source, partial), this.envFor(source));
+      await this.transfer(this.root, "clone", source, (client) => client.mirror(source, partial));
       // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
       await rename(partial, path);
     }
@@ -156,7 +175,7 @@ export class MirrorCache {
     let missing = await absent();
     if (missing.length) {
       // Pull requests' heads (refs/pull/*) come along: a squash-merged PR's head is only there.
-      await mirrorGit(path, "fetch", (client) => client.fetch(source, "+refs/*:refs/*"), this.envFor(source));
+      await this.transfer(path, "fetch", source, (client) => client.fetch(source, "+refs/*:refs/*"));
       missing = await absent();
     }
     return { path, missing };

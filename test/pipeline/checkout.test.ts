@@ -1,6 +1,8 @@
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { transientCause } from "../../pipeline/failures.ts";
 import { freshCheckout } from "../../pipeline/checkouts/checkout.ts";
 import { CommitNotInSource, git, IncompleteSource, MirrorCache } from "../../pipeline/git.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
@@ -32,4 +34,28 @@ describe("checkouts from an incomplete source", () => {
     await expect(cache.ensure("o/r", repo.dir, absent)).rejects.toBeInstanceOf(CommitNotInSource);
     expect(await cache.ensureSome("o/r", repo.dir, [repo.base, absent])).toMatchObject({ missing: [absent] });
   });
+});
+
+describe("a clone source that hangs", () => {
+  it("gives up a clone from an HTTP server that accepts and never answers, as a transient fact about the server", async () => {
+    const held: Socket[] = [];
+    const server = createServer((socket) => held.push(socket));
+    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+    const { port } = server.address() as { port: number };
+    try {
+      const cache = new MirrorCache(tempDir(), () => ({}), 3);
+      const source = `http://127.0.0.1:${port}/o/r.git`;
+      const failure = await cache.ensure("o/r", source, "f".repeat(40)).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(transientCause(failure)).toBe(`git clone of ${source} stalled: the server sent nothing for 3 s`);
+      // Nothing half-cloned is left where a mirror would be.
+      expect(existsSync(join(cache.pathFor("o/r"), "HEAD"))).toBe(false);
+    } finally {
+      for (const socket of held) socket.destroy();
+      server.close();
+    }
+    // Bounded so that a regression fails here instead of holding the suite (it takes seconds).
+  }, 300_000);
 });
