@@ -97,6 +97,9 @@ export function pinnedOutcome(text: string): string | undefined {
   return /\b(?:raises|assertRaises\w*|assert_raises\w*|assert_raise_message|warns|assertWarns\w*|assert_warns\w*)\(\s*([A-Z]\w*(?:\.\w+)*)/.exec(line)?.[1];
 }
 
+/** Brackets a text opens and does not close (negative when it closes more). */
+const bracketDepth = (text: string) => (text.match(/[[({]/g)?.length ?? 0) - (text.match(/[\])}]/g)?.length ?? 0);
+
 /**
  * A string literal the test patch added as an argument of an assertion that opened on an earlier
  * line (`self.assertEqual(\n    render(...),\n    "<a><br></a>",\n)`): what that call checks.
@@ -107,7 +110,7 @@ function literalArgument(lines: SourceLine[], index: number): string | undefined
   let depth = 0;
   for (let i = index - 1; i >= 0 && i >= index - 8; i--) {
     const text = lines[i]!.text;
-    depth += (text.match(/[[({]/g)?.length ?? 0) - (text.match(/[\])}]/g)?.length ?? 0);
+    depth += bracketDepth(text);
     if (depth > 0 && /(?:\bself\.assert\w*|^\s*assert\b)/.test(text)) return literal;
     if (/^\s*(?:def|class)\s/.test(text)) return undefined;
   }
@@ -116,9 +119,8 @@ function literalArgument(lines: SourceLine[], index: number): string | undefined
 
 /** A value that opens a bracket on its line, read on until the bracket closes (at most 40 lines). */
 function wholeValue(value: string, lines: SourceLine[], index: number): string {
-  const depth = (text: string) => (text.match(/[[({]/g)?.length ?? 0) - (text.match(/[\])}]/g)?.length ?? 0);
   let text = value;
-  for (let i = index + 1; depth(text) > 0 && i < lines.length && i <= index + 40; i++) text += `\n${lines[i]!.text.trim()}`;
+  for (let i = index + 1; bracketDepth(text) > 0 && i < lines.length && i <= index + 40; i++) text += `\n${lines[i]!.text.trim()}`;
   return text;
 }
 
