@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
-import { dirname, join, relative, resolve } from "node:path";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import type Docker from "dockerode";
 import { parse } from "yaml";
 import { writeFileAtomic } from "../atomic.ts";
@@ -99,7 +99,7 @@ export interface SessionRunOptions {
 /** Written into each run folder: whose run it holds, so another run never deletes it silently. */
 const RUN_OWNER_FILE = ".switch-swe-run.json";
 
-interface RunOwner {
+export interface RunOwner {
   agent: string;
   /** The report whose trajectory link points into the folder. */
   report: string;
@@ -132,6 +132,26 @@ export function checkRunDir(runDir: string, owner: RunOwner, force: boolean | un
     return;
   }
   throw new InputError(`${runDir} holds ${what}; it is not deleted: give another --work folder, or pass --force to replace it`);
+}
+
+/**
+ * Replaces `runDir` with an empty run folder holding only its owner file. The folder is built
+ * beside it (`<runDir>.partial-<pid>`) and renamed into place, so a run killed at any instant
+ * leaves either no folder or one that names its owner: a folder made but not yet marked would be
+ * refused as "not a run" by the next run (run-all resumed after a kill). A partial left by a
+ * killed run of this folder is removed first.
+ */
+export async function takeRunDir(runDir: string, owner: RunOwner): Promise<void> {
+  const parent = dirname(runDir);
+  await mkdir(parent, { recursive: true });
+  const partialOf = `${basename(runDir)}.partial-`;
+  for (const name of readdirSync(parent))
+    if (name.startsWith(partialOf) && /^\d+$/.test(name.slice(partialOf.length))) await rm(join(parent, name), { recursive: true, force: true });
+  const partial = `${runDir}.partial-${process.pid}`;
+  await mkdir(partial);
+  await writeFile(join(partial, RUN_OWNER_FILE), JSON.stringify(owner) + "\n");
+  await rm(runDir, { recursive: true, force: true });
+  await rename(partial, runDir);
 }
 
 /**
@@ -191,9 +211,7 @@ async function runAgent(bench: OpenedBenchmark, options: SessionRunOptions, at: 
   const heldout = options.agent.scripted ? (taskId: string) => bench.heldout(taskId) : undefined;
   const owner = { agent: options.agent.name, report: resolve(at.reportFile) };
   checkRunDir(runDir, owner, options.force, options.log);
-  await rm(runDir, { recursive: true, force: true });
-  await mkdir(runDir, { recursive: true });
-  await writeFileAtomic(join(runDir, RUN_OWNER_FILE), JSON.stringify(owner) + "\n");
+  await takeRunDir(runDir, owner);
   const run = await runSession({
     spec,
     condition: options.condition,

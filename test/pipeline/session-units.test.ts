@@ -1,8 +1,8 @@
-import { mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkRunDir, loadAgent } from "../../pipeline/session/runs.ts";
+import { checkRunDir, loadAgent, takeRunDir } from "../../pipeline/session/runs.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { git } from "../../pipeline/git.ts";
 import { AgentSpec } from "../../pipeline/schemas/agent.ts";
@@ -224,5 +224,23 @@ describe("a run folder", () => {
     expect(() => checkRunDir(unknown, owner, false, log)).toThrow(/holds files that are not a run of switch-swe/);
     expect(() => checkRunDir(other, owner, true, log)).not.toThrow();
     expect(lines.at(-1)).toMatch(/--force: replacing the run of agent codex/);
+  });
+
+  it("is never seen made but unmarked: a kill while it is taken leaves a partial beside it that the next take removes", async () => {
+    const dir = tempDir();
+    const runDir = join(dir, "S.switched");
+    // What a run killed between making the folder and writing its owner file leaves.
+    mkdirSync(`${runDir}.partial-4242`);
+    writeFileSync(join(`${runDir}.partial-4242`, "half"), "");
+    expect(() => checkRunDir(runDir, owner, false, log)).not.toThrow();
+    // An earlier run of the same agent, with its files.
+    mkdirSync(runDir);
+    writeFileSync(join(runDir, ".switch-swe-run.json"), JSON.stringify(owner));
+    writeFileSync(join(runDir, "trajectory.jsonl"), "{}\n");
+    await takeRunDir(runDir, owner);
+    expect(readdirSync(dir)).toEqual(["S.switched"]);
+    expect(readdirSync(runDir)).toEqual([".switch-swe-run.json"]);
+    expect(JSON.parse(readFileSync(join(runDir, ".switch-swe-run.json"), "utf8"))).toEqual(owner);
+    expect(() => checkRunDir(runDir, owner, false, log)).not.toThrow();
   });
 });
