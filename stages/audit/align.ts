@@ -1,6 +1,6 @@
 import type { AuditFlagRecord, AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
-import { changedEvidence, mentions, testSource } from "./evidence.ts";
+import { changedEvidence, mentions, removedFromTest, testSource } from "./evidence.ts";
 import { fairnessFlags, referenceFacts } from "./fairness.ts";
 import { type LocatedTest, locateTest } from "./locate.ts";
 import { openSentences } from "./open-choice.ts";
@@ -92,6 +92,64 @@ function unjustified(test: string, located: LocatedTest, wanted: string[]): Audi
   };
 }
 
+const ASSERTION = /^\s*(?:assert\b|self\.assert\w*\s*\(|(?:with\s+)?(?:pytest\.)?(?:raises|warns)\s*\(|assert_\w+\s*\()/;
+
+/**
+ * An F2P test no request links to whose existing expectation the test patch changes: the fix
+ * changes behaviour a project's test pinned and no request asks about, so a fix that keeps it
+ * (sympy-18057's `var` result still equal to its names) fails. Not where a request names a word
+ * the change swaps in or out (pvlib-1154's issue says NaN, which the change turns into 0). Evidence: the assertion as it now
+ * reads; the detail quotes the one removed.
+ */
+function changedExpectation(test: string, located: LocatedTest, testPatch: string, requestText: string): AuditFlagRecord | undefined {
+  const before = removedFromTest(testPatch, located.file, located.name).find((l) => ASSERTION.test(l));
+  if (!before) return undefined;
+  // The assertion that took its place: the first the patch added to the test.
+  const line = located.lines.find((l) => l.added && ASSERTION.test(l.text)) ?? located.lines.find((l) => l.added) ?? located.defLine;
+  // Words and values (django-10914's `0o644`, which its issue's title names), three characters or more.
+  const words = (text: string) => new Set(text.toLowerCase().match(/[a-z0-9_]{3,}/g) ?? []);
+  const was = words(before);
+  const now = words(line.text);
+  const swapped = [...[...was].filter((w) => !now.has(w)), ...[...now].filter((w) => !was.has(w))];
+  const asked = requestText.toLowerCase();
+  if (swapped.some((w) => new RegExp(`(?<![\\w])${w}(?![\\w])`).test(asked))) return undefined;
+  const quoted = before.trim().length > 100 ? `${before.trim().slice(0, 97)}...` : before.trim();
+  return {
+    flag: "changed_expectation",
+    subject: test,
+    detail: `changes what the test expected before the fix (it read \`${quoted}\`) where no request asks about what it checks`,
+    severity: 2,
+    evidence: [{ file: located.file, line: line.n, text: line.text.trim() }],
+  };
+}
+
+/** The test functions a test patch adds (a `+def test…` line). */
+function addedTestNames(testPatch: string): string[] {
+  return [...new Set([...testPatch.matchAll(/^\+[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(/gm)].map((m) => m[1]!))];
+}
+
+/**
+ * Every F2P test the patch leaves as it was, while it adds tests of its own that are not F2P
+ * (requests-2674: twelve network tests decide, the one test written for the issue does not):
+ * the tests that decide fail before the fix for a reason the issue never states. Said only
+ * when every F2P test was read and none is a parametrized case (a case may be new where its
+ * function is not).
+ */
+function unchangedTests(located: { test: string; at: LocatedTest }[], failToPass: string[], testPatch: string): AuditFlagRecord[] {
+  if (!located.length || located.length !== failToPass.length) return [];
+  if (located.some(({ test, at }) => parseTestId(test)?.caseId !== undefined || at.lines.some((l) => l.added))) return [];
+  const deciding = new Set(located.map(({ at }) => at.name));
+  const own = addedTestNames(testPatch).filter((n) => !deciding.has(n));
+  if (!own.length) return [];
+  return located.map(({ test, at }) => ({
+    flag: "unchanged_test" as const,
+    subject: test,
+    detail: `the test patch neither adds nor changes it, and the tests it adds (\`${own.join("`, `")}\`) are not fail-to-pass: it fails before the fix for a reason no request states`,
+    severity: 2,
+    evidence: [{ file: at.file, line: at.defLine.n, text: at.defLine.text.trim() }],
+  }));
+}
+
 /**
  * Links every F2P test to the stages that justify it and flags what makes the verifier unfair.
  * A stage justifies a test when it names what the test calls (if it calls public code) and
@@ -122,6 +180,7 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
       severity: 0,
       evidence: [],
     });
+  const read: { test: string; at: LocatedTest }[] = [];
   for (const test of task.verifier.fail_to_pass) {
     const contract = contracts[test];
     const located = await locateTest(test, tree);
@@ -130,12 +189,18 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
       flags.push(unreadSource(test, tree));
       continue;
     }
+    if (!contract) read.push({ test, at: located });
     const link = linkTest(located, task);
     for (const s of link.stages) verified.add(s);
     links.push({ test, stages: link.stages, evidence: link.evidence, ...(contract ? { public_contract: contract } : {}) });
-    if (!link.stages.length && !contract) flags.push(unjustified(test, located, link.wanted));
+    if (!link.stages.length && !contract) {
+      flags.push(unjustified(test, located, link.wanted));
+      const changed = changedExpectation(test, located, task.verifier.test_patch, requestText);
+      if (changed) flags.push(changed);
+    }
     if (facts && !contract) flags.push(...(await fairnessFlags(test, located, facts, requestText, tree, patchRemoved, open)));
   }
+  flags.push(...unchangedTests(read, task.verifier.fail_to_pass, task.verifier.test_patch));
   for (const request of task.requests) {
     if (!REQUIREMENT.test(request.text))
       flags.push({ flag: "not_substantive", subject: `stage ${request.stage}`, detail: "states no requested behaviour", severity: 1, evidence: [] });

@@ -80,6 +80,45 @@ export function testSource(testPatch: string, file: string, name: string): { sou
   return { source: source.join("\n"), added: added.join("\n"), removed: removed.join("\n") };
 }
 
+/**
+ * The lines the test patch removed from one test function, its `def` read in the patch's lines or
+ * in a hunk header (`@@ -19,7 +19,8 @@ def test_var():`), where `testSource` cannot see it. A `def`
+ * nested deeper than the test's stays inside it; a line at the test's own indentation or less leaves it.
+ */
+export function removedFromTest(testPatch: string, file: string, name: string): string[] {
+  const section = testPatch.split(/^(?=diff --git )/m).find((s) => s.split("\n")[0]!.endsWith(` b/${file}`));
+  if (!section) return [];
+  const removed: string[] = [];
+  let inside = false;
+  // The indentation of the test's `def`; unknown (null) when a hunk header named it, as git strips it there.
+  let indent: number | null = null;
+  for (const line of section.split("\n")) {
+    if (line.startsWith("@@")) {
+      const header = /^@@[^@]*@@\s*(?:async\s+)?def\s+(\w+)/.exec(line);
+      // A header names the function its hunk starts in; a hunk without one starts where the last left off.
+      if (header) {
+        inside = header[1] === name;
+        indent = null;
+      }
+      continue;
+    }
+    if (!/^[ +-]/.test(line) || line.startsWith("+++") || line.startsWith("---")) continue;
+    const text = line.slice(1);
+    const trimmed = text.trimStart();
+    if (!trimmed || trimmed.startsWith("#") || trimmed.startsWith("@")) continue;
+    const own = text.length - trimmed.length;
+    const def = /^(?:async\s+)?def\s+(\w+)/.exec(trimmed);
+    if (def && (!inside || indent === null || own <= indent)) {
+      inside = def[1] === name;
+      indent = own;
+      continue;
+    }
+    if (inside && (indent === null ? own === 0 || trimmed.startsWith("class ") : own <= indent)) inside = false;
+    if (inside && line[0] === "-") removed.push(text);
+  }
+  return removed;
+}
+
 function normaliseNumber(text: string): string {
   return String(Number(text));
 }

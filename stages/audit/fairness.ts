@@ -254,6 +254,29 @@ function unrequestedBehaviour(j: Judging, added: SourceLine[]): void {
   j.flags.push(flag("unrequested_behaviour", j.test, detail, used.get(names[0]!)!, j.file, 2));
 }
 
+/** A line that is one element of a list of cases: a whole string literal and its comma. */
+const CASE_ELEMENT = /^\s*[rbuRBU]?(["'])((?:\\.|(?!\1).){4,})\1\s*,\s*(?:#.*)?$/;
+
+/**
+ * Cases a test adds beside the one the request shows (django-15202: the issue's `'////]@N.AN'`
+ * and an empty hostname, `'#@A.bO'`, no request mentions): a fix for the case the issue reports
+ * need not handle the other. Cases the test held before (the patch's removed lines) are not new.
+ */
+function unshownCases(j: Judging, added: SourceLine[]): void {
+  const bare = (text: string) => text.replace(/\s+/g, "");
+  const shownText = bare(j.requestText);
+  const cases = added.flatMap((line) => {
+    const m = CASE_ELEMENT.exec(line.text);
+    return m && !j.testPatchRemoved.includes(m[2]!) ? [{ line, value: m[2]! }] : [];
+  });
+  // A bare name the request happens to use (pydicom-1458's `Columns`, an attribute) is no input it shows.
+  const shown = cases.find((c) => !/^\w+$/.test(c.value) && (shownText.includes(bare(c.value)) || shownText.includes(bare(unescape(c.value)))));
+  const other = cases.find((c) => !shownText.includes(bare(c.value)) && !shownText.includes(bare(unescape(c.value))));
+  if (!shown || !other) return;
+  const detail = `adds the case "${other.value}" beside the one the request shows ("${shown.value}"); no request mentions it`;
+  j.flags.push(flag("unshown_case", j.test, detail, other.line, j.file, 2));
+}
+
 /**
  * The unfairness flags of one located test. Only lines the test patch added count: a test that
  * only exists at the base checks what the base already did.
@@ -277,6 +300,7 @@ export async function fairnessFlags(
   }
   exactFormat(j, located.lines, printerAliases((await tree.lines(located.file)) ?? located.lines));
   unrequestedBehaviour(j, added);
+  unshownCases(j, added);
   const choice = openChoiceFlag(test, located.file, located.lines, open, requestText);
   if (choice) j.flags.push(choice);
   return j.flags;

@@ -35,6 +35,20 @@ function enclosingClass(lines: SourceLine[], index: number): string | undefined 
   return undefined;
 }
 
+/**
+ * A comment out at the body's left (sympy-18057's `# check return value` at column 0 inside
+ * `test_var`) belongs to the body when the next line of code is indented into it.
+ */
+function commentInBody(lines: SourceLine[], index: number, indent: number): boolean {
+  if (!lines[index]!.text.trimStart().startsWith("#")) return false;
+  for (let i = index + 1; i < lines.length; i++) {
+    const text = lines[i]!.text;
+    if (!text.trim() || text.trimStart().startsWith("#")) continue;
+    return indentOf(text) > indent;
+  }
+  return false;
+}
+
 /** The definition at `index` with its decorators above and its body below (by indentation). */
 function definitionAt(lines: SourceLine[], index: number): SourceLine[] {
   const indent = indentOf(lines[index]!.text);
@@ -60,7 +74,7 @@ function definitionAt(lines: SourceLine[], index: number): SourceLine[] {
   while (end < lines.length) {
     const text = lines[end]!.text;
     const inside = continued || triple !== undefined || depth > 0;
-    if (!inside && text.trim() && indentOf(text) <= indent) break;
+    if (!inside && text.trim() && indentOf(text) <= indent && !commentInBody(lines, end, indent)) break;
     for (const m of text.matchAll(/"""|'''|(["'])(?:\\.|(?!\1).)*\1|[[({]|[\])}]|#.*$/g)) {
       const token = m[0];
       if (triple !== undefined) {

@@ -42,6 +42,14 @@ const HEDGES: RegExp[] = [
   /\b(?:should|would|could)\b[^.?!]*(?:,\s*or\b|\bor\s+(?:rather|instead|just|maybe|perhaps|should|would|could|to)\b)/i,
 ];
 
+/**
+ * A hedge about where the fault lies or how to mend it ("I think there's a missing definition of
+ * __rand__ somewhere", "what I think is a bug", "something like this might be a solution:") leaves
+ * no outcome open: the author is sure what should happen and unsure only of the code.
+ */
+const ABOUT_CAUSE_OR_FIX =
+  /\b(?:a|the|possible|likely|real|actual|root)\s+(?:bug|cause|culprit|solution|fix|workaround|regression|typo)\b|\b(?:missing|wrong)\s+(?:definition|import|check|call|argument)\b|\b(?:bug|problem|issue) (?:is|lies|comes) (?:in|from|with)\b/i;
+
 /** Lines of a request that are code, output or a traceback rather than what its author says. */
 function isProse(line: string, inFence: boolean): boolean {
   if (inFence) return false;
@@ -63,7 +71,7 @@ export function openSentences(requests: { stage: number; text: string }[]): Open
       const prose = raw.replace(/`[^`]*`/g, "`…`");
       for (const sentence of prose.split(/(?<=[.?!])\s+/)) {
         const hit = HEDGES.map((h) => h.exec(sentence)).find((m) => m);
-        if (!hit) continue;
+        if (!hit || ABOUT_CAUSE_OR_FIX.test(sentence)) continue;
         out.push({ stage: request.stage, line: index + 1, text: raw.trim(), marker: hit[0] });
         return;
       }

@@ -177,7 +177,10 @@ describe("flags for what makes a verifier unfair, on real records", () => {
   it("open_choice reads what a test pins through assertIn, a literal argument on its own line, a name assigned anew and a loop variable (django-15819, django-16873, sympy-13971, matplotlib-22835)", async () => {
     const contained = (await alignTask(subject("django__django-15819"))).flags.find((f) => f.flag === "open_choice")!;
     expect(contained.evidence.map((e) => e.text)).toEqual(["Maybe we can autogenerate", `"author = models.ForeignKey('InspectdbPeople', models.DO_NOTHING, "`]);
-    const argument = (await alignTask(subject("django__django-16873"))).flags.find((f) => f.flag === "open_choice")!;
+    // Its issue hedges only about the cause ("what I think is a bug"); an outcome left open is added.
+    const argument = (await alignTask(subject("django__django-16873", "Maybe the joiner should be left as it is, or escaped only once."))).flags.find(
+      (f) => f.flag === "open_choice",
+    )!;
     expect(argument.evidence[1]).toEqual({ file: "tests/template_tests/filter_tests/test_join.py", line: 88, text: '"<a><br><img><br></a>",' });
     // The output the issue's own failing test shows is stated: the other test, which pins it, is not flagged.
     expect(argument.subject).toMatch(/^test_autoescape_off /);
@@ -194,6 +197,45 @@ describe("flags for what makes a verifier unfair, on real records", () => {
       "labels_list = [",
       "assert img.format_cursor_data(v) == label",
     ]);
+  });
+
+  it("open_choice: a hedge about the cause or the fix leaves no outcome open (django-14017, django-16255, django-16873; annotators' 0, 0, 3)", async () => {
+    expect(openSentences([{ stage: 1, text: "I think there's a missing definition of __rand__ somewhere." }])).toEqual([]);
+    expect(openSentences([{ stage: 1, text: "Something like this might be a solution:" }])).toEqual([]);
+    expect(openSentences([{ stage: 1, text: "The following testcase illustrates what I think is a bug in the join filter" }])).toEqual([]);
+    // A hedge about what should happen still counts.
+    expect(openSentences([{ stage: 1, text: "Maybe it should return None instead." }]).map((s) => s.marker)).toEqual(["Maybe"]);
+    for (const id of ["django__django-14017", "django__django-16255", "django__django-16873"]) expect(await kinds(subject(id))).not.toContain("open_choice");
+  });
+
+  it("changed_expectation: the patch changes what a test no request links to expected (sympy-18057's test_var), and not once a request asks for it", async () => {
+    const findings = await alignTask(subject("sympy__sympy-18057"));
+    const flag = findings.flags.find((f) => f.flag === "changed_expectation")!;
+    expect(flag.subject).toBe("test_var");
+    expect(flag.severity).toBe(2);
+    // The test's def is in a hunk header, and a comment at column 0 inside it does not end it.
+    expect(flag.detail).toContain("it read `assert v == ['d', 'e', 'fg']`");
+    expect(flag.evidence).toEqual([{ file: "sympy/core/tests/test_var.py", line: 22, text: "assert v != ['d', 'e', 'fg']" }]);
+    expect(findings.severity).toBeGreaterThanOrEqual(2);
+    const asked = "var() should return the Symbols themselves: its result v must no longer compare equal to their names ['d', 'e', 'fg']";
+    expect(await kinds(subject("sympy__sympy-18057", asked))).not.toContain("changed_expectation");
+    // A test that only gains assertions changes no expectation (sympy-15345's test_Function).
+    expect(await kinds(subject("sympy__sympy-15345"))).not.toContain("changed_expectation");
+    // The request names what the change swaps in or out: pvlib-1154's NaN that becomes 0, django-10914's new 0o644 (annotators' 0).
+    expect(await kinds(subject("pvlib__pvlib-python-1154"))).toContain("unjustified_test");
+    expect(await kinds(subject("pvlib__pvlib-python-1154"))).not.toContain("changed_expectation");
+    expect(await kinds(subject("django__django-10914"))).not.toContain("changed_expectation");
+  });
+
+  it("unshown_case: the test adds a case beside the one the issue shows (django-15202's empty hostname), not once the request shows it too", async () => {
+    const flag = (await alignTask(subject("django__django-15202"))).flags.find((f) => f.flag === "unshown_case")!;
+    expect(flag.detail).toBe('adds the case "#@A.bO" beside the one the request shows ("////]@N.AN"); no request mentions it');
+    expect(flag.evidence).toEqual([{ file: "tests/forms_tests/field_tests/test_urlfield.py", line: 106, text: "'#@A.bO'," }]);
+    expect(await kinds(subject("django__django-15202", "Nor should clean('#@A.bO') raise ValueError."))).not.toContain("unshown_case");
+    // A list the patch re-wraps keeps its old cases: only the new one is shown, nothing is flagged (django-13230).
+    expect(await kinds(subject("django__django-13230"))).not.toContain("unshown_case");
+    // A bare name the request happens to use is no case it shows (pydicom-1458's attribute `Columns`).
+    expect(await kinds(subject("pydicom__pydicom-1458"))).not.toContain("unshown_case");
   });
 
   it("reads hedges in a request's prose only: not in code, output or tracebacks, and not an enumerating 'or'", () => {
@@ -363,6 +405,55 @@ describe("test sources from the repository", () => {
     const lines = (await tree.lines("pkg/tests/test_core.py"))!;
     expect(lines.filter((l) => l.added)).toEqual([{ n: 7, text: "    assert X == 2", added: true }]);
   });
+  it("unchanged_test: every F2P test is one the patch leaves alone, while the test it adds is not F2P (as requests-2674's)", async () => {
+    const base = [
+      "import requests",
+      "",
+      "def test_HTTP_200_OK_GET():",
+      "    assert requests.get(httpbin('get')).status_code == 200",
+      "",
+      "def test_HTTP_200_OK_HEAD():",
+      "    assert requests.head(httpbin('get')).status_code == 200",
+      "",
+      "def test_vendor_aliases():",
+      "    from requests.packages import urllib3",
+      "",
+    ].join("\n");
+    const repo = await repoWithChange({ "test_requests.py": base, "requests/adapters.py": "X = 1\n" }, { "requests/adapters.py": "X = 2\n" });
+    const testPatch = `diff --git a/test_requests.py b/test_requests.py
+--- a/test_requests.py
++++ b/test_requests.py
+@@ -8,2 +8,7 @@ def test_HTTP_200_OK_HEAD():
+ 
++def test_urllib3_pool_connection_closed():
++    s = requests.Session()
++    assert "Pool is closed." in str(s.get(httpbin('status/200')))
++
++
+ def test_vendor_aliases():
+`;
+    const request = "urllib3 exceptions pass through the requests API: DecodeError and TimeoutError should be wrapped.";
+    const audit = async (failToPass: string[]) =>
+      alignTask({
+        task: {
+          id: "psf__requests-1",
+          requests: [{ stage: 1, text: request, provenance: { sources: [{ kind: "issue" as const, record_id: "1", author: "x" }] } }],
+          verifier: { test_patch: testPatch, fail_to_pass: failToPass },
+        },
+        referencePatch: repo.diff,
+        tree: await RepositoryTree.open(repo.gitDir, repo.base, testPatch),
+      });
+    const deciding = ["test_requests.py::test_HTTP_200_OK_GET", "test_requests.py::test_HTTP_200_OK_HEAD"];
+    const unchanged = (await audit(deciding)).flags.filter((f) => f.flag === "unchanged_test");
+    expect(unchanged.map((f) => [f.subject, f.severity, f.evidence[0]!.line])).toEqual([
+      ["test_requests.py::test_HTTP_200_OK_GET", 2, 3],
+      ["test_requests.py::test_HTTP_200_OK_HEAD", 2, 6],
+    ]);
+    expect(unchanged[0]!.detail).toContain("the tests it adds (`test_urllib3_pool_connection_closed`) are not fail-to-pass");
+    // Once the test written for the issue decides too, nothing is said.
+    expect((await audit([...deciding, "test_requests.py::test_urllib3_pool_connection_closed"])).flags.map((f) => f.flag)).not.toContain("unchanged_test");
+  });
+
   it("exact_format: a drawing the test patch changed inside, its assignment and comparison unchanged (as sympy-16503's)", async () => {
     const testFile = (rows: string[]) =>
       ["from pkg.draw import pretty", "", "", "def test_box():", "    drawn = \\", '"""\\', ...rows, '"""', "    assert pretty(1) == drawn", ""].join("\n");
