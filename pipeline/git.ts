@@ -67,11 +67,19 @@ async function mirrorGit(
   operation: string,
   run: (client: ReturnType<typeof simpleGit>) => Promise<unknown>,
   extraEnv: Record<string, string> = {},
+  /** Kill git when it writes nothing (its progress included) for this long. */
+  idleMs?: number,
 ): Promise<void> {
   const env = { ...GIT_ENV, ...extraEnv };
   const guarded = Object.keys(env).filter((key) => key.startsWith("GIT_"));
   try {
-    await run(simpleGit({ baseDir, allowEnvironment: guarded, unsafe: { allowUnsafeConfigPaths: true, allowUnsafeConfigEnvCount: true } }).env(env));
+    const client = simpleGit({
+      baseDir,
+      allowEnvironment: guarded,
+      unsafe: { allowUnsafeConfigPaths: true, allowUnsafeConfigEnvCount: true },
+      ...(idleMs ? { timeout: { block: idleMs } } : {}),
+    });
+    await run(client.env(env));
   } catch (error) {
     throw new GitError([operation], (error as { exitCode?: number }).exitCode ?? -1, (error as Error).message);
   }
@@ -99,7 +107,7 @@ export class MirrorCache {
   constructor(
     root: string,
     private readonly envFor: (source: string) => Record<string, string> = () => ({}),
-    /** An HTTP clone or fetch that moves less than a byte a second for this long is given up. */
+    /** A remote clone or fetch that moves less than a byte a second (HTTP), or writes nothing (ssh, git://), for this long is given up. */
     private readonly stallSeconds = 120,
   ) {
     this.root = resolve(root);
@@ -108,14 +116,28 @@ export class MirrorCache {
   /**
    * A clone or fetch from `source`, bounded: git's HTTP transport gives up a transfer that stalls
    * (a server that accepts and never answers would otherwise hold the run for ever), and that is
-   * said as what it is, a transient fact about the server.
+   * said as what it is, a transient fact about the server. Other remote transports (ssh, git://)
+   * have no such limit: git is run with `--progress` and killed when it writes nothing for as
+   * long. A local source is not bounded (a large local clone may be silent while it copies).
    */
-  private async transfer(baseDir: string, operation: string, source: string, run: (client: ReturnType<typeof simpleGit>) => Promise<unknown>): Promise<void> {
+  private async transfer(
+    baseDir: string,
+    operation: string,
+    source: string,
+    run: (client: ReturnType<typeof simpleGit>, progress: string[]) => Promise<unknown>,
+  ): Promise<void> {
     const bound = { GIT_HTTP_LOW_SPEED_LIMIT: "1", GIT_HTTP_LOW_SPEED_TIME: String(this.stallSeconds) };
+    const remote = isRemoteCloneUrl(source) && !/^file:/i.test(source);
     try {
-      await mirrorGit(baseDir, operation, run, { ...bound, ...this.envFor(source) });
+      await mirrorGit(
+        baseDir,
+        operation,
+        (client) => run(client, remote ? ["--progress"] : []),
+        { ...bound, ...this.envFor(source) },
+        remote ? this.stallSeconds * 1000 : undefined,
+      );
     } catch (error) {
-      if (error instanceof GitError && /Operation too slow|Less than \d+ bytes\/sec/i.test(error.stderr))
+      if (error instanceof GitError && /Operation too slow|Less than \d+ bytes\/sec|block timeout/i.test(error.stderr))
         throw new TransientFailure(`git ${operation} of ${source} stalled: the server sent nothing for ${this.stallSeconds} s`, { cause: error });
       throw error;
     }
@@ -167,7 +189,7 @@ export class MirrorCache {
       await mkdir(this.root, { recursive: true });
       const partial = `${path}.partial-${process.pid}`;
       await rm(partial, { recursive: true, force: true });
-      await this.transfer(this.root, "clone", source, (client) => client.mirror(source, partial));
+      await this.transfer(this.root, "clone", source, (client, progress) => client.clone(source, partial, ["--mirror", ...progress]));
       // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
       await rename(partial, path);
     }
@@ -175,7 +197,7 @@ export class MirrorCache {
     let missing = await absent();
     if (missing.length) {
       // Pull requests' heads (refs/pull/*) come along: a squash-merged PR's head is only there.
-      await this.transfer(path, "fetch", source, (client) => client.fetch(source, "+refs/*:refs/*"));
+      await this.transfer(path, "fetch", source, (client, progress) => client.fetch(source, "+refs/*:refs/*", progress));
       missing = await absent();
     }
     return { path, missing };

@@ -37,25 +37,30 @@ describe("checkouts from an incomplete source", () => {
 });
 
 describe("a clone source that hangs", () => {
-  it("gives up a clone from an HTTP server that accepts and never answers, as a transient fact about the server", async () => {
-    const held: Socket[] = [];
-    const server = createServer((socket) => held.push(socket));
-    await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
-    const { port } = server.address() as { port: number };
-    try {
-      const cache = new MirrorCache(tempDir(), () => ({}), 3);
-      const source = `http://127.0.0.1:${port}/o/r.git`;
-      const failure = await cache.ensure("o/r", source, "f".repeat(40)).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-      expect(transientCause(failure)).toBe(`git clone of ${source} stalled: the server sent nothing for 3 s`);
-      // Nothing half-cloned is left where a mirror would be.
-      expect(existsSync(join(cache.pathFor("o/r"), "HEAD"))).toBe(false);
-    } finally {
-      for (const socket of held) socket.destroy();
-      server.close();
-    }
-    // Bounded so that a regression fails here instead of holding the suite (it takes seconds).
-  }, 300_000);
+  // HTTP has git's own low-speed limit; git:// (like ssh) has none, and is bounded by git's silence.
+  it.each(["http", "git"])(
+    "gives up a clone from a %s server that accepts and never answers, as a transient fact about the server",
+    async (scheme) => {
+      const held: Socket[] = [];
+      const server = createServer((socket) => held.push(socket));
+      await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+      const { port } = server.address() as { port: number };
+      try {
+        const cache = new MirrorCache(tempDir(), () => ({}), 3);
+        const source = `${scheme}://127.0.0.1:${port}/o/r.git`;
+        const failure = await cache.ensure("o/r", source, "f".repeat(40)).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(transientCause(failure)).toBe(`git clone of ${source} stalled: the server sent nothing for 3 s`);
+        // Nothing half-cloned is left where a mirror would be.
+        expect(existsSync(join(cache.pathFor("o/r"), "HEAD"))).toBe(false);
+      } finally {
+        for (const socket of held) socket.destroy();
+        server.close();
+      }
+      // Bounded so that a regression fails here instead of holding the suite (it takes seconds).
+    },
+    300_000,
+  );
 });
