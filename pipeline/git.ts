@@ -189,7 +189,13 @@ export class MirrorCache {
       await mkdir(this.root, { recursive: true });
       const partial = `${path}.partial-${process.pid}`;
       await rm(partial, { recursive: true, force: true });
-      await this.transfer(this.root, "clone", source, (client, progress) => client.clone(source, partial, ["--mirror", ...progress]));
+      try {
+        await this.transfer(this.root, "clone", source, (client, progress) => client.clone(source, partial, ["--mirror", ...progress]));
+      } catch (error) {
+        // A clone given up (stalled, refused) leaves nothing behind; only a killed run leaves a partial for the leftovers sweep.
+        await rm(partial, { recursive: true, force: true });
+        throw error;
+      }
       // Renamed into place only when whole, so a killed clone is never mistaken for a mirror.
       await rename(partial, path);
     }

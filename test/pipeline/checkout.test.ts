@@ -1,4 +1,4 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -53,8 +53,9 @@ describe("a clone source that hangs", () => {
           (error: unknown) => error,
         );
         expect(transientCause(failure)).toBe(`git clone of ${source} stalled: the server sent nothing for 3 s`);
-        // Nothing half-cloned is left where a mirror would be.
+        // Nothing half-cloned is left where a mirror would be, nor beside it.
         expect(existsSync(join(cache.pathFor("o/r"), "HEAD"))).toBe(false);
+        expect(readdirSync(cache.root)).toEqual([]);
       } finally {
         for (const socket of held) socket.destroy();
         server.close();
