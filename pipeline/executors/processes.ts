@@ -181,8 +181,15 @@ export function runProcess(
     child.on("exit", (code, signal) => {
       // Whatever the run left behind goes too, in its group or out of it; then its output is read.
       killAll();
-      const grace = setTimeout(() => finish(code, signal), OUTPUT_GRACE_MS);
+      // A descendant caught in the middle of an exec shows no environment, so one look can miss
+      // it (1 run in 200 on a loaded machine): look again until the pipes close or the grace ends.
+      const again = setInterval(() => killMarkedProcesses(runId), OUTPUT_GRACE_MS / 10);
+      const grace = setTimeout(() => {
+        clearInterval(again);
+        finish(code, signal);
+      }, OUTPUT_GRACE_MS);
       child.on("close", () => {
+        clearInterval(again);
         clearTimeout(grace);
         finish(code, signal);
       });
