@@ -4,23 +4,15 @@
 // middle of its exec. Prints how many runs left it running (each is killed here before the next).
 // Usage: npm run bench:escaped -- [N]   (N defaults to 200)
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runProcess } from "../pipeline/executors/processes.ts";
+import { processesRunning } from "../test/helpers/processes.ts";
 
 const runs = Number(process.argv[2] ?? 200);
 const marker = `sleep ${300 + (process.pid % 600)}`;
-const running = () =>
-  readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ") === marker;
-      } catch {
-        return false;
-      }
-    });
+const running = () => processesRunning(marker);
 
 const load = [0, 1].map(() => spawn("sh", ["-c", "while :; do :; done"], { stdio: "ignore" }));
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-escaped-"));

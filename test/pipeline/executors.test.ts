@@ -10,6 +10,7 @@ import { parseJunitXml } from "../../pipeline/test-results/junit.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { dockerForTests } from "../helpers/docker.ts";
+import { processesRunning } from "../helpers/processes.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 
 const docker = await dockerForTests();
@@ -232,17 +233,7 @@ describe("executors that share an environments directory in one process", () => 
 });
 
 describe("a local process that leaves descendants behind", () => {
-  /** Processes whose command line is exactly `argv`, by pid. */
-  const running = (argv: string) =>
-    readdirSync("/proc")
-      .filter((p) => /^\d+$/.test(p))
-      .filter((p) => {
-        try {
-          return readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0").filter(Boolean).join(" ") === argv;
-        } catch {
-          return false;
-        }
-      });
+  const running = processesRunning;
 
   it("returns when the process exits, though a descendant in its own session holds the output open, and kills that descendant", async () => {
     const done = await runProcess("bash", ["-c", "setsid sleep 313 & echo started"], { cwd: tempDir(), env: { PATH: "/usr/bin:/bin" }, timeoutSeconds: 600 });
