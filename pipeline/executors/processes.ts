@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
@@ -107,6 +107,24 @@ class OutputTail {
 }
 
 /**
+ * Once the run's first process has exited: kills what it left behind, and calls `done` when the
+ * pipes close or OUTPUT_GRACE_MS has passed. A descendant caught in the middle of an exec shows no
+ * environment, so one look can miss it (2 runs in 1,000 on a loaded machine): it looks again
+ * until then.
+ */
+function afterExit(child: ChildProcess, runId: string, killAll: () => void, done: () => void): void {
+  killAll();
+  const again = setInterval(() => killMarkedProcesses(runId), OUTPUT_GRACE_MS / 10);
+  const end = () => {
+    clearInterval(again);
+    clearTimeout(grace);
+    done();
+  };
+  const grace = setTimeout(end, OUTPUT_GRACE_MS);
+  child.on("close", end);
+}
+
+/**
  * Runs a command in its own process group and with a marker in its environment, so that a
  * timeout, or its end, kills everything it started, even what left its group. It returns once the
  * process has exited and its output is read, or at most OUTPUT_GRACE_MS later: a descendant that
@@ -178,22 +196,8 @@ export function runProcess(
       orphans?.release();
       reject(error);
     });
-    child.on("exit", (code, signal) => {
-      // Whatever the run left behind goes too, in its group or out of it; then its output is read.
-      killAll();
-      // A descendant caught in the middle of an exec shows no environment, so one look can miss
-      // it (1 run in 200 on a loaded machine): look again until the pipes close or the grace ends.
-      const again = setInterval(() => killMarkedProcesses(runId), OUTPUT_GRACE_MS / 10);
-      const grace = setTimeout(() => {
-        clearInterval(again);
-        finish(code, signal);
-      }, OUTPUT_GRACE_MS);
-      child.on("close", () => {
-        clearInterval(again);
-        clearTimeout(grace);
-        finish(code, signal);
-      });
-    });
+    // Whatever the run left behind goes too, in its group or out of it; then its output is read.
+    child.on("exit", (code, signal) => afterExit(child, runId, killAll, () => finish(code, signal)));
     // A process that exits without reading its input (killed, or done early) closes the pipe:
     // that is not an error of ours, and its exit status says what happened.
     child.stdin.on("error", () => undefined);
