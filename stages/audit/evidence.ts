@@ -56,13 +56,17 @@ const SCAFFOLDING = new Set([
   "request",
 ]);
 
+/** The part of a patch that changes `file` (from its `diff --git` line to the next). */
+function patchSection(patch: string, file: string): string | undefined {
+  return patch.split(/^(?=diff --git )/m).find((s) => s.split("\n")[0]!.endsWith(` b/${file}`));
+}
+
 /**
  * One test function as the test patch leaves it (context and added lines, from its `def` to the
  * next top-level statement), and the lines the patch removed from it.
  */
 export function testSource(testPatch: string, file: string, name: string): { source: string; added: string; removed: string } | undefined {
-  const sections = testPatch.split(/^(?=diff --git )/m);
-  const section = sections.find((s) => s.split("\n")[0]!.endsWith(` b/${file}`));
+  const section = patchSection(testPatch, file);
   if (!section) return undefined;
   const body = section.split("\n").filter((l) => /^[ +-]/.test(l) && !l.startsWith("+++") && !l.startsWith("---"));
   const def = new RegExp(`^\\s*(async\\s+)?def ${name}\\(`);
@@ -84,9 +88,12 @@ export function testSource(testPatch: string, file: string, name: string): { sou
  * The lines the test patch removed from one test function, its `def` read in the patch's lines or
  * in a hunk header (`@@ -19,7 +19,8 @@ def test_var():`), where `testSource` cannot see it. A `def`
  * nested deeper than the test's stays inside it; a line at the test's own indentation or less leaves it.
+ * Unlike `testSource`, a test the patch rewrites whole (its `def` removed and added again) has its
+ * old body as removed lines; linkage keeps `testSource`'s reading, which judges such a test whole
+ * (reading it this way there made django-11848's rewritten test unlinked).
  */
 export function removedFromTest(testPatch: string, file: string, name: string): string[] {
-  const section = testPatch.split(/^(?=diff --git )/m).find((s) => s.split("\n")[0]!.endsWith(` b/${file}`));
+  const section = patchSection(testPatch, file);
   if (!section) return [];
   const removed: string[] = [];
   let inside = false;
