@@ -19,15 +19,19 @@ interface LockHolder {
   boot: string | null;
 }
 
-function processStart(pid: number): string | null {
+/** A field of `/proc/<pid>/stat`, counted from 3 (the state); null when the process is gone. */
+function statField(pid: number | string, field: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: count fields after its last ")".
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[field - 3] ?? null;
   } catch {
     return null;
   }
 }
+
+/** Clock ticks since boot at which the process started (field 22). */
+const processStart = (pid: number) => statField(pid, 22);
 
 function bootId(): string | null {
   try {
@@ -131,10 +135,12 @@ export async function removeLeftovers(layout: WorkLayout, log: Logger): Promise<
 }
 
 /**
- * Kills the processes whose command line names `path` or whose working directory lies in it (Linux
- * /proc; elsewhere nothing is found). Only called for a dead run's leftovers, under the run lock.
+ * Kills the processes whose command line names `path` or whose working directory lies in it, and
+ * every descendant of one (a git clone's helpers; a container's `runc init` under its shim), never
+ * this process or its ancestors (Linux /proc; elsewhere nothing is found). Only called for what a dead run or a
+ * stopped engine left, when nothing else uses `path`.
  */
-function stopProcessesWorkingIn(path: string): void {
+export function stopProcessesWorkingIn(path: string): void {
   const absolute = resolve(path);
   let pids: string[];
   try {
@@ -142,25 +148,38 @@ function stopProcessesWorkingIn(path: string): void {
   } catch {
     return;
   }
-  for (const pid of pids) {
-    let uses = false;
+  const uses = (pid: string) => {
     try {
-      uses = readFileSync(`/proc/${pid}/cmdline`, "utf8")
-        .split("\0")
-        .some((arg) => arg.includes(path));
-      if (!uses) {
-        const cwd = readlinkSync(`/proc/${pid}/cwd`);
-        uses = cwd === absolute || cwd.startsWith(`${absolute}/`);
-      }
+      if (
+        readFileSync(`/proc/${pid}/cmdline`, "utf8")
+          .split("\0")
+          .some((arg) => arg.includes(path))
+      )
+        return true;
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      return cwd === absolute || cwd.startsWith(`${absolute}/`);
     } catch {
-      continue; // gone, or not ours to read
+      return false; // gone, or not ours to read
     }
-    if (uses) {
-      try {
-        process.kill(Number(pid), "SIGKILL");
-      } catch {
-        // already gone
+  };
+  const parents = new Map(pids.map((pid) => [pid, statField(pid, 4)]));
+  // Nor those this process runs under (a test runner whose command line happens to name the path).
+  const ours = new Set<string>();
+  for (let pid = statField(process.pid, 4); pid && pid !== "0" && !ours.has(pid); pid = parents.get(pid) ?? null) ours.add(pid);
+  const doomed = new Set(pids.filter((pid) => !ours.has(pid) && uses(pid)));
+  for (let grew = doomed.size > 0; grew;) {
+    grew = false;
+    for (const [pid, parent] of parents)
+      if (parent && !doomed.has(pid) && doomed.has(parent)) {
+        doomed.add(pid);
+        grew = true;
       }
+  }
+  for (const pid of doomed) {
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // already gone
     }
   }
 }

@@ -1,45 +1,14 @@
 import { execFile, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Docker from "dockerode";
+import { stopProcessesWorkingIn } from "../../pipeline/engine/leftovers.ts";
 
 /** The private engines' bridge (made once, shared by them all): never the host's docker0. */
 const PRIVATE_BRIDGE = "sswe-test0";
 
 const run = promisify(execFile);
-
-/** Kills every process whose command line names `dir`, and every descendant of one. */
-function killProcessTrees(dir: string): void {
-  const parents = new Map<string, string>();
-  const named = new Set<string>();
-  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      // The command name (field 2) may hold spaces and parentheses: the parent is the 2nd field after its last ")".
-      parents.set(pid, stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]!);
-      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`${dir}/`)) named.add(pid);
-    } catch {
-      // gone already
-    }
-  }
-  const doomed = new Set(named);
-  for (let grew = true; grew;) {
-    grew = false;
-    for (const [pid, parent] of parents)
-      if (!doomed.has(pid) && doomed.has(parent)) {
-        doomed.add(pid);
-        grew = true;
-      }
-  }
-  for (const pid of doomed) {
-    try {
-      process.kill(Number(pid), "SIGKILL");
-    } catch {
-      // gone already
-    }
-  }
-}
 
 /**
  * A Docker engine of the test's own, on its own socket and data root, so a test can restart it
@@ -111,7 +80,7 @@ export class PrivateDockerd {
     // A container that was starting when the engine went can leave its shim and a `runc init`
     // waiting for ever (one outlived a CI run): the processes that name this engine's directories,
     // and theirs, go with it.
-    killProcessTrees(this.dir);
+    stopProcessesWorkingIn(this.dir);
     const mounts = readFileSync("/proc/mounts", "utf8")
       .split("\n")
       .map((line) => line.split(" ")[1] ?? "")

@@ -5,10 +5,11 @@ import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { describe, expect, it } from "vitest";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
-import { removeLeftovers } from "../../pipeline/engine/leftovers.ts";
+import { removeLeftovers, stopProcessesWorkingIn } from "../../pipeline/engine/leftovers.ts";
 import { WorkLayout } from "../../pipeline/work-layout.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { dockerForTests } from "../helpers/docker.ts";
+import { processesRunning } from "../helpers/processes.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const docker = await dockerForTests();
@@ -100,5 +101,19 @@ describe("a pipeline killed during an environment build", () => {
     const removed = await removeLeftovers(new WorkLayout(workDir), silentLogger);
     expect(removed).toContain(`container ${id.slice(0, 12)}`);
     expect(await client.listContainers({ all: true, filters: { label: [`${WORK_LABEL}=${workDir}`] } })).toEqual([]);
+  });
+});
+
+describe("what a dead run left running", () => {
+  it("is stopped with its descendants, which neither name its folder nor work in it (a shim's runc init, a clone's helpers)", async () => {
+    const partial = join(tempDir(), "mirror.git.partial-4242");
+    mkdirSync(partial);
+    // The shell names the folder; its child does neither, and would outlive it if only the shell were stopped.
+    const holder = spawn("sh", ["-c", `cd / && sleep 4243 & wait # ${partial}`], { stdio: "ignore" });
+    await until(async () => (processesRunning("sleep 4243").length ? true : undefined), 60);
+    stopProcessesWorkingIn(partial);
+    await until(async () => (holder.exitCode !== null || holder.signalCode !== null ? true : undefined), 60);
+    await until(async () => (processesRunning("sleep 4243").length ? undefined : true), 60);
+    expect(holder.signalCode).toBe("SIGKILL");
   });
 });
