@@ -19,6 +19,8 @@ export interface OpenSentence {
   text: string;
   /** What marks it as open: the hedge or the alternative. */
   marker: string;
+  /** It lists outcomes its author would accept: a test that pins one of them settles the choice even where the request shows it. */
+  alternatives: boolean;
 }
 
 /**
@@ -40,6 +42,9 @@ const HEDGES: RegExp[] = [
   /\bwould be (?:nice|better|great|good|awesome|preferable|more)\b/i,
   /\bwhether\b[^.?!]*\bor\b/i,
   /\b(?:should|would|could)\b[^.?!]*(?:,\s*or\b|\bor\s+(?:rather|instead|just|maybe|perhaps|should|would|could|to)\b)/i,
+  // A request that asks whether or how instead of saying what should happen ("Should we make the
+  // MMs more like clusterers?", "How can I update a colorbar…?", "Is there a way to do this?").
+  /^\s*(?:how (?:can|do|should|would) (?:I|we|one)|should (?:we|it|this|they|the)|is (?:it|there) (?:possible|a way)|would it (?:be|make))\b[^?]*\?/i,
 ];
 
 /**
@@ -49,6 +54,13 @@ const HEDGES: RegExp[] = [
  */
 const ABOUT_CAUSE_OR_FIX =
   /\b(?:a|the|possible|likely|real|actual|root)\s+(?:bug|cause|culprit|solution|fix|workaround|regression|typo)\b|\b(?:missing|wrong)\s+(?:definition|import|check|call|argument)\b|\b(?:bug|problem|issue) (?:is|lies|comes) (?:in|from|with)\b/i;
+
+/**
+ * Outcomes an author lists as acceptable ("I would expect the unchanged original expression back,
+ * an expression in terms of base units, or an error"; "either return None or raise"): each is
+ * shown in the request, and a test that pins one still fails a solution that takes another.
+ */
+const ACCEPTED_ALTERNATIVES = /\b(?:expect(?:ed)?|accept(?:able)?|prefer(?:able)?|be (?:fine|ok(?:ay)?))\b[^.?!]*,\s*or\b|\beither\b[^.?!]*\bor\b/i;
 
 /** Lines of a request that are code, output or a traceback rather than what its author says. */
 function isProse(line: string, inFence: boolean): boolean {
@@ -72,7 +84,7 @@ export function openSentences(requests: { stage: number; text: string }[]): Open
       for (const sentence of prose.split(/(?<=[.?!])\s+/)) {
         const hit = HEDGES.map((h) => h.exec(sentence)).find((m) => m);
         if (!hit || ABOUT_CAUSE_OR_FIX.test(sentence)) continue;
-        out.push({ stage: request.stage, line: index + 1, text: raw.trim(), marker: hit[0] });
+        out.push({ stage: request.stage, line: index + 1, text: raw.trim(), marker: hit[0], alternatives: ACCEPTED_ALTERNATIVES.test(sentence) });
         return;
       }
     });
@@ -186,19 +198,22 @@ function outcomeAt(lines: SourceLine[], index: number): Pinned | undefined {
 export function openChoiceFlag(test: string, file: string, lines: SourceLine[], open: OpenSentence[], requestText: string): AuditFlagRecord | undefined {
   if (!open.length) return undefined;
   const shown = squashed(requestText);
+  const listed = open.some((o) => o.alternatives);
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index]!;
     if (line.text.trim().startsWith("#")) continue;
     // An unchanged assertion pins what the patch changed when it compares with a name the patch assigned anew.
     const pinned = outcomeAt(lines, index);
-    if (!pinned || shown.includes(squashed(pinned.value))) continue;
-    const sentence = open[0]!;
+    if (!pinned) continue;
+    const stated = shown.includes(squashed(pinned.value));
+    if (stated && !listed) continue;
+    const sentence = open.find((o) => o.alternatives) ?? open[0]!;
     const flat = pinned.value.replace(/\s*\n\s*/g, " ");
     const short = flat.length > 60 ? `${flat.slice(0, 57)}...` : flat;
     return {
       flag: "open_choice",
       subject: test,
-      detail: `the request leaves the outcome open ("${sentence.marker}") and the test pins \`${short}\`, which no request states`,
+      detail: `the request leaves the outcome open ("${sentence.marker}") and the test pins \`${short}\`, ${stated ? "one outcome where the request would accept several" : "which no request states"}`,
       severity: 2,
       evidence: [
         { file: `request ${sentence.stage}`, line: sentence.line, text: sentence.text },
