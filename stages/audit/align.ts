@@ -1,5 +1,6 @@
 import type { AuditFlagRecord, AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
+import { untestedAlternatives } from "./alternatives.ts";
 import { changedEvidence, mentions, removedFromTest, testSource } from "./evidence.ts";
 import { fairnessFlags, referenceFacts } from "./fairness.ts";
 import { type LocatedTest, locateTest } from "./locate.ts";
@@ -201,6 +202,7 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
     if (facts && !contract) flags.push(...(await fairnessFlags(test, located, facts, requestText, tree, patchRemoved, open)));
   }
   flags.push(...unchangedTests(read, task.verifier.fail_to_pass, task.verifier.test_patch));
+  flags.push(...untestedAlternatives(task.requests, read, read.length === task.verifier.fail_to_pass.length));
   for (const request of task.requests) {
     if (!REQUIREMENT.test(request.text))
       flags.push({ flag: "not_substantive", subject: `stage ${request.stage}`, detail: "states no requested behaviour", severity: 1, evidence: [] });

@@ -250,7 +250,69 @@ describe("flags for what makes a verifier unfair, on real records", () => {
       '  File "x.py", line 3, in f',
       "I'm not sure whether `a or b` should win.",
     ].join("\n");
-    expect(openSentences([{ stage: 2, text }])).toEqual([{ stage: 2, line: 9, text: "I'm not sure whether `a or b` should win.", marker: "not sure" }]);
+    expect(openSentences([{ stage: 2, text }])).toEqual([
+      { stage: 2, line: 9, text: "I'm not sure whether `a or b` should win.", marker: "not sure", alternatives: false },
+    ]);
+  });
+
+  it("open_choice: a request that asks how or whether instead of saying what should happen leaves the outcome open (matplotlib-25498; annotators' 2)", async () => {
+    const asked = (text: string) => openSentences([{ stage: 1, text }]).map((s) => s.marker);
+    expect(asked("Should we make the MMs more like clusterers?")).toEqual(["Should we make the MMs more like clusterers?"]);
+    expect(asked("Is there a way to do this?")).toEqual(["Is there a way to do this?"]);
+    // A question about the fault, or one quoted inside a sentence, asks nothing of the outcome.
+    expect(asked("Is this a bug? Can someone confirm?")).toEqual([]);
+    expect(asked("The docs ask how can I update it? but say nothing.")).toEqual([]);
+    const flag = (await alignTask(subject("matplotlib__matplotlib-25498"))).flags.find((f) => f.flag === "open_choice")!;
+    expect(flag.evidence.map((e) => e.text)).toEqual([
+      "How can I update a colorbar, after I changed the norm instance of the colorbar?",
+      "assert pcm.norm.vmin == z.min()",
+    ]);
+    expect(flag.detail).toContain("which no request states");
+    // Once the request says what the norm should become, the test pins nothing left open.
+    expect(
+      await kinds(subject("matplotlib__matplotlib-25498", "A LogNorm without limits should take vmin = z.min() and vmax = z.max() from the data.")),
+    ).not.toContain("open_choice");
+  });
+
+  it("open_choice: outcomes a request lists as acceptable stay open though the request shows each (sympy-20442; annotators' 2)", async () => {
+    const [listed] = openSentences([
+      { stage: 1, text: "I would expect the unchanged original expression back, an expression in terms of base units, or an error." },
+    ]);
+    expect(listed).toMatchObject({ marker: expect.stringContaining("would expect"), alternatives: true });
+    expect(openSentences([{ stage: 1, text: "It should be sorted somehow, or returning a set." }])[0]!.alternatives).toBe(false);
+    const flag = (await alignTask(subject("sympy__sympy-20442"))).flags.find((f) => f.flag === "open_choice")!;
+    expect(flag.subject).toBe("test_convert_to");
+    expect(flag.detail).toContain("pins `joule*second`, one outcome where the request would accept several");
+    expect(flag.evidence.map((e) => e.line)).toEqual([8, 50]);
+  });
+
+  it("untested_alternative: the issue names two cases joined by 'or' and the tests check one (django-16041; annotators' 3), not where they check both or neither", async () => {
+    const findings = await alignTask(subject("django__django-16041"));
+    const flags = findings.flags.filter((f) => f.flag === "untested_alternative");
+    // Named twice (the prose and the example's comment), said once.
+    expect(flags).toHaveLength(1);
+    expect(flags[0]!.detail).toBe(
+      "the request names `form_kwargs = {'empty_permitted':True}` or `form_kwargs = {'empty_permitted':False}`; the fail-to-pass tests check `form_kwargs = {'empty_permitted':False}` only",
+    );
+    expect(flags[0]!.evidence).toEqual([
+      { file: "request 1", line: 5, text: expect.stringContaining("form_kwargs = {'empty_permitted':True} or form_kwargs") },
+      { file: "tests/forms_tests/tests/test_formsets.py", line: 183, text: 'formset = ArticleFormSet(form_kwargs={"empty_permitted": False})' },
+    ]);
+    expect(findings.severity).toBe(2);
+    // A test that checks the other case too leaves nothing untested.
+    const both = subject("django__django-16041");
+    both.task.verifier.test_patch = both.task.verifier.test_patch
+      .replace("@@ -179,6 +179,10 @@", "@@ -179,6 +179,11 @@")
+      .replace(
+        "+        self.assertIs(formset.empty_form.empty_permitted, True)\n",
+        '+        self.assertIs(formset.empty_form.empty_permitted, True)\n+        formset = ArticleFormSet(form_kwargs={"empty_permitted": True})\n',
+      );
+    both.tree = new PatchOnlyTree(both.task.verifier.test_patch, "not cloned in this test");
+    expect(both.task.verifier.test_patch).toContain('{"empty_permitted": True}');
+    expect(await kinds(both)).not.toContain("untested_alternative");
+    // Neither case in the tests (matplotlib-23987), or cases too short to tell apart (sympy-19007's `A` or `B`).
+    expect(await kinds(subject("matplotlib__matplotlib-23987"))).not.toContain("untested_alternative");
+    expect(await kinds(subject("sympy__sympy-19007"))).not.toContain("untested_alternative");
   });
 
   it("exact_format reads a test whose expected drawing starts at column 0 after `s = \\` (sympy-14308)", async () => {
