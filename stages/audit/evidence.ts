@@ -1,3 +1,5 @@
+import { stringBodies } from "./python-text.ts";
+
 /**
  * What a test checks, as tokens that a request must mention for the test to be justified by it:
  * the public names it calls (its subject) and the literals, keywords, exceptions and attributes
@@ -155,7 +157,7 @@ export function evidenceOf(source: string, testName: string): TestEvidence {
       .filter(Boolean),
   );
   const body = source.split("\n").slice(1).join("\n");
-  const strings = [...body.matchAll(/(?<![\w])b?(["'])((?:\\.|(?!\1).)*)\1/g)].map((m) => m[2]!);
+  const strings = stringBodies(body);
   const withoutStrings = body.replace(/(["'])(?:\\.|(?!\1).)*\1/g, " ");
   const called = [...withoutStrings.matchAll(/\.?([A-Za-z_][A-Za-z0-9_]*)\s*\(/g)].map((m) => m[1]!);
   const keywords = [...withoutStrings.matchAll(/\b([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)/g)].map((m) => m[1]!);

@@ -1,6 +1,7 @@
 import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
 import type { LocatedTest } from "./locate.ts";
 import { type OpenSentence, openChoiceFlag } from "./open-choice.ts";
+import { firstString, nearestBinding, STRING_LITERAL, stringBodies } from "./python-text.ts";
 import type { SourceLine, SourceTree } from "./source-tree.ts";
 
 /**
@@ -25,8 +26,6 @@ export interface ReferenceFacts {
   /** Functions the fix changes (named in its hunk headers or defined in its lines), with the file each is in. */
   changedFunctions: Map<string, string>;
 }
-
-const STRING = /(?<![\w])[rbuRBU]?(["'])((?:\\.|(?!\1).)*)\1/g;
 
 function definitions(text: string): Set<string> {
   return new Set([...text.matchAll(/^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]!));
@@ -60,7 +59,7 @@ export function referenceFacts(patch: string): ReferenceFacts {
     if (!old) continue;
     for (const p of params) if (!old.has(p) && !p.startsWith("_") && p.length > 1) newParameters.add(p);
   }
-  const literals = (text: string) => new Set([...text.matchAll(STRING)].map((m) => m[2]!));
+  const literals = (text: string) => new Set(stringBodies(text));
   const oldLiterals = literals(removedText);
   const newLiteralNames = new Set(
     [...literals(addedText)].filter((s) => ((/^[A-Za-z_][\w-]{2,}$/.test(s) && !s.startsWith("__")) || /^--?[A-Za-z][\w-]*$/.test(s)) && !oldLiterals.has(s)),
@@ -73,7 +72,7 @@ export function referenceFacts(patch: string): ReferenceFacts {
     const fn = /^@@.*@@\s*(?:async\s+)?def\s+(\w+)/.exec(l)?.[1] ?? /^[+ ]\s*(?:async\s+)?def\s+(\w+)/.exec(l)?.[1];
     if (fn && !fn.startsWith("__") && !fn.startsWith("test") && !changedFunctions.has(fn)) changedFunctions.set(fn, file);
   }
-  const addedStrings = [...addedText.matchAll(STRING)].map((m) => m[2]!).join("");
+  const addedStrings = stringBodies(addedText).join("");
   return { addedText, addedStrings, removedText, newDefinitions, newParameters, newLiteralNames, changedFunctions };
 }
 
@@ -160,7 +159,7 @@ async function newNames(j: Judging, line: SourceLine): Promise<void> {
 /** A message the fix writes, asserted word for word, that no request states (nor the base holds). */
 async function exactMessages(j: Judging, line: SourceLine): Promise<void> {
   const squashedRequests = squash(j.requestText);
-  for (const m of line.text.matchAll(STRING)) {
+  for (const m of line.text.matchAll(STRING_LITERAL)) {
     const message = m[2]!;
     if (message.length < 12 || message.trim().split(/\s+/).length < 3) continue;
     const fragments = messageFragments(message);
@@ -193,7 +192,7 @@ function unrequestedExceptions(j: Judging, line: SourceLine): void {
  * another code (django-16816's issue says E108) or none picks its own.
  */
 function unrequestedCodes(j: Judging, line: SourceLine): void {
-  for (const m of line.text.matchAll(STRING)) {
+  for (const m of line.text.matchAll(STRING_LITERAL)) {
     const code = /^(?:[a-z_]+\.)?([A-Z]{1,2}\d{3,4})$/.exec(m[2]!);
     if (!code || j.seen.has(`code:${m[2]}`)) continue;
     if (requestsName(j.requestText, m[2]!) || requestsName(j.requestText, code[1]!)) continue;
@@ -310,7 +309,7 @@ export async function fairnessFlags(
 function literalSpan(lines: SourceLine[], index: number, from = 0): { text: string; end: number } | undefined {
   const text = lines[index]!.text.slice(from);
   const triple = /[rbuRBU]?("""|\'\'\')/.exec(text);
-  const single = /(?<![\w])[rbuRBU]?(["'])((?:\\.|(?!\1).)*)\1/.exec(text);
+  const single = firstString(text);
   if (triple && (!single || triple.index <= single.index)) {
     const quote = triple[1]!;
     const rest = text.slice(triple.index + triple[0].length);
@@ -345,16 +344,13 @@ function renderingExpectations(lines: SourceLine[], printers: RegExp): { line: S
     const right = /==\s*([A-Za-z_]\w*)\s*$/.exec(line.text)?.[1] ?? /^\s*assert\s+([A-Za-z_]\w*)\s*==/.exec(line.text)?.[1];
     if (right && !printers.test(`${right}(`)) {
       // The latest assignment of that name above the comparison.
-      for (let i = index - 1; i >= 0; i--) {
-        const assign = new RegExp(`^\\s*${right}\\s*=\\s*(?!=)`).exec(lines[i]!.text);
-        if (!assign) continue;
-        // `s = \` or `s = u(` opens the literal on the next line.
-        const opensBelow = /^\s*(?:\\|[A-Za-z_]\w*\(|\()\s*$/.test(lines[i]!.text.slice(assign[0].length));
-        const span = literalSpan(lines, i, assign[0].length) ?? (opensBelow && i + 1 < index ? literalSpan(lines, i + 1) : undefined);
-        if (!span || span.text.length < 4) break;
-        if (lines.slice(i, span.end + 1).some((l) => l.added)) out.push({ line: lines[i]!, literal: span.text });
-        break;
-      }
+      const given = nearestBinding(lines, index, right, false);
+      if (!given) return;
+      const i = given.at;
+      // `s = \` or `s = u(` opens the literal on the next line.
+      const opensBelow = /^(?:\\|[A-Za-z_]\w*\(|\()\s*$/.test(given.value);
+      const span = literalSpan(lines, i, given.column) ?? (opensBelow && i + 1 < index ? literalSpan(lines, i + 1) : undefined);
+      if (span && span.text.length >= 4 && lines.slice(i, span.end + 1).some((l) => l.added)) out.push({ line: lines[i]!, literal: span.text });
       return;
     }
     if (!line.added) return;

@@ -1,4 +1,5 @@
 import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
+import { nearestBinding } from "./python-text.ts";
 import type { SourceLine } from "./source-tree.ts";
 
 /**
@@ -155,22 +156,17 @@ interface Pinned {
  * a loop variable (`for v, label in zip(X, labels)`), the literal the loop runs over.
  */
 function assignedValue(lines: SourceLine[], index: number, name: string, followLoops: boolean): Pinned | undefined {
-  for (let i = index - 1; i >= 0; i--) {
-    const text = lines[i]!.text;
-    const assign = new RegExp(`^\\s*${name}\\s*=(?!=)\\s*(.+)$`).exec(text);
-    if (assign) {
-      if (!lines[i]!.added || UNREMARKABLE.test(assign[1]!.trim())) return undefined;
-      return { value: wholeValue(assign[1]!.trim(), lines, i), givenAt: lines[i]! };
-    }
-    const loop = /^\s*for\s+(.+?)\s+in\s+(.+):\s*$/.exec(text);
-    if (loop && new RegExp(`(?<![\\w])${name}(?![\\w])`).test(loop[1]!)) {
-      if (!followLoops) return undefined;
-      for (const source of loop[2]!.match(/[A-Za-z_]\w*/g) ?? []) {
-        const pinned = source === name ? undefined : assignedValue(lines, i, source, false);
-        if (pinned && /^[[({]/.test(pinned.value)) return pinned;
-      }
-      return undefined;
-    }
+  const given = nearestBinding(lines, index, name, true);
+  if (!given) return undefined;
+  if (given.kind === "assignment") {
+    const value = given.value.trim();
+    if (!lines[given.at]!.added || UNREMARKABLE.test(value)) return undefined;
+    return { value: wholeValue(value, lines, given.at), givenAt: lines[given.at]! };
+  }
+  if (!followLoops) return undefined;
+  for (const source of given.value.match(/[A-Za-z_]\w*/g) ?? []) {
+    const pinned = source === name ? undefined : assignedValue(lines, given.at, source, false);
+    if (pinned && /^[[({]/.test(pinned.value)) return pinned;
   }
   return undefined;
 }

@@ -26,6 +26,12 @@ describe("evidence", () => {
     });
   });
 
+  it("reads a raw or unicode string as what a test checks, and never pairs the quotes of two literals", () => {
+    const source = 'def test_r():\n    assert latex(a) == r"\\alpha " + "x y"\n    assert str(b) == u"be ta"';
+    // Read without the prefix, the closing quote of `r"\alpha "` and the opening one of `"x y"` made a literal " + ".
+    expect(evidenceOf(source, "test_r").behaviour).toEqual(["\\alpha ", "be ta", "x y"]);
+  });
+
   it("judges a changed test on what the patch changed in it", () => {
     const patch = `diff --git a/tests/test_m.py b/tests/test_m.py\n--- a/tests/test_m.py\n+++ b/tests/test_m.py\n@@ -1,3 +1,3 @@\n def test_g():\n-    assert importlib.import_module("pkg.old").g(1) == 5\n+    assert importlib.import_module("pkg.new").g(1) == 5\n`;
     const test = testSource(patch, "tests/test_m.py", "test_g")!;
