@@ -37,8 +37,9 @@ function namedPairs(requests: { stage: number; text: string }[]): NamedPair[] {
       for (const m of raw.matchAll(NAMED_PAIR)) {
         const quote = (code: string) => ({ quoted: code.replace(/^`|`$/g, "").trim(), flat: squashed(code) });
         const cases: NamedPair["cases"] = [quote(m[1]!), quote(m[2]!)];
-        // A case of two letters matches too much to say anything (`A` or `B`).
-        if (cases[0].flat === cases[1].flat || cases.some((c) => c.flat.replace(/\W/g, "").length < 3)) continue;
+        // A case of two letters matches too much to say anything (`A` or `B`); a bare name is a
+        // kind of thing, not a case (`list` or `tuple` a parameter accepts: a test of one is no narrower).
+        if (cases[0].flat === cases[1].flat || cases.some((c) => c.flat.replace(/\W/g, "").length < 3 || /^[A-Za-z_][\w.]*$/.test(c.flat))) continue;
         out.push({ stage: request.stage, line: index + 1, text: raw.trim(), cases });
       }
     });

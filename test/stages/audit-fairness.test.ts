@@ -313,6 +313,10 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     // Neither case in the tests (matplotlib-23987), or cases too short to tell apart (sympy-19007's `A` or `B`).
     expect(await kinds(subject("matplotlib__matplotlib-23987"))).not.toContain("untested_alternative");
     expect(await kinds(subject("sympy__sympy-19007"))).not.toContain("untested_alternative");
+    // Two bare names are kinds of thing, not cases: a test of one is no narrower than the request.
+    expect(await kinds(subject("django__django-16041", "It renders with `ArticleFormSet` or `ArticleModelFormSet` alike."))).toEqual(
+      await kinds(subject("django__django-16041")),
+    );
   });
 
   it("exact_format reads a test whose expected drawing starts at column 0 after `s = \\` (sympy-14308)", async () => {
