@@ -6,6 +6,7 @@ import { fairnessFlags, referenceFacts } from "./fairness.ts";
 import { type LocatedTest, locateTest } from "./locate.ts";
 import { openSentences } from "./open-choice.ts";
 import { PatchOnlyTree, type SourceTree } from "./source-tree.ts";
+import { wordIn } from "./python-text.ts";
 import { parseTestId } from "./test-ids.ts";
 
 const REQUIREMENT = /\b(should|must|please|add|raise|return|accept|rename|remove|support|needs? to|make|declare|handle|reject|keep|say|explain|document)\b/i;
@@ -113,7 +114,7 @@ function changedExpectation(test: string, located: LocatedTest, testPatch: strin
   const now = words(line.text);
   const swapped = [...[...was].filter((w) => !now.has(w)), ...[...now].filter((w) => !was.has(w))];
   const asked = requestText.toLowerCase();
-  if (swapped.some((w) => new RegExp(`(?<![\\w])${w}(?![\\w])`).test(asked))) return undefined;
+  if (swapped.some((w) => wordIn(w).test(asked))) return undefined;
   const quoted = before.trim().length > 100 ? `${before.trim().slice(0, 97)}...` : before.trim();
   return {
     flag: "changed_expectation",

@@ -1,5 +1,6 @@
 import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
 import type { LocatedTest } from "./locate.ts";
+import { squashed, wordIn } from "./python-text.ts";
 
 /**
  * A request that names two cases of code joined by "or" — django-16041's "form_kwargs =
@@ -13,14 +14,8 @@ import type { LocatedTest } from "./locate.ts";
 const CODE = String.raw`(\x60[^\x60\n]+\x60|[\w.]+\s*=\s*\{[^}\n]*\}|\{[^}\n]*\}|[\w.]+\([^)\n]*\))`;
 const NAMED_PAIR = new RegExp(String.raw`${CODE}\s*(?:#\s*)?or\s+${CODE}`, "g");
 
-/** Without whitespace, quotes or backticks, so `{'a': True}` in a request reads as `{"a":True}` in a test. */
-const squashed = (text: string) => text.replace(/[\s'"`]+/g, "");
-
 /** Where a squashed case stands in squashed test text as a whole, not as part of a longer name. */
-function holds(text: string, squashedCase: string): boolean {
-  const escaped = squashedCase.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return new RegExp(`(?<![\\w])${escaped}(?![\\w])`).test(text);
-}
+const holds = (text: string, squashedCase: string) => wordIn(squashedCase).test(text);
 
 interface NamedPair {
   stage: number;

@@ -1,4 +1,4 @@
-import { stringBodies } from "./python-text.ts";
+import { STRING_LITERAL, stringBodies } from "./python-text.ts";
 
 /**
  * What a test checks, as tokens that a request must mention for the test to be justified by it:
@@ -158,7 +158,7 @@ export function evidenceOf(source: string, testName: string): TestEvidence {
   );
   const body = source.split("\n").slice(1).join("\n");
   const strings = stringBodies(body);
-  const withoutStrings = body.replace(/(["'])(?:\\.|(?!\1).)*\1/g, " ");
+  const withoutStrings = body.replace(STRING_LITERAL, " ");
   const called = [...withoutStrings.matchAll(/\.?([A-Za-z_][A-Za-z0-9_]*)\s*\(/g)].map((m) => m[1]!);
   const keywords = [...withoutStrings.matchAll(/\b([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)/g)].map((m) => m[1]!);
   const attributes = [...withoutStrings.matchAll(/\.([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()/g)].map((m) => m[1]!);

@@ -1,7 +1,7 @@
 import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
 import type { LocatedTest } from "./locate.ts";
 import { type OpenSentence, openChoiceFlag } from "./open-choice.ts";
-import { firstString, nearestBinding, STRING_LITERAL, stringBodies } from "./python-text.ts";
+import { firstString, nearestBinding, STRING_LITERAL, STRING_PREFIX, stringBodies, wordIn } from "./python-text.ts";
 import type { SourceLine, SourceTree } from "./source-tree.ts";
 
 /**
@@ -129,8 +129,6 @@ interface Judging {
   seen: Set<string>;
   flags: AuditFlagRecord[];
 }
-
-const wordIn = (name: string) => new RegExp(`(?<![\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w])`);
 
 /** A public name the fix invents (a definition, a parameter, a name or option string), which the test needs and no request gives. */
 async function newNames(j: Judging, line: SourceLine): Promise<void> {
@@ -305,10 +303,12 @@ export async function fairnessFlags(
   return j.flags;
 }
 
+const TRIPLE_QUOTE = new RegExp(`${STRING_PREFIX}("""|''')`);
+
 /** The string literal that starts on line `index` (a triple-quoted one may run over later lines), and the line it ends on. */
 function literalSpan(lines: SourceLine[], index: number, from = 0): { text: string; end: number } | undefined {
   const text = lines[index]!.text.slice(from);
-  const triple = /[rbuRBU]?("""|\'\'\')/.exec(text);
+  const triple = TRIPLE_QUOTE.exec(text);
   const single = firstString(text);
   if (triple && (!single || triple.index <= single.index)) {
     const quote = triple[1]!;

@@ -1,5 +1,5 @@
 import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
-import { nearestBinding } from "./python-text.ts";
+import { nearestBinding, squashed } from "./python-text.ts";
 import type { SourceLine } from "./source-tree.ts";
 
 /**
@@ -92,9 +92,6 @@ export function openSentences(requests: { stage: number; text: string }[]): Open
   }
   return out;
 }
-
-/** Squashed for comparison: no whitespace or quotes, so `{x, y}` in a request matches `{x,y}` in a test. */
-const squashed = (text: string) => text.replace(/[\s'"`]+/g, "");
 
 /** Values any solution produces alike: saying them pins nothing. */
 const UNREMARKABLE = /^(?:True|False|None|-?\d+(?:\.\d+)?|\[\]|\(\)|\{\}|""|''|[A-Za-z_]\w*)$/;

@@ -1,13 +1,20 @@
 import type { SourceLine } from "./source-tree.ts";
 
 /**
- * Reading Python source as text, for the audit's rules: string literals and the line that last
- * gave a name its value. One reading for every rule, so that two rules never disagree on what a
- * test's literal or variable is.
+ * Reading Python source as text, for the audit's rules: string literals, whole words, text
+ * compared without its spacing or quotes, and the line that last gave a name its value. One
+ * reading for every rule, so that two rules never disagree on what a test's literal or variable is.
  */
 
-/** A one-line string literal with its prefix (`r"…"`, `b'…'`, `u"…"`): the quote is group 1, the body group 2. */
-export const STRING_LITERAL = /(?<![\w])[rbuRBU]?(["'])((?:\\.|(?!\1).)*)\1/g;
+/**
+ * A string prefix Python accepts (`r`, `b`, `u`, `f` and `rb`, `br`, `fr`, `rf` in either case):
+ * a literal read without its prefix pairs its closing quote with the next literal's opening one.
+ */
+export const STRING_PREFIX = String.raw`(?:[rR][bBfF]?|[bBfF][rR]?|[uU])?`;
+
+/** A one-line string literal with its prefix: the quote is group 1, the body group 2. */
+export const STRING_LITERAL = new RegExp(String.raw`(?<![\w])${STRING_PREFIX}(["'])((?:\\.|(?!\1).)*)\1`, "g");
+const ONE_STRING_LITERAL = new RegExp(STRING_LITERAL.source);
 
 /** The bodies of the one-line string literals in `text`, in order. */
 export function stringBodies(text: string): string[] {
@@ -16,8 +23,16 @@ export function stringBodies(text: string): string[] {
 
 /** The first one-line string literal in `text`, if any. */
 export function firstString(text: string): RegExpExecArray | null {
-  return new RegExp(STRING_LITERAL.source).exec(text);
+  return ONE_STRING_LITERAL.exec(text);
 }
+
+/** `text` as a whole word: not part of a longer name (`text` is matched literally). */
+export function wordIn(text: string): RegExp {
+  return new RegExp(`(?<![\\w])${text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w])`);
+}
+
+/** Without whitespace or quotes, so `{'a': True}` in a request reads as `{"a":True}` in a test. */
+export const squashed = (text: string): string => text.replace(/[\s'"`]+/g, "");
 
 /** What last gave a name its value above a line: an assignment's right side, or the iterable of a `for` that binds it. */
 export interface Binding {
@@ -36,7 +51,7 @@ export interface Binding {
  */
 export function nearestBinding(lines: SourceLine[], index: number, name: string, loops: boolean): Binding | undefined {
   const assignment = new RegExp(`^\\s*${name}\\s*=(?!=)\\s*(?=\\S)`);
-  const bound = new RegExp(`(?<![\\w])${name}(?![\\w])`);
+  const bound = wordIn(name);
   for (let i = index - 1; i >= 0; i--) {
     const text = lines[i]!.text;
     const assign = assignment.exec(text);

@@ -26,10 +26,11 @@ describe("evidence", () => {
     });
   });
 
-  it("reads a raw or unicode string as what a test checks, and never pairs the quotes of two literals", () => {
-    const source = 'def test_r():\n    assert latex(a) == r"\\alpha " + "x y"\n    assert str(b) == u"be ta"';
+  it("reads a string with any prefix Python accepts as what a test checks, and never pairs the quotes of two literals", () => {
+    const source =
+      'def test_r():\n    assert latex(a) == r"\\alpha " + "x y"\n    assert str(b) == u"be ta"\n    assert f"{c} c " + "d e" == rb"g h " + Rf"i j"';
     // Read without the prefix, the closing quote of `r"\alpha "` and the opening one of `"x y"` made a literal " + ".
-    expect(evidenceOf(source, "test_r").behaviour).toEqual(["\\alpha ", "be ta", "x y"]);
+    expect(evidenceOf(source, "test_r").behaviour).toEqual(["\\alpha ", "be ta", "d e", "g h ", "i j", "x y", "{c} c "]);
   });
 
   it("judges a changed test on what the patch changed in it", () => {
