@@ -233,19 +233,17 @@ describe("executors that share an environments directory in one process", () => 
 });
 
 describe("a local process that leaves descendants behind", () => {
-  const running = processesRunning;
-
   it("returns when the process exits, though a descendant in its own session holds the output open, and kills that descendant", async () => {
     const done = await runProcess("bash", ["-c", "setsid sleep 313 & echo started"], { cwd: tempDir(), env: { PATH: "/usr/bin:/bin" }, timeoutSeconds: 600 });
     expect(done).toMatchObject({ code: 0, timedOut: false });
     expect(done.output).toContain("started");
-    expect(running("sleep 313")).toEqual([]);
+    expect(processesRunning("sleep 313")).toEqual([]);
   });
 
   it("at its timeout kills the process, its group and what escaped the group, and returns", async () => {
     const done = await runProcess("bash", ["-c", "setsid sleep 314 & sleep 315"], { cwd: tempDir(), env: { PATH: "/usr/bin:/bin" }, timeoutSeconds: 2 });
     expect(done.timedOut).toBe(true);
-    expect(running("sleep 314")).toEqual([]);
-    expect(running("sleep 315")).toEqual([]);
+    expect(processesRunning("sleep 314")).toEqual([]);
+    expect(processesRunning("sleep 315")).toEqual([]);
   });
 });
