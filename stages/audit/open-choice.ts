@@ -191,7 +191,8 @@ function outcomeAt(lines: SourceLine[], index: number): Pinned | undefined {
 export function openChoiceFlag(test: string, file: string, lines: SourceLine[], open: OpenSentence[], requestText: string): AuditFlagRecord | undefined {
   if (!open.length) return undefined;
   const shown = squashed(requestText);
-  const listed = open.some((o) => o.alternatives);
+  // A sentence that lists acceptable outcomes is the evidence where there is one.
+  const listing = open.find((o) => o.alternatives);
   for (let index = 0; index < lines.length; index++) {
     const line = lines[index]!;
     if (line.text.trim().startsWith("#")) continue;
@@ -199,8 +200,8 @@ export function openChoiceFlag(test: string, file: string, lines: SourceLine[], 
     const pinned = outcomeAt(lines, index);
     if (!pinned) continue;
     const stated = shown.includes(squashed(pinned.value));
-    if (stated && !listed) continue;
-    const sentence = open.find((o) => o.alternatives) ?? open[0]!;
+    if (stated && !listing) continue;
+    const sentence = listing ?? open[0]!;
     const flat = pinned.value.replace(/\s*\n\s*/g, " ");
     const short = flat.length > 60 ? `${flat.slice(0, 57)}...` : flat;
     return {
