@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { decodeStrict } from "../pipeline/decode.ts";
 import { importSwebench } from "../stages/mine/swebench.ts";
 import { join, resolve } from "node:path";
@@ -59,6 +59,8 @@ export const swebenchAudit = {
       ...(audit.agreement.length ? [["agreement.md", agreementMarkdown(audit.agreement, audit.kinds)] as [string, string]] : []),
     ]);
     for (const [name, text] of files) await writeFileAtomic(join(out, name), text);
+    // An agreement an earlier run wrote here would sit beside a report it does not describe.
+    if (!audit.agreement.length) rmSync(join(out, "agreement.md"), { force: true });
     const bySeverity = [0, 1, 2, 3].map((s) => `${audit.records.filter((r) => r.severity === s).length} at ${s}`).join(", ");
     io.out(`${audit.records.length} records audited (${bySeverity}); ${rejects.length} rejected\n`);
     const overall = audit.agreement.find((a) => a.scope === "all");

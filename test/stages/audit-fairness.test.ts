@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -615,6 +615,21 @@ describe("switch-swe audit --swebench", () => {
     expect(page).toContain("tests/config/test_config.py:67");
     expect(page).toContain("Agreement with human annotations");
     expect(readFileSync(join(out, "alignment.csv"), "utf8")).toMatch(/^task,repo,severity,test,/);
+  });
+
+  it("run again into the same folder without annotations, leaves no agreement from the earlier run", async () => {
+    const work = fileTempDir();
+    const file = join(work, "r.jsonl");
+    writeFileSync(file, JSON.stringify(records.get("django__django-16527")) + "\n");
+    const again = join(work, "again");
+    const annotations = join(work, "a.csv");
+    writeFileSync(annotations, "instance_id,false_negative\ndjango__django-16527,0.0\n");
+    expect((await runCli(["audit", "--swebench", file, "--annotations", annotations, "--out", again, "--work-dir", join(work, "w")])).code).toBe(0);
+    expect(existsSync(join(again, "agreement.md"))).toBe(true);
+    const plain = await runCli(["audit", "--swebench", file, "--out", again, "--work-dir", join(work, "w")]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(existsSync(join(again, "agreement.md"))).toBe(false);
+    expect(JSON.parse(readFileSync(join(again, "audit.json"), "utf8"))).not.toHaveProperty("agreement");
   });
 
   it("refuses bad annotations with the file, row and field, exit 2", async () => {
