@@ -24,12 +24,16 @@ const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.ur
 const bin = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
 const docker = await dockerForTests();
 
-/** The latest modification time (ms) of any file under `dir`, or 0. */
+/**
+ * The latest modification time (ms) of any cached record under `dir`, or 0. An atomic write's
+ * temporary (`.name.tmp-…`) is not a record yet, and may be renamed away between the listing and
+ * the look at it (it was, once in CI: the look threw from the poll's timer).
+ */
 function newestCacheWrite(dir: string): number {
   if (!existsSync(dir)) return 0;
   return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile())
-    .reduce((latest, entry) => Math.max(latest, statSync(join(entry.parentPath, entry.name)).mtimeMs), 0);
+    .filter((entry) => entry.isFile() && !entry.name.startsWith("."))
+    .reduce((latest, entry) => Math.max(latest, statSync(join(entry.parentPath, entry.name), { throwIfNoEntry: false })?.mtimeMs ?? 0), 0);
 }
 
 function readRecords<T>(path: string): T[] {
