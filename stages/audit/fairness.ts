@@ -228,11 +228,14 @@ function unrequestedBehaviour(j: Judging, added: SourceLine[]): void {
     if (bare.length > 2) changedBy.set(bare, fn);
   }
   const used = new Map<string, SourceLine>();
-  for (const line of added)
-    for (const m of line.text.matchAll(/(?:\.|\b)([A-Za-z_]\w*)\s*(\()?/g)) {
+  for (const line of added) {
+    // A call named in a string (a docstring's "Test debug(True, False).") is no call the test makes.
+    const code = line.text.replace(STRING_LITERAL, '""');
+    for (const m of code.matchAll(/(?:\.|\b)([A-Za-z_]\w*)\s*(\()?/g)) {
       const name = m[1]!;
-      if ((m[2] || line.text[m.index] === ".") && changedBy.has(name) && !used.has(name)) used.set(name, line);
+      if ((m[2] || code[m.index] === ".") && changedBy.has(name) && !used.has(name)) used.set(name, line);
     }
+  }
   const names = [...used.keys()];
   // A request that points at the file a function is in (its path or its module's name) asks about
   // that code; a traceback's frames only say where a failure passed.
@@ -298,7 +301,7 @@ export async function fairnessFlags(
   exactFormat(j, located.lines, printerAliases((await tree.lines(located.file)) ?? located.lines));
   unrequestedBehaviour(j, added);
   unshownCases(j, added);
-  const choice = openChoiceFlag(test, located.file, located.lines, open, requestText);
+  const choice = openChoiceFlag(test, located.file, located.lines, open, requestText, testPatchRemoved);
   if (choice) j.flags.push(choice);
   return j.flags;
 }

@@ -93,8 +93,12 @@ export function openSentences(requests: { stage: number; text: string }[]): Open
   return out;
 }
 
-/** Values any solution produces alike: saying them pins nothing. */
-const UNREMARKABLE = /^(?:True|False|None|-?\d+(?:\.\d+)?|\[\]|\(\)|\{\}|""|''|[A-Za-z_]\w*)$/;
+/**
+ * Values any solution produces alike: saying them pins nothing. A count or collection of the
+ * test's own objects (`len(conflicting_objects)`, `sorted(names)`) is what the test set up, not an
+ * outcome a solution chooses.
+ */
+const UNREMARKABLE = /^(?:True|False|None|-?\d+(?:\.\d+)?|\[\]|\(\)|\{\}|""|''|[A-Za-z_]\w*|(?:len|list|set|tuple|sorted|dict)\(\s*[A-Za-z_][\w.]*\s*\))$/;
 
 /** The outcome an added assertion line pins: what it compares with, or the exception or warning it expects. */
 export function pinnedOutcome(text: string): string | undefined {
@@ -185,10 +189,29 @@ function outcomeAt(lines: SourceLine[], index: number): Pinned | undefined {
 }
 
 /**
+ * An outcome the test pinned before the fix too: an assertion the patch only moved or re-indented
+ * (the same line among its removed ones), or a case of a list it rewrote (django-13230's
+ * `assertChildNodes` list, spread over lines to add `'comments'`, still holds `'title'`). A
+ * solution that keeps what the base did passes it.
+ */
+function heldBefore(text: string, value: string, testPatchRemoved: string): boolean {
+  const line = text.trim();
+  if (testPatchRemoved.split("\n").some((l) => l.trim() === line)) return true;
+  return pinnedOutcome(line) === undefined && testPatchRemoved.includes(value);
+}
+
+/**
  * The flag for one test: the requests leave the outcome open (the first open sentence is the
  * evidence) and one of the test's added lines pins an outcome no request states.
  */
-export function openChoiceFlag(test: string, file: string, lines: SourceLine[], open: OpenSentence[], requestText: string): AuditFlagRecord | undefined {
+export function openChoiceFlag(
+  test: string,
+  file: string,
+  lines: SourceLine[],
+  open: OpenSentence[],
+  requestText: string,
+  testPatchRemoved = "",
+): AuditFlagRecord | undefined {
   if (!open.length) return undefined;
   const shown = squashed(requestText);
   // A sentence that lists acceptable outcomes is the evidence where there is one.
@@ -199,6 +222,7 @@ export function openChoiceFlag(test: string, file: string, lines: SourceLine[], 
     // An unchanged assertion pins what the patch changed when it compares with a name the patch assigned anew.
     const pinned = outcomeAt(lines, index);
     if (!pinned) continue;
+    if (!pinned.givenAt && heldBefore(line.text, pinned.value, testPatchRemoved)) continue;
     const stated = shown.includes(squashed(pinned.value));
     if (stated && !listing) continue;
     const sentence = listing ?? open[0]!;

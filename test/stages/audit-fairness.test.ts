@@ -153,6 +153,12 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(await kinds(subject("matplotlib__matplotlib-23562", "get_edgecolor fails the same way."))).not.toContain("unrequested_behaviour");
   });
 
+  it("unrequested_behaviour's evidence is a call the test makes, not one its docstring names (pydicom-901)", async () => {
+    const flags = (await alignTask(subject("pydicom__pydicom-901"))).flags.filter((f) => f.flag === "unrequested_behaviour");
+    expect(flags.length).toBeGreaterThan(0);
+    for (const f of flags) expect(f.evidence[0]!.text).toMatch(/^debug\((?:True|False), (?:True|False)\)$/);
+  });
+
   it("exact_format: a rendering compared exactly with a form no request shows (sympy-16106), and not once the request shows it", async () => {
     const flag = (await alignTask(subject("sympy__sympy-16106"))).flags.find((f) => f.flag === "exact_format")!;
     expect(flag.detail).toContain("<msub><mi>a</mi><mi>b</mi></msub>");
@@ -206,6 +212,25 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     // A hedge about what should happen still counts.
     expect(openSentences([{ stage: 1, text: "Maybe it should return None instead." }]).map((s) => s.marker)).toEqual(["Maybe"]);
     for (const id of ["django__django-14017", "django__django-16255", "django__django-16873"]) expect(await kinds(subject(id))).not.toContain("open_choice");
+  });
+
+  it("open_choice: what the test pinned before the fix, or a count of its own objects, is no outcome it settles (django-13230, django-17051)", async () => {
+    // The patch spreads assertChildNodes' list over lines to add 'comments' (which the issue
+    // names): 'title' and the rest were pinned before. With a hedge added, nothing is settled.
+    const hedge = "Maybe the feed could say more.";
+    expect(await kinds(subject("django__django-13230", hedge))).not.toContain("open_choice");
+    // A case the list did not hold before still counts.
+    const widened = subject("django__django-13230", hedge);
+    const patch = widened.task.verifier.test_patch
+      .replace("@@ -136,10 +136,20 @@", "@@ -136,10 +136,21 @@")
+      .replace("+                'title',\n", "+                'title',\n+                'wfw:commentRss',\n");
+    widened.task.verifier = { ...widened.task.verifier, test_patch: patch };
+    widened.tree = new PatchOnlyTree(patch, "not cloned in this test");
+    const flag = (await alignTask(widened)).flags.find((f) => f.flag === "open_choice")!;
+    expect(flag.evidence.at(-1)!.text).toBe("'wfw:commentRss',");
+    // "we could discriminate the cases differently", and the test compares two counts of its own objects.
+    expect(await kinds(subject("django__django-17051"))).not.toContain("open_choice");
+    expect(await kinds(subject("django__django-17051", "The ids should be 1, 2 and 3."))).not.toContain("open_choice");
   });
 
   it("changed_expectation: the patch changes what a test no request links to expected (sympy-18057's test_var), and not once a request asks for it", async () => {
