@@ -147,6 +147,29 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     );
   });
 
+  it("unrequested_exception reads an exception named through its module (astroid-1196's exceptions.AstroidIndexError)", async () => {
+    // The issue asks for AstroidIndexError by name; with that sentence said otherwise, nothing names it.
+    const unnamed = subject("pylint-dev__astroid-1196");
+    unnamed.task.requests[0]!.text = unnamed.task.requests[0]!.text.replaceAll("AstroidIndexError", "usual index error");
+    const flag = (await alignTask(unnamed)).flags.find((f) => f.flag === "unrequested_exception")!;
+    expect(flag.detail).toBe("expects `AstroidIndexError`, which no request names");
+    expect(flag.evidence[0]!.text).toBe("with pytest.raises(exceptions.AstroidIndexError):");
+    expect(await kinds(subject("pylint-dev__astroid-1196"))).not.toContain("unrequested_exception");
+  });
+
+  it("unrequested_warning: the test expects a warning where no request asks for one (matplotlib-24265), and not once a request does", async () => {
+    const flag = (await alignTask(subject("matplotlib__matplotlib-24265"))).flags.find((f) => f.flag === "unrequested_warning")!;
+    expect(flag.severity).toBe(2);
+    expect(flag.detail).toBe("expects the warning `MatplotlibDeprecationWarning` where no request asks for a warning");
+    expect(flag.evidence[0]).toEqual({
+      file: "lib/matplotlib/tests/test_style.py",
+      line: 187,
+      text: "with pytest.warns(mpl._api.MatplotlibDeprecationWarning):",
+    });
+    // A warning asked for in words counts, whatever class the project gives it.
+    expect(await kinds(subject("matplotlib__matplotlib-24265", "It could still warn that these names are deprecated."))).not.toContain("unrequested_warning");
+  });
+
   it("unrequested_behaviour: the test checks a function the fix changes that the issue never mentions (matplotlib-23562)", async () => {
     const flag = (await alignTask(subject("matplotlib__matplotlib-23562"))).flags.find((f) => f.flag === "unrequested_behaviour")!;
     expect(flag.detail).toContain("`get_edgecolor`");
