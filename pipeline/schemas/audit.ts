@@ -4,7 +4,7 @@ import { TaskId } from "./common.ts";
 /**
  * What the audit can say of a task. Linkage (SPEC §2.5): `unjustified_test` (no request mentions
  * what an F2P test checks), `unverified_stage`, `not_substantive`, `needs_reference`. Fairness, in
- * the terms of SWE-bench Verified's `false_negative` annotations: `new_name`, `exact_message`, `unrequested_exception`, `unrequested_warning`,
+ * the terms of SWE-bench Verified's `false_negative` annotations: `new_name`, `exact_message`, `unrequested_exception`, `unrequested_warning`, `unrequested_test`,
  * `exact_format`, `unrequested_behaviour`, `unrequested_code`, `open_choice`, `changed_expectation`, `unchanged_test`, `unshown_case`,
  * `untested_alternative`. What the audit could not read: `no_repository` (per
  * task), `source_not_found` (per test); these never count against a task.
@@ -19,6 +19,7 @@ export const AuditFlag = z.enum([
   "exact_format",
   "unrequested_exception",
   "unrequested_warning",
+  "unrequested_test",
   "unrequested_behaviour",
   "unrequested_code",
   "open_choice",

@@ -125,6 +125,26 @@ function changedExpectation(test: string, located: LocatedTest, testPatch: strin
   };
 }
 
+/**
+ * Tests that check more than the requests ask: where some F2P test checks what a request asks,
+ * another that no request mentions checks what "the issue does not ask", in the annotators' words
+ * (django-12915: two tests check the `get_response_async` the issue asks for, a third a whole
+ * static file response). Where no test links to any request, the requests' words are not their
+ * tests' at all, and an unlinked test says nothing of fairness. Evidence: the unlinked test's `def`.
+ */
+function beyondRequests(flags: AuditFlagRecord[], links: AuditRecord["links"]): AuditFlagRecord[] {
+  const linked = links.find((l) => l.stages.length);
+  if (!linked) return [];
+  return flags
+    .filter((f) => f.flag === "unjustified_test")
+    .map((f) => ({
+      ...f,
+      flag: "unrequested_test" as const,
+      severity: 2,
+      detail: `checks what no request asks, while \`${linked.test}\` checks what a request does`,
+    }));
+}
+
 /** The test functions a test patch adds (a `+def test…` line). */
 function addedTestNames(testPatch: string): string[] {
   return [...new Set([...testPatch.matchAll(/^\+[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(/gm)].map((m) => m[1]!))];
@@ -202,6 +222,7 @@ export async function alignTask(subject: AuditSubject): Promise<AuditFindings> {
     }
     if (facts && !contract) flags.push(...(await fairnessFlags(test, located, facts, requestText, tree, patchRemoved, open)));
   }
+  flags.push(...beyondRequests(flags, links));
   flags.push(...unchangedTests(read, task.verifier.fail_to_pass, task.verifier.test_patch));
   flags.push(...untestedAlternatives(task.requests, read, read.length === task.verifier.fail_to_pass.length));
   for (const request of task.requests) {

@@ -170,6 +170,22 @@ describe("flags for what makes a verifier unfair, on real records", () => {
     expect(await kinds(subject("matplotlib__matplotlib-24265", "It could still warn that these names are deprecated."))).not.toContain("unrequested_warning");
   });
 
+  it("unrequested_test: beside tests that check what the issue asks, one checks what it does not (django-12915, django-16873; annotators' 2, 3), not where no test links to the issue (django-13230)", async () => {
+    const findings = await alignTask(subject("django__django-12915"));
+    const flag = findings.flags.find((f) => f.flag === "unrequested_test")!;
+    expect(flag.subject).toBe("test_static_file_response (asgi.tests.ASGITest)");
+    expect(flag.detail).toBe(
+      "checks what no request asks, while `test_get_async_response (staticfiles_tests.test_handlers.TestASGIStaticFilesHandler)` checks what a request does",
+    );
+    expect(flag.evidence[0]!.text).toBe("async def test_static_file_response(self):");
+    expect(findings.severity).toBe(2);
+    expect(await kinds(subject("django__django-16873"))).toContain("unrequested_test");
+    // Its one test links to nothing the issue says: the linkage, not the test, failed.
+    const unlinked = await kinds(subject("django__django-13230"));
+    expect(unlinked).toContain("unjustified_test");
+    expect(unlinked).not.toContain("unrequested_test");
+  });
+
   it("unrequested_behaviour: the test checks a function the fix changes that the issue never mentions (matplotlib-23562)", async () => {
     const flag = (await alignTask(subject("matplotlib__matplotlib-23562"))).flags.find((f) => f.flag === "unrequested_behaviour")!;
     expect(flag.detail).toContain("`get_edgecolor`");

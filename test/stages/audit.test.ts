@@ -60,8 +60,15 @@ describe("evidence", () => {
     expect(flags.map((f) => [f.flag, f.subject])).toEqual([
       ["no_repository", "o__r-1"],
       ["unjustified_test", "tests/test_m.py::test_f_listed"],
+      // Other tests check what the requests ask: this one checks more than they ask.
+      ["unrequested_test", "tests/test_m.py::test_f_listed"],
       ["unverified_stage", "stage 3"],
     ]);
+    expect(flags.find((f) => f.flag === "unrequested_test")).toMatchObject({
+      severity: 2,
+      detail: "checks what no request asks, while `tests/test_m.py::test_f` checks what a request does",
+      evidence: [{ file: "tests/test_m.py", line: 6, text: "def test_f_listed():" }],
+    });
     expect((await alignTask({ task, contracts: { "tests/test_m.py::test_f_listed": "public API listing" } })).flags.map((f) => f.flag)).toEqual([
       "no_repository",
       "unverified_stage",
@@ -92,7 +99,7 @@ describe("the audit on the demo corpus", () => {
   });
   afterAll(() => demo?.server.stop());
 
-  it("flags the demo's deliberately unjustified tests, and no other test; reads every test from the repository; finds nothing unfair", () => {
+  it("flags the demo's deliberately unjustified tests, and no other test; reads every test from the repository; finds nothing else unfair", () => {
     const unjustified = records()
       .flatMap((r) => r.flags.filter((f) => f.flag === "unjustified_test").map((f) => f.subject))
       .sort();
@@ -108,12 +115,25 @@ describe("the audit on the demo corpus", () => {
         .map((r) => r.task_id),
     ).toEqual(flakyFirstStages);
     expect(new Set(records().map((r) => r.source))).toEqual(new Set(["repository"]));
-    // The demo's tests check what its requests ask, in names and messages the requests give: no
-    // flag fires but the linkage ones above (every other kind, including any added later).
-    const linkage = ["unjustified_test", "unverified_stage", "not_substantive", "needs_reference", "no_repository"];
+    // The planted tests sit beside tests of their task that check what its requests ask: they
+    // check more than the requests ask, and say so.
+    expect(
+      records()
+        .flatMap((r) => r.flags.filter((f) => f.flag === "unrequested_test").map((f) => f.subject))
+        .sort(),
+    ).toEqual(unjustified);
+    // Otherwise the demo's tests check what its requests ask, in names and messages the requests
+    // give: no flag fires but the linkage ones above (every other kind, including any added later).
+    const linkage = ["unjustified_test", "unrequested_test", "unverified_stage", "not_substantive", "needs_reference", "no_repository"];
     const fairness = AuditFlag.options.filter((kind) => !linkage.includes(kind));
     expect(records().flatMap((r) => r.flags.filter((f) => fairness.includes(f.flag)).map((f) => `${r.task_id}: ${f.flag} ${f.detail}`))).toEqual([]);
-    expect(Math.max(...records().map((r) => r.severity))).toBe(1);
+    expect(
+      Math.max(
+        ...records()
+          .filter((r) => !r.flags.some((f) => f.flag === "unjustified_test"))
+          .map((r) => r.severity),
+      ),
+    ).toBe(1);
   });
 
   it("applies auditors' decisions: approval with a contract keeps a task, exclusion removes one", async () => {
