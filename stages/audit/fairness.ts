@@ -172,33 +172,36 @@ async function exactMessages(j: Judging, line: SourceLine): Promise<void> {
   }
 }
 
-/** An exception type the test expects that no request names: another reasonable fix raises another. */
-function unrequestedExceptions(j: Judging, line: SourceLine): void {
-  for (const m of line.text.matchAll(
-    /\b(?:raises|assertRaises|assertRaisesMessage|assertRaisesRegexp?|assert_raises|assert_raises_regexp?|assert_raise_message)\(\s*(?:[a-z_]\w*\.)*([A-Z]\w*)/g,
-  )) {
-    const exception = m[1]!;
-    if (j.seen.has(`exception:${exception}`) || requestsName(j.requestText, exception)) continue;
-    j.seen.add(`exception:${exception}`);
-    j.flags.push(flag("unrequested_exception", j.test, `expects \`${exception}\`, which no request names`, line, j.file, 2));
-  }
-}
-
 /**
- * A warning the test expects where no request asks for one (matplotlib-24265: the issue wants a
- * style name back, the test wants a deprecation warning when it is used): a fix that does what
- * was asked and stays silent fails. A request that speaks of warning or deprecating asks for one,
- * whatever class the project gives it.
+ * An outcome the test expects by type that no request asks for: an exception type no request
+ * names (another reasonable fix raises another), or a warning where no request names its class or
+ * speaks of warning or deprecating at all (matplotlib-24265: the issue wants a style name back,
+ * the test wants a deprecation warning when it is used; a fix that does what was asked and stays
+ * silent fails).
  */
-function unrequestedWarnings(j: Judging, line: SourceLine): void {
-  for (const m of line.text.matchAll(
-    /\b(?:warns|assertWarns|assertWarnsMessage|assertWarnsRegexp?|assert_warns|assert_warns_message)\(\s*(?:[a-z_]\w*\.)*([A-Z]\w*)/g,
-  )) {
-    const warning = m[1]!;
-    if (j.seen.has(`warning:${warning}`) || requestsName(j.requestText, warning) || /\b(?:warn\w*|deprecat\w*)\b/i.test(j.requestText)) continue;
-    j.seen.add(`warning:${warning}`);
-    j.flags.push(flag("unrequested_warning", j.test, `expects the warning \`${warning}\` where no request asks for a warning`, line, j.file, 2));
-  }
+const EXPECTED_TYPES = [
+  {
+    kind: "unrequested_exception",
+    call: /\b(?:raises|assertRaises|assertRaisesMessage|assertRaisesRegexp?|assert_raises|assert_raises_regexp?|assert_raise_message)\(\s*(?:[a-z_]\w*\.)*([A-Z]\w*)/g,
+    asked: (name: string, requests: string) => requestsName(requests, name),
+    detail: (name: string) => `expects \`${name}\`, which no request names`,
+  },
+  {
+    kind: "unrequested_warning",
+    call: /\b(?:warns|assertWarns|assertWarnsMessage|assertWarnsRegexp?|assert_warns|assert_warns_message)\(\s*(?:[a-z_]\w*\.)*([A-Z]\w*)/g,
+    asked: (name: string, requests: string) => requestsName(requests, name) || /\b(?:warn\w*|deprecat\w*)\b/i.test(requests),
+    detail: (name: string) => `expects the warning \`${name}\` where no request asks for a warning`,
+  },
+] as const;
+
+function unrequestedTypes(j: Judging, line: SourceLine): void {
+  for (const expected of EXPECTED_TYPES)
+    for (const m of line.text.matchAll(expected.call)) {
+      const name = m[1]!;
+      if (j.seen.has(`${expected.kind}:${name}`) || expected.asked(name, j.requestText)) continue;
+      j.seen.add(`${expected.kind}:${name}`);
+      j.flags.push(flag(expected.kind, j.test, expected.detail(name), line, j.file, 2));
+    }
 }
 
 /**
@@ -312,8 +315,7 @@ export async function fairnessFlags(
   for (const line of added) {
     await newNames(j, line);
     await exactMessages(j, line);
-    unrequestedExceptions(j, line);
-    unrequestedWarnings(j, line);
+    unrequestedTypes(j, line);
     unrequestedCodes(j, line);
   }
   exactFormat(j, located.lines, printerAliases((await tree.lines(located.file)) ?? located.lines));

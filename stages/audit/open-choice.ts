@@ -194,10 +194,9 @@ function outcomeAt(lines: SourceLine[], index: number): Pinned | undefined {
  * `assertChildNodes` list, spread over lines to add `'comments'`, still holds `'title'`). A
  * solution that keeps what the base did passes it.
  */
-function heldBefore(text: string, value: string, testPatchRemoved: string): boolean {
+function heldBefore(text: string, value: string, removed: { text: string; lines: Set<string> }): boolean {
   const line = text.trim();
-  if (testPatchRemoved.split("\n").some((l) => l.trim() === line)) return true;
-  return pinnedOutcome(line) === undefined && testPatchRemoved.includes(value);
+  return removed.lines.has(line) || (pinnedOutcome(line) === undefined && removed.text.includes(value));
 }
 
 /**
@@ -210,9 +209,10 @@ export function openChoiceFlag(
   lines: SourceLine[],
   open: OpenSentence[],
   requestText: string,
-  testPatchRemoved = "",
+  testPatchRemoved: string,
 ): AuditFlagRecord | undefined {
   if (!open.length) return undefined;
+  const removed = { text: testPatchRemoved, lines: new Set(testPatchRemoved.split("\n").map((l) => l.trim())) };
   const shown = squashed(requestText);
   // A sentence that lists acceptable outcomes is the evidence where there is one.
   const listing = open.find((o) => o.alternatives);
@@ -222,7 +222,7 @@ export function openChoiceFlag(
     // An unchanged assertion pins what the patch changed when it compares with a name the patch assigned anew.
     const pinned = outcomeAt(lines, index);
     if (!pinned) continue;
-    if (!pinned.givenAt && heldBefore(line.text, pinned.value, testPatchRemoved)) continue;
+    if (!pinned.givenAt && heldBefore(line.text, pinned.value, removed)) continue;
     const stated = shown.includes(squashed(pinned.value));
     if (stated && !listing) continue;
     const sentence = listing ?? open[0]!;
