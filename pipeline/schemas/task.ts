@@ -8,6 +8,9 @@ export const ProvenanceSource = z.object({
   url: z.string().optional(),
   author: z.string(),
   created_at: IsoTimestamp.optional(),
+  /** Authored requests: the reviewed file that states them (a curation or extension file), and why they were written. */
+  file: z.string().optional(),
+  reason: z.string().optional(),
 });
 
 export const Provenance = z.object({
@@ -22,6 +25,12 @@ export const Request = z.object({
   stage: z.number().int().positive(),
   text: z.string().min(1),
   provenance: Provenance,
+  /**
+   * A benchmark-authored extension's stage (SPEC §2.4): the fail-to-pass tests its own test patch
+   * adds, which fail with everything before this stage and pass from it on. Upstream stages have
+   * none: the audit links their tests from what the requests say.
+   */
+  tests: z.array(z.string()).min(1).optional(),
 });
 export type Request = z.infer<typeof Request>;
 
