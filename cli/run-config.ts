@@ -67,6 +67,7 @@ export function overridesFrom(opts: Record<string, unknown>, stages: AnyStage[])
     redis: opts.redis as string | undefined,
     gitService: opts.gitService as string | undefined,
     jobs: opts.jobs as number | undefined,
+    mirrors: opts.mirrors as string | undefined,
     stageKeys,
   };
 }

@@ -94,11 +94,23 @@ export function isRemoteCloneUrl(url: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[\w.-]+@[\w.-]+:/.test(url);
 }
 
+/**
+ * A local copy of `repo` in `dir`, when it holds one: `OWNER__NAME.bundle`, an `OWNER__NAME.git`
+ * bare repository or an `OWNER__NAME` clone (offline work, CI, a repository fetched by hand).
+ */
+export function localCopyOf(dir: string, repo: string): string | undefined {
+  const stem = repo.replace("/", "__");
+  return [`${stem}.bundle`, `${stem}.git`, stem].map((name) => resolve(dir, name)).find((path) => existsSync(path));
+}
+
 export class MirrorCache {
   /** One clone or fetch per repository at a time; concurrent records of a repository wait for it. */
   private readonly pending = new Map<string, Promise<string>>();
 
   readonly root: string;
+
+  /** A directory of local copies (see localCopyOf) that win over every other source: `--mirrors`, SWITCH_SWE_MIRRORS. */
+  localCopies?: string;
 
   /**
    * `envFor` gives the environment git needs to fetch from a source (a git service's token as an
@@ -143,6 +155,11 @@ export class MirrorCache {
     }
   }
 
+  /** Patches applied in order over a commit of a mirror, as one diff (see composePatches). */
+  compose(mirror: string, commit: string, patches: { name: string; text: string }[]): ReturnType<typeof composePatches> {
+    return composePatches(mirror, commit, patches);
+  }
+
   /** `git apply --check` of a patch against a commit of a mirror (see applyCheck). */
   applyCheck(mirror: string, commit: string, patch: string): Promise<{ ok: true } | { ok: false; error: string }> {
     return applyCheck(mirror, commit, patch);
@@ -183,8 +200,10 @@ export class MirrorCache {
     return next;
   }
 
-  private async ensureNow(repo: string, source: string, commits: string[]): Promise<{ path: string; missing: string[] }> {
+  private async ensureNow(repo: string, given: string, commits: string[]): Promise<{ path: string; missing: string[] }> {
     const path = this.pathFor(repo);
+    // The same commits from a copy at hand: where they come from changes no result.
+    const source = (this.localCopies && localCopyOf(this.localCopies, repo)) || given;
     if (!existsSync(join(path, "HEAD"))) {
       await mkdir(this.root, { recursive: true });
       const partial = `${path}.partial-${process.pid}`;
@@ -245,6 +264,37 @@ export async function applyCheck(gitDir: string, commit: string, patch: string):
     return { ok: true };
   } catch (error) {
     return { ok: false, error: error instanceof GitError ? error.stderr.trim() : (error as Error).message };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The diff from `commit` to its tree with `patches` applied in order, through a throwaway index
+ * (no checkout is written; the composed tree's objects go into the mirror): one patch made of
+ * several, such as a reference fix and the extensions written over it. Or the first patch that
+ * does not apply, with git's words.
+ */
+export async function composePatches(
+  gitDir: string,
+  commit: string,
+  patches: { name: string; text: string }[],
+): Promise<{ ok: true; diff: string } | { ok: false; name: string; error: string }> {
+  const scratch = await mkdtemp(join(tmpdir(), "switch-swe-index-"));
+  const env = { GIT_INDEX_FILE: join(scratch, "index") };
+  try {
+    await git([`--git-dir=${gitDir}`, "read-tree", commit], { env });
+    for (const patch of patches) {
+      if (!patch.text) continue;
+      try {
+        await git([`--git-dir=${gitDir}`, "apply", "--cached", "--whitespace=nowarn", "-"], { env, input: patch.text });
+      } catch (error) {
+        return { ok: false, name: patch.name, error: error instanceof GitError ? error.stderr.trim() : (error as Error).message };
+      }
+    }
+    const tree = (await git([`--git-dir=${gitDir}`, "write-tree"], { env })).trim();
+    const diff = await git([`--git-dir=${gitDir}`, "diff", "--no-color", "--no-ext-diff", "--binary", "--full-index", "-M", commit, tree]);
+    return { ok: true, diff };
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

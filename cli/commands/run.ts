@@ -10,6 +10,9 @@ import { positiveWholeNumber } from "../numeric-options.ts";
 import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { flagOption, overridesFrom, runWithConfig, stageFlags, stageOption } from "../run-config.ts";
 
+const MIRRORS_HELP =
+  "clone repositories from local copies here (OWNER__NAME.bundle, OWNER__NAME.git or OWNER__NAME) instead of their profiles' clone_url (default: $SWITCH_SWE_MIRRORS)";
+
 export function registerRun(program: Command, io: Io, exit: ExitCode): void {
   const run = program
     .command("run")
@@ -23,7 +26,8 @@ export function registerRun(program: Command, io: Io, exit: ExitCode): void {
     .addOption(executorOption("the execution settings' executor for this run: docker, local, auto, or queue (workers on other hosts)"))
     .addOption(redisOption())
     .addOption(gitServiceOption())
-    .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber);
+    .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber)
+    .option("--mirrors <dir>", MIRRORS_HELP);
   for (const flag of stageFlags(BUILT_STAGES)) run.addOption(flagOption(flag, `${flag.stage}: ${flag.description}`));
   run
     .addHelpText("after", "\nExample:\n  switch-swe run --config data/demo/pipeline.yaml\n  switch-swe run --config data/demo/pipeline.yaml --from split")
@@ -60,6 +64,8 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
     if (stage.name === "split") splitByHand.addOptions(command);
     if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);
     if (stage.name === "audit") swebenchAudit.addOptions(command);
+    // audit's own --mirrors (with --swebench) names the same kind of directory, and serves a config's run as well.
+    if (!command.options.some((o) => o.long === "--mirrors")) command.option("--mirrors <dir>", MIRRORS_HELP);
     command.action(
       exit.act(async (opts) => {
         if (stage.name === "split" && opts.diff) return splitByHand.run(io, opts);

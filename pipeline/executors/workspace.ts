@@ -40,9 +40,11 @@ export class Workspace {
    * working beside a run (verify, a session) keeps its scratch checkouts apart (`beside`), where a
    * run starting meanwhile does not clear them.
    */
-  static open(layout: WorkLayout, execution: ExecutorSettings, log: Logger, options: { scratch?: ScratchKind } = {}): Workspace {
+  static open(layout: WorkLayout, execution: ExecutorSettings, log: Logger, options: { scratch?: ScratchKind; localCopies?: string } = {}): Workspace {
     writingTo(layout.root, () => mkdirSync(layout.root, { recursive: true }));
-    return new Workspace(layout, execution, log, options.scratch ?? "run");
+    const workspace = new Workspace(layout, execution, log, options.scratch ?? "run");
+    if (options.localCopies) workspace.mirrors.localCopies = options.localCopies;
+    return workspace;
   }
 
   get dir(): string {

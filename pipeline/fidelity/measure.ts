@@ -11,6 +11,7 @@ import { QualificationRecord } from "../schemas/qualification.ts";
 import { ExecutionSettings, PipelineSettings } from "../engine/settings.ts";
 import { Project } from "../project/project.ts";
 import { WorkLayout } from "../work-layout.ts";
+import { localCopyOf } from "../git.ts";
 import type { ExecutorChoice } from "../engine/settings.ts";
 
 export interface FidelityOptions {
@@ -148,7 +149,7 @@ function profilesWithMirrors(profilesDir: string, mirrors: string | undefined, l
   for (const name of readdirSync(profilesDir).filter((f) => f.endsWith(".json"))) {
     const profile = JSON.parse(readFileSync(join(profilesDir, name), "utf8")) as { clone_url?: string };
     const stem = name.replace(/\.json$/, "");
-    const local = [`${stem}.bundle`, `${stem}.git`, stem].map((f) => resolve(mirrors, f)).find((path) => existsSync(path));
+    const local = localCopyOf(mirrors, stem.replace("__", "/"));
     if (local) profile.clone_url = local;
     writeFileSync(join(copy, name), JSON.stringify(profile, null, 2) + "\n");
   }

@@ -17,6 +17,11 @@ export { formatSummary };
 export interface ProjectOverrides extends ExecutionOverrides {
   /** Stage config keys (dotted) with their values, from the flags the stages declare. */
   stageKeys?: { stage: StageName; key: string; value: unknown }[];
+  /**
+   * A directory of local copies of repositories (OWNER__NAME.bundle, .git or a clone) that the
+   * mirrors are cloned from instead of the profiles' clone_url: `--mirrors`, else SWITCH_SWE_MIRRORS.
+   */
+  mirrors?: string;
 }
 
 /** A pipeline as a config file describes it, or as a caller builds it without one (fidelity's, a benchmark's). */
@@ -123,7 +128,11 @@ export class Project {
 
   /** The work directory's workspace: created on first use, one per project. */
   get workspace(): Workspace {
-    this.opened ??= WorkspaceOf.open(this.layout, this.settings.execution, this.log, { scratch: this.options.scratch ?? "run" });
+    const localCopies = this.options.overrides?.mirrors ?? process.env.SWITCH_SWE_MIRRORS;
+    this.opened ??= WorkspaceOf.open(this.layout, this.settings.execution, this.log, {
+      scratch: this.options.scratch ?? "run",
+      ...(localCopies ? { localCopies: resolve(localCopies) } : {}),
+    });
     return this.opened;
   }
 

@@ -39,6 +39,8 @@ export const RejectReason = z.enum([
   "patch_does_not_apply",
   "no_source_changes",
   "no_test_changes",
+  // split: a benchmark-authored extension that is not what its file says (schema, classes, no test, rewritten tests)
+  "invalid_extension",
   // qualify
   "build_failed",
   "timeout",
@@ -48,6 +50,10 @@ export const RejectReason = z.enum([
   "regression",
   "all_unstable",
   "infrastructure_fault",
+  // qualify: an extension's tests pass before its own implementation, or a later stage breaks an earlier one's tests
+  "extension_test_passes_early",
+  "extension_not_verified",
+  "extension_breaks_earlier_stage",
   // reconstruct / audit
   "too_few_stages",
   "audit_excluded",

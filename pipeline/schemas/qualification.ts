@@ -3,7 +3,9 @@ import { RejectReason, TaskId, TestStatus } from "./common.ts";
 import { TestRunner } from "./repo-profile.ts";
 
 export const TestRun = z.object({
-  state: z.enum(["before", "after"]),
+  /** `through`: a task with extensions, after the upstream fix and its first `through` extensions (SPEC §2.4's cumulative check). */
+  state: z.enum(["before", "after", "through"]),
+  through: z.number().int().nonnegative().optional(),
   run: z.number().int().nonnegative(),
   /** Every designated test's status in this run, keyed by pytest node id. */
   outcomes: z.record(z.string(), TestStatus),
@@ -55,6 +57,8 @@ export const QualificationRecord = z.object({
    * which test runs never have (SWE-bench ran its tests online).
    */
   needs_network: z.array(z.string()),
+  /** A task with benchmark-authored stages: each stage's fail-to-pass tests, as collected (SPEC §2.4). */
+  stage_tests: z.array(z.object({ stage: z.number().int().positive(), tests: z.array(z.string()).min(1) })).optional(),
   kept: z.boolean(),
   reject_reason: RejectReason.optional(),
   reject_detail: z.string().optional(),

@@ -19,6 +19,28 @@ export const ChangedFile = z.object({
 });
 export type ChangedFile = z.infer<typeof ChangedFile>;
 
+/**
+ * One benchmark-authored stage (the study's Appendix C.3): a request written by the benchmark's
+ * maintainers, the implementation that satisfies it over the reference fix and the earlier
+ * extensions, and the regression tests that check it, from a reviewed extension file.
+ */
+export const ExtensionStage = z.object({
+  /** 1-based among the task's extensions, in the order they apply. */
+  index: z.number().int().positive(),
+  /** The reviewed file it comes from (relative to the config), and who wrote it and why. */
+  file: z.string(),
+  author: z.string(),
+  reason: z.string(),
+  /** Placed after this upstream stage (stages as reconstructed and curated); null: after the last. */
+  after: z.number().int().min(1).nullable(),
+  request: z.string().min(1),
+  implementation_patch: z.string().min(1),
+  test_patch: z.string().min(1),
+  /** The tests its test patch adds (`path::name`, `path::Class::name`): each must be fail-to-pass, failing until this stage. */
+  tests: z.array(z.string()).min(1),
+});
+export type ExtensionStage = z.infer<typeof ExtensionStage>;
+
 /** Stage 2's output: the reference change split per SPEC §1 and the task's C_t / D_t. */
 export const SplitChange = z.object({
   task_id: TaskId,
@@ -35,5 +57,12 @@ export const SplitChange = z.object({
   excluded_files: z.array(z.object({ path: z.string(), class: FileClass })),
   /** The classification that produced this split, fixed before selection (SPEC §1). */
   classification: z.object({ profile: z.string(), profile_sha256: z.string() }),
+  /**
+   * With benchmark-authored extensions: `implementation_patch` and `test_patch` above are the
+   * whole reference (the upstream change and every extension's, composed over the base), and
+   * this is the upstream change's own implementation, which the extensions' patches apply over.
+   */
+  upstream_implementation_patch: z.string().optional(),
+  extensions: z.array(ExtensionStage).optional(),
 });
 export type SplitChange = z.infer<typeof SplitChange>;

@@ -10,9 +10,30 @@ import { importSwebench } from "./swebench.ts";
 
 const DateString = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "expected a date such as 2024-01-31");
 
+/**
+ * A SWE-bench-family file (JSON or JSONL, relative to the config file), whole, or only the records
+ * of some repositories or instance ids: a benchmark built from part of a published split names
+ * the split's own file rather than a copy cut from it.
+ */
+const SwebenchSource = z.union([
+  z.string().min(1),
+  z.strictObject({
+    file: z.string().min(1),
+    repos: z.array(RepoName).min(1).optional(),
+    instances: z.array(z.string().min(1)).min(1).optional(),
+  }),
+]);
+export type SwebenchSource = z.infer<typeof SwebenchSource>;
+
+/** Whether a source takes a record of this id and repository. */
+function selects(source: SwebenchSource, candidate: Candidate): boolean {
+  if (typeof source === "string") return true;
+  return (!source.repos || source.repos.includes(candidate.repo)) && (!source.instances || source.instances.includes(candidate.id));
+}
+
 export const MineConfig = z.strictObject({
-  /** SWE-bench-family files (JSON or JSONL), relative to the config file. */
-  swebench: z.array(z.string().min(1)).default([]),
+  /** SWE-bench-family files, whole or in part. */
+  swebench: z.array(SwebenchSource).default([]),
   github: z
     .strictObject({
       api_url: z.string().url().default("https://api.github.com"),
@@ -76,7 +97,7 @@ export const mineStage = defineStage({
   settings: ["profiles"],
   inputs: {},
   outputs: [{ name: "candidates", schema: Candidate, key: (c: Candidate) => c.id }],
-  externalFiles: (config) => config.swebench,
+  externalFiles: (config) => config.swebench.map((source) => (typeof source === "string" ? source : source.file)),
   flags: [
     { flag: "--offline", description: "mine GitHub from the recorded HTTP cache only", key: "github.offline" },
     { flag: "--token-file <file>", description: "read the GitHub token from this file instead of GITHUB_TOKEN", key: "github.token_file" },
@@ -99,10 +120,19 @@ export const mineStage = defineStage({
       candidates.push(candidate);
     };
     const imported: Candidate[] = [];
-    for (const file of ctx.files) {
+    for (const source of ctx.config.swebench) {
+      const path = typeof source === "string" ? source : source.file;
+      const file = ctx.files.find((f) => f.path === path)!;
       const result = importSwebench(file.path, file.text, file.invalid, file.bytes);
+      const taken = result.candidates.filter((c) => selects(source, c));
       for (const reject of result.rejects) ctx.reject(reject);
-      imported.push(...result.candidates);
+      if (typeof source !== "string") {
+        for (const id of source.instances ?? [])
+          if (!taken.some((c) => c.id === id) && !result.rejects.some((r) => r.record_id === id))
+            ctx.reject({ record_id: id, reason: "not_found", message: `${file.path}: no record ${id} (named in stages.mine.swebench)`, field: "instances" });
+        ctx.log.info(`${file.path}: ${taken.length} of ${result.candidates.length} record(s) taken`);
+      }
+      imported.push(...taken);
     }
     const github = githubMining(ctx);
     // SWE-bench-family records, with their pull requests' history where GitHub can give it.

@@ -72,6 +72,14 @@ export const qualifyStage = defineStage({
           mirror,
           infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000),
           saveLog: ctx.saveLog,
+          ...(split.extensions?.length
+            ? {
+                extension: {
+                  upstreamImplementationPatch: split.upstream_implementation_patch ?? "",
+                  stages: split.extensions.map((e) => ({ index: e.index, file: e.file, tests: e.tests, implementationPatch: e.implementation_patch })),
+                },
+              }
+            : {}),
         };
         const result = await qualifyTask(executor, task, ctx.log);
         for (const r of result.runs)

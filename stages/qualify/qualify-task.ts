@@ -9,6 +9,7 @@ import { RetriesExhausted, withInfrastructureRetries } from "../../pipeline/exec
 import { RecordError } from "../../pipeline/engine/stage.ts";
 import { PatchDoesNotApply } from "../../pipeline/checkouts/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
+import { extensionDecision, type StageToCheck } from "./extension-checks.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { type Crash, rerunInParts, runnerCrash, unreportedStatus } from "./crash-reruns.ts";
 import { type CheckoutPin, fromCommit, fromDirectory, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
@@ -64,10 +65,49 @@ export interface QualifyTaskInput {
   infrastructureBackoffMs?: readonly number[];
   /** Saves a failed run's whole output; returns where, for the reject's message. */
   saveLog?: (name: string, text: string) => Promise<string>;
+  /**
+   * Benchmark-authored stages: `implementationPatch` is then the whole reference, and the states
+   * between (the upstream implementation, then each stage's over it) are run too.
+   */
+  extension?: {
+    upstreamImplementationPatch: string;
+    stages: (StageToCheck & { implementationPatch: string })[];
+  };
+}
+
+/** A state of the checkout: its name in records and logs, and the patches that make it. */
+interface CheckoutState {
+  state: "before" | "after" | "through";
+  through?: number;
+  label: string;
+  patches: { name: string; text: string }[];
+}
+
+/**
+ * The states a task's tests run in: before (base + tests) and after (+ the whole reference); with
+ * extensions, also through the upstream implementation alone and through each stage but the last.
+ */
+function checkoutStates(input: QualifyTaskInput): CheckoutState[] {
+  const tests = { name: "test", text: input.testPatch };
+  const states: CheckoutState[] = [{ state: "before", label: "before", patches: [tests] }];
+  const extension = input.extension;
+  if (extension) {
+    const implementations = [{ name: "upstream implementation", text: extension.upstreamImplementationPatch }];
+    for (let through = 0; through < extension.stages.length; through++) {
+      if (through > 0) {
+        const stage = extension.stages[through - 1]!;
+        implementations.push({ name: `${stage.file}: stages.${stage.index - 1}.implementation`, text: stage.implementationPatch });
+      }
+      states.push({ state: "through", through, label: `through stage ${through} of the extension`, patches: [tests, ...implementations] });
+    }
+  }
+  states.push({ state: "after", label: "after", patches: [tests, { name: "implementation", text: input.implementationPatch }] });
+  return states;
 }
 
 export interface StateRun {
-  state: "before" | "after";
+  state: "before" | "after" | "through";
+  through?: number;
   run: number;
   outcomes: Record<string, TestStatus>;
   timed_out: boolean;
@@ -118,31 +158,31 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
   const runs: StateRun[] = [];
   // Both checkouts stay until the end: a run that crashed the runner is re-run in parts in its
   // own checkout once every run is in, with the test ids the others reported.
-  const checkouts = new Map<"before" | "after", { dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>();
+  const checkouts = new Map<string, { dir: string; dispose: () => Promise<void>; origin?: CheckoutOrigin }>();
+  const labelOf = (run: StateRun) => (run.state === "through" ? `through stage ${run.through} of the extension` : run.state);
   try {
-    for (const state of ["before", "after"] as const) {
-      const patches = [{ name: "test", text: input.testPatch }, ...(state === "after" ? [{ name: "implementation", text: input.implementationPatch }] : [])];
+    for (const state of checkoutStates(input)) {
       let checkout;
       try {
-        checkout = await input.checkout(patches);
+        checkout = await input.checkout(state.patches);
       } catch (error) {
         if (error instanceof PatchDoesNotApply) throw new RecordError("patch_does_not_apply", `${input.id}: ${error.message}`, { field: "reference_diff" });
         throw error;
       }
-      checkouts.set(state, checkout);
+      checkouts.set(state.label, checkout);
       for (let run = 0; run < input.runs; run++) runs.push(await qualifyRun(executor, input, log, state, run, checkout));
     }
     const known = [...new Set(runs.flatMap((r) => Object.keys(r.outcomes)))].sort();
     for (const run of runs) {
       if (!run.crashed) continue;
       log.warn(
-        `${input.id}: ${run.state} run ${run.run + 1} ${run.crashed.reason}; running its test files one at a time, then the known tests of a file that still crashes, in halves`,
+        `${input.id}: ${labelOf(run)} run ${run.run + 1} ${run.crashed.reason}; running its test files one at a time, then the known tests of a file that still crashes, in halves`,
       );
       const parts = await rerunInParts(input.testArgs, known, {
         runner: input.env.recipe.test_runner,
         python: input.env.recipe.python,
         run: async (tests) =>
-          (await runTests(executor, input, log, `${run.state} run ${run.run + 1} (${tests.join(" ")})`, checkouts.get(run.state)!, tests)).result,
+          (await runTests(executor, input, log, `${labelOf(run)} run ${run.run + 1} (${tests.join(" ")})`, checkouts.get(labelOf(run))!, tests)).result,
       });
       if (!Object.keys(parts.outcomes).length && !known.length) throw new RecordError("run_failed", run.crashed.message, { field: "environment" });
       run.outcomes = parts.outcomes;
@@ -160,10 +200,19 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
   }
   const outcomesOf = (state: "before" | "after"): RunOutcomes[] => runs.filter((r) => r.state === state).map((r) => r.outcomes);
   const sets = classifyTests(outcomesOf("before"), outcomesOf("after"));
+  let decision: ReturnType<typeof keepDecision> = keepDecision(sets);
+  let stageTests: { stage: number; tests: string[] }[] | undefined;
+  if (decision.kept && input.extension) {
+    const whole = input.extension.stages.length;
+    const through = runs.flatMap((r) => (r.state === "before" ? [] : [{ through: r.through ?? whole, run: r.run, outcomes: r.outcomes }]));
+    const checked = extensionDecision(input.extension.stages, sets, through);
+    if (checked.kept) stageTests = checked.stageTests;
+    else decision = checked;
+  }
   // Failing in every run of both states, each time for want of the network: SWE-bench ran its
   // tests online, we run them offline by design; named so that the difference is explained.
   const needsNetwork = sets.failToFail.filter((test) => runs.every((r) => r.networkFailures.includes(test)));
-  return { runs, sets, needsNetwork, checkoutPins, decision: keepDecision(sets) };
+  return { runs, sets, needsNetwork, checkoutPins, decision, ...(stageTests ? { stageTests } : {}) };
 }
 
 /** One run of one state in its checkout: the outcomes read from its JUnit report, or a RecordError saying why it has none. */
@@ -171,21 +220,23 @@ async function qualifyRun(
   executor: Executor,
   input: QualifyTaskInput,
   log: Logger,
-  state: "before" | "after",
+  { state, through, label }: CheckoutState,
   run: number,
   checkout: { dir: string; origin?: CheckoutOrigin },
 ): Promise<StateRun> {
-  const { result, retries } = await runTests(executor, input, log, `${state} run ${run + 1}`, checkout, input.testArgs);
+  const at = through === undefined ? {} : { through };
+  const { result, retries } = await runTests(executor, input, log, `${label} run ${run + 1}`, checkout, input.testArgs);
   const failure = runFailure(input.env.recipe.test_runner, result);
   if (failure) {
-    const where = input.saveLog ? await input.saveLog(`${input.id}.${state}-${run + 1}`, result.outputTail) : undefined;
+    const where = input.saveLog ? await input.saveLog(`${input.id}.${state}${through ?? ""}-${run + 1}`, result.outputTail) : undefined;
     const tail = result.outputTail.trim().split("\n").slice(-5).join(" | ");
-    const message = `${input.id}: ${state} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`;
+    const message = `${input.id}: ${label} run ${run + 1} ${failure} (exit ${result.exitCode}), so it has no test outcomes to read${where ? `; its log: ${where}` : ""}: ${tail}`;
     // A crash of the runner over named test files is re-run in parts once every run is in; the whole suite cannot be split.
     const crash = runnerCrash(input.env.recipe.test_runner, result);
     if (crash && input.testArgs.length)
       return {
         state,
+        ...at,
         run,
         outcomes: {},
         networkFailures: [],
@@ -201,6 +252,7 @@ async function qualifyRun(
   const report = parsed.results;
   return {
     state,
+    ...at,
     run,
     outcomes: Object.fromEntries(report.map((r) => [r.nodeId, r.status])),
     networkFailures: report.filter((r) => r.status !== "passed" && r.failureText && NETWORK_FAILURE.test(r.failureText)).map((r) => r.nodeId),
@@ -263,7 +315,7 @@ export function qualificationRecord(
   executorKind: "docker" | "local",
   result: Awaited<ReturnType<typeof qualifyTask>>,
 ): QualificationRecord {
-  const { runs, sets, decision, needsNetwork, checkoutPins } = result;
+  const { runs, sets, decision, needsNetwork, checkoutPins, stageTests } = result;
   const raised = raisedFloors(input.env);
   return QualificationRecord.parse({
     task_id: input.id,
@@ -292,6 +344,7 @@ export function qualificationRecord(
     fail_to_fail: sets.failToFail,
     unstable: sets.unstable,
     needs_network: needsNetwork,
+    ...(stageTests ? { stage_tests: stageTests } : {}),
     kept: decision.kept,
     ...(decision.kept ? {} : { reject_reason: decision.reason, reject_detail: decision.detail }),
   });

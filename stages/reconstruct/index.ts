@@ -11,6 +11,7 @@ import { describeInvalid } from "../../pipeline/decode.ts";
 import { addedLines } from "./clean.ts";
 import { applyCuration, CurationError, parseCuration } from "./curation.ts";
 import { reconstructRequests } from "./reconstruct.ts";
+import { withAuthoredStages } from "./authored.ts";
 
 export const ReconstructConfig = z.strictObject({
   /** Reviewed curation files, one per task: `<task id>.yaml`. */
@@ -68,6 +69,7 @@ export const reconstructStage = defineStage({
           }
         }
         if (!requests.length) throw new RecordError("too_few_stages", `${q.task_id}: no request could be reconstructed`);
+        if (split.extensions?.length) requests = withAuthoredStages(q.task_id, requests, split.extensions, q.stage_tests ?? []);
         const comments = result.comments.map((c) => CommentClassRecord.parse(c));
         // The recipe on the Python the task was qualified on (a fallback where the executor had no other).
         const environment = recipeFor(loaded.profile, { id: q.task_id, ...(candidate.version !== undefined ? { version: candidate.version } : {}) }, q.python);

@@ -1,10 +1,15 @@
+import { basename } from "node:path";
 import { z } from "zod";
 import { cloneSourceOf, profileFileName } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { DiffParseError } from "../../pipeline/changes/diff.ts";
+import type { composePatches } from "../../pipeline/git.ts";
 import { splitFields, splitReferenceChange } from "./split.ts";
+import { checkExtension, ExtensionError, parseExtension, referencePatches } from "./extensions.ts";
+import { readTestPatch } from "../../pipeline/changes/added-tests.ts";
+import { describeInvalid } from "../../pipeline/decode.ts";
 
 export { classifyPath } from "../../pipeline/changes/classify.ts";
 export { parseGitDiff } from "../../pipeline/changes/diff.ts";
@@ -13,6 +18,8 @@ export { parentDir, splitFields, splitReferenceChange } from "./split.ts";
 export const SplitConfig = z.strictObject({
   /** Check with `git apply --check` that both patches apply to the base revision (needs the profile's clone_url). */
   check_apply: z.boolean().default(true),
+  /** Reviewed extension files, one per task: `<task id>.yaml` (benchmark-authored stages, SPEC §2.4). Relative to the config file. */
+  extensions_dir: z.string().default("data/extensions"),
 });
 export type SplitConfig = z.infer<typeof SplitConfig>;
 
@@ -26,11 +33,14 @@ export const splitStage = defineStage({
   settings: ["profiles"],
   inputs: { candidates: input("mine", "candidates", Candidate) },
   outputs: [{ name: "splits", schema: SplitChange, key: (s: SplitChange) => s.task_id }],
+  // No extensions directory means no task is extended.
+  externalFiles: (config) => [{ path: config.extensions_dir, optional: true }],
   async run(ctx, { candidates }) {
     const { profiles, errors } = ctx.profiles;
+    const extensions = new Map(ctx.files.filter((f) => f.path.endsWith(".yaml")).map((f) => [basename(f.path, ".yaml"), f]));
     const splits = await ctx.mapRecords(candidates, {
       id: (c) => c.id,
-      dependsOn: (c) => profiles.get(c.repo)?.sha256 ?? errors.get(c.repo) ?? null,
+      dependsOn: (c) => ({ profile: profiles.get(c.repo)?.sha256 ?? errors.get(c.repo) ?? null, extension: extensions.get(c.id)?.text ?? null }),
       concurrency: 2,
       work: async (candidate) => {
         const loaded = profiles.get(candidate.repo);
@@ -77,15 +87,64 @@ export const splitStage = defineStage({
               });
           }
         }
-        return SplitChange.parse({
-          task_id: candidate.id,
-          repo: candidate.repo,
-          base_commit: candidate.base_commit,
-          ...splitFields(result),
-          classification: { profile: loaded.file, profile_sha256: loaded.sha256 },
-        });
+        const classification = { profile: loaded.file, profile_sha256: loaded.sha256 };
+        const extension = extensions.get(candidate.id);
+        if (!extension)
+          return SplitChange.parse({ task_id: candidate.id, repo: candidate.repo, base_commit: candidate.base_commit, ...splitFields(result), classification });
+        const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
+        return extendedSplit(
+          candidate,
+          result,
+          { file: extension, rules: loaded.profile.classification, mirror, compose: ctx.mirrors.compose.bind(ctx.mirrors) },
+          classification,
+        );
       },
     });
     return { splits };
   },
 });
+
+/**
+ * A task with benchmark-authored extensions: its reference becomes the upstream change and every
+ * stage's implementation and tests, composed over the base (so each stage is proved to apply over
+ * what comes before it), split again; the stages and the upstream implementation are kept for
+ * qualify's stage-by-stage runs and reconstruct's requests.
+ */
+async function extendedSplit(
+  candidate: Candidate,
+  upstream: ReturnType<typeof splitReferenceChange>,
+  extension: {
+    file: { path: string; text: string; invalid?: unknown[] };
+    rules: Parameters<typeof splitReferenceChange>[1];
+    mirror: string;
+    compose: (mirror: string, commit: string, patches: { name: string; text: string }[]) => ReturnType<typeof composePatches>;
+  },
+  classification: SplitChange["classification"],
+): Promise<SplitChange> {
+  const { path, text } = extension.file;
+  let stages;
+  try {
+    if (extension.file.invalid?.length) throw new ExtensionError(`${path}: not valid UTF-8 at ${describeInvalid(extension.file.invalid as never)}`, "(file)");
+    stages = checkExtension(path, candidate.id, parseExtension(path, text), extension.rules, readTestPatch(upstream.testPatch).added);
+  } catch (error) {
+    if (error instanceof ExtensionError) throw new RecordError("invalid_extension", `${candidate.id}: ${error.message}`, { file: path, field: error.field });
+    throw error;
+  }
+  const composed = await extension.compose(extension.mirror, candidate.base_commit, referencePatches(candidate.reference_diff, stages));
+  if (!composed.ok)
+    throw new RecordError(
+      "patch_does_not_apply",
+      `${candidate.id}: ${path}: field ${composed.name}: does not apply over the reference change and the stages before it: ${composed.error}`,
+      { file: path, field: composed.name },
+    );
+  const whole = splitReferenceChange(composed.diff, extension.rules);
+  return SplitChange.parse({
+    task_id: candidate.id,
+    repo: candidate.repo,
+    base_commit: candidate.base_commit,
+    ...splitFields(whole),
+    classification,
+    upstream_implementation_patch: upstream.implementationPatch,
+    extensions: stages,
+  });
+}

@@ -65,3 +65,18 @@ describe("a clone source that hangs", () => {
     300_000,
   );
 });
+
+describe("local copies of repositories (--mirrors, SWITCH_SWE_MIRRORS)", () => {
+  it("clones from a copy at hand instead of the source, which is never asked", async () => {
+    const { gitDir, head } = await repoWithChange({ "a.py": "x\n" }, { "a.py": "y\n" });
+    const copies = tempDir();
+    await git(["clone", "--quiet", "--bare", gitDir, join(copies, "acme__calc.git")]);
+    const cache = new MirrorCache(tempDir());
+    cache.localCopies = copies;
+    // No server listens on port 9 of loopback: a clone from this source would fail at once.
+    const mirror = await cache.ensure("acme/calc", "http://127.0.0.1:9/acme/calc.git", head);
+    expect((await git([`--git-dir=${mirror}`, "rev-parse", "HEAD"])).trim()).toBe(head);
+    // A repository with no copy there still goes to its own source.
+    await expect(cache.ensure("acme/other", "http://127.0.0.1:9/acme/other.git", head)).rejects.toThrow(/127\.0\.0\.1:9/);
+  });
+});

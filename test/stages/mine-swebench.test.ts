@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { decodeStrict } from "../../pipeline/decode.ts";
 import { importSwebench } from "../../stages/mine/swebench.ts";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { PipelineSettings } from "../../pipeline/engine/settings.ts";
+import { join } from "node:path";
+import { runProjectOnce, type ProjectRun } from "../../pipeline/project/project.ts";
+import { silentLogger } from "../../pipeline/logger.ts";
+import { BUILT_STAGES } from "../../stages/index.ts";
+import { tempDir } from "../helpers/tmp.ts";
 
 const base = "b40a0f4e33823e6d0f341f7e8684e359a99060d1";
 const record = (over: Record<string, unknown> = {}) => ({
@@ -196,5 +203,47 @@ describe("SWE-bench-family import", () => {
     const result = importSwebench("two.json", decodeStrict(twoBad).text, decodeStrict(twoBad).invalid, twoBad);
     expect(result.candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-3"]);
     expect(result.rejects.map((r) => r.reason)).toEqual(["malformed_record", "malformed_record"]);
+  });
+});
+
+describe("a benchmark built from part of a published split", () => {
+  it("takes only the repositories and instances a source names, and rejects an instance the file lacks", async () => {
+    const dir = tempDir();
+    const lines = [
+      record(),
+      record({ instance_id: "pvlib__pvlib-python-2" }),
+      record({ instance_id: "sympy__sympy-3", repo: "sympy/sympy" }),
+      record({ instance_id: "sympy__sympy-4", repo: "sympy/sympy" }),
+    ];
+    mkdirSync(join(dir, "repos"));
+    writeFileSync(join(dir, "split.jsonl"), lines.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const run: ProjectRun = {
+      name: "part",
+      seed: "1",
+      workDir: join(dir, "work"),
+      baseDir: dir,
+      settings: PipelineSettings.parse({ profiles_dir: "repos" }),
+      stageConfigs: {
+        mine: {
+          swebench: [
+            { file: "split.jsonl", repos: ["sympy/sympy"] },
+            { file: "split.jsonl", instances: ["pvlib__pvlib-python-2", "pvlib__pvlib-python-9"] },
+          ],
+        },
+      },
+      stages: BUILT_STAGES,
+      log: silentLogger,
+    };
+    const summary = await runProjectOnce(run, { only: "mine" });
+    expect(summary.stages.map((s) => s.error ?? s.status)).toEqual(["ran"]);
+    const read = (name: string) =>
+      readFileSync(join(dir, "work", "artifacts", "mine", name), "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { id?: string; record_id?: string; reason?: string; message?: string });
+    expect(read("candidates.jsonl").map((c) => c.id)).toEqual(["pvlib__pvlib-python-2", "sympy__sympy-3", "sympy__sympy-4"]);
+    expect(read("rejects.jsonl")).toMatchObject([
+      { record_id: "pvlib__pvlib-python-9", reason: "not_found", message: "split.jsonl: no record pvlib__pvlib-python-9 (named in stages.mine.swebench)" },
+    ]);
   });
 });
