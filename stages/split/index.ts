@@ -16,7 +16,7 @@ export { parseGitDiff } from "../../pipeline/changes/diff.ts";
 export { parentDir, splitFields, splitReferenceChange } from "./split.ts";
 
 export const SplitConfig = z.strictObject({
-  /** Check with `git apply --check` that both patches apply to the base revision (needs the profile's clone_url). */
+  /** Check with `git apply --check` that both patches apply to the base revision (in a mirror of the repository: its clone_url, GitHub's without one, or a local copy). */
   check_apply: z.boolean().default(true),
   /** Reviewed extension files, one per task: `<task id>.yaml` (benchmark-authored stages, SPEC §2.4). Relative to the config file. */
   extensions_dir: z.string().default("data/extensions"),
@@ -69,12 +69,6 @@ export const splitStage = defineStage({
             field: "reference_diff",
           });
         if (ctx.config.check_apply) {
-          if (!loaded.profile.clone_url)
-            throw new RecordError(
-              "invalid_field",
-              `${candidate.id}: ${loaded.file}: field clone_url is needed to check that the patches apply (or set stages.split.check_apply: false)`,
-              { field: "clone_url" },
-            );
           const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
           for (const [name, patch] of [
             ["implementation", result.implementationPatch],
