@@ -14,7 +14,7 @@ import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input } from "../../pipeline/engine/stage.ts";
 import { ValidationReport } from "../../pipeline/schemas/validation.ts";
-import { benchmarkProfile, switchedFigures } from "./profile.ts";
+import { benchmarkProfile, profileBesideStudy, switchedFigures } from "./profile.ts";
 
 export { benchmarkProfile } from "./profile.ts";
 
@@ -223,7 +223,8 @@ export const emitStage = defineStage({
       await ctx.publishDirectory(out, files);
       await ctx.publishDirectory(ctx.config.heldout_dir, heldoutFiles);
     }
-    ctx.log.info(`emitted ${specs.length} sessions over ${manifest.length} tasks to ${out}; profile ${JSON.stringify(profile)}`);
+    ctx.log.info(`emitted ${specs.length} sessions (${profile.sessions.near} near, ${profile.sessions.far} far) over ${manifest.length} tasks to ${out}`);
+    for (const line of profileBesideStudy(profile)) ctx.log.info(line);
     return { manifest };
   },
 });

@@ -34,3 +34,30 @@ export function benchmarkProfile(specs: SessionSpec[]) {
     sessions: { near: specs.filter((s) => s.locality === "near").length, far: specs.filter((s) => s.locality === "far").length },
   };
 }
+
+/** The study's own profile (its Table 6): 200 focus tasks, 19 repositories, 4 interruptions, and the switched sessions' medians. */
+export const STUDY_PROFILE = {
+  focus_tasks: 200,
+  repositories: 19,
+  interruptions_per_session: 4,
+  median_requests: 22,
+  median_workspace_switches: 15,
+  median_focus_returns: 3,
+};
+
+/** The profile beside the study's Table 6, as lines a maintainer reads after a run. */
+export function profileBesideStudy(profile: ReturnType<typeof benchmarkProfile>): string[] {
+  const rows: [string, keyof typeof STUDY_PROFILE][] = [
+    ["focus tasks", "focus_tasks"],
+    ["repositories", "repositories"],
+    ["interruption tasks per session", "interruptions_per_session"],
+    ["requests (median, switched)", "median_requests"],
+    ["workspace switches (median, switched)", "median_workspace_switches"],
+    ["focus returns (median, switched)", "median_focus_returns"],
+  ];
+  const width = Math.max(...rows.map(([label]) => label.length));
+  return [
+    `${"benchmark profile".padEnd(width)}  this  the study (Table 6)`,
+    ...rows.map(([label, key]) => `${label.padEnd(width)}  ${String(profile[key]).padStart(4)}  ${String(STUDY_PROFILE[key]).padStart(4)}`),
+  ];
+}
