@@ -7,7 +7,7 @@ import { type LocatedTest, locateTest } from "./locate.ts";
 import { openSentences } from "./open-choice.ts";
 import { PatchOnlyTree, type SourceTree } from "./source-tree.ts";
 import { wordIn } from "./python-text.ts";
-import { parseTestId } from "./test-ids.ts";
+import { parseTestId } from "../../pipeline/test-results/test-ids.ts";
 
 const REQUIREMENT = /\b(should|must|please|add|raise|return|accept|rename|remove|support|needs? to|make|declare|handle|reject|keep|say|explain|document)\b/i;
 

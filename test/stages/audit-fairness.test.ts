@@ -9,7 +9,7 @@ import { openSentences } from "../../stages/audit/open-choice.ts";
 import { PatchOnlyTree, RepositoryTree } from "../../stages/audit/source-tree.ts";
 import { auditSwebench } from "../../stages/audit/swebench.ts";
 import { importSwebench } from "../../stages/mine/swebench.ts";
-import { parseTestId } from "../../stages/audit/test-ids.ts";
+import { parseTestId } from "../../pipeline/test-results/test-ids.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
