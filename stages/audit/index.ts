@@ -9,11 +9,11 @@ import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
-import { alignTask } from "./align.ts";
+import { alignTask } from "./runner.ts";
 import { alignmentCsv, type AuditedTask, htmlReport } from "./report.ts";
-import { PatchOnlyTree, type SourceTree, sourcesAt } from "./source-tree.ts";
+import { PatchOnlyTree, type SourceTree, sourcesAt } from "./readers/source-tree.ts";
 
-export { alignTask } from "./align.ts";
+export { alignTask } from "./runner.ts";
 
 /** Auditors' sign-off: `audits/decisions.yaml`. */
 export const Decisions = z.strictObject({

@@ -6,9 +6,9 @@ import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import { type Agreement, agreement, type Annotation, type KindAgreement, kindAgreement } from "./agreement.ts";
-import { alignTask } from "./align.ts";
+import { alignTask } from "./runner.ts";
 import type { AuditedTask } from "./report.ts";
-import { PatchOnlyTree, type SourceTree, sourcesAt } from "./source-tree.ts";
+import { PatchOnlyTree, type SourceTree, sourcesAt } from "./readers/source-tree.ts";
 
 export interface SwebenchAuditOptions {
   /** The SWE-bench-family file's records, as mine's import reads them (`importSwebench`). */

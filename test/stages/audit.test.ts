@@ -9,8 +9,8 @@ import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { STAGE_ORDER } from "../../pipeline/schemas/common.ts";
 import { AuditFlag, type AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
-import { alignTask } from "../../stages/audit/align.ts";
-import { changedEvidence, evidenceOf, testSource } from "../../stages/audit/evidence.ts";
+import { alignTask } from "../../stages/audit/runner.ts";
+import { changedEvidence, evidenceOf, testSource } from "../../stages/audit/readers/evidence.ts";
 import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
