@@ -5,6 +5,7 @@ import { referenceFacts } from "./readers/reference.ts";
 import { openSentences } from "./readers/requests.ts";
 import { PatchOnlyTree, type SourceTree } from "./readers/source-tree.ts";
 import { type RuleInUse, rulesInUse } from "./rules/registry.ts";
+import { taskSignals } from "./risk/signals.ts";
 import type {
   AuditedTaskInput,
   Finding,
@@ -30,7 +31,14 @@ export interface AuditSubject {
   contracts?: Record<string, string>;
 }
 
-export type AuditFindings = Pick<AuditRecord, "links" | "flags" | "severity" | "source">;
+/**
+ * What the rules found; `severity` is the rules' own (the risk model, where one is used, replaces
+ * it: risk/model.ts's `assess`). `sources` is each fail-to-pass test's source as read, for a judge
+ * to read; it is no part of the audit record.
+ */
+export type AuditFindings = Pick<AuditRecord, "links" | "flags" | "severity" | "source" | "signals"> & {
+  sources: { id: string; file?: string; source?: string }[];
+};
 
 /** The task's severity from its rules alone: the highest of its flags', 3 when two kinds of substantial (2+) flag meet. */
 export function taskSeverity(flags: AuditFlagRecord[]): number {
@@ -152,5 +160,7 @@ export async function alignTask(subject: AuditSubject, rules: RuleInUse[] = rule
   for (const request of task.requests)
     for (const use of rules.filter(requestRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, request, verified })));
   const distinct = onceEach(flags);
-  return { links: tests.map((t) => t.link), flags: distinct, severity: taskSeverity(distinct), source: tree.kind };
+  const signals = await taskSignals(view, subject.referencePatch);
+  const sources = tests.map((t) => ({ id: t.id, ...(t.located ? { file: t.located.file, source: t.located.lines.map((l) => l.text).join("\n") } : {}) }));
+  return { links: tests.map((t) => t.link), flags: distinct, severity: taskSeverity(distinct), source: tree.kind, signals, sources };
 }

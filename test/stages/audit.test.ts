@@ -124,16 +124,15 @@ describe("the audit on the demo corpus", () => {
     ).toEqual(unjustified);
     // Otherwise the demo's tests check what its requests ask, in names and messages the requests
     // give: no flag fires but the linkage ones above (every other kind, including any added later).
-    const linkage = ["unjustified_test", "unrequested_test", "unverified_stage", "not_substantive", "needs_reference", "no_repository"];
+    const linkage = ["unjustified_test", "unrequested_test", "unverified_stage", "not_substantive", "no_repository"];
     const fairness = AuditFlag.options.filter((kind) => !linkage.includes(kind));
     expect(records().flatMap((r) => r.flags.filter((f) => fairness.includes(f.flag)).map((f) => `${r.task_id}: ${f.flag} ${f.detail}`))).toEqual([]);
-    expect(
-      Math.max(
-        ...records()
-          .filter((r) => !r.flags.some((f) => f.flag === "unjustified_test"))
-          .map((r) => r.severity),
-      ),
-    ).toBe(1);
+    // Every task has a risk and the severity of its band; none but the planted ones is rejected:
+    // without a substantial finding, a risk only puts a task first on the page.
+    const kept = records().filter((r) => !r.flags.some((f) => f.flag === "unjustified_test"));
+    expect(kept.every((r) => r.risk !== undefined && r.flags.every((f) => f.severity < 2))).toBe(true);
+    const rejects = readFileSync(join(demo.workDir, "artifacts", "audit", "rejects.jsonl"), "utf8");
+    expect(rejects).not.toContain('"reason":"unfair_verifier"');
   });
 
   it("applies auditors' decisions: approval with a contract keeps a task, exclusion removes one", async () => {
