@@ -128,7 +128,7 @@ export const swebenchAudit = {
     const out = resolve(opts.out);
     const files = new Map([
       ["alignment.csv", alignmentCsv(audit.records, audit.tasks)],
-      ["index.html", htmlReport(audit.records, audit.tasks, audit.measured, riskModel?.model)],
+      ["index.html", htmlReport(audit.records, audit.tasks, audit.measured, riskModel)],
       ["audit.json", auditJson(audit.records, audit.measured, audit.judgeCost)],
       ...(audit.measured ? [["agreement.md", agreementMarkdown(audit.measured)] as [string, string]] : []),
     ]);

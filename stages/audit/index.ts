@@ -142,7 +142,7 @@ export const auditStage = defineStage({
       ctx.config.report_dir,
       new Map([
         ["alignment.csv", alignmentCsv(records, byId)],
-        ["index.html", htmlReport(records, byId, undefined, riskModel?.model)],
+        ["index.html", htmlReport(records, byId, undefined, riskModel)],
       ]),
     );
     return { records, tasks: passed };

@@ -1,8 +1,8 @@
-import type { AuditRecord, FittedRisk } from "../../pipeline/schemas/audit.ts";
+import type { AuditRecord, RiskModel } from "../../pipeline/schemas/audit.ts";
 import type { Measured } from "./measure.ts";
 import type { AuditedTask } from "./report.ts";
 import { measuredTables } from "./report.ts";
-import { shares } from "./risk/model.ts";
+import { modelFor, shares } from "./risk/model.ts";
 import { RULES } from "./rules/registry.ts";
 
 /**
@@ -77,9 +77,9 @@ function linkRow(record: AuditRecord, l: AuditRecord["links"][number]): string {
 }
 
 /** What each signal adds to the task's risk (log-odds against the records the model was fitted on), largest first. */
-function shareLine(record: AuditRecord, model?: FittedRisk): string {
-  if (!model || record.risk === undefined) return "";
-  const parts = shares(model, record)
+function shareLine(record: AuditRecord, file?: RiskModel): string {
+  if (!file || record.risk === undefined) return "";
+  const parts = shares(modelFor(file, record), record)
     .filter((s) => Math.abs(s.share) >= 0.005)
     .sort((a, b) => Math.abs(b.share) - Math.abs(a.share))
     .map(
@@ -98,7 +98,7 @@ function flagList(record: AuditRecord): string {
   return `<ul class="flags">${record.flags.map(item).join("")}</ul>`;
 }
 
-function card(record: AuditRecord, task: AuditedTask, model?: FittedRisk): string {
+function card(record: AuditRecord, task: AuditedTask, model?: RiskModel): string {
   const flags = [...new Set(record.flags.map((f) => f.flag))];
   const decision = record.decision
     ? `<span class="decision">${esc(record.decision.verdict)} by ${esc(record.decision.auditor)}: ${esc(record.decision.reason)}</span>`
@@ -138,7 +138,7 @@ const byRisk = (records: AuditRecord[]) =>
   [...records].sort((a, b) => (b.risk ?? 0) - (a.risk ?? 0) || (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0));
 
 /** A static page an auditor can read and filter: tasks riskiest first, with their stages, provenance, F2P tests, evidence and flags. */
-export function htmlReport(records: AuditRecord[], tasks: Map<string, AuditedTask>, measured?: Measured, model?: FittedRisk): string {
+export function htmlReport(records: AuditRecord[], tasks: Map<string, AuditedTask>, measured?: Measured, model?: RiskModel): string {
   const flagNames = [...new Set(records.flatMap((r) => r.flags.map((f) => f.flag)))].sort();
   const repos = [...new Set(records.map((r) => tasks.get(r.task_id)?.repo ?? ""))].sort();
   const counts = flagNames.map((f) => `${records.filter((r) => r.flags.some((x) => x.flag === f)).length} ${f.replaceAll("_", " ")}`);

@@ -7,6 +7,7 @@ import { fitLogistic, predict } from "../../stages/audit/risk/logistic.ts";
 import { type Blind, featureValue, fitRisk, loadRiskModel, riskOf, severityOfRisk } from "../../stages/audit/risk/model.ts";
 import { auc } from "../../stages/audit/risk/statistics.ts";
 import { folds, kFold } from "../../stages/audit/risk/validation.ts";
+import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { SHARED_DATA } from "../helpers/shared-data.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
@@ -179,6 +180,57 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
     expect(run.code, run.stderr).toBe(0);
     const json = JSON.parse(readFileSync(join(out, "audit.json"), "utf8")) as { records: { risk?: number }[] };
     expect(json.records.every((r) => r.risk === undefined)).toBe(true);
+  });
+
+  it("with a judge, fits a second model that reads its score, and an audit the judge judged is scored by it", async () => {
+    const endpoint = await ModelEndpoint.start({ script: "judge", knowledge: { schedules: [], stages: () => 1, plan: () => ({}) as never, continuation: "" } });
+    try {
+      const adapter = join(work, "judge.yaml");
+      writeFileSync(
+        adapter,
+        `protocol: anthropic\nmodel: scripted\nkey_env: SWITCH_SWE_TEST_JUDGE_KEY\nbase_url: ${endpoint.url}\nprice_per_million: {input: 1, output: 1}\n`,
+      );
+      process.env.SWITCH_SWE_TEST_JUDGE_KEY = "k";
+      const judged = join(work, "judged-model.json");
+      const records = join(work, "records.jsonl");
+      const annotations = join(SHARED_DATA, "swebench-lite-test-half.annotations.csv");
+      const fitted = await runCli([
+        "audit",
+        "fit-risk",
+        "--swebench",
+        records,
+        "--annotations",
+        annotations,
+        "--judge",
+        adapter,
+        "--work-dir",
+        join(work, "w"),
+        "--out",
+        judged,
+      ]);
+      expect(fitted.code, fitted.stderr).toBe(0);
+      const model = RiskModel.parse(JSON.parse(readFileSync(judged, "utf8")));
+      expect(model.with_judge!.features).toEqual([...model.model.features, "judge"]);
+      expect(model.with_judge!.judge).toEqual({ model: "scripted", prompt_version: "judge-1" });
+      expect(endpoint.calls).toHaveLength(24 * 3);
+      // The audit asks nothing again (the verdicts are cached) and scores each record with the judge's model.
+      const out = join(work, "judged");
+      const run = await runCli(["audit", "--swebench", records, "--judge", adapter, "--risk-model", judged, "--out", out, "--work-dir", join(work, "w")]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(endpoint.calls).toHaveLength(24 * 3);
+      const read = (dir: string) =>
+        (JSON.parse(readFileSync(join(dir, "audit.json"), "utf8")) as { records: { risk: number; severity: number; judge?: unknown }[] }).records;
+      const withJudge = read(out);
+      expect(withJudge.every((r) => r.judge !== undefined)).toBe(true);
+      for (const r of withJudge) expect(r.severity).toBe(model.with_judge!.thresholds.filter((t) => r.risk >= t).length);
+      // Without the judge, the same file's first model scores them: other risks.
+      const plain = join(work, "unjudged");
+      expect((await runCli(["audit", "--swebench", records, "--risk-model", judged, "--out", plain, "--work-dir", join(work, "w")])).code).toBe(0);
+      expect(read(plain).map((r) => r.risk)).not.toEqual(withJudge.map((r) => r.risk));
+    } finally {
+      delete process.env.SWITCH_SWE_TEST_JUDGE_KEY;
+      await endpoint.close();
+    }
   });
 
   it("refuses a model file that is not one, naming the file and the field", async () => {

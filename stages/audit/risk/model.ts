@@ -139,14 +139,19 @@ export function fitRisk(features: RiskFeature[], records: { input: RiskInput; sc
 
 const rounded = (x: number) => Math.round(x * 10000) / 10000;
 
+/** The model that scores a record: the one that reads the judge's score where the judge judged it and the file has one. */
+export function modelFor(file: RiskModel, record: RiskInput): FittedRisk {
+  return record.judge !== undefined && file.with_judge !== undefined ? file.with_judge : file.model;
+}
+
 /**
  * A record's risk (four decimals) and the severity band it falls in, under the model with the
  * judge's score where the judge judged the record and the file has such a model, else the model
  * without it.
  */
 export function assess(file: RiskModel, record: RiskInput): { risk: number; severity: number; judged: boolean } {
-  const judged = record.judge !== undefined && file.with_judge !== undefined;
-  const model = judged ? file.with_judge! : file.model;
+  const model = modelFor(file, record);
+  const judged = model !== file.model;
   const risk = rounded(riskOf(model, record));
   return { risk, severity: severityOfRisk(model, risk), judged };
 }
