@@ -131,8 +131,14 @@ describe("the audit on the demo corpus", () => {
     // without a substantial finding, a risk only puts a task first on the page.
     const kept = records().filter((r) => !r.flags.some((f) => f.flag === "unjustified_test"));
     expect(kept.every((r) => r.risk !== undefined && r.flags.every((f) => f.severity < 2))).toBe(true);
-    const rejects = readFileSync(join(demo.workDir, "artifacts", "audit", "rejects.jsonl"), "utf8");
-    expect(rejects).not.toContain('"reason":"unfair_verifier"');
+    // The audit rejects exactly the tasks of the planted tests, each for its unjustified test.
+    const rejected = readFileSync(join(demo.workDir, "artifacts", "audit", "rejects.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { record_id: string; reason: string });
+    const planted = intents.filter((i) => i.unjustified.length).map((i) => `${i.repo.replace("/", "__")}-${i.number}`);
+    expect(rejected.map((r) => [r.record_id, r.reason]).sort()).toEqual(planted.sort().map((id) => [id, "unjustified_test"]));
+    expect(planted).toHaveLength(3);
   });
 
   it("applies auditors' decisions: approval with a contract keeps a task, exclusion removes one", async () => {
