@@ -16,6 +16,7 @@ import { registerRepoLint } from "./commands/repo-lint.ts";
 import { registerReport } from "./commands/report.ts";
 import { registerRequalify } from "./commands/requalify.ts";
 import { registerRun, registerStageCommands } from "./commands/run.ts";
+import { registerAudit } from "./commands/audit.ts";
 import { registerSchemas } from "./commands/schemas.ts";
 import { registerVerify } from "./commands/verify.ts";
 import { registerSession } from "./commands/session.ts";
@@ -36,6 +37,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
     .exitOverride();
   registerRun(program, io, exit);
   registerStageCommands(program, io, exit);
+  registerAudit(program, io, exit);
   registerVerify(program, io, exit);
   registerSession(program, io, exit);
   registerModelEndpoint(program, io, exit);

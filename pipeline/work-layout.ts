@@ -41,6 +41,7 @@ export function sessionRunLayout(runDir: string): { workspace: string; logs: str
  *   run-logs/                 a queue worker's logs of the jobs it ran
  *   records.jsonl, profiles/  fidelity's subset of a records file, and its profiles with local mirrors
  *   profile-under-check/      repo check's profile, alone
+ *   judge-cache/              a model judge's answers, by model, prompt version and inputs (audit --judge)
  */
 export class WorkLayout {
   readonly root: string;
@@ -145,6 +146,11 @@ export class WorkLayout {
   /** Fidelity's copy of the profiles, clone URLs pointed at local mirrors. */
   get fidelityProfiles(): string {
     return join(this.root, "profiles");
+  }
+
+  /** A model judge's answers to one prompt (audit --judge), by the hash of model, prompt version and inputs. */
+  judgeAnswers(key: string): string {
+    return join(this.root, "judge-cache", key.slice(0, 2), `${key}.json`);
   }
 
   /** The profile repo check checks, alone in a directory as the pipeline loads profiles. */

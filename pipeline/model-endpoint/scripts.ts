@@ -6,10 +6,11 @@
  */
 import type { ScheduledRequest } from "../schemas/session.ts";
 import { auxiliaryAnswer } from "./auxiliary.ts";
+import { JUDGE_SCRIPTS, judgeAnswer } from "./judge.ts";
 import { type ChangePlan, type FileOperation, type UnitWindow, unitsAfterStage } from "./plan.ts";
 import type { Answer, ModelCall, Turn } from "./wire.ts";
 
-export const MODEL_SCRIPTS = ["solve", "idle", "wrong-checkout", "undo", "hang", "overloaded", "model-error", "distracted"] as const;
+export const MODEL_SCRIPTS = ["solve", "idle", "wrong-checkout", "undo", "hang", "overloaded", "model-error", "distracted", ...JUDGE_SCRIPTS] as const;
 export type ModelScript = (typeof MODEL_SCRIPTS)[number];
 
 /** What the scripts know: every schedule of the benchmark, and each task's plan and number of stages. */
@@ -202,6 +203,8 @@ export function answerWith(script: ModelScript, call: ModelCall, knowledge: Endp
   const { requests, lastUserTurn } = recogniseRequests(call, knowledge);
   const request = requests.at(-1);
   if (script === "overloaded") return { error: "overloaded", ...(request ? { request } : {}) };
+  const judged = judgeAnswer(script, call);
+  if (judged !== undefined) return { answer: { kind: "text", text: judged } };
   // A context manager's own calls (routing, memory) are answered from their prompts by every script that answers.
   const auxiliary = auxiliaryAnswer(call);
   if (auxiliary !== undefined) return { answer: { kind: "text", text: auxiliary } };

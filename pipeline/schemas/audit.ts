@@ -2,8 +2,9 @@ import { z } from "zod";
 import { TaskId } from "./common.ts";
 
 /**
- * What the audit can say of a task. Linkage (SPEC §2.5): `unjustified_test` (no request mentions
- * what an F2P test checks), `unverified_stage`, `not_substantive`, `needs_reference`. Fairness, in
+ * What the audit can say of a task: one flag per rule of its registry (stages/audit/rules/registry.ts,
+ * `switch-swe audit rules`). Linkage (SPEC §2.5): `unjustified_test` (no request mentions
+ * what an F2P test checks), `unverified_stage`, `not_substantive`. Fairness, in
  * the terms of SWE-bench Verified's `false_negative` annotations: `new_name`, `exact_message`, `unrequested_exception`, `unrequested_warning`, `unrequested_test`,
  * `exact_format`, `unrequested_behaviour`, `unrequested_code`, `open_choice`, `changed_expectation`, `unchanged_test`, `unshown_case`,
  * `untested_alternative`. What the audit could not read: `no_repository` (per
@@ -13,7 +14,6 @@ export const AuditFlag = z.enum([
   "unjustified_test",
   "unverified_stage",
   "not_substantive",
-  "needs_reference",
   "new_name",
   "exact_message",
   "exact_format",
@@ -46,13 +46,55 @@ export const AuditFlagRecord = z.object({
 });
 export type AuditFlagRecord = z.infer<typeof AuditFlagRecord>;
 
+/**
+ * General signals of a task, measured alike on every record (stages/audit/risk/signals.ts): lines
+ * the reference fix adds, sentences of the requests that leave the outcome open, distinct calls
+ * in the tests' added lines, names and literals the tests take from the fix that no request says,
+ * and the share of the read fail-to-pass tests the test patch adds.
+ */
+export const AuditSignals = z.strictObject({
+  reference_lines: z.number().int().nonnegative(),
+  open_sentences: z.number().int().nonnegative(),
+  test_calls: z.number().int().nonnegative(),
+  leaked_names: z.number().int().nonnegative(),
+  tests_added: z.number().min(0).max(1),
+});
+export type AuditSignals = z.infer<typeof AuditSignals>;
+
+/** What a model judge said of a task (`audit --judge`): each pass's severity and rationale, and their consensus. */
+export const JudgeVerdict = z.strictObject({
+  model: z.string(),
+  prompt_version: z.string(),
+  /** The mode where two passes agree, else the median. */
+  severity: Severity,
+  passes: z.array(
+    z.strictObject({
+      severity: Severity,
+      /** Why, quoting the test line and the request sentence it weighs. */
+      rationale: z.string(),
+      test_line: z.string(),
+      request_sentence: z.string(),
+    }),
+  ),
+  /** The tokens its passes took when they were asked (a verdict read from the cache says what it cost then). */
+  usage: z.strictObject({ input_tokens: z.number().int().nonnegative(), output_tokens: z.number().int().nonnegative() }),
+});
+export type JudgeVerdict = z.infer<typeof JudgeVerdict>;
+
 /** Stage 5's output: requirement ↔ verifier alignment for one task. */
 export const AuditRecord = z.object({
   task_id: TaskId,
   /** Where test sources were read: the repository at the base with the test patch applied, or the test patch alone. */
   source: z.enum(["repository", "test_patch"]),
-  /** The task's severity on the 0–3 scale: the highest of its flags', 3 when two kinds of substantial flag meet. */
+  /**
+   * The task's severity on the 0–3 scale: the band its risk falls in (the risk model's thresholds),
+   * or, where no risk model is used, the highest of its flags', 3 when two kinds of substantial flag meet.
+   */
   severity: Severity,
+  /** The probability that annotators would score the task's tests unfair (`false_negative` ≥ 2), from the risk model; absent without one. */
+  risk: z.number().min(0).max(1).optional(),
+  signals: AuditSignals,
+  judge: JudgeVerdict.optional(),
   links: z.array(
     z.object({
       test: z.string(),
@@ -65,3 +107,62 @@ export const AuditRecord = z.object({
   decision: z.object({ verdict: z.enum(["approve", "exclude"]), auditor: z.string(), reason: z.string() }).optional(),
 });
 export type AuditRecord = z.infer<typeof AuditRecord>;
+
+/** What the risk model reads of a record: one number per feature (stages/audit/risk/features.ts). */
+export const RiskFeature = z.enum(["findings", "unlinked", "open_sentences", "reference_lines", "test_calls", "leaked_names", "tests_added", "judge"]);
+export type RiskFeature = z.infer<typeof RiskFeature>;
+
+/** One fitted logistic model: P(false_negative ≥ 2) = sigmoid(intercept + Σ weight · feature), and its severity bands. */
+export const FittedRisk = z.strictObject({
+  features: z.array(RiskFeature).min(1),
+  /** The L2 penalty it was fitted with (on standardised features). */
+  lambda: z.number().nonnegative(),
+  intercept: z.number(),
+  weights: z.partialRecord(RiskFeature, z.number()),
+  /** Each feature's mean over the records fitted: a signal's share is its weight times its distance from the mean. */
+  means: z.partialRecord(RiskFeature, z.number()),
+  /** The risks from which a task's severity is 1, 2 and 3, chosen for the best kappa on the records fitted. */
+  thresholds: z.tuple([z.number(), z.number(), z.number()]),
+});
+export type FittedRisk = z.infer<typeof FittedRisk>;
+
+/** data/audit/risk-model.json: the risk model's weights, with the records they came from (`switch-swe audit fit-risk`). */
+export const RiskModel = z.strictObject({
+  why: z.string(),
+  model: FittedRisk,
+  /** The model with the judge's score among its features, fitted where the judge had judged the annotated records. */
+  with_judge: FittedRisk.extend({ judge: z.strictObject({ model: z.string(), prompt_version: z.string() }) }).optional(),
+  fitted_on: z.strictObject({
+    records_file: z.string(),
+    annotations_file: z.string(),
+    /** The annotated records the weights were fitted on, and how many annotators scored 2 or more. */
+    records: z.array(z.string()),
+    scored_2_or_more: z.number().int().nonnegative(),
+  }),
+});
+export type RiskModel = z.infer<typeof RiskModel>;
+
+/** data/audit/rules.yaml: per rule, the records it was written from and the commits that wrote it. */
+export const RuleProvenance = z.strictObject({
+  rules: z.partialRecord(AuditFlag, z.strictObject({ written_from: z.array(z.string()), commits: z.array(z.string()) })),
+});
+export type RuleProvenance = z.infer<typeof RuleProvenance>;
+
+/** data/audit/judges/<name>.yaml: a model judge, reached through its provider's official SDK (`audit --judge`). */
+export const JudgeAdapter = z.strictObject({
+  /** Anthropic Messages, or an OpenAI-compatible Chat Completions API. */
+  protocol: z.enum(["anthropic", "openai"]),
+  model: z.string().min(1),
+  /** The environment variable holding the API key (never printed). */
+  key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "expected an environment variable's name"),
+  /** The API's base URL, or the environment variable that holds it; the provider's own by default. */
+  base_url: z.string().url().optional(),
+  base_url_env: z
+    .string()
+    .regex(/^[A-Z_][A-Z0-9_]*$/)
+    .optional(),
+  /** Dollars per million input and output tokens, for the report's cost. */
+  price_per_million: z.strictObject({ input: z.number().nonnegative(), output: z.number().nonnegative() }),
+  max_output_tokens: z.number().int().positive().default(1024),
+});
+export type JudgeAdapter = z.infer<typeof JudgeAdapter>;

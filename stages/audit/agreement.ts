@@ -1,4 +1,5 @@
 import { parse } from "csv-parse/sync";
+import { auc, cohen } from "./risk/statistics.ts";
 
 /**
  * Agreement between the audit's severity and human annotations of the SWE-bench Verified kind
@@ -24,6 +25,8 @@ export interface Agreement {
   recall: number | null;
   kappa: number | null;
   weighted_kappa: number | null;
+  /** The area under the ROC curve of the risk against scores of 2 or more (null without a risk, or without both kinds of record). */
+  auc: number | null;
   /** Of the records annotators scored 0 and 3: how many the audit flagged. */
   flagged_of_score0: string;
   flagged_of_score3: string;
@@ -57,36 +60,10 @@ export class AnnotationsError extends Error {
   override name = "AnnotationsError";
 }
 
-function cohen(pairs: [number, number][], categories: number[], weight: (a: number, b: number) => number): number | null {
-  const n = pairs.length;
-  if (!n) return null;
-  const k = categories.length;
-  const index = new Map(categories.map((c, i) => [c, i]));
-  const observed = Array.from({ length: k }, () => new Array<number>(k).fill(0));
-  const rows = new Array<number>(k).fill(0);
-  const cols = new Array<number>(k).fill(0);
-  for (const [a, b] of pairs) {
-    const i = index.get(a)!;
-    const j = index.get(b)!;
-    observed[i]![j]! += 1;
-    rows[i]! += 1;
-    cols[j]! += 1;
-  }
-  let disagreeObserved = 0;
-  let disagreeExpected = 0;
-  for (let i = 0; i < k; i++)
-    for (let j = 0; j < k; j++) {
-      const w = weight(categories[i]!, categories[j]!);
-      disagreeObserved += (w * observed[i]![j]!) / n;
-      disagreeExpected += (w * rows[i]! * cols[j]!) / (n * n);
-    }
-  return disagreeExpected === 0 ? null : 1 - disagreeObserved / disagreeExpected;
-}
-
 const ratio = (a: number, b: number) => (b ? a / b : null);
 
-/** The agreement of severities with annotations over the records both have. */
-export function agreement(scope: string, pairs: { severity: number; score: number }[]): Agreement {
+/** The agreement of severities (and risks, where there are) with annotations over the records both have. */
+export function agreement(scope: string, pairs: { severity: number; score: number; risk?: number }[]): Agreement {
   const flagged = (s: number) => s >= FLAGGED_AT;
   const both = pairs.filter((p) => flagged(p.severity) && flagged(p.score)).length;
   const auditOnly = pairs.filter((p) => flagged(p.severity) && !flagged(p.score)).length;
@@ -112,26 +89,49 @@ export function agreement(scope: string, pairs: { severity: number; score: numbe
       [0, 1, 2, 3],
       (a, b) => (a - b) ** 2,
     ),
+    auc:
+      pairs.length && pairs.every((p) => p.risk !== undefined)
+        ? auc(
+            pairs.map((p) => p.risk!),
+            pairs.map((p) => flagged(p.score)),
+          )
+        : null,
     flagged_of_score0: `${zeros.filter((p) => flagged(p.severity)).length} of ${zeros.length}`,
     flagged_of_score3: `${threes.filter((p) => flagged(p.severity)).length} of ${threes.length}`,
   };
 }
 
-/** How often a flag kind fires on records by the annotators' score: which kinds help and which do not. */
-export interface KindAgreement {
+/**
+ * How often a rule fires on records by the annotators' score, and how it does where nobody wrote
+ * it from the record: which rules carry signal, and which only learned their own records.
+ */
+export interface RuleAgreement {
   kind: string;
-  /** Records carrying the kind, among those annotators scored 0, 1, 2 and 3. */
+  /** Records carrying the rule's flag, among those annotators scored 0, 1, 2 and 3. */
   by_score: [number, number, number, number];
   /** Of the records carrying it, the share annotators scored 2 or more. */
   precision: number | null;
+  /** Annotated records the rule was written from (data/audit/rules.yaml). */
+  written_from: number;
+  /** Records carrying it that it was not written from, and the share of those scored 2 or more. */
+  elsewhere: number;
+  elsewhere_precision: number | null;
 }
 
-export function kindAgreement(records: { flags: string[]; score: number }[]): KindAgreement[] {
+export function ruleAgreement(records: { id: string; flags: string[]; score: number }[], writtenFrom: (flag: string, id: string) => boolean): RuleAgreement[] {
   const kinds = [...new Set(records.flatMap((r) => r.flags))].sort();
   return kinds.map((kind) => {
     const by: [number, number, number, number] = [0, 0, 0, 0];
-    for (const r of records) if (r.flags.includes(kind)) by[r.score as 0 | 1 | 2 | 3] += 1;
-    const total = by.reduce((a, b) => a + b, 0);
-    return { kind, by_score: by, precision: ratio(by[2] + by[3], total) };
+    const carrying = records.filter((r) => r.flags.includes(kind));
+    for (const r of carrying) by[r.score as 0 | 1 | 2 | 3] += 1;
+    const elsewhere = carrying.filter((r) => !writtenFrom(kind, r.id));
+    return {
+      kind,
+      by_score: by,
+      precision: ratio(by[2] + by[3], carrying.length),
+      written_from: records.filter((r) => writtenFrom(kind, r.id)).length,
+      elsewhere: elsewhere.length,
+      elsewhere_precision: ratio(elsewhere.filter((r) => r.score >= 2).length, elsewhere.length),
+    };
   });
 }

@@ -9,11 +9,14 @@ import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
-import { alignTask } from "./align.ts";
-import { alignmentCsv, type AuditedTask, htmlReport } from "./report.ts";
-import { PatchOnlyTree, type SourceTree, sourcesAt } from "./source-tree.ts";
+import { alignTask } from "./runner.ts";
+import { alignmentCsv, type AuditedTask } from "./report.ts";
+import { htmlReport } from "./page.ts";
+import { PatchOnlyTree, type SourceTree, sourcesAt } from "./readers/source-tree.ts";
+import { assess, loadRiskModel } from "./risk/model.ts";
+import { RuleSettings, rulesInUse } from "./rules/registry.ts";
 
-export { alignTask } from "./align.ts";
+export { alignTask } from "./runner.ts";
 
 /** Auditors' sign-off: `audits/decisions.yaml`. */
 export const Decisions = z.strictObject({
@@ -36,10 +39,21 @@ export const AuditConfig = z.strictObject({
   /** Where the report goes, a folder of its own, replaced whole on each run: `<report_dir>/alignment.csv` and `<report_dir>/index.html`. */
   report_dir: z.string().default("audits/report"),
   /**
-   * A task whose severity (0–3, the annotators' scale) reaches this is excluded unless an auditor
-   * approves it; 4 excludes none for severity. A test no request links to is excluded either way (SPEC §2.5).
+   * A task whose severity (0–3, the annotators' scale) reaches this, and on which some rule found
+   * something substantial (a finding of 2 or more, with the lines that show it), is excluded unless
+   * an auditor approves it; 4 excludes none for severity. A risk without such evidence only puts the
+   * task first on the page for an auditor to read. A test no request links to is excluded either
+   * way (SPEC §2.5).
    */
   exclude_at_severity: z.number().int().min(1).max(4).default(2),
+  /** Rules turned off, or whose findings weigh another severity: `{open_choice: {enabled: false}, new_name: {severity: 2}}`. */
+  rules: RuleSettings,
+  /**
+   * Where a task's severity comes from: the band its risk falls in (the risk model shipped in
+   * data/audit/risk-model.json), or its rules alone (the highest of its flags', 3 when two kinds of
+   * substantial flag meet).
+   */
+  severity_from: z.enum(["risk", "rules"]).default("risk"),
 });
 
 export const auditStage = defineStage({
@@ -75,21 +89,27 @@ export const auditStage = defineStage({
       if (!existsSync(join(mirror, "HEAD"))) return new PatchOnlyTree(task.verifier.test_patch, `no mirror of ${task.snapshot.repo} in the work directory`);
       return sourcesAt(mirror, task.snapshot.base_commit, task.verifier.test_patch);
     };
+    const rules = rulesInUse(ctx.config.rules);
+    const riskModel = ctx.config.severity_from === "risk" ? loadRiskModel() : undefined;
     const results = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
       cache: false,
       work: async (task): Promise<{ record: AuditRecord; task?: Task }> => {
         const decision = decisions.get(task.id);
-        const findings = await alignTask({ task, referencePatch: references.get(task.id), tree: await treeFor(task), contracts: decision?.contracts });
-        const { flags } = findings;
+        const findings = await alignTask({ task, referencePatch: references.get(task.id), tree: await treeFor(task), contracts: decision?.contracts }, rules);
+        // The gate's severity: the band of the task's risk (the hard rule, an unjustified test, excludes by itself below).
+        const assessed = riskModel ? assess(riskModel, { task_id: task.id, ...findings }) : undefined;
+        // Parsing leaves out what is no part of the record (the tests' sources the runner read).
         const record = AuditRecord.parse({
           task_id: task.id,
           ...findings,
+          ...(assessed ? { risk: assessed.risk, severity: assessed.severity } : {}),
           ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}),
         });
         // An excluded task keeps its audit record: the report shows why it left.
         if (decision?.verdict === "exclude")
           throw new RecordError("audit_excluded", `${task.id}: excluded by ${decision.auditor}: ${decision.reason}`, { file: file.path }, true, { record });
+        const { flags } = record;
         const unjustified = flags.filter((f) => f.flag === "unjustified_test");
         if (unjustified.length && decision?.verdict !== "approve") {
           throw new RecordError(
@@ -100,11 +120,12 @@ export const auditStage = defineStage({
             { record },
           );
         }
-        if (findings.severity >= ctx.config.exclude_at_severity && decision?.verdict !== "approve") {
-          const severe = flags.filter((f) => f.severity >= 2);
+        // The risk says how severe; a substantial finding is the evidence the gate acts on without an auditor.
+        const severe = flags.filter((f) => f.severity >= 2);
+        if (record.severity >= ctx.config.exclude_at_severity && severe.length && decision?.verdict !== "approve") {
           throw new RecordError(
             "unfair_verifier",
-            `${task.id}: severity ${findings.severity}: ${severe.map((f) => `${f.flag} (${f.subject}: ${f.detail})`).join("; ")}; approve in ${file.path} if a reasonable solution would pass, or curate the requests`,
+            `${task.id}: severity ${record.severity}${record.risk === undefined ? "" : ` (risk ${record.risk})`}: ${severe.map((f) => `${f.flag} (${f.subject}: ${f.detail})`).join("; ")}; approve in ${file.path} if a reasonable solution would pass, or curate the requests`,
             { field: "verifier.fail_to_pass" },
             true,
             { record },
@@ -121,7 +142,7 @@ export const auditStage = defineStage({
       ctx.config.report_dir,
       new Map([
         ["alignment.csv", alignmentCsv(records, byId)],
-        ["index.html", htmlReport(records, byId)],
+        ["index.html", htmlReport(records, byId, undefined, riskModel)],
       ]),
     );
     return { records, tasks: passed };

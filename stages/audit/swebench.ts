@@ -2,13 +2,20 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { MirrorCache } from "../../pipeline/git.ts";
 import { WorkLayout } from "../../pipeline/work-layout.ts";
-import { AuditRecord } from "../../pipeline/schemas/audit.ts";
+import { AuditRecord, type RiskModel } from "../../pipeline/schemas/audit.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { Logger } from "../../pipeline/logger.ts";
-import { type Agreement, agreement, type Annotation, type KindAgreement, kindAgreement } from "./agreement.ts";
-import { alignTask } from "./align.ts";
+import type { Annotation } from "./agreement.ts";
+import { type Measured, measure } from "./measure.ts";
+import { assess } from "./risk/model.ts";
+import { type CallJudge, judgeCaller, loadJudgeAdapter } from "./judge/client.ts";
+import { emptyUsage, type JudgeCost, judgeCost, JudgeFailed, judgeRecord, type JudgeUsage } from "./judge/judge.ts";
+import { JudgeAnswerError } from "./judge/prompt.ts";
+import { loadProvenance } from "./rules/provenance.ts";
+import { rulesInUse, type RuleSettings } from "./rules/registry.ts";
+import { alignTask } from "./runner.ts";
 import type { AuditedTask } from "./report.ts";
-import { PatchOnlyTree, type SourceTree, sourcesAt } from "./source-tree.ts";
+import { PatchOnlyTree, type SourceTree, sourcesAt } from "./readers/source-tree.ts";
 
 export interface SwebenchAuditOptions {
   /** The SWE-bench-family file's records, as mine's import reads them (`importSwebench`). */
@@ -22,16 +29,27 @@ export interface SwebenchAuditOptions {
   /** Audit only these instance ids. */
   only?: string[];
   annotations?: Map<string, Annotation>;
+  /** Rules turned off or weighed at another severity. */
+  rules?: RuleSettings;
+  /** The risk model severities derive from; none: each task's severity is its rules' own. */
+  riskModel?: RiskModel;
+  /** A model judge's adapter (a file, or a name under data/audit/judges/). */
+  judge?: string;
+  /** How the judge is called (the adapter's SDK unless a caller is given). */
+  callJudge?: CallJudge;
   log: Logger;
 }
 
 export interface SwebenchAudit {
   records: AuditRecord[];
   tasks: Map<string, AuditedTask>;
-  /** Per repository and overall ("all"), when annotations were given. */
-  agreement: Agreement[];
-  /** Per flag kind: the records carrying it by annotators' score. */
-  kinds: KindAgreement[];
+  /** Agreement with the annotations, when they were given: in the sample, cross-validated, and per rule. */
+  measured?: Measured;
+  /** What the judge's calls of this run took, and the records it failed on. */
+  judgeUsage?: JudgeUsage;
+  judgeFailures?: string[];
+  /** What the verdicts in the records cost when they were asked (the same whether this run asked or read them from the cache). */
+  judgeCost?: JudgeCost;
 }
 
 /** Where a repository's history comes from for the audit: a mirror in the folder, GitHub, or nowhere (and why). */
@@ -75,36 +93,20 @@ function taskOf(candidate: Candidate) {
   };
 }
 
-/** Agreement per repository and overall, and per flag kind, over the records the annotations score. */
-function agreementWith(records: AuditRecord[], tasks: Map<string, AuditedTask>, annotations: Map<string, Annotation>) {
-  const annotated = records.filter((r) => annotations.has(r.task_id));
-  const pairs = (rs: AuditRecord[]) => rs.map((r) => ({ severity: r.severity, score: annotations.get(r.task_id)!.false_negative }));
-  const repos = [...new Set(annotated.map((r) => tasks.get(r.task_id)!.repo))].sort();
-  const agreements: Agreement[] = repos.map((repo) => agreement(repo, pairs(annotated.filter((r) => tasks.get(r.task_id)!.repo === repo))));
-  agreements.push(agreement("all", pairs(annotated)));
-  const kinds = kindAgreement(annotated.map((r) => ({ flags: [...new Set(r.flags.map((f) => f.flag))], score: annotations.get(r.task_id)!.false_negative })));
-  return { agreements, kinds };
-}
-
-/**
- * Audits every record of a SWE-bench-family file as a task of one request (its problem
- * statement), with its FAIL_TO_PASS tests and its gold patch as the reference fix. Nothing is
- * built or run: test sources are read from a mirror of the repository at the base commit with the
- * test patch applied, where one can be had.
- */
-export async function auditSwebench(options: SwebenchAuditOptions): Promise<SwebenchAudit> {
-  const wanted = options.only?.length ? new Set(options.only) : undefined;
-  const chosen = options.candidates.filter((c) => !wanted || wanted.has(c.id));
+/** A tree of each record's sources: its repository's mirror at the base with the test patch applied, else the test patch. */
+function treesFor(options: SwebenchAuditOptions, chosen: Candidate[]): (candidate: Candidate, testPatch: string) => Promise<SourceTree> {
   const mirrors = new MirrorCache(new WorkLayout(options.workDir).mirrors);
   const mirrorsByRepo = new Map<string, Promise<{ mirror: string } | { unavailable: string }>>();
-  const mirrorFor = (repo: string, commits: string[]) => {
+  const byRepo = new Map<string, string[]>();
+  for (const c of chosen) byRepo.set(c.repo, [...(byRepo.get(c.repo) ?? []), c.base_commit]);
+  const mirrorFor = (repo: string) => {
     let found = mirrorsByRepo.get(repo);
     if (!found) {
       const where = sourceFor(repo, options);
       found =
         "unavailable" in where
           ? Promise.resolve(where)
-          : mirrors.ensureSome(repo, where.source, commits).then(
+          : mirrors.ensureSome(repo, where.source, byRepo.get(repo)!).then(
               ({ path }) => ({ mirror: path }),
               (error: unknown) => ({ unavailable: `could not clone ${where.source}: ${(error as Error).message.split("\n")[0]}` }),
             );
@@ -112,25 +114,65 @@ export async function auditSwebench(options: SwebenchAuditOptions): Promise<Sweb
     }
     return found;
   };
-  const byRepo = new Map<string, string[]>();
-  for (const c of chosen) byRepo.set(c.repo, [...(byRepo.get(c.repo) ?? []), c.base_commit]);
+  return async (candidate, testPatch) => {
+    const mirror = await mirrorFor(candidate.repo);
+    const tree = "unavailable" in mirror ? new PatchOnlyTree(testPatch, mirror.unavailable) : await sourcesAt(mirror.mirror, candidate.base_commit, testPatch);
+    if (tree.kind === "test_patch") options.log.warn(`${candidate.id}: test sources from the test patch only (${tree.unavailable})`);
+    return tree;
+  };
+}
 
+/** The judge of a run: its adapter, its caller and what it cost; undefined without --judge. */
+function judgeOf(options: SwebenchAuditOptions) {
+  if (!options.judge) return undefined;
+  const { adapter } = loadJudgeAdapter(options.judge);
+  return { adapter, call: options.callJudge ?? judgeCaller(adapter), usage: emptyUsage(adapter) };
+}
+
+/**
+ * Audits every record of a SWE-bench-family file as a task of one request (its problem
+ * statement), with its FAIL_TO_PASS tests and its gold patch as the reference fix. Nothing is
+ * built or run: test sources are read from a mirror of the repository at the base commit with the
+ * test patch applied, where one can be had. With a judge, each record is also judged by a model;
+ * a record the judge fails on is said so and audited without it.
+ */
+export async function auditSwebench(options: SwebenchAuditOptions): Promise<SwebenchAudit> {
+  const wanted = options.only?.length ? new Set(options.only) : undefined;
+  const chosen = options.candidates.filter((c) => !wanted || wanted.has(c.id));
+  const treeOf = treesFor(options, chosen);
+  const judge = judgeOf(options);
+  const rules = rulesInUse(options.rules);
   const records: AuditRecord[] = [];
   const tasks = new Map<string, AuditedTask>();
+  const judgeFailures: string[] = [];
   for (const candidate of chosen) {
     const task = taskOf(candidate);
-    const mirror = await mirrorFor(candidate.repo, byRepo.get(candidate.repo)!);
-    const tree: SourceTree =
-      "unavailable" in mirror
-        ? new PatchOnlyTree(task.verifier.test_patch, mirror.unavailable)
-        : await sourcesAt(mirror.mirror, candidate.base_commit, task.verifier.test_patch);
-    if (tree.kind === "test_patch") options.log.warn(`${candidate.id}: test sources from the test patch only (${tree.unavailable})`);
-    const findings = await alignTask({ task, referencePatch: candidate.upstream_split?.patch, tree });
-    records.push(AuditRecord.parse({ task_id: candidate.id, ...findings }));
+    const reference = candidate.upstream_split?.patch;
+    const { sources, ...findings } = await alignTask({ task, referencePatch: reference, tree: await treeOf(candidate, task.verifier.test_patch) }, rules);
+    let verdict;
+    if (judge) {
+      const inputs = { id: candidate.id, requests: task.requests.map((r) => r.text), tests: sources, referenceDiff: reference ?? "", findings: findings.flags };
+      verdict = await judgeRecord(judge.adapter, judge.call, options.workDir, inputs, judge.usage).catch((error: unknown) => {
+        if (!(error instanceof JudgeFailed || error instanceof JudgeAnswerError)) throw error;
+        judgeFailures.push(error.message);
+        options.log.error(error.message);
+        return undefined;
+      });
+    }
+    const record = { task_id: candidate.id, ...findings, ...(verdict ? { judge: verdict } : {}) };
+    const assessed = options.riskModel ? assess(options.riskModel, record) : undefined;
+    records.push(AuditRecord.parse({ ...record, ...(assessed ? { risk: assessed.risk, severity: assessed.severity } : {}) }));
     tasks.set(candidate.id, { repo: candidate.repo, base_commit: candidate.base_commit, requests: task.requests });
   }
   records.sort((a, b) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0));
-
-  const { agreements, kinds } = options.annotations ? agreementWith(records, tasks, options.annotations) : { agreements: [], kinds: [] };
-  return { records, tasks, agreement: agreements, kinds };
+  const judged = judge ? { judgeUsage: judge.usage, judgeFailures, judgeCost: judgeCost(judge.adapter, records) } : {};
+  if (!options.annotations) return { records, tasks, ...judged };
+  const measured = measure({
+    records,
+    repoOf: (id) => tasks.get(id)!.repo,
+    annotations: options.annotations,
+    ...(options.riskModel ? { model: options.riskModel } : {}),
+    provenance: loadProvenance(),
+  });
+  return { records, tasks, measured, ...judged };
 }

@@ -53,7 +53,8 @@ describe("switch-swe CLI", () => {
     // Every command's help, found from the help itself (groups such as `session` and `repo` down to
     // their leaves), in this process: the same program the binary runs, which has just answered above.
     const commandsIn = (text: string) =>
-      [...(text.split(/^Commands:\n/m)[1] ?? "").matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((n) => n !== "help");
+      // The section ends at its first blank line: a command with subcommands (audit) has its example after them.
+      [...((text.split(/^Commands:\n/m)[1] ?? "").split(/\n\n/)[0] ?? "").matchAll(/^ {2}([a-z][\w-]*)/gm)].map((m) => m[1]!).filter((n) => n !== "help");
     const leaves: string[] = [];
     const walk = async (path: string[]) => {
       const sub = await runCli([...path, "--help"]);

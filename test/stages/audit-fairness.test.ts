@@ -4,12 +4,12 @@ import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { agreement, readAnnotations } from "../../stages/audit/agreement.ts";
-import { alignTask, type AuditSubject } from "../../stages/audit/align.ts";
-import { openSentences } from "../../stages/audit/open-choice.ts";
-import { PatchOnlyTree, RepositoryTree } from "../../stages/audit/source-tree.ts";
+import { alignTask, type AuditSubject } from "../../stages/audit/runner.ts";
+import { openSentences } from "../../stages/audit/readers/requests.ts";
+import { PatchOnlyTree, RepositoryTree } from "../../stages/audit/readers/source-tree.ts";
 import { auditSwebench } from "../../stages/audit/swebench.ts";
 import { importSwebench } from "../../stages/mine/swebench.ts";
-import { parseTestId } from "../../stages/audit/test-ids.ts";
+import { parseTestId } from "../../pipeline/test-results/test-ids.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
@@ -632,6 +632,15 @@ describe("agreement with human annotations", () => {
         [0, 1, 2, 3].map((s) => ({ severity: s, score: s })),
       ).weighted_kappa,
     ).toBeCloseTo(1);
+    // The risk's AUC: the share of (scored 2+, scored below) pairs it orders right.
+    const risks = [
+      { severity: 0, score: 0, risk: 0.1 },
+      { severity: 2, score: 3, risk: 0.9 },
+      { severity: 1, score: 2, risk: 0.2 },
+      { severity: 0, score: 1, risk: 0.3 },
+    ];
+    expect(agreement("risk", risks).auc).toBeCloseTo(0.75);
+    expect(a.auc).toBeNull();
   });
 
   it("names the file, row and field of a bad annotation", () => {
@@ -655,13 +664,28 @@ describe("switch-swe audit --swebench", () => {
       annotations,
       'instance_id,false_negative,false_negative_notes\npylint-dev__pylint-6506,3.0,exit\ndjango__django-16527,0.0,fine\ndjango__django-14730,2.0,"message, exact"\n',
     );
-    result = await runCli(["audit", "--swebench", file, "--mirrors", MIRRORS, "--annotations", annotations, "--out", out, "--work-dir", join(work, "w")]);
+    // The rules' own severities: what this checks is the command, not the risk model's weights (test/stages/audit-risk.test.ts).
+    result = await runCli([
+      "audit",
+      "--swebench",
+      file,
+      "--mirrors",
+      MIRRORS,
+      "--annotations",
+      annotations,
+      "--risk-model",
+      "none",
+      "--out",
+      out,
+      "--work-dir",
+      join(work, "w"),
+    ]);
   });
 
   it("writes the report, audit.json and the agreement, and says what it measured", () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("4 records audited");
-    expect(result.stdout).toContain("agreement with 3 annotated records: kappa 1.00");
+    expect(result.stdout).toContain("agreement with 3 annotated records (in the sample): kappa 1.00");
     const json = JSON.parse(readFileSync(join(out, "audit.json"), "utf8")) as {
       records: { instance_id: string; severity: number; flags: { kind: string; test: string; evidence: unknown[] }[] }[];
       agreement: { scope: string }[];
@@ -674,6 +698,8 @@ describe("switch-swe audit --swebench", () => {
     ]);
     expect(json.agreement.map((a) => a.scope)).toEqual(["django/django", "pylint-dev/pylint", "all"]);
     expect(readFileSync(join(out, "agreement.md"), "utf8")).toContain("| all | 3 | 2 | 0 | 0 | 1 |");
+    // Per rule: where it fires, and the annotated records it was written from (pylint-6506 for unrequested_exception).
+    expect(readFileSync(join(out, "agreement.md"), "utf8")).toContain("| unrequested_exception | 0 | 0 | 0 | 1 | 1.00 | 1 | 0 | — |");
     const page = readFileSync(join(out, "index.html"), "utf8");
     // Every flag's evidence is on the page, where a person can check it.
     expect(page).toContain("tests/config/test_config.py:67");

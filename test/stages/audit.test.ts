@@ -9,8 +9,8 @@ import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { STAGE_ORDER } from "../../pipeline/schemas/common.ts";
 import { AuditFlag, type AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
-import { alignTask } from "../../stages/audit/align.ts";
-import { changedEvidence, evidenceOf, testSource } from "../../stages/audit/evidence.ts";
+import { alignTask } from "../../stages/audit/runner.ts";
+import { changedEvidence, evidenceOf, testSource } from "../../stages/audit/readers/evidence.ts";
 import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
@@ -124,16 +124,21 @@ describe("the audit on the demo corpus", () => {
     ).toEqual(unjustified);
     // Otherwise the demo's tests check what its requests ask, in names and messages the requests
     // give: no flag fires but the linkage ones above (every other kind, including any added later).
-    const linkage = ["unjustified_test", "unrequested_test", "unverified_stage", "not_substantive", "needs_reference", "no_repository"];
+    const linkage = ["unjustified_test", "unrequested_test", "unverified_stage", "not_substantive", "no_repository"];
     const fairness = AuditFlag.options.filter((kind) => !linkage.includes(kind));
     expect(records().flatMap((r) => r.flags.filter((f) => fairness.includes(f.flag)).map((f) => `${r.task_id}: ${f.flag} ${f.detail}`))).toEqual([]);
-    expect(
-      Math.max(
-        ...records()
-          .filter((r) => !r.flags.some((f) => f.flag === "unjustified_test"))
-          .map((r) => r.severity),
-      ),
-    ).toBe(1);
+    // Every task has a risk and the severity of its band; none but the planted ones is rejected:
+    // without a substantial finding, a risk only puts a task first on the page.
+    const kept = records().filter((r) => !r.flags.some((f) => f.flag === "unjustified_test"));
+    expect(kept.every((r) => r.risk !== undefined && r.flags.every((f) => f.severity < 2))).toBe(true);
+    // The audit rejects exactly the tasks of the planted tests, each for its unjustified test.
+    const rejected = readFileSync(join(demo.workDir, "artifacts", "audit", "rejects.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { record_id: string; reason: string });
+    const planted = intents.filter((i) => i.unjustified.length).map((i) => `${i.repo.replace("/", "__")}-${i.number}`);
+    expect(rejected.map((r) => [r.record_id, r.reason]).sort()).toEqual(planted.sort().map((id) => [id, "unjustified_test"]));
+    expect(planted).toHaveLength(3);
   });
 
   it("applies auditors' decisions: approval with a contract keeps a task, exclusion removes one", async () => {

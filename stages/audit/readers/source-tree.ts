@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { transientCause } from "../../pipeline/failures.ts";
-import { git, GitError, hasCommit } from "../../pipeline/git.ts";
+import { transientCause } from "../../../pipeline/failures.ts";
+import { git, GitError, hasCommit } from "../../../pipeline/git.ts";
 
 /** One line of a file as the audit sees it: its number in the file and whether the test patch added it. */
 export interface SourceLine {

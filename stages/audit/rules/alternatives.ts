@@ -1,6 +1,5 @@
-import type { AuditFlagRecord } from "../../pipeline/schemas/audit.ts";
-import type { LocatedTest } from "./locate.ts";
-import { squashed, wordIn } from "./python-text.ts";
+import { squashed, wordIn } from "../readers/python-text.ts";
+import type { Finding, TaskView } from "./types.ts";
 
 /**
  * A request that names two cases of code joined by "or" — django-16041's "form_kwargs =
@@ -47,17 +46,15 @@ function namedPairs(requests: { stage: number; text: string }[]): NamedPair[] {
  * and not the other; the evidence is the request's line and the test line that holds the case.
  * Said only when every fail-to-pass test was read: an unread test may hold the other case.
  */
-export function untestedAlternatives(
-  requests: { stage: number; text: string }[],
-  located: { test: string; at: LocatedTest }[],
-  allRead: boolean,
-): AuditFlagRecord[] {
-  if (!allRead || !located.length) return [];
+export function untestedAlternative(view: TaskView): Finding[] {
+  // The tests an auditor's contract does not cover, each read from its source.
+  const located = view.tests.flatMap((t) => (t.located && !t.contract ? [{ test: t.id, at: t.located }] : []));
+  if (located.length !== view.task.verifier.fail_to_pass.length || !located.length) return [];
   const lines = located.flatMap(({ test, at }) => at.lines.map((line) => ({ test, file: at.file, line, flat: squashed(line.text) })));
   const all = lines.map((l) => l.flat).join("\n");
-  const flags: AuditFlagRecord[] = [];
+  const flags: Finding[] = [];
   const said = new Set<string>();
-  for (const pair of namedPairs(requests)) {
+  for (const pair of namedPairs(view.task.requests)) {
     const held = pair.cases.filter((c) => holds(all, c.flat));
     if (held.length !== 1) continue;
     // The same two cases named again (in prose, then in the example's comment) are one finding.
@@ -70,10 +67,8 @@ export function untestedAlternatives(
     const checked = held[0]!;
     const at = lines.find((l) => holds(l.flat, checked.flat))!;
     flags.push({
-      flag: "untested_alternative",
       subject: at.test,
       detail: `the request names \`${pair.cases[0].quoted}\` or \`${pair.cases[1].quoted}\`; the fail-to-pass tests check \`${checked.quoted}\` only`,
-      severity: 2,
       evidence: [
         { file: `request ${pair.stage}`, line: pair.line, text: pair.text },
         { file: at.file, line: at.line.n, text: at.line.text.trim() },

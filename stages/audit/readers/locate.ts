@@ -1,5 +1,5 @@
 import type { SourceLine, SourceTree } from "./source-tree.ts";
-import { parseTestId } from "./test-ids.ts";
+import { parseTestId } from "../../../pipeline/test-results/test-ids.ts";
 
 /** A test's source as read: its decorators (parametrized cases) and its body. */
 export interface LocatedTest {

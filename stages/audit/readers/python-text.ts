@@ -62,3 +62,9 @@ export function nearestBinding(lines: SourceLine[], index: number, name: string,
   }
   return undefined;
 }
+
+/** Text with its spacing made single and its letters lower case: a message compared as a reader reads it. */
+export const normalSpacing = (text: string): string => text.replace(/\s+/g, " ").trim().toLowerCase();
+
+/** A regular expression's literal text (`match="Invalid \\(x\\)"` checks "Invalid (x)"). */
+export const regexText = (text: string): string => text.replace(/\\(.)/g, "$1");
