@@ -5,7 +5,7 @@ import { git } from "../git.ts";
 import { ENVIRONMENT_SCHEME } from "./environment.ts";
 import type { EnvironmentRecipe, PythonFloor } from "../schemas/repo-profile.ts";
 import { type EnvironmentSpec, STEP_MARKER } from "./types.ts";
-import type { CheckoutPin } from "./checkout-pins.ts";
+import { type CheckoutPins, NO_CHECKOUT_PINS } from "./checkout-pins.ts";
 
 /**
  * The shell scripts that build an environment from a recipe, shared by both executors so a recipe
@@ -57,9 +57,16 @@ export function environmentLayerKey(env: EnvironmentSpec): string {
   });
 }
 
+/**
+ * The version of how a revision layer is resolved (revisionScript), joining its key: 2 resolves a
+ * revision as of its own commit date when that is later than its environment's. Revision layers
+ * built the old way are never reused; the environments under them are.
+ */
+const REVISION_SCHEME = 2;
+
 /** Names the prepared checkout of one base revision in one environment. */
 export function revisionKey(env: EnvironmentSpec, commit: string): string {
-  return hashValue({ environment: env.key, base_commit: commit });
+  return hashValue({ environment: env.key, base_commit: commit, revision_scheme: REVISION_SCHEME });
 }
 
 function packageOf(requirement: string): string {
@@ -84,29 +91,42 @@ export function raisedFloors(env: EnvironmentSpec): PythonFloor[] {
 }
 
 /**
- * uv's configuration for the whole environment: the as-of date, its per-package exceptions (the
- * recipe's, the build tools' later date, and pins), as a uv.toml; constraints and build
- * constraints as requirements files.
+ * The date a base revision's layer resolves as of: its environment's, or the revision's own
+ * commit date when that is later (what its requirement files were written against). Null when the
+ * environment has no date: nothing is excluded then.
+ */
+export function revisionAsOf(env: EnvironmentSpec, checkout: CheckoutPins): string | null {
+  if (!env.asOf) return null;
+  const committed = checkout.committedAt;
+  return committed && Date.parse(committed) > Date.parse(normaliseInstant(env.asOf)) ? committed : env.asOf;
+}
+
+/**
+ * uv's configuration: the as-of date, its per-package exceptions (the recipe's, the build tools'
+ * later date, and pins), as a uv.toml; constraints and build constraints as requirements files.
+ * Without `checkout`, the environment's (layer 1); with it, one revision's (layer 2): as of the
+ * later of the environment's date and the revision's, the checkout's exact pins past it.
  */
 export function uvFiles(
   env: EnvironmentSpec,
-  checkoutPins: readonly CheckoutPin[] = [],
+  checkout: CheckoutPins = NO_CHECKOUT_PINS,
 ): { "uv.toml": string; "constraints.txt": string; "build-constraints.txt": string } {
   const { recipe } = env;
-  const buildToolsAsOf = later(env.asOf, normaliseInstant(recipe.build_tools.as_of));
+  const asOf = revisionAsOf(env, checkout);
+  const buildToolsAsOf = later(asOf, normaliseInstant(recipe.build_tools.as_of));
   const exceptions = new Map<string, string>();
   for (const name of [...recipe.build_tools.requirements.map(packageOf), ...recipe.build_tools.backends]) exceptions.set(name.toLowerCase(), buildToolsAsOf);
   // an exception moves a package's date later, never earlier than the task's own (pins go older)
-  for (const [name, date] of Object.entries(recipe.as_of_exceptions)) exceptions.set(name.toLowerCase(), later(env.asOf, normaliseInstant(date)));
+  for (const [name, date] of Object.entries(recipe.as_of_exceptions)) exceptions.set(name.toLowerCase(), later(asOf, normaliseInstant(date)));
   for (const pin of recipe.pins) exceptions.set(packageOf(pin), PIN_EXEMPTION);
   // A floor for the Python used: resolved as of its release at the earliest, and never below it.
   const floors = raisedFloors(env);
-  for (const floor of floors) exceptions.set(floor.package.toLowerCase(), later(env.asOf, normaliseInstant(floor.released)));
+  for (const floor of floors) exceptions.set(floor.package.toLowerCase(), later(asOf, normaliseInstant(floor.released)));
   // The checkout's own exact pins (lockstep releases) are exact too: past the date, for the revision layer only.
-  for (const pin of checkoutPins) exceptions.set(pin.package, PIN_EXEMPTION);
+  for (const pin of checkout.exact) exceptions.set(pin.package, PIN_EXEMPTION);
   const toml = ["[pip]"];
-  if (env.asOf) toml.push(`exclude-newer = "${normaliseInstant(env.asOf)}"`);
-  if (env.asOf && exceptions.size) {
+  if (asOf) toml.push(`exclude-newer = "${normaliseInstant(asOf)}"`);
+  if (asOf && exceptions.size) {
     toml.push(
       `exclude-newer-package = { ${[...exceptions]
         .sort(([a], [b]) => (a < b ? -1 : 1))
@@ -208,7 +228,7 @@ export function revisionScript(
   env: EnvironmentSpec,
   paths: { venv: string; config: string; cache: string; work: string; baseFiles: string; python: string },
   version: string,
-  checkoutPins: readonly CheckoutPin[] = [],
+  checkout: CheckoutPins = NO_CHECKOUT_PINS,
 ): string {
   const { recipe } = env;
   const uv = `${paths.venv}/bin/uv`;
@@ -226,16 +246,7 @@ export function revisionScript(
   script += "fi\n";
   script += `${paths.python} ${quote(`${paths.config}/${SYNC_SCRIPT_NAME}`)} list . > ${quote(paths.baseFiles)}\n`;
   script += exports(uvEnvironment(paths));
-  // Exact pins in the checkout's requirement files win over the as-of date for their packages
-  // (pylint pins the astroid released beside it, after the commit): the revision's own uv.toml.
-  if (env.asOf && checkoutPins.length) {
-    script += step(
-      `letting past the as-of date what the checkout pins exactly: ${checkoutPins.map((p) => `${p.package}==${p.version} (${p.file})`).join(", ")}`,
-    );
-    script += heredoc(`${paths.config}/revision-uv.toml`, uvFiles(env, checkoutPins)["uv.toml"]);
-    script += `export UV_CONFIG_FILE=${quote(`${paths.config}/revision-uv.toml`)}
-`;
-  }
+  script += revisionDating(env, paths.config, checkout);
   // The recipe's install commands find the environment's uv, python and pip first.
   script += `export PATH=${quote(`${paths.venv}/bin`)}:"$PATH"\n`;
   for (const file of recipe.requirements_files) {
@@ -253,6 +264,24 @@ export function revisionScript(
   }
   script += `${uv} pip freeze > ${quote(`${paths.config}/revision.txt`)}\n`;
   return script;
+}
+
+/**
+ * The revision's own uv.toml, when the revision asks more than its environment's date: a later
+ * commit date (a later task of a shared environment; pylint's `typing-extensions~=4.3`), or exact
+ * pins (pylint pins the astroid released beside it, after the commit).
+ */
+function revisionDating(env: EnvironmentSpec, config: string, checkout: CheckoutPins): string {
+  const asOf = revisionAsOf(env, checkout);
+  if (!env.asOf || (asOf === env.asOf && !checkout.exact.length)) return "";
+  let script = "";
+  if (asOf !== env.asOf) script += step(`resolving the revision as of its own commit date ${asOf}, later than the environment's ${env.asOf}`);
+  if (checkout.exact.length) {
+    const pins = checkout.exact.map((p) => `${p.package}==${p.version} (${p.file})`).join(", ");
+    script += step(`letting past the as-of date what the checkout pins exactly: ${pins}`);
+  }
+  script += heredoc(`${config}/revision-uv.toml`, uvFiles(env, checkout)["uv.toml"]);
+  return script + `export UV_CONFIG_FILE=${quote(`${config}/revision-uv.toml`)}\n`;
 }
 
 /**

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { appendFileSync } from "node:fs";
+import { PromptCache, promptChars } from "./prompt-cache.ts";
 import { answerWith, type EndpointKnowledge, type ModelScript, type RecognisedRequest } from "./scripts.ts";
 import { answerBody, answerEvents, errorBody, type Answer, type ModelCall, type Protocol, readCall, type Usage } from "./wire.ts";
 
@@ -43,16 +44,13 @@ export interface ModelEndpointOptions {
 /** Tokens of a text as the endpoint counts them: a fixed four characters each, at least one. */
 const tokens = (chars: number) => Math.max(1, Math.ceil(chars / 4));
 
-/** The usage of one call: input from what was sent, half of it cached once the conversation has an answer; output from the answer. */
-export function usageOf(call: ModelCall, answer: Answer): Usage {
-  const sent =
-    call.system.length +
-    call.turns.reduce(
-      (n, t) => n + (t.role === "tool" ? t.output.length : t.role === "user" ? t.text.length : t.text.length + JSON.stringify(t.toolCalls).length),
-      0,
-    );
-  const total = tokens(sent);
-  const cached = call.turns.some((t) => t.role === "assistant") ? Math.floor(total / 2) : 0;
+/**
+ * The usage of one call: input from what was sent, of which cached the whole tokens of the prefix
+ * an earlier call sent too (`sharedChars`, from the endpoint's prompt cache); output from the answer.
+ */
+export function usageOf(call: ModelCall, answer: Answer, sharedChars: number): Usage {
+  const total = tokens(promptChars(call));
+  const cached = Math.min(total, Math.floor(sharedChars / 4));
   const output = tokens(answer.kind === "text" ? answer.text.length : JSON.stringify(answer.arguments).length);
   return { input: total - cached, cachedInput: cached, output };
 }
@@ -69,6 +67,7 @@ export class ModelEndpoint {
   /** Failures of the endpoint itself (a script that threw): answered with 500, and kept here. */
   readonly internalErrors: string[] = [];
   private readonly sockets = new Set<Socket>();
+  private readonly cache = new PromptCache();
   private ids = 0;
 
   private constructor(
@@ -161,7 +160,9 @@ export class ModelEndpoint {
       this.record({ ...entry, ...(outcome.request ? { request: outcome.request } : {}), status, error: type });
       return json(status, errorBody(protocol, type, message));
     }
-    const usage = usageOf(call, outcome.answer);
+    // Read and kept in the same turn of the event loop: calls are cached in the order they arrive.
+    const usage = usageOf(call, outcome.answer, this.cache.sharedChars(call));
+    this.cache.remember(call);
     const ids = { message: `msg_${String(++this.ids).padStart(6, "0")}`, toolCall: `call_${String(this.ids).padStart(6, "0")}` };
     this.record({ ...entry, ...(outcome.request ? { request: outcome.request } : {}), status: 200, answer: outcome.answer, usage });
     if (!call.stream) return json(200, answerBody(call, outcome.answer, usage, ids));

@@ -1,5 +1,7 @@
+import type { RoutingDecisions } from "../schemas/agent.ts";
 import type { LocalityClass } from "../schemas/common.ts";
 import type { VerificationReport } from "../schemas/verification.ts";
+import { addRouting } from "../session/usage.ts";
 
 /** A session of the benchmark, as far as scoring needs it: which group it counts in. */
 export interface ScoredSession {
@@ -63,6 +65,8 @@ export interface BehaviourRow {
   work_lost_files: number;
   continuations_used: number;
   timed_out_requests: number;
+  /** A context manager's routing decisions, by kind, over the runs that logged some (null: none did). */
+  routing: RoutingDecisions | null;
 }
 
 /** One column of Table 2: means per run of what the harness reported, over the runs that reported usage. */
@@ -224,6 +228,7 @@ function behaviourRows(
           work_lost_files: records.reduce((n, b) => n + b.work_lost_files, 0),
           continuations_used: records.reduce((n, b) => n + b.continuations_used, 0),
           timed_out_requests: records.reduce((n, b) => n + b.timed_out_requests, 0),
+          routing: records.reduce<RoutingDecisions | null>((sum, b) => addRouting(sum, b.routing), null),
         });
       }
     }

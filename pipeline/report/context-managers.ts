@@ -1,9 +1,13 @@
 /**
  * Table 3 of the study: native OpenCode, +Router and +RCM, each with uninterrupted and switched
- * resolution and the gap, overall, near and far, from one run per configuration; and the
- * workload each adds (Table 2's means, the context manager's auxiliary calls included).
+ * resolution and the gap, overall, near and far, from one run per configuration; the workload
+ * each adds (Table 2's means, the context manager's auxiliary calls included); and how each
+ * method's requests were routed (by the checkout a request names, by the router model, or by
+ * fallback), so that figures routed by reference are not read as the study's model-based router.
  */
 import { stringify } from "csv-stringify/sync";
+import type { RoutingDecisions } from "../schemas/agent.ts";
+import { addRouting } from "../session/usage.ts";
 import { gapPoints, GROUPS, percent, type Aggregation, type Group, type GroupRow, type WorkloadRow } from "./aggregate.ts";
 
 export const METHODS = ["native", "router", "rcm"] as const;
@@ -37,6 +41,8 @@ export interface ContextManagerTable {
   runs: ContextManagerRuns;
   rows: { method: Method; group: Group; row: GroupRow }[];
   workload: { method: Method; row: WorkloadRow | undefined }[];
+  /** Each method's routing decisions over all its runs, both conditions (null: its runs logged none, as native runs do). */
+  routing: { method: Method; decisions: RoutingDecisions | null }[];
 }
 
 /** Table 3 from an aggregation; an error naming the configuration when one of the three has no reports. */
@@ -48,7 +54,42 @@ export function contextManagerTable(aggregation: Aggregation, runs: ContextManag
       return { method, group, row };
     }),
   );
-  return { runs, rows, workload: METHODS.map((method) => ({ method, row: aggregation.workload.find((w) => w.configuration === runs[method]) })) };
+  const routing = METHODS.map((method) => ({
+    method,
+    decisions: aggregation.behaviour
+      .filter((b) => b.configuration === runs[method] && b.group === "overall")
+      .reduce<RoutingDecisions | null>((sum, b) => addRouting(sum, b.routing), null),
+  }));
+  return { runs, rows, workload: METHODS.map((method) => ({ method, row: aggregation.workload.find((w) => w.configuration === runs[method]) })), routing };
+}
+
+const ROUTING_KINDS = ["reference", "router", "fallback"] as const;
+
+/** A kind's share of a method's decisions, in percent ("" when it made none). */
+function routingShare(decisions: RoutingDecisions | null, kind: (typeof ROUTING_KINDS)[number]): string {
+  const all = decisions ? decisions.reference + decisions.router + decisions.fallback : 0;
+  return decisions && all ? fixed(percent(decisions[kind], all)) : "";
+}
+
+function routingLines(table: ContextManagerTable): string[] {
+  const lines = [
+    "",
+    "How requests were routed (each method's routing decisions over all its runs, both conditions, from the context manager's log): by reference (the checkout a request names decides, no model call), by the router model, or by fallback (no usable answer: the full history).",
+    "",
+    "| Method | Decisions | By reference (%) | By router model (%) | Fallback (%) |",
+    "|---|---:|---:|---:|---:|",
+  ];
+  for (const { method, decisions } of table.routing) {
+    const all = decisions ? decisions.reference + decisions.router + decisions.fallback : 0;
+    lines.push(`| ${METHOD_TITLES[method]} | ${decisions ? all : "–"} | ${ROUTING_KINDS.map((k) => routingShare(decisions, k) || "–").join(" | ")} |`);
+  }
+  const managed = table.routing.filter((r) => r.method !== "native");
+  const unrouted = managed.filter((r) => r.decisions?.router === 0).map((r) => METHOD_TITLES[r.method]);
+  const unlogged = managed.filter((r) => !r.decisions).map((r) => METHOD_TITLES[r.method]);
+  if (unrouted.length)
+    lines.push("", `No request of ${unrouted.join(" or ")} was routed by the router model: these figures do not measure a model-based router.`);
+  if (unlogged.length) lines.push("", `The runs of ${unlogged.join(" and ")} logged no routing decision: how their requests were routed is not known.`);
+  return lines;
 }
 
 const fixed = (value: number) => value.toFixed(1);
@@ -82,7 +123,17 @@ export function renderContextManagerMarkdown(table: ContextManagerTable): string
       lines.push(`| ${METHOD_TITLES[method]} | ${calls(row?.unint)} | ${calls(row?.switch_all)} | ${tokens(row?.unint)} | ${tokens(row?.switch_all)} |`);
     }
   }
-  return lines;
+  return [...lines, ...routingLines(table)];
+}
+
+/** A method's routing columns: its decisions over all its runs, and each kind's share. */
+function routingColumns(decisions: RoutingDecisions | null) {
+  return {
+    routing_decisions: decisions ? String(decisions.reference + decisions.router + decisions.fallback) : "",
+    routed_by_reference_pct: routingShare(decisions, "reference"),
+    routed_by_router_pct: routingShare(decisions, "router"),
+    routed_by_fallback_pct: routingShare(decisions, "fallback"),
+  };
 }
 
 export function renderContextManagerCsv(table: ContextManagerTable): string {
@@ -97,10 +148,25 @@ export function renderContextManagerCsv(table: ContextManagerTable): string {
       gap_pp: fixed(gapPoints(row)),
       model_calls_unint: table.workload.find((w) => w.method === method)?.row?.unint?.model_calls?.toFixed(2) ?? "",
       model_calls_switch: table.workload.find((w) => w.method === method)?.row?.switch_all?.model_calls?.toFixed(2) ?? "",
+      ...routingColumns(table.routing.find((r) => r.method === method)!.decisions),
     })),
     {
       header: true,
-      columns: ["method", "configuration", "group", "sessions", "uninterrupted_pct", "switched_pct", "gap_pp", "model_calls_unint", "model_calls_switch"],
+      columns: [
+        "method",
+        "configuration",
+        "group",
+        "sessions",
+        "uninterrupted_pct",
+        "switched_pct",
+        "gap_pp",
+        "model_calls_unint",
+        "model_calls_switch",
+        "routing_decisions",
+        "routed_by_reference_pct",
+        "routed_by_router_pct",
+        "routed_by_fallback_pct",
+      ],
     },
   );
 }

@@ -240,6 +240,21 @@ export const RequestUsage = z.strictObject({
 });
 export type RequestUsage = z.infer<typeof RequestUsage>;
 
+/**
+ * How a context manager (the Resumption Context Manager's task history router, +Router and +RCM)
+ * assigned user requests to tasks, counted by kind, from its own log: no one reads a run's figures
+ * as the study's model-based router when its requests were routed by reference.
+ */
+export const RoutingDecisions = z.strictObject({
+  /** Decided by the checkout the request names, without a model call. */
+  reference: z.number().int().nonnegative(),
+  /** Decided by the router model's answer. */
+  router: z.number().int().nonnegative(),
+  /** Neither (no auxiliary model, or its call failed or could not be read): the request keeps the full history. */
+  fallback: z.number().int().nonnegative(),
+});
+export type RoutingDecisions = z.infer<typeof RoutingDecisions>;
+
 /** One request of a session run, as the trajectory records it (one JSON line each). */
 export const TrajectoryRequest = z.object({
   request: z.number().int().nonnegative(),
@@ -263,6 +278,8 @@ export const TrajectoryRequest = z.object({
   focus_first_change_seconds: z.number().nonnegative().nullable().optional(),
   /** Summed over the request's attempts, from the harness's output (agents with a usage reader only; null: it reported none). */
   usage: RequestUsage.nullable().optional(),
+  /** The context manager's routing decisions during the request (runs with one that logs them). */
+  routing: RoutingDecisions.optional(),
   /** Why the request failed, when the harness says so or exits non-zero (its last attempt's). */
   failure: z.strictObject({ kind: z.enum(["infrastructure", "model", "exit"]), detail: z.string() }).optional(),
   /** Attempts repeated because the provider failed (overloaded, unreachable): at most the run's infrastructure retries. */
@@ -295,6 +312,8 @@ export const SessionBehaviour = z.object({
    * interruption, no finalization).
    */
   usage: z.strictObject({ all: RequestUsage, focus_resumed: RequestUsage }).optional(),
+  /** The context manager's routing decisions over the whole run, by kind (runs with one that logs them). */
+  routing: RoutingDecisions.optional(),
   /** Seconds the runner itself took (provisioning the checkouts, snapshots, bookkeeping), the agent's own time left out. */
   runner_seconds: z.number().nonnegative(),
   /** The trajectory file, relative to the report's own directory when it can be. */

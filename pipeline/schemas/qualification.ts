@@ -31,6 +31,12 @@ export const QualificationRecord = z.object({
   python_fallback: z.boolean(),
   as_of: z.string().nullable(),
   /**
+   * The date the base revision's layer resolved as of, when later than `as_of`: the environment is
+   * resolved as of the earliest task sharing it, a revision as of its own commit date at the earliest
+   * (its requirement files were written against what was released by then).
+   */
+  revision_as_of: z.string().optional(),
+  /**
    * Packages raised above what the as-of date gives, because that release cannot run on the
    * environment's Python (the recipe's `python_floors`), and why.
    */

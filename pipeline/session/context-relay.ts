@@ -5,17 +5,23 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Logger } from "../logger.ts";
-import type { RequestUsage } from "../schemas/agent.ts";
-import { readAttempt } from "./usage.ts";
+import type { RequestUsage, RoutingDecisions } from "../schemas/agent.ts";
+import { readAttempt, readRouting } from "./usage.ts";
 
 /** How long the relay may take to say it listens before the run gives up on it. */
 const START_SECONDS = 60;
 
-/** A running context relay (an adapter's `context_relay`): the URL the harness is given, its auxiliary calls' usage, and its end. */
+/** What a context manager logged since the last time it was asked: its auxiliary calls' usage and its routing decisions (null: none). */
+export interface ContextManagerLog {
+  usage: RequestUsage | null;
+  routing: RoutingDecisions | null;
+}
+
+/** A running context relay (an adapter's `context_relay`): the URL the harness is given, what it logs, and its end. */
 export interface RunningContextRelay {
   url: string;
-  /** The usage of the auxiliary calls made since the last time this was asked (null: none). */
-  takeUsage: () => Promise<RequestUsage | null>;
+  /** The usage of the auxiliary calls made, and the requests routed, since the last time this was asked. */
+  takeLog: () => Promise<ContextManagerLog>;
   close: () => Promise<void>;
 }
 
@@ -49,13 +55,13 @@ export async function startContextRelay(
   let read = 0;
   return {
     url,
-    takeUsage: async () => {
+    takeLog: async () => {
       const text = await readFile(usageFile, "utf8").catch(() => "");
       // Whole lines only: one being written is read whole next time.
       const complete = text.slice(read, text.lastIndexOf("\n") + 1);
       read += complete.length;
       // The relay logs each auxiliary call as OpenCode reports a model call: OpenCode's reader reads it.
-      return readAttempt("opencode", complete).usage;
+      return { usage: readAttempt("opencode", complete).usage, routing: readRouting(complete) };
     },
     close: async () => {
       if (child.exitCode === null && child.signalCode === null) {

@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { AgentSpec, RequestUsage, TrajectoryRequest } from "../schemas/agent.ts";
+import type { AgentSpec, RequestUsage, RoutingDecisions, TrajectoryRequest } from "../schemas/agent.ts";
 import { changesBetween, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
-import { addUsage, NO_USAGE, readAttempt, usageSince, type AttemptReading } from "./usage.ts";
+import { addRouting, addUsage, NO_USAGE, readAttempt, readRouting, usageSince, type AttemptReading } from "./usage.ts";
+import type { ContextManagerLog } from "./context-relay.ts";
 import type { Attempt } from "./environment.ts";
 import { agentArgv, agentMessage, agentStdin, messageFileOf } from "./agent-commands.ts";
 import type { AgentPlace } from "./placement.ts";
@@ -43,8 +44,8 @@ export interface Delivery {
   snapshots: Map<string, Snapshot>;
   /** Where a command agent runs (none for a scripted agent). */
   place?: AgentPlace;
-  /** The usage of a context relay's auxiliary calls since the last request: added to the request's own. */
-  relayUsage?: () => Promise<RequestUsage | null>;
+  /** What a context relay logged since the last request: its auxiliary calls' usage (added to the request's own) and routing decisions. */
+  relayLog?: () => Promise<ContextManagerLog>;
 }
 
 /** What the runner learnt from one request's attempts: usage summed over them, the last failure, the retries the provider cost. */
@@ -53,6 +54,8 @@ interface RequestOutcome {
   continuations: number;
   timedOut: boolean;
   usage: RequestUsage | null;
+  /** The context manager's routing decisions during the request (null: it logged none). */
+  routing: RoutingDecisions | null;
   failure?: NonNullable<TrajectoryRequest["failure"]>;
   infrastructureRetries: number;
 }
@@ -124,6 +127,7 @@ export async function deliverRequests(
       changes,
       ...(focusFirst !== undefined ? { focus_first_change_seconds: focusFirst } : {}),
       ...(agent.usage ? { usage: outcome.usage } : {}),
+      ...(outcome.routing ? { routing: outcome.routing } : {}),
       ...(outcome.failure ? { failure: outcome.failure } : {}),
       ...(outcome.infrastructureRetries ? { infrastructure_retries: outcome.infrastructureRetries } : {}),
     });
@@ -160,7 +164,7 @@ async function deliverOne(
   const { spec, condition, agent, log } = options;
   const scheduled = spec.conditions[condition][index]!;
   const budget = spec.budget.per_request_seconds;
-  const outcome: RequestOutcome = { exits: [], continuations: 0, timedOut: false, usage: null, infrastructureRetries: 0 };
+  const outcome: RequestOutcome = { exits: [], continuations: 0, timedOut: false, usage: null, routing: null, infrastructureRetries: 0 };
   let text = scheduled.message.text;
   for (let attempt = 0; ; attempt++) {
     const request: AgentRequest = {
@@ -182,7 +186,10 @@ async function deliverOne(
     state.agentMs += Date.now() - attemptStarted;
     outcome.exits.push(result.exit);
     outcome.timedOut = result.timedOut;
-    const reading: AttemptReading | undefined = agent.usage ? readAttempt(agent.usage, await attemptOutput(agent, d, request, logFile, state)) : undefined;
+    const said = agent.usage ? await attemptOutput(agent, d, request, logFile, state) : undefined;
+    const reading: AttemptReading | undefined = agent.usage && said !== undefined ? readAttempt(agent.usage, said) : undefined;
+    // A context manager inside the harness (the OpenCode plugin) logs its routing to the usage file read with the output.
+    if (said !== undefined) outcome.routing = addRouting(outcome.routing, readRouting(said));
     if (reading?.usage) {
       // A running total (Codex's) becomes this attempt's own by the difference from the last one seen.
       const own = reading.cumulative ? usageSince(reading.usage, state.runningTotal) : reading.usage;
@@ -190,8 +197,9 @@ async function deliverOne(
       outcome.usage = addUsage(outcome.usage ?? NO_USAGE, own);
     }
     // The context manager's own calls during the attempt count in the request, like the harness's.
-    const auxiliary = await d.relayUsage?.();
-    if (auxiliary) outcome.usage = addUsage(outcome.usage ?? NO_USAGE, auxiliary);
+    const relayed = await d.relayLog?.();
+    if (relayed?.usage) outcome.usage = addUsage(outcome.usage ?? NO_USAGE, relayed.usage);
+    if (relayed) outcome.routing = addRouting(outcome.routing, relayed.routing);
     if (state.conversation === undefined && typeof agent.conversation === "object")
       state.conversation = await capturedConversation(agent.conversation.capture, logFile);
     outcome.failure =

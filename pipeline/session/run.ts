@@ -41,7 +41,7 @@ export async function runSession(given: SessionRunOptions): Promise<SessionRunRe
   try {
     const place = agent.scripted ? undefined : await agentPlace(options, hostPath, logs);
     try {
-      requests = await deliverRequests(options, { hostPath, focusPath, logs, hashes, snapshots, place, ...(relay ? { relayUsage: relay.takeUsage } : {}) });
+      requests = await deliverRequests(options, { hostPath, focusPath, logs, hashes, snapshots, place, ...(relay ? { relayLog: relay.takeLog } : {}) });
     } finally {
       await place?.close();
     }

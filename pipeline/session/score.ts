@@ -93,5 +93,11 @@ export function formatVerification(report: VerificationReport): string {
   for (const finding of report.suspicious)
     lines.push(`  suspicious (${finding.rule.replaceAll("_", " ")}): ${finding.path ? `${finding.path}:${finding.line} ` : ""}${finding.detail}`);
   if (report.infrastructure_fault) lines.push(`  infrastructure fault after ${report.infrastructure_retries} re-run(s): ${report.infrastructure_fault}`);
+  // How a context manager routed the requests: by reference is not the model-based router.
+  const routing = report.behaviour?.routing;
+  if (routing)
+    lines.push(
+      `  routing: ${routing.reference} request(s) by reference, ${routing.router} by the router model, ${routing.fallback} by fallback (the full history)`,
+    );
   return lines.join("\n") + "\n";
 }

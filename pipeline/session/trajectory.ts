@@ -1,6 +1,6 @@
 import type { AgentSpec, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import { changesBetween, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
-import { addUsage, NO_USAGE } from "./usage.ts";
+import { addRouting, addUsage, NO_USAGE } from "./usage.ts";
 
 /** The behaviour the study discusses, from a run's trajectory. */
 export function summarise(
@@ -15,6 +15,7 @@ export function summarise(
   // Switch-Focus: the substantive focus requests after intervening work (not the first, not the finalization).
   const resumed = lines.filter((l, i) => l.focus && !l.finalization && i > 0 && !lines[i - 1]!.focus);
   const total = (ls: TrajectoryRequest[]) => ls.reduce((sum, l) => (l.usage ? addUsage(sum, l.usage) : sum), NO_USAGE);
+  const routing = lines.reduce<ReturnType<typeof addRouting>>((sum, l) => addRouting(sum, l.routing), null);
   return {
     agent: agent.name,
     requests: lines.length,
@@ -27,6 +28,7 @@ export function summarise(
     failed_requests: lines.filter((l) => l.failure).length,
     ...(infrastructureFault ? { infrastructure_fault: infrastructureFault } : {}),
     ...(agent.usage ? { usage: { all: total(lines), focus_resumed: total(resumed) } } : {}),
+    ...(routing ? { routing } : {}),
     runner_seconds: runnerSeconds,
     trajectory,
   };

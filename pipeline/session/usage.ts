@@ -4,7 +4,7 @@
  * the model's), and the conversation it belongs to. Read from the harness's output, never from the
  * model endpoint: on a real provider there is no endpoint log to read.
  */
-import type { RequestUsage } from "../schemas/agent.ts";
+import type { RequestUsage, RoutingDecisions } from "../schemas/agent.ts";
 
 import type { USAGE_PARSERS } from "../schemas/agent.ts";
 
@@ -243,4 +243,24 @@ export function usageSince(now: RequestUsage, before: RequestUsage | undefined):
     model_calls: now.model_calls === null || before.model_calls === null ? now.model_calls : less(now.model_calls, before.model_calls),
     tool_calls: now.tool_calls,
   };
+}
+
+/**
+ * The routing decisions a context manager logged (the Resumption Context Manager's `routing`
+ * events, in the file it logs its auxiliary calls' usage to), by kind; null when it logged none.
+ */
+export function readRouting(text: string): RoutingDecisions | null {
+  let decisions: RoutingDecisions | null = null;
+  for (const event of jsonLines(text)) {
+    if (event.type !== "routing" || (event.by !== "reference" && event.by !== "router" && event.by !== "fallback")) continue;
+    decisions ??= { reference: 0, router: 0, fallback: 0 };
+    decisions[event.by]++;
+  }
+  return decisions;
+}
+
+/** Routing decisions summed, kind by kind; null when neither side has any. */
+export function addRouting(a: RoutingDecisions | null | undefined, b: RoutingDecisions | null | undefined): RoutingDecisions | null {
+  if (!a || !b) return a ?? b ?? null;
+  return { reference: a.reference + b.reference, router: a.router + b.router, fallback: a.fallback + b.fallback };
 }

@@ -118,3 +118,13 @@ export function logUsage(file: string, sessionID: string, kind: "router" | "memo
   };
   appendFileSync(file, JSON.stringify(event) + "\n");
 }
+
+/**
+ * A request's routing decision, appended to the same file when the request is assigned: how it
+ * was decided (the checkout it names, the router model, or a fallback to the full history), so a
+ * run's results can say how its requests were routed. The session runner reads it with the usage.
+ */
+export function logRouting(file: string, sessionID: string, request: string, decision: { by: "reference" | "router" | "fallback"; confidence: number }): void {
+  mkdirSync(dirname(file), { recursive: true });
+  appendFileSync(file, JSON.stringify({ type: "routing", sessionID, request, by: decision.by, confidence: decision.confidence }) + "\n");
+}

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, appendFileSync } from "node:fs";
 import { join } from "node:path";
 import { assemble, type Assembled } from "./assemble.ts";
-import { callAuxiliary, logUsage, type AuxiliaryModel } from "./auxiliary.ts";
+import { callAuxiliary, logRouting, logUsage, type AuxiliaryModel } from "./auxiliary.ts";
 import { interactionGroups, requestText, type InteractionGroup, type SessionMessage } from "./history.ts";
 import { batches, emptyRecord, interactionInput, memoryPrompt, readMemoryAnswer, type TaskRecord } from "./memory.ts";
 import { assignByReference, learn, readRouterAnswer, referencesIn, routerPrompt, type Assignment, type CatalogueTask } from "./router.ts";
@@ -78,6 +78,7 @@ export class ResumptionContextManager {
         if (decided.opened) state.tasks.push(decided.opened);
         for (const task of state.tasks) if (decided.assignment.tasks.includes(task.id)) learn(task, text, refs);
         state.assignments[id] = decided.assignment;
+        logRouting(this.usageFile, sessionID, id, decided.assignment);
       }
       earlier.push({ task: state.assignments[id]!.tasks.join(",") || "unassigned", text });
     }

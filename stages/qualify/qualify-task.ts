@@ -12,8 +12,8 @@ import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { extensionDecision, type StageToCheck } from "./extension-checks.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { type Crash, rerunInParts, runnerCrash, unreportedStatus } from "./crash-reruns.ts";
-import { type CheckoutPin, fromCommit, fromDirectory, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
-import { raisedFloors } from "../../pipeline/executors/recipe-scripts.ts";
+import { type CheckoutPins, fromCommit, fromDirectory, NO_CHECKOUT_PINS, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
+import { needsRevisionLayer, raisedFloors, revisionAsOf } from "../../pipeline/executors/recipe-scripts.ts";
 
 /** A failure for want of the network: name resolution, a refused or unreachable connection. */
 export const NETWORK_FAILURE =
@@ -154,7 +154,7 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
     if (error instanceof BuildFailed) throw new RecordError("build_failed", `${input.id}: ${error.message}`, { field: "environment" });
     throw error;
   }
-  const checkoutPins = input.env.asOf && input.env.recipe.requirements_files.length ? await basePins(input) : [];
+  const checkoutPins = input.env.asOf && needsRevisionLayer(input.env.recipe) ? await basePins(input) : NO_CHECKOUT_PINS;
   const runs: StateRun[] = [];
   // Both checkouts stay until the end: a run that crashed the runner is re-run in parts in its
   // own checkout once every run is in, with the test ids the others reported.
@@ -264,10 +264,11 @@ async function qualifyRun(
 }
 
 /**
- * What the environment let past its as-of date because the checkout pins it exactly, read as the
- * build read it, from the base revision: from the mirror when there is one, else a checkout.
+ * What the revision layer let past its environment's as-of date (the revision's own later date,
+ * the checkout's exact pins), read as the build read it, from the base revision: from the mirror
+ * when there is one, else a checkout.
  */
-async function basePins(input: QualifyTaskInput): Promise<CheckoutPin[]> {
+async function basePins(input: QualifyTaskInput): Promise<CheckoutPins> {
   const files = input.env.recipe.requirements_files;
   if (input.mirror) return readCheckoutPins(fromCommit(input.mirror, input.baseCommit), files);
   const base = await input.checkout([]);
@@ -327,8 +328,9 @@ export function qualificationRecord(
     ...(raised.length
       ? { raised_for_python: raised.map((f) => ({ package: f.package, to: `>=${f.version}`, python: input.env.recipe.python, why: f.why })) }
       : {}),
-    ...(checkoutPins.length
-      ? { let_past_as_of: checkoutPins.map((p) => ({ ...p, why: `pinned exactly in ${p.file}, the checkout's own requirements` })) }
+    ...(revisionAsOf(input.env, checkoutPins) !== input.env.asOf ? { revision_as_of: revisionAsOf(input.env, checkoutPins) } : {}),
+    ...(checkoutPins.exact.length
+      ? { let_past_as_of: checkoutPins.exact.map((p) => ({ ...p, why: `pinned exactly in ${p.file}, the checkout's own requirements` })) }
       : {}),
     test_args: input.testArgs,
     runs_per_state: input.runs,

@@ -177,6 +177,72 @@ describe("the model endpoint", () => {
     endpoint = undefined;
     expect(await pending).toBe("dropped");
   });
+
+  it("reports as cached input the prefix a call shares with earlier calls, in whole tokens of four characters, in every protocol", async () => {
+    await start("idle");
+    // A system prompt, a first request, the model's answer, a second request of the same task, and a
+    // request of another task whose header begins as the first's does.
+    const system = "You are a coding agent. ".repeat(20);
+    const first = `${ask}\n${"First request, in detail. ".repeat(8)}`;
+    const answer = "I made x two.";
+    const second = "Now make y two as well.";
+    const other = "Repository: o/r\nWorking directory: /tmp/run/workspace/w01\n\nSomething else entirely.";
+    const header = "Repository: o/r\nWorking directory: /tmp/run/workspace/w0".length;
+    expect(first.startsWith(other.slice(0, header)) && first[header] !== other[header]).toBe(true);
+    // Characters of each prompt as the endpoint counts them: an assistant turn is its text and its tool calls ("[]": none).
+    const whole = system.length + first.length + answer.length + "[]".length + second.length;
+    const bodies = {
+      anthropic: (model: string, turns: { role: string; text: string }[]) => ({
+        model,
+        max_tokens: 100,
+        system,
+        messages: turns.map((t) => ({ role: t.role, content: t.text })),
+      }),
+      chat: (model: string, turns: { role: string; text: string }[]) => ({
+        model,
+        messages: [{ role: "system", content: system }, ...turns.map((t) => ({ role: t.role, content: t.text }))],
+      }),
+      responses: (model: string, turns: { role: string; text: string }[]) => ({
+        model,
+        instructions: system,
+        input: turns.map((t) =>
+          t.role === "user"
+            ? { type: "message", role: "user", content: [{ type: "input_text", text: t.text }] }
+            : { type: "message", role: "assistant", content: [{ type: "output_text", text: t.text }] },
+        ),
+      }),
+    };
+    const paths = { anthropic: "/v1/messages", chat: "/v1/chat/completions", responses: "/v1/responses" };
+    // The cached input each protocol's clients read.
+    const cachedOf = (protocol: keyof typeof bodies, usage: Record<string, any>): number =>
+      protocol === "anthropic"
+        ? usage.cache_read_input_tokens
+        : protocol === "chat"
+          ? usage.prompt_tokens_details.cached_tokens
+          : usage.input_tokens_details.cached_tokens;
+    for (const protocol of ["anthropic", "chat", "responses"] as const) {
+      const send = async (model: string, turns: { role: string; text: string }[]) => {
+        const body = await (await post(paths[protocol], bodies[protocol](model, turns))).json();
+        const logged = endpoint!.calls.at(-1)!.usage!;
+        expect(cachedOf(protocol, body.usage)).toBe(logged.cachedInput);
+        return logged;
+      };
+      const u = (text: string) => ({ role: "user", text });
+      const a = (text: string) => ({ role: "assistant", text });
+      // The first call of a conversation: nothing sent before in this protocol.
+      expect((await send("m", [u(first)])).cachedInput).toBe(0);
+      // The conversation continued: everything the first call sent is cached, the answer and the new request are not.
+      const continued = await send("m", [u(first), a(answer), u(second)]);
+      expect(continued.cachedInput).toBe(Math.floor((system.length + first.length) / 4));
+      expect(continued.input + continued.cachedInput).toBe(Math.ceil(whole / 4));
+      // A context manager's switch: the first request is left out, so the prefix breaks inside the new request's header.
+      expect((await send("m", [u(other)])).cachedInput).toBe(Math.floor((system.length + header) / 4));
+      // The same conversation sent again: all of it was sent before.
+      expect((await send("m", [u(first), a(answer), u(second)])).cachedInput).toBe(Math.floor(whole / 4));
+      // Another model has a cache of its own.
+      expect((await send("other-model", [u(first), a(answer), u(second)])).cachedInput).toBe(0);
+    }
+  });
 });
 
 describe("the distracted script, and requests recognised in a context that leaves some out", () => {

@@ -10,7 +10,7 @@ import { djangoLabel, normaliseTestId, swebenchTestId, unittestId } from "../../
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { planEnvironments } from "../../pipeline/profiles/environments.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
-import { environmentLayerKey, raisedFloors, revisionScript, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
+import { environmentLayerKey, raisedFloors, revisionAsOf, revisionScript, SYNC_SCRIPT, uvFiles } from "../../pipeline/executors/recipe-scripts.ts";
 import { fromCommit, fromDirectory, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
 import { describeTestCommand, runnerArgv } from "../../pipeline/executors/runners.ts";
 import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } from "../../pipeline/executors/types.ts";
@@ -146,7 +146,9 @@ describe("recipes: what uv is told", () => {
       "py==1.11.0\npytest>=7\nsix==1.16.0 ; python_version < '3.8'\n-r ../requirements_test_min.txt\n",
     );
     const pins = await readCheckoutPins(fromDirectory(checkout), ["requirements_test_min.txt"]);
-    expect(pins).toEqual([
+    // A directory without its own .git has no commit date: the environment's date holds.
+    expect(pins.committedAt).toBeNull();
+    expect(pins.exact).toEqual([
       { package: "astroid", version: "2.12.2", file: "requirements_test_min.txt" },
       { package: "py", version: "1.11.0", file: "requirements/extra.txt" },
       { package: "six", version: "1.16.0", file: "requirements/extra.txt" },
@@ -172,8 +174,8 @@ describe("recipes: what uv is told", () => {
     const base = "6cf238d089cf4b6753c94cfc089b4a47487711e5";
     // Read from the mirror at the base commit, as qualify reads them (no checkout).
     const pins = await readCheckoutPins(fromCommit(mirror, base), ["requirements_test.txt"]);
-    expect(pins).toContainEqual({ package: "pylint", version: "2.15.5", file: "requirements_test_pre_commit.txt" });
-    expect(pins.map((p) => p.package)).toEqual(["black", "flake8", "flake8-typing-imports", "isort", "mypy", "pylint", "types-pkg-resources"]);
+    expect(pins.exact).toContainEqual({ package: "pylint", version: "2.15.5", file: "requirements_test_pre_commit.txt" });
+    expect(pins.exact.map((p) => p.package)).toEqual(["black", "flake8", "flake8-typing-imports", "isort", "mypy", "pylint", "types-pkg-resources"]);
     // A task opened before pylint 2.15.5 was published (2022-10-21) on this base resolves it all the same.
     const env = environmentSpec(
       "pylint-dev/astroid",
@@ -182,6 +184,43 @@ describe("recipes: what uv is told", () => {
     );
     const script = revisionScript(env, { venv: "/env", config: "/c", cache: "/u", work: "/w", baseFiles: "/b", python: "/env/bin/python" }, "2.12.13", pins);
     expect(script).toContain('"pylint" = "2100-01-01T00:00:00Z"');
+  });
+
+  it("resolves a base revision as of its own commit date when that is later than its environment's, in the revision layer only (astroid at pylint-dev__astroid-1978's base)", async () => {
+    // The environment is resolved as of the earliest task sharing it; a later task's base asks for
+    // what was released by its own commit: astroid 2.14's pyproject.toml asks for typing-extensions>=4.0.0
+    // (published 2021-11-14) on Python 3.9, which no date before it offers.
+    const bundle = fileURLToPath(new URL("../../../shared/data/mirrors/pylint-dev__astroid.bundle", import.meta.url));
+    const mirror = join(tempDir(), "astroid.git");
+    execFileSync("git", ["clone", "--quiet", "--mirror", bundle, mirror]);
+    const base = "0c9ab0fe56703fa83c73e514a1020d398d23fa7f";
+    expect(execFileSync("git", [`--git-dir=${mirror}`, "show", `${base}:pyproject.toml`], { encoding: "utf8" })).toContain(
+      `"typing-extensions>=4.0.0;python_version<'3.11'"`,
+    );
+    const committed = "2023-01-22T14:31:44.000Z";
+    const read = await readCheckoutPins(fromCommit(mirror, base), ["requirements_test_min.txt"]);
+    expect(read).toEqual({ committedAt: committed, exact: [] });
+    // A checkout of that commit says the same date as the mirror (the build reads the checkout, qualify the mirror).
+    const checkout = join(tempDir(), "astroid");
+    execFileSync("git", ["clone", "--quiet", "--shared", "--no-checkout", mirror, checkout]);
+    execFileSync("git", ["checkout", "--quiet", "--detach", base], { cwd: checkout });
+    expect(await readCheckoutPins(fromDirectory(checkout), ["requirements_test_min.txt"])).toEqual(read);
+    const recipe = EnvironmentRecipe.parse({ python: "3.9", pip_requirements: ["pytest"], project: { editable: true, extras: [] } });
+    const paths = { venv: "/env", config: "/c", cache: "/u", work: "/w", baseFiles: "/b", python: "/env/bin/python" };
+    const early = environmentSpec("pylint-dev/astroid", recipe, "2021-10-01T00:00:00.000Z");
+    expect(revisionAsOf(early, read)).toBe(committed);
+    const script = revisionScript(early, paths, "2.14.0", read);
+    expect(script).toContain(`exclude-newer = "${committed}"`);
+    // resolved so before the project is installed
+    expect(script.indexOf("export UV_CONFIG_FILE='/c/revision-uv.toml'")).toBeLessThan(script.indexOf("pip install --quiet -e"));
+    // The environment's own layer, which every task of it shares, keeps the earliest task's date.
+    expect(uvFiles(early)["uv.toml"]).toContain('exclude-newer = "2021-10-01T00:00:00.000Z"');
+    // An environment dated after the commit keeps its date, and a revision with no pins needs no file of its own.
+    const late = environmentSpec("pylint-dev/astroid", recipe, "2023-02-01T00:00:00.000Z");
+    expect(revisionAsOf(late, read)).toBe("2023-02-01T00:00:00.000Z");
+    expect(revisionScript(late, paths, "2.14.0", read)).not.toContain("revision-uv.toml");
+    // No as-of date: nothing is excluded, whatever the commit's date.
+    expect(revisionAsOf(environmentSpec("pylint-dev/astroid", recipe, null), read)).toBeNull();
   });
 
   it("shares the first layer between recipes that differ only in what they install from the checkout or how tests run", () => {

@@ -246,11 +246,36 @@ describe("the results report", () => {
     const { sessions, results } = writeFixture(dir);
     // Native resolves sessions 1 and 5 switched; +Router adds 2; +RCM adds 6. All resolve every control run of 1, 2, 5, 6.
     const methods = { opencode: [1, 5], "opencode-router": [1, 2, 5], "opencode-rcm": [1, 2, 5, 6] };
+    // How each run's requests were routed, as its context manager logged them (native has none):
+    // +Router's switched runs sent one request each to the router model, whose answer session 6's could not read.
+    const routing = (name: string, n: number, condition: "control" | "switched") =>
+      name === "opencode"
+        ? undefined
+        : name === "opencode-router" && condition === "switched"
+          ? { reference: 3, router: n === 6 ? 0 : 1, fallback: n === 6 ? 1 : 0 }
+          : { reference: 4, router: 0, fallback: 0 };
+    const withBehaviour = (name: string, n: number, condition: "control" | "switched", resolved: boolean) => {
+      const decisions = routing(name, n, condition);
+      const behaviour = {
+        agent: name,
+        requests: 4,
+        cross_task_write_requests: 0,
+        cross_task_write_files: 0,
+        focus_recovery_seconds: [],
+        work_lost_files: 0,
+        continuations_used: 0,
+        timed_out_requests: 0,
+        runner_seconds: 1,
+        trajectory: "trajectory.jsonl",
+        ...(decisions ? { routing: decisions } : {}),
+      };
+      return JSON.stringify({ ...report(n, condition, resolved), behaviour });
+    };
     for (const [name, switched] of Object.entries(methods)) {
       mkdirSync(join(results, name));
       for (const n of [1, 2, 5, 6]) {
-        writeFileSync(join(results, name, `s${n}.control.json`), JSON.stringify(report(n, "control", true)));
-        writeFileSync(join(results, name, `s${n}.switched.json`), JSON.stringify(report(n, "switched", switched.includes(n))));
+        writeFileSync(join(results, name, `s${n}.control.json`), withBehaviour(name, n, "control", true));
+        writeFileSync(join(results, name, `s${n}.switched.json`), withBehaviour(name, n, "switched", switched.includes(n)));
       }
     }
     const out = join(dir, "tables");
@@ -262,15 +287,29 @@ describe("the results report", () => {
     expect(table3).toContain("| Native | 50.0 | 25.0 | 25.0 | 50.0 | 25.0 | 25.0 | 50.0 | 25.0 | 25.0 |");
     expect(table3).toContain("| +Router | 50.0 | 37.5 | 12.5 | 50.0 | 50.0 | 0.0 | 50.0 | 25.0 | 25.0 |");
     expect(table3).toContain("| +RCM | 50.0 | 50.0 | 0.0 | 50.0 | 50.0 | 0.0 | 50.0 | 50.0 | 0.0 |");
+    // Routing, over all eight runs of each method: +Router 4 × 4 + 4 × 4 = 32 decisions, 3 by the router
+    // model and 1 by fallback; +RCM 32, every one by reference, which the table says.
+    expect(table3).toContain("| Native | – | – | – | – |");
+    expect(table3).toContain("| +Router | 32 | 87.5 | 9.4 | 3.1 |");
+    expect(table3).toContain("| +RCM | 32 | 100.0 | 0.0 | 0.0 |");
+    expect(table3).toContain("No request of +RCM was routed by the router model: these figures do not measure a model-based router.");
     const csv = readFileSync(join(out, "table3.csv"), "utf8").trim().split("\n");
-    expect(csv[0]).toBe("method,configuration,group,sessions,uninterrupted_pct,switched_pct,gap_pp,model_calls_unint,model_calls_switch");
-    expect(csv).toContain("+RCM,opencode-rcm,far,4,50.0,50.0,0.0,,");
+    expect(csv[0]).toBe(
+      "method,configuration,group,sessions,uninterrupted_pct,switched_pct,gap_pp,model_calls_unint,model_calls_switch,routing_decisions,routed_by_reference_pct,routed_by_router_pct,routed_by_fallback_pct",
+    );
+    expect(csv).toContain("+RCM,opencode-rcm,far,4,50.0,50.0,0.0,,,32,100.0,0.0,0.0");
+    expect(csv).toContain("+Router,opencode-router,overall,8,50.0,37.5,12.5,,,32,87.5,9.4,3.1");
+    expect(csv).toContain("Native,opencode,near,4,50.0,25.0,25.0,,,,,,");
     expect(readFileSync(join(out, "context-managers.svg"), "utf8")).toContain("<title>+Router, Near, switched: 50.0%</title>");
     // Named by hand: any three configurations, in the order native, router, rcm.
     expect(
       (await runCli(["report", "--results", results, "--sessions", sessions, "--out", out, "--context-managers", "agent-b,agent-a,opencode-rcm"])).code,
     ).toBe(0);
     expect(readFileSync(join(out, "table3.csv"), "utf8")).toContain("Native,agent-b,overall,8,25.0,25.0,0.0");
+    // A method whose runs logged no routing at all says so too.
+    expect(readFileSync(join(out, "table1.md"), "utf8")).toContain(
+      "The runs of +Router logged no routing decision: how their requests were routed is not known.",
+    );
     const missing = await runCli(["report", "--results", results, "--sessions", sessions, "--out", out, "--context-managers", "agent-b,agent-z,opencode-rcm"]);
     expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining("holds no configuration agent-z")]);
     expect((await runCli(["report", "--results", results, "--sessions", sessions, "--out", out, "--context-managers", "a,b"])).code).toBe(2);

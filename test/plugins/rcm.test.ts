@@ -9,6 +9,7 @@ import { SwitchSweResumptionContextManager } from "../../plugins/rcm/opencode.ts
 import { batches, emptyRecord, MAX_GROUPS_PER_UPDATE, readMemoryAnswer, type InteractionInput } from "../../plugins/rcm/memory.ts";
 import { readRouterAnswer, referencesIn, type Assignment } from "../../plugins/rcm/router.ts";
 import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
+import { readRouting } from "../../pipeline/session/usage.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 // What OpenCode 1.18.33 handed the plugin hook on the last model call of a real run: four requests
@@ -236,13 +237,19 @@ describe("the plugin's auxiliary calls, answered by the scripted model over HTTP
     expect(request.parts[0]!.text).toContain('<task_state_record task="t1">');
     expect(request.parts[0]!.text).toContain("trim_span");
     expect(request.parts[0]!.text).toMatch(/\(observed\) wrote \/tmp\/probe\/ws\/w00\//);
-    const logged = readFileSync(join(dir, "usage.jsonl"), "utf8")
+    const usageLog = readFileSync(join(dir, "usage.jsonl"), "utf8");
+    const logged = usageLog
       .trim()
       .split("\n")
       .map((l) => JSON.parse(l));
-    expect(logged.map((l) => [l.type, l.auxiliary, l.part.tokens.input + l.part.tokens.cache.read, l.part.tokens.output])).toEqual(
+    const steps = logged.filter((l) => l.type === "step_finish");
+    expect(steps.map((l) => [l.type, l.auxiliary, l.part.tokens.input + l.part.tokens.cache.read, l.part.tokens.output])).toEqual(
       endpoint!.calls.map((c) => ["step_finish", "memory", c.usage!.input + c.usage!.cachedInput, c.usage!.output]),
     );
+    // Each request's routing decision is logged once, beside the usage, for the run's results: all four named their checkouts.
+    const requests = recorded.messages.filter((m) => m.info.role === "user").length;
+    expect(logged.filter((l) => l.type === "routing").map((l) => l.by)).toEqual(Array(requests).fill("reference"));
+    expect(readRouting(usageLog)).toEqual({ reference: requests, router: 0, fallback: 0 });
     // The state persists for the next process: a second call folds nothing again.
     await new ResumptionContextManager({
       mode: "rcm",
@@ -285,6 +292,9 @@ describe("the plugin's auxiliary calls, answered by the scripted model over HTTP
       ["router", "low_confidence"],
       ["router", null],
     ]);
+    // The run's results count the two by the router model, and the earlier requests by their checkouts, once each.
+    const requests = recorded.messages.filter((m) => m.info.role === "user").length;
+    expect(readRouting(readFileSync(join(dir, "usage.jsonl"), "utf8"))).toEqual({ reference: requests, router: 2, fallback: 0 });
   });
 
   it("an auxiliary model that cannot be reached: the request keeps the full history, and the run is told", async () => {
@@ -302,5 +312,6 @@ describe("the plugin's auxiliary calls, answered by the scripted model over HTTP
     ];
     expect(await manager.transform(vague)).toEqual(vague);
     expect(warnings.some((w) => /routing call failed/.test(w))).toBe(true);
+    expect(readRouting(readFileSync(join(dir, "usage.jsonl"), "utf8"))).toMatchObject({ router: 0, fallback: 1 });
   });
 });

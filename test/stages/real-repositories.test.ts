@@ -367,6 +367,54 @@ describe.skipIf(!docker || !sharedDataForTests(RECORDS))("qualify on real reposi
     expect(Number(hypothesis!.split(".")[2])).toBeGreaterThanOrEqual(2);
   });
 
+  it("a later task's base revision resolves as of its own commit date, not its environment's earlier one: astroid-1978 shares an environment with a task dated before the typing-extensions its base requires, and both build with the shipped profile", async () => {
+    // The shape of pylint's 2.15 records (an environment as of the era's first task, 2022-06-28; a
+    // later base asking for typing-extensions~=4.3, published 2022-07-01), on the bundled astroid:
+    // astroid-1978's base (committed 2023-01-22) asks for typing-extensions>=4.0.0 (published
+    // 2021-11-14) in its pyproject.toml; a copy of the record dated 2021-10-01, of the same version,
+    // is the earlier task that dates the environment both share.
+    const original = recordOf("pylint-dev__astroid-1978");
+    const earlier = { ...original, instance_id: "pylint-dev__astroid-71978", created_at: "2021-10-01T00:00:00Z" };
+    const file = join(workDir, "revision-date.jsonl");
+    writeFileSync(file, [original, earlier].map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const report = await requalifyHere(file, 1);
+    for (const id of [original.instance_id!, earlier.instance_id]) {
+      const record = report.records.find((r) => r.instance_id === id)!;
+      expect(record.requalified, id).toBe(true);
+      const qualification = qualificationOf(id);
+      expect(qualification.as_of).toBe("2021-10-01T00:00:00.000Z");
+      expect(qualification.revision_as_of).toBe("2023-01-22T14:31:44.000Z");
+      expect(qualification.fail_to_pass).toEqual(JSON.parse(original.FAIL_TO_PASS!));
+    }
+    // The revision's image: typing-extensions as of the commit (4.5.0 came on 2023-02-15), pytest
+    // from the environment's own layer, as of the earlier date (7.0.0 came on 2022-02-03).
+    const qualification = qualificationOf(original.instance_id!);
+    const env = environmentSpec(
+      "pylint-dev/astroid",
+      recipeFor(RepoProfile.parse(JSON.parse(readFileSync(join(PROFILES, "pylint-dev__astroid.json"), "utf8"))), {
+        id: original.instance_id!,
+        version: original.version!,
+      }),
+      qualification.as_of,
+    );
+    expect(env.key).toBe(qualification.environment_key);
+    const versions = execFileSync(
+      "docker",
+      [
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        DockerExecutor.revisionTag(env, original.base_commit!),
+        "/env/bin/python",
+        "-c",
+        "import importlib.metadata as m; print(m.version('typing-extensions'), m.version('pytest'))",
+      ],
+      { encoding: "utf8" },
+    ).trim();
+    expect(versions).toMatch(/^4\.4\.0 6\.2\.\d+$/);
+  });
+
   it("repo check: every era of each bundled profile builds and qualifies a task as its record says", async () => {
     // One task per era (SWE-bench version): the earliest, as a full run resolves the era's environment as of it.
     for (const name of ["marshmallow-code__marshmallow", "pylint-dev__astroid", "sqlfluff__sqlfluff"]) {
