@@ -41,12 +41,16 @@ try {
       "";
     const seen = demo.server.log;
     const rest = seen.filter((e) => e.path !== "/graphql").length;
-    const counted = /GitHub requests: REST (\d+) unconditional, (\d+) conditional/.exec(lines.join("\n"));
+    const counted = /GitHub requests sent \(each attempt of a retried one counted\): REST (\d+)/.exec(lines.join("\n"));
     const idle = seen.length ? (ended - Math.max(...seen.map((e) => e.received_ms))) / 1000 : (ended - started) / 1000;
+    // the answer that made ten 5xx in a row (in the order the server saw them): the outage's declaration
+    let run = 0;
+    const tenth = seen.find((e) => (run = e.status >= 500 ? run + 1 : 0) >= 10);
+    const afterFact = tenth ? `${((ended - tenth.received_ms) / 1000).toFixed(1)} s from the tenth 5xx in a row to the stop, ` : "";
     console.log(
       `${label}: stopped after ${((ended - started) / 1000).toFixed(1)} s (${summary.ok ? "finished?!" : summary.stages[0]!.status}), ` +
-        `${seen.length} requests seen by the server (REST ${rest}), REST counted by the run ${counted ? Number(counted[1]) + Number(counted[2]) : "(no line)"}, ` +
-        `${idle.toFixed(1)} s with nothing sent before the stop; ${fact.replace(/^.*?(the GitHub API)/, "$1").slice(0, 200)}`,
+        `${seen.length} requests seen by the server (REST ${rest}), REST counted by the run ${counted ? counted[1] : "(no line)"}, ` +
+        `${afterFact}${idle.toFixed(1)} s with nothing sent before the stop; ${fact.replace(/^.*?(the GitHub API)/, "$1").slice(0, 200)}`,
     );
   }
 } finally {
