@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Octokit } from "@octokit/rest";
 import { RequestError } from "@octokit/request-error";
 import { RunAbort, TransientFailure } from "./failures.ts";
@@ -147,6 +148,11 @@ const FAILING_AFTER = 10;
 export class ApiOutage {
   private fact?: string;
   private readonly controller = new AbortController();
+
+  constructor() {
+    // Every request under way and every retry waiting listens to it: as many as the run's concurrency allows, not a leak.
+    setMaxListeners(0, this.controller.signal);
+  }
 
   /** Aborted, with GithubUnreachable as its reason, when the fact is declared. */
   get signal(): AbortSignal {
