@@ -1,6 +1,6 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
-import { dirname, join, relative, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { listTree, PUBLISH_MARKER, replaceDirectoryAtomic } from "../atomic.ts";
 import { compareKeys, hashValue, sha256 } from "../canonical.ts";
 import { codeVersion } from "../code-version.ts";
@@ -240,11 +240,7 @@ function stageContext(
       for (const [path, content] of files) published.files[`${rel}/${path}`] = sha256(content);
       published.dirs.push(rel);
     },
-    metric: (values) => {
-      const file = run.workspace.layout.metrics;
-      mkdirSync(dirname(file), { recursive: true });
-      appendFileSync(file, JSON.stringify({ stage: stage.name, ...values }) + "\n");
-    },
+    metric: (values) => store.appendMetric(stage.name, values),
     saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
     github: (settings) => openGithubClient(settings, { baseDir: run.baseDir, layout: run.workspace.layout, log }),
     reject(reject) {
