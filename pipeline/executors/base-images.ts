@@ -54,16 +54,28 @@ export async function importRootfs(docker: Docker, dir: string, tag: string, cha
     tar.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`tar of ${dir} exited ${code}: ${err.trim().split("\n").slice(-3).join(" | ")}`))));
   });
   const [repo, version] = tag.split(":") as [string, string | undefined];
-  const progress = (await docker.importImage(tar.stdout, { repo, tag: version ?? "latest", changes })) as NodeJS.ReadableStream;
-  // The engine answers with a progress stream whose last message carries any error.
-  await new Promise<void>((resolve, reject) =>
-    docker.modem.followProgress(progress, (error: Error | null, events: { error?: string }[]) => {
-      const failed = error?.message ?? events.find((e) => e.error)?.error;
-      if (failed) reject(new Error(`importing ${dir} as ${tag}: ${failed}`));
-      else resolve();
-    }),
-  );
-  await tarDone;
+  const imported = (async () => {
+    const progress = (await docker.importImage(tar.stdout, { repo, tag: version ?? "latest", changes })) as NodeJS.ReadableStream;
+    // The engine answers with a progress stream whose last message carries any error.
+    await new Promise<void>((resolve, reject) =>
+      docker.modem.followProgress(progress, (error: Error | null, events: { error?: string }[]) => {
+        const failed = error?.message ?? events.find((e) => e.error)?.error;
+        if (failed) reject(new Error(`importing ${dir} as ${tag}: ${failed}`));
+        else resolve();
+      }),
+    );
+  })();
+  // Both settle before anything is said: a tar that failed is the cause, and whatever the engine
+  // made of its cut stream is removed.
+  const [archived, made] = await Promise.allSettled([tarDone, imported]);
+  if (archived.status === "rejected") {
+    await docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
+    throw archived.reason;
+  }
+  if (made.status === "rejected") throw made.reason;
 }
 
 /** Where a missing base image may come from: an image registry's Debian image, else debootstrap. */

@@ -183,7 +183,8 @@ describe.skipIf(!docker)("a root filesystem imported as an image", () => {
         await container.remove({ force: true });
       }
       // a directory that is not there is an error naming it, never an empty image
-      await expect(importRootfs(engine, join(dir, "absent"), `${tag}-absent`, [])).rejects.toThrow(/absent/);
+      await expect(importRootfs(engine, join(dir, "absent"), `${tag}-absent`, [])).rejects.toThrow(/^tar of \S+\/absent exited 2: /);
+      await expect(engine.getImage(`${tag}-absent`).inspect()).rejects.toMatchObject({ statusCode: 404 });
     } finally {
       await engine
         .getImage(tag)
