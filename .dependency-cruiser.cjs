@@ -9,7 +9,7 @@
  *   model-endpoint
  *   → session, fidelity, report
  *     → project (a config and its work directory, opened once by every entrance)
- *       → engine (the stage engine), verifier
+ *       → engine (the stage engine), verifier, machine (what this machine has for a run)
  *       → profiles
  *         → executors
  *           → checkouts, changes, test-results
@@ -29,6 +29,7 @@ const LAYERS = {
   executors: ["checkouts", "changes", "test-results"],
   profiles: ["executors", "checkouts", "changes", "test-results"],
   verifier: ["profiles", "executors", "checkouts", "changes", "test-results"],
+  machine: ["profiles", "executors", "checkouts", "changes", "test-results"],
   engine: ["profiles", "executors", "checkouts", "changes", "test-results"],
   project: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   session: ["project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],

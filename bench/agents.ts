@@ -22,18 +22,15 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { OpenedBenchmark } from "../pipeline/project/benchmark.ts";
-import { runProjectOnce } from "../pipeline/project/project.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { benchmarkKnowledge } from "../pipeline/model-endpoint/knowledge.ts";
 import type { ModelScript } from "../pipeline/model-endpoint/scripts.ts";
 import { ModelEndpoint } from "../pipeline/model-endpoint/server.ts";
-import { SessionIndex } from "../pipeline/schemas/session.ts";
 import { writeResultsReport } from "../pipeline/report/results.ts";
 import { installAgent } from "../pipeline/session/install.ts";
-import { DEFAULT_TOOLS_DIR, loadAgent, runAllSessions } from "../pipeline/session/runs.ts";
-import { BUILT_STAGES } from "../stages/index.ts";
-import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
+import { DEFAULT_TOOLS_DIR, loadAgent } from "../pipeline/session/agents.ts";
+import { runAllSessions } from "../pipeline/session/runs.ts";
+import { builtDemo, runFigures } from "./demo-runs.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -49,15 +46,11 @@ const toolsDir = join(process.cwd(), DEFAULT_TOOLS_DIR);
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-agents-"));
 const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
 try {
-  const demo = await prepareDemoCopy(dir);
-  const built = await runProjectOnce(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
-  if (!built.ok) throw new Error("the demo pipeline did not finish");
-  const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
-  const all = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions.map((s) => s.session_id);
-  const only = sessionLimit > 0 ? all.slice(0, sessionLimit) : all;
-  const bench = () => OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log });
-  const b = bench();
-  const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
+  const built = await builtDemo(dir, "local", log);
+  const only = sessionLimit > 0 ? built.sessions.slice(0, sessionLimit) : built.sessions;
+  const opened = built.open();
+  const sessionsDir = opened.layout.sessionsDir;
+  const knowledge = await benchmarkKnowledge(opened).finally(() => opened.close());
   console.log(`${only.length} demo sessions × 2 conditions; verification with the local executor; ${jobs} job(s); tools in ${toolsDir}`);
   for (const name of agents) {
     const agent = loadAgent(join("data", "agents", `${name}.yaml`));
@@ -73,8 +66,7 @@ try {
       const endpoint = await ModelEndpoint.start({ script, knowledge });
       try {
         const started = Date.now();
-        const { ran, failed } = await runAllSessions(bench(), {
-          manifest,
+        const { ran, failed } = await runAllSessions(built.open(), {
           conditions: ["control", "switched"],
           agent,
           out: join(dir, "results", name, script),
@@ -86,18 +78,7 @@ try {
           toolsDir,
         });
         const wall = (Date.now() - started) / 1000;
-        const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
-        const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);
-        const agentSeconds = ran.reduce(
-          (n, r) =>
-            n +
-            readFileSync(join(dir, "results", name, script, r.behaviour!.trajectory), "utf8")
-              .split("\n")
-              .filter(Boolean)
-              .reduce((m, l) => m + (JSON.parse(l) as { seconds: number }).seconds, 0),
-          0,
-        );
-        const resolved = (condition: string) => ran.filter((r) => r.condition === condition && r.resolved).length;
+        const { requests, runner, agentSeconds, resolved } = runFigures(ran, join(dir, "results", name, script));
         const reported = ran.reduce(
           (t, r) => {
             const u = r.behaviour!.usage?.all;
@@ -143,7 +124,7 @@ try {
       const results = join(dir, "table3", harness, script);
       mkdirSync(results, { recursive: true });
       trio.forEach((d, i) => symlinkSync(d, join(results, names[i]!)));
-      const written = await writeResultsReport(results, join(manifest, "sessions"), join(dir, "table3-report", harness, script));
+      const written = await writeResultsReport(results, sessionsDir, join(dir, "table3-report", harness, script));
       const markdown = readFileSync(written.files[0]!, "utf8");
       console.log(`\nTable 3, ${harness} (${script} script):\n${markdown.slice(markdown.indexOf("## Table 3"))}`);
     }

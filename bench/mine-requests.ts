@@ -12,7 +12,8 @@ import { FakeGithub } from "../demo/github-server.ts";
 import { createGithubClient } from "../pipeline/github-client.ts";
 import { silentLogger } from "../pipeline/logger.ts";
 import { mineStage } from "../stages/mine/index.ts";
-import { listMergedPulls } from "../stages/mine/github.ts";
+import { listMergedPulls } from "../stages/mine/listing.ts";
+import { emptyRecords } from "../demo/records.ts";
 import { prepareDemoCopy } from "../test/helpers/demo-copy.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-mine-"));
@@ -96,24 +97,7 @@ async function windowCost(dir: string): Promise<void> {
   const recordsDir = join(dir, "long-history");
   rmSync(recordsDir, { recursive: true, force: true });
   await import("node:fs/promises").then((fs) => fs.mkdir(recordsDir, { recursive: true }));
-  writeFileSync(
-    join(recordsDir, "o__long.json"),
-    JSON.stringify({
-      repository: { id: 9, full_name: "o/long", name: "long" },
-      pulls,
-      issues: {},
-      pull_commits: {},
-      pull_files: {},
-      reviews: {},
-      review_comments: {},
-      issue_comments: {},
-      timelines: {},
-      closing_references: {},
-      closers: {},
-      deleted: [],
-      transferred: {},
-    }),
-  );
+  writeFileSync(join(recordsDir, "o__long.json"), JSON.stringify(emptyRecords({ id: 9, full_name: "o/long", name: "long" }, pulls)));
   const server = new FakeGithub({ recordsDir });
   const url = await server.start();
   const all = Math.ceil(total / 100);

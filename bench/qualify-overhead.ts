@@ -5,7 +5,8 @@
 // share the first). Runs each executor that is available. Usage: npm run bench:qualify
 // (real repositories' builds: npm run bench:fidelity -- RECORDS.jsonl).
 import { WorkLayout } from "../pipeline/work-layout.ts";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { ArtifactStore } from "../pipeline/engine/store.ts";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { dockerEngine } from "../pipeline/executors/docker-engine.ts";
@@ -21,22 +22,21 @@ try {
   requireFinished(await runProjectOnce(demo.options, { only: "split" }), "bench/qualify-overhead.ts");
   const jobs = availableParallelism();
   const layout = new WorkLayout(demo.workDir);
-  const metricsFile = layout.metrics;
-  mkdirSync(layout.logs, { recursive: true });
+  const store = new ArtifactStore(layout);
   const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(dockerEngine())) ? (["docker"] as const) : [])];
   for (const executor of executors) {
     const options = withExecution(demo.options, { executor, jobs });
-    writeFileSync(metricsFile, "");
+    store.clearMetrics();
     // Cold (environments may be built; Docker images persist between runs of this benchmark).
     const cold = await runProjectOnce(options, { only: "qualify", force: true });
-    const buildMetrics = readMetrics().filter((m) => m.environment_built);
+    const buildMetrics = store.readMetrics().filter((m) => m.environment_built);
     const builds = buildMetrics.length;
     const buildMinutes = buildMetrics.reduce((sum, m) => sum + Number(m.build_seconds ?? 0), 0) / 60;
-    writeFileSync(metricsFile, "");
+    store.clearMetrics();
     const started = performance.now();
     const warm = await runProjectOnce(options, { only: "qualify", force: true });
     const wall = (performance.now() - started) / 1000;
-    const runs = readMetrics().filter((m) => m.pytest_seconds !== undefined);
+    const runs = store.readMetrics().filter((m) => m.pytest_seconds !== undefined);
     const pytest = runs.reduce((s, m) => s + Number(m.pytest_seconds), 0);
     const processes = runs.reduce((s, m) => s + Number(m.wall_seconds), 0);
     const recipes = new Set(
@@ -59,15 +59,6 @@ try {
     );
   }
   await demo.server.stop();
-
-  function readMetrics(): Record<string, unknown>[] {
-    return existsSync(metricsFile)
-      ? readFileSync(metricsFile, "utf8")
-          .split("\n")
-          .filter(Boolean)
-          .map((l) => JSON.parse(l))
-      : [];
-  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

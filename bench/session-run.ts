@@ -6,27 +6,21 @@
 // focus task's environment (runs: environment): its requests' time is then the cost of one
 // `docker exec`, and the runner's time includes starting and removing the container.
 // Usage: npm run bench:session [-- --executor docker|local]   (default: local)
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { loadAgent, runAllSessions } from "../pipeline/session/runs.ts";
-import { OpenedBenchmark } from "../pipeline/project/benchmark.ts";
-import { BUILT_STAGES } from "../stages/index.ts";
-import { runProjectOnce } from "../pipeline/project/project.ts";
+import { loadAgent } from "../pipeline/session/agents.ts";
+import { runAllSessions } from "../pipeline/session/runs.ts";
 import { createLogger } from "../pipeline/logger.ts";
-import { SessionIndex } from "../pipeline/schemas/session.ts";
-import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
+import { builtDemo, runFigures } from "./demo-runs.ts";
 
 const executorArg = process.argv.indexOf("--executor");
 const executor = (executorArg >= 0 ? process.argv[executorArg + 1] : "local") as "docker" | "local";
 const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-session-"));
 try {
-  const demo = await prepareDemoCopy(dir);
-  const built = await runProjectOnce(withExecution(demo.options, { executor })).finally(() => demo.server.stop());
-  if (!built.ok) throw new Error("the demo pipeline did not finish");
-  const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
-  const sessions = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions.length;
   const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
+  const built = await builtDemo(dir, executor, log);
+  const sessions = built.sessions.length;
   console.log(`${sessions} demo sessions × 2 conditions × 3 scripted agents, verification with the ${executor} executor, 1 job`);
   const agents = ["replay-reference", "noop", "wrong-checkout"].map((name) => join("data", "agents", `${name}.yaml`));
   if (executor === "docker") {
@@ -38,8 +32,7 @@ try {
     const agent = loadAgent(file);
     const name = agent.name;
     const started = Date.now();
-    const { ran, failed } = await runAllSessions(OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor }, log: log }), {
-      manifest,
+    const { ran, failed } = await runAllSessions(built.open(), {
       conditions: ["control", "switched"],
       agent,
       out: join(dir, "results", name),
@@ -48,19 +41,7 @@ try {
       log,
     });
     const wall = (Date.now() - started) / 1000;
-    const requests = ran.reduce((n, r) => n + r.behaviour!.requests, 0);
-    const runner = ran.reduce((n, r) => n + r.behaviour!.runner_seconds, 0);
-    // The agent's own time, as the trajectories record it (for `true` in the environment: docker exec's cost).
-    const agentSeconds = ran.reduce(
-      (n, r) =>
-        n +
-        readFileSync(join(dir, "results", name, r.behaviour!.trajectory), "utf8")
-          .split("\n")
-          .filter(Boolean)
-          .reduce((m, l) => m + (JSON.parse(l) as { seconds: number }).seconds, 0),
-      0,
-    );
-    const resolved = (condition: string) => ran.filter((r) => r.condition === condition && r.resolved).length;
+    const { requests, runner, agentSeconds, resolved } = runFigures(ran, join(dir, "results", name));
     console.log(
       `${name}: ${ran.length} runs (${failed.length} failed), resolved control ${resolved("control")}/${sessions}, switched ${resolved("switched")}/${sessions}; wall ${wall.toFixed(1)} s = ${(wall / ran.length).toFixed(2)} s a run; runner ${runner.toFixed(1)} s over ${requests} requests = ${(runner / requests).toFixed(3)} s a request (goal < 5 s); agent ${(agentSeconds / requests).toFixed(3)} s a request; verification and the rest ${((wall - runner - agentSeconds) / ran.length).toFixed(2)} s a run`,
     );

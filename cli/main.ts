@@ -33,7 +33,6 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
     .description("Builds a task-switching benchmark for coding agents from real pull-request histories (the rules: docs/SPEC.md).")
     .version(VERSION, "--version", "print switch-swe's version")
     .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
-    .showHelpAfterError()
     .exitOverride();
   registerRun(program, io, exit);
   registerStageCommands(program, io, exit);
@@ -81,7 +80,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   const debug = argv.includes("--debug");
   const exit = new ExitCode();
   const program = buildProgram(io, exit);
-  for (const command of allCommands(program)) command.exitOverride().configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) });
+  for (const command of allCommands(program))
+    command
+      .exitOverride()
+      .configureOutput({ writeOut: (text) => io.out(text), writeErr: (text) => io.err(text) })
+      .showHelpAfterError(usageLine(command));
   try {
     await program.parseAsync(argv.filter((a) => a !== "--debug"));
   } catch (error) {
@@ -105,6 +108,16 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     return reportInternalError(io, argv, error, debug);
   }
   return exit.value;
+}
+
+/**
+ * What follows a usage error, as git and gh print it: the command's usage line, never the whole
+ * help (which buries the one line that matters; `--help` prints it).
+ */
+function usageLine(command: Command): string {
+  const words: string[] = [];
+  for (let c: Command | null = command; c; c = c.parent) words.unshift(c.name());
+  return `usage: ${words.join(" ")} ${command.usage()}`;
 }
 
 function allCommands(command: Command): Command[] {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { ModelTarget } from "../pipeline/session/types.ts";
 import { isLoopbackUrl } from "../pipeline/session/model-relay.ts";
-import { DEFAULT_TOOLS_DIR } from "../pipeline/session/runs.ts";
+import { DEFAULT_TOOLS_DIR } from "../pipeline/session/agents.ts";
 import { UsageError } from "./io.ts";
 
 /** The options that point a harness at a model endpoint, and say where installed harnesses are. */

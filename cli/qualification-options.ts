@@ -1,5 +1,6 @@
 import { wholeNumber } from "./numeric-options.ts";
 import type { Command } from "commander";
+import type { ExecutorChoice } from "../pipeline/engine/settings.ts";
 
 import { executorOption, gitServiceOption, redisOption } from "./execution-options.ts";
 
@@ -24,4 +25,20 @@ export function qualificationOptions(command: Command, workDir: string, options:
     );
   if (options.tasks !== false) command.option("--task <id...>", "only these tasks of the file");
   return command;
+}
+
+/** What qualificationOptions (and `--runs`) parsed, in the names the library's qualification commands take. */
+export function qualificationSettings(opts: Record<string, unknown>) {
+  return {
+    profilesDir: opts.profiles as string,
+    workDir: opts.workDir as string,
+    executor: opts.executor as ExecutorChoice,
+    redis: opts.redis as string | undefined,
+    gitService: opts.gitService as string | undefined,
+    runs: opts.runs as number,
+    jobs: opts.jobs as number,
+    tasks: opts.task as string[] | undefined,
+    mirrors: opts.mirrors as string | undefined,
+    pythonDownloads: opts.pythonDownloads as "auto" | "yes" | "no",
+  };
 }

@@ -23,6 +23,12 @@ export type Fault =
   /** GitHub's older wording of a secondary limit (abuse detection): a 403 with Retry-After that does not say "secondary rate". */
   | { kind: "abuse_detection"; count: number; retryAfterSeconds: number; path?: RegExp }
   | { kind: "not_found"; count: number; path?: RegExp }
+  /**
+   * GitHub's answer to a fine-grained or app token without access to the resource: 403 with the
+   * recorded body "Resource not accessible by integration", quota left in the X-RateLimit-*
+   * headers, no Retry-After, and X-Accepted-GitHub-Permissions naming what the token would need.
+   */
+  | { kind: "not_accessible"; count: number; permissions?: string; path?: RegExp }
   /** A hung proxy or load balancer: the connection is accepted and nothing is ever answered. */
   | { kind: "hang"; count: number; path?: RegExp }
   /** The status line and headers, half the body, then nothing more on an open connection. */
@@ -34,6 +40,8 @@ export interface RequestLogEntry {
   status: number;
   conditional: boolean;
   authorized: boolean;
+  /** When the request arrived (performance.now(), milliseconds): for benchmarks of what a client does between requests. */
+  received_ms: number;
   fault?: Fault["kind"];
   /** With `captureResponses`: what was answered, for checking it against GitHub's published description. */
   response?: { headers: Record<string, string>; body: string };
@@ -190,6 +198,7 @@ export class FakeGithub {
       status: 0,
       conditional: Boolean(req.headers["if-none-match"]),
       authorized: Boolean(req.headers.authorization),
+      received_ms: performance.now(),
     };
     this.log.push(entry);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
@@ -262,6 +271,15 @@ export class FakeGithub {
           status,
         ),
         { ...wait, ...this.rateHeaders(resource) },
+      );
+      return true;
+    }
+    if (fault?.kind === "not_accessible") {
+      // As recorded from api.github.com for GET pulls/N (its documentation_url and a status string).
+      send(
+        403,
+        { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/pulls/pulls#get-a-pull-request", status: "403" },
+        { "x-accepted-github-permissions": fault.permissions ?? "pull_requests=read", ...this.rateHeaders(resource) },
       );
       return true;
     }

@@ -45,6 +45,25 @@ export interface RepoRecords {
   transferred: Record<string, IssueKey>;
 }
 
+/** A repository's records with nothing in them yet: a recorder's start, or a test's corpus to fill. */
+export function emptyRecords(repository: Json, pulls: Record<string, Json> = {}): RepoRecords {
+  return {
+    repository,
+    issues: {},
+    pulls,
+    pull_commits: {},
+    pull_files: {},
+    reviews: {},
+    review_comments: {},
+    issue_comments: {},
+    timelines: {},
+    closing_references: {},
+    closers: {},
+    deleted: [],
+    transferred: {},
+  };
+}
+
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
@@ -115,21 +134,7 @@ export class GithubRecorder {
       pushedAt: iso(start),
       defaultBranch: "main",
     });
-    this.data = {
-      repository: fullRepositoryObject(this.repository),
-      issues: {},
-      pulls: {},
-      pull_commits: {},
-      pull_files: {},
-      reviews: {},
-      review_comments: {},
-      issue_comments: {},
-      timelines: {},
-      closing_references: {},
-      closers: {},
-      deleted: [],
-      transferred: {},
-    };
+    this.data = emptyRecords(fullRepositoryObject(this.repository));
   }
 
   private id(): number {

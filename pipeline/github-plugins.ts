@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Octokit } from "@octokit/rest";
 import { RequestError } from "@octokit/request-error";
 import { RunAbort, TransientFailure } from "./failures.ts";
@@ -62,12 +63,15 @@ export class NoAnswerInTime extends Error {
  * that stalls halfway is caught too). An API that accepts connections and never answers costs
  * one time limit per attempt, never undici's five minutes.
  */
-export function fetchWithTimeLimit(seconds: number, base: typeof fetch = globalThis.fetch): typeof fetch {
+export function fetchWithTimeLimit(seconds: number, base: typeof fetch = globalThis.fetch, outage?: ApiOutage): typeof fetch {
   return async (input, init = {}) => {
     const controller = new AbortController();
     const outer = init.signal;
     const follow = () => controller.abort(outer?.reason);
     outer?.addEventListener("abort", follow);
+    // An outage declared while this request is under way ends it too: nothing waits on an API already given up.
+    const stop = () => controller.abort(outage?.signal.reason);
+    outage?.signal.addEventListener("abort", stop);
     const method = String(init.method ?? "GET").toUpperCase();
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     const limit = (what: string) =>
@@ -92,6 +96,7 @@ export function fetchWithTimeLimit(seconds: number, base: typeof fetch = globalT
     } finally {
       clearTimeout(timer);
       outer?.removeEventListener("abort", follow);
+      outage?.signal.removeEventListener("abort", stop);
     }
   };
 }
@@ -136,52 +141,149 @@ const HUNG_AFTER = 3;
 const FAILING_AFTER = 10;
 
 /**
+ * Whether the API can be used this run: one fact for every request of one client. Once declared,
+ * every request fails with it at once, a request under way is ended, and a retry waiting out its
+ * backoff stops waiting (so nothing sits idle between the fact and the run's summary).
+ */
+export class ApiOutage {
+  private fact?: string;
+  private readonly controller = new AbortController();
+
+  constructor() {
+    // Every request under way and every retry waiting listens to it: as many as the run's concurrency allows, not a leak.
+    setMaxListeners(0, this.controller.signal);
+  }
+
+  /** Aborted, with GithubUnreachable as its reason, when the fact is declared. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get declared(): string | undefined {
+    return this.fact;
+  }
+
+  declare(fact: string): void {
+    if (this.fact) return;
+    this.fact = fact;
+    this.controller.abort(new GithubUnreachable(fact));
+  }
+
+  /** Throws the fact, once there is one. */
+  check(): void {
+    if (this.fact) throw new GithubUnreachable(this.fact);
+  }
+
+  /** Waits `ms`, or until the fact is declared, whichever comes first; then throws the fact if there is one. */
+  async pause(ms: number): Promise<void> {
+    this.check();
+    const signal = this.controller.signal;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done);
+    });
+    this.check();
+  }
+}
+
+/** What the outage plugins read from the client's options: the shared fact, and the retry backoff's unit. */
+export interface OutageOptions {
+  outage?: ApiOutage;
+  /** Milliseconds per unit of the retry backoff (attempt n waits n² units before it is sent again). */
+  retryBackoffMs?: number;
+}
+
+/** The API's state as the answers come: counts of failures in a row, and the fact they add up to. */
+class ApiState {
+  private connections = 0;
+  private timeouts = 0;
+  private serverErrors: number[] = [];
+
+  constructor(private readonly outage: ApiOutage) {}
+
+  answered(): void {
+    this.connections = this.timeouts = 0;
+    this.serverErrors = [];
+  }
+
+  /** Counts one failed request; declares the fact when a count reaches its limit. */
+  failed(error: unknown, base: string, what: string): void {
+    const status = (error as { status?: number }).status;
+    if (isConnectionFailure(error)) {
+      this.connections++;
+      this.timeouts = isTimeout(error) ? this.timeouts + 1 : 0;
+      this.serverErrors = [];
+      if (this.timeouts >= HUNG_AFTER)
+        this.outage.declare(
+          `the GitHub API at ${base} accepts connections but does not answer: ${this.timeouts} requests in a row got no answer within the time limit (last: ${(error as Error).message}); no more requests are sent this run`,
+        );
+      else if (this.connections >= UNREACHABLE_AFTER)
+        this.outage.declare(
+          `the GitHub API at ${base} cannot be reached (${this.connections} connections failed in a row: ${(error as Error).message}); no more requests are sent this run`,
+        );
+    } else if (typeof status === "number" && status >= 500) {
+      this.connections = this.timeouts = 0;
+      this.serverErrors.push(status);
+      if (this.serverErrors.length >= FAILING_AFTER) {
+        const statuses = [...new Set(this.serverErrors)].sort().join(", ");
+        this.outage.declare(
+          `the GitHub API at ${base} is failing: it answered HTTP ${statuses} to ${this.serverErrors.length} requests in a row (last: HTTP ${status} to ${what}); no more requests are sent this run`,
+        );
+      }
+    } else this.answered();
+  }
+}
+
+/**
  * The API's state is one fact about the run, not one per request: after UNREACHABLE_AFTER failed
  * connections, HUNG_AFTER requests without an answer in time, or FAILING_AFTER server errors in a
  * row, every request (a retry of another one included) fails at once with GithubUnreachable, so
  * a run against an API that is down, hung or failing ends within a bounded time and sends
  * nothing more. Any other answer closes the counts again.
  */
-export function stopWhenUnreachable(octokit: { hook: Octokit["hook"] }): void {
-  let connections = 0;
-  let timeouts = 0;
-  let serverErrors: number[] = [];
-  let fact: string | undefined;
-  octokit.hook.wrap("request", async (request, options) => {
-    if (fact) throw new GithubUnreachable(fact);
-    const base = () => new URL(String((options as { baseUrl?: string }).baseUrl ?? "https://api.github.com")).origin;
-    const what = () => {
-      const endpoint = options as { method?: string; url?: string };
-      return `${endpoint.method ?? "GET"} ${String(endpoint.url ?? "")}`;
-    };
+export function stopWhenUnreachable(octokit: { hook: Octokit["hook"] }, options: object = {}): void {
+  const outage = (options as OutageOptions).outage ?? new ApiOutage();
+  const state = new ApiState(outage);
+  octokit.hook.wrap("request", async (request, requestOptions) => {
+    outage.check();
+    const endpoint = requestOptions as { baseUrl?: string; method?: string; url?: string };
     try {
-      const response = await request(options);
-      connections = timeouts = 0;
-      serverErrors = [];
+      const response = await request(requestOptions);
+      state.answered();
       return response;
     } catch (error) {
-      const status = (error as { status?: number }).status;
-      if (isConnectionFailure(error)) {
-        connections++;
-        timeouts = isTimeout(error) ? timeouts + 1 : 0;
-        serverErrors = [];
-        if (timeouts >= HUNG_AFTER && !fact)
-          fact = `the GitHub API at ${base()} accepts connections but does not answer: ${timeouts} requests in a row got no answer within the time limit (last: ${(error as Error).message}); no more requests are sent this run`;
-        else if (connections >= UNREACHABLE_AFTER && !fact)
-          fact = `the GitHub API at ${base()} cannot be reached (${connections} connections failed in a row: ${(error as Error).message}); no more requests are sent this run`;
-      } else if (typeof status === "number" && status >= 500) {
-        connections = timeouts = 0;
-        serverErrors.push(status);
-        if (serverErrors.length >= FAILING_AFTER && !fact) {
-          const statuses = [...new Set(serverErrors)].sort().join(", ");
-          fact = `the GitHub API at ${base()} is failing: it answered HTTP ${statuses} to ${serverErrors.length} requests in a row (last: HTTP ${status} to ${what()}); no more requests are sent this run`;
-        }
-      } else {
-        connections = timeouts = 0;
-        serverErrors = [];
-      }
-      throw fact ? new GithubUnreachable(fact) : error;
+      // Ended by the outage itself (another request declared it meanwhile): its fact, not one more count.
+      outage.check();
+      state.failed(error, new URL(String(endpoint.baseUrl ?? "https://api.github.com")).origin, `${endpoint.method ?? "GET"} ${String(endpoint.url ?? "")}`);
+      outage.check();
+      throw error;
     }
+  });
+}
+
+/**
+ * The waits between a request's attempts (n² backoff units before attempt n + 1), taken here
+ * rather than by the retry plugin (which is given no wait of its own), so that an outage declared
+ * meanwhile ends them: a retry waiting out its backoff against an API already known to be down
+ * fails with that fact at once. Placed between the throttling plugin and the retry plugin: every
+ * call that reaches it is one attempt of the retry plugin (rate-limit waits are the throttling
+ * plugin's own, after GitHub's reset time or Retry-After).
+ */
+export function backOffUntilOutage(octokit: { hook: Octokit["hook"] }, options: object = {}): void {
+  const outage = (options as OutageOptions).outage ?? new ApiOutage();
+  const unit = (options as OutageOptions).retryBackoffMs ?? 1000;
+  // The retry plugin sends every attempt of one request with the same options object.
+  const attempts = new WeakMap<object, number>();
+  octokit.hook.wrap("request", async (request, requestOptions) => {
+    const before = attempts.get(requestOptions) ?? 0;
+    attempts.set(requestOptions, before + 1);
+    if (before > 0) await outage.pause(before ** 2 * unit);
+    return request(requestOptions);
   });
 }
 
@@ -213,6 +315,33 @@ export function rateLimitFailure(error: unknown, request: string): GithubRateLim
   return new GithubRateLimited(
     `GitHub's ${secondary ? "secondary" : "primary"} rate limit (HTTP ${e.status}) still held on ${request} after every retry; ${lifts}: run again after that (finished records are kept)`,
   );
+}
+
+/**
+ * A 403 that is no rate limit: GitHub refuses this token the resource. A fine-grained or app token
+ * without access is answered "Resource not accessible by integration", with quota left and no
+ * Retry-After; the X-Accepted-GitHub-Permissions header names what it would need. A fact about the
+ * token and the resource, like a 404: never retried, never transient, and said with what to grant.
+ */
+export class GithubForbidden extends Error {
+  override name = "GithubForbidden";
+  readonly status = 403;
+}
+
+/** A 403 that rateLimitFailure did not take as a rate limit: a GithubForbidden naming the request, GitHub's words and the permission it asks. */
+export function forbiddenFailure(error: unknown, request: string): GithubForbidden | undefined {
+  const e = error as { status?: number; response?: { data?: unknown; headers?: Record<string, string | undefined> } };
+  if (e.status !== 403 || rateLimitFailure(error, request)) return undefined;
+  const said = (e.response?.data as { message?: unknown } | undefined)?.message;
+  const needs = e.response?.headers?.["x-accepted-github-permissions"];
+  return new GithubForbidden(
+    `GitHub refuses this token ${request}: HTTP 403 "${typeof said === "string" ? said : "Forbidden"}"${needs ? ` (the token needs ${needs})` : ""}`,
+  );
+}
+
+/** Replaces the token wherever it might appear in a message. */
+export function redact(text: string, token?: string): string {
+  return token ? text.split(token).join("[REDACTED]") : text;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { installAgent } from "../../pipeline/session/install.ts";
-import { DEFAULT_TOOLS_DIR, loadAgent } from "../../pipeline/session/runs.ts";
+import { DEFAULT_TOOLS_DIR, loadAgent } from "../../pipeline/session/agents.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 
 export function registerAgents(program: Command, io: Io, exit: ExitCode): void {

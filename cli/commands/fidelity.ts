@@ -7,7 +7,7 @@ import { createLogger } from "../../pipeline/logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { positiveWholeNumber } from "../numeric-options.ts";
 import { measureFidelity, formatFidelity } from "../../pipeline/fidelity/measure.ts";
-import { qualificationOptions } from "../qualification-options.ts";
+import { qualificationOptions, qualificationSettings } from "../qualification-options.ts";
 
 export function registerFidelity(program: Command, io: Io, exit: ExitCode): void {
   qualificationOptions(
@@ -25,21 +25,7 @@ export function registerFidelity(program: Command, io: Io, exit: ExitCode): void
         requirePath("<records>", records, "file");
         requirePath("--profiles", opts.profiles, "directory");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const result = await measureFidelity({
-          stages: BUILT_STAGES,
-          records,
-          profilesDir: opts.profiles,
-          workDir: opts.workDir,
-          executor: opts.executor,
-          redis: opts.redis,
-          gitService: opts.gitService,
-          runs: opts.runs,
-          jobs: opts.jobs,
-          tasks: opts.task,
-          mirrors: opts.mirrors,
-          pythonDownloads: opts.pythonDownloads,
-          log,
-        });
+        const result = await measureFidelity({ stages: BUILT_STAGES, records, ...qualificationSettings(opts), log });
         io.out(formatFidelity(result));
         if (opts.json) await writeFileAtomic(opts.json, JSON.stringify(result, null, 2) + "\n");
         return result.tasks.every((t) => t.environment.built && explained(t)) ? 0 : 1;

@@ -23,8 +23,8 @@ export function registerModelEndpoint(program: Command, io: Io, exit: ExitCode):
         requirePath("--config", opts.config, "file");
         const port: number = opts.port;
         const log = createLogger({ level: "info", write: (line) => io.err(line + "\n") });
-        const bench = OpenedBenchmark.open(opts.config, { stages: BUILT_STAGES, log, ...(opts.heldout ? { heldoutDir: opts.heldout } : {}) });
-        const knowledge = await benchmarkKnowledge(bench).finally(() => bench.close());
+        const benchmark = OpenedBenchmark.open(opts.config, { stages: BUILT_STAGES, log, ...(opts.heldout ? { heldoutDir: opts.heldout } : {}) });
+        const knowledge = await benchmarkKnowledge(benchmark).finally(() => benchmark.close());
         const endpoint = await ModelEndpoint.start({ script: opts.script as ModelScript, knowledge, port, ...(opts.log ? { logFile: opts.log } : {}) });
         io.out(`${endpoint.url}\n`);
         log.info(`model endpoint (${opts.script}) serving ${knowledge.schedules.length / 2} session(s) at ${endpoint.url}; stop it with Ctrl-C`);

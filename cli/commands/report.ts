@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Command } from "commander";
-import { emitStage } from "../../stages/emit/index.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { Project } from "../../pipeline/project/project.ts";
@@ -32,8 +31,7 @@ export function registerReport(program: Command, io: Io, exit: ExitCode): void {
         let sessionsDir = opts.sessions as string | undefined;
         if (!sessionsDir) {
           if (!opts.config) throw new UsageError("give --sessions DIR, or --config FILE whose emit.out_dir holds the sessions");
-          const project = Project.open(opts.config, { stages: BUILT_STAGES, log: silentLogger });
-          sessionsDir = resolve(project.baseDir, project.stageConfig(emitStage).out_dir, "sessions");
+          sessionsDir = Project.open(opts.config, { stages: BUILT_STAGES, log: silentLogger }).benchmarkLayout().sessionsDir;
         }
         const trio = opts.contextManagers === undefined ? undefined : String(opts.contextManagers).split(",");
         if (trio && (trio.length !== 3 || trio.some((t) => !t.trim())))

@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { createLogger } from "../../pipeline/logger.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
 import { positiveWholeNumber } from "../numeric-options.ts";
-import { qualificationOptions } from "../qualification-options.ts";
+import { qualificationOptions, qualificationSettings } from "../qualification-options.ts";
 import { requalify, writeRequalifyReport } from "../../pipeline/fidelity/requalify.ts";
 
 export function registerRequalify(program: Command, io: Io, exit: ExitCode): void {
@@ -24,21 +24,7 @@ export function registerRequalify(program: Command, io: Io, exit: ExitCode): voi
         requirePath("--swebench", opts.swebench, "file");
         requirePath("--profiles", opts.profiles, "directory");
         const log = createLogger({ write: (line) => io.err(line + "\n") });
-        const report = await requalify({
-          stages: BUILT_STAGES,
-          swebench: opts.swebench,
-          profilesDir: opts.profiles,
-          workDir: opts.workDir,
-          executor: opts.executor,
-          redis: opts.redis,
-          gitService: opts.gitService,
-          runs: opts.runs,
-          jobs: opts.jobs,
-          tasks: opts.task,
-          mirrors: opts.mirrors,
-          pythonDownloads: opts.pythonDownloads,
-          log,
-        });
+        const report = await requalify({ stages: BUILT_STAGES, swebench: opts.swebench, ...qualificationSettings(opts), log });
         const files = await writeRequalifyReport(report, resolve(opts.out));
         io.out(
           `${report.records.length} records; with defects: ${report.records.filter((r) => r.defects.length).length}; ${

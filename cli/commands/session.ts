@@ -2,7 +2,9 @@ import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
-import { type Condition, loadAgent, runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
+import { loadAgent } from "../../pipeline/session/agents.ts";
+import type { Condition } from "../../pipeline/session/run-folder.ts";
+import { runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
 import { modelTarget, withModelOptions } from "../model-options.ts";
 import { formatVerification } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
@@ -36,12 +38,12 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
         ] as const)
           requirePath(flag, opts[flag.slice(2)], kind);
         const log = logger(Boolean(opts.quiet));
-        const bench = OpenedBenchmark.open(opts.config, {
+        const benchmark = OpenedBenchmark.open(opts.config, {
           stages: BUILT_STAGES,
           overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
           log,
         });
-        const report = await runAndScoreSession(bench, {
+        const report = await runAndScoreSession(benchmark, {
           session: opts.session,
           condition: opts.condition,
           agent: loadAgent(opts.agent),
@@ -50,7 +52,7 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
           force: Boolean(opts.force),
           log,
           ...modelTarget(opts),
-        }).finally(() => bench.close());
+        }).finally(() => benchmark.close());
         io.out(formatVerification(report));
         return report.infrastructure_fault || report.behaviour?.infrastructure_fault ? 3 : report.resolved ? 0 : 1;
       }),
@@ -64,16 +66,13 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
       .command("run-all")
       .description("run an agent through every session of an emitted benchmark; sessions already scored are not run again")
       .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
-      .requiredOption("--manifest <dir>", "the emitted benchmark (its sessions/ directory and index)")
+      .option("--manifest <dir>", "the emitted benchmark's directory (default: the config's emit.out_dir)")
       .requiredOption("--agent <file>", "the agent description (AGENT.yaml)")
       .addOption(new Option("--conditions <which>", "control, switched, or both").choices(["control", "switched", "both"]).default("both"))
       .option("--out <dir>", "the agent's results directory (default: results/<agent name>)")
       .option("--jobs <n>", "sessions run at once", positiveWholeNumber, 1),
   )
-    .addHelpText(
-      "after",
-      "\nExample:\n  switch-swe session run-all -c data/demo/pipeline.yaml --manifest manifests/demo --agent data/agents/noop.yaml --conditions both --jobs 2",
-    )
+    .addHelpText("after", "\nExample:\n  switch-swe session run-all -c data/demo/pipeline.yaml --agent data/agents/noop.yaml --conditions both --jobs 2")
     .action(
       exit.act(async (opts) => {
         for (const [flag, kind] of [
@@ -87,12 +86,12 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
         const conditions: Condition[] = opts.conditions === "both" ? ["control", "switched"] : [opts.conditions];
         const out = opts.out ?? join("results", agent.name);
         const log = logger(Boolean(opts.quiet));
-        const bench = OpenedBenchmark.open(opts.config, {
+        const benchmark = OpenedBenchmark.open(opts.config, {
           stages: BUILT_STAGES,
           overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
           log,
         });
-        const { ran, skipped, failed } = await runAllSessions(bench, {
+        const { ran, skipped, failed } = await runAllSessions(benchmark, {
           manifest: opts.manifest,
           conditions,
           agent,
@@ -102,7 +101,7 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
           jobs,
           log,
           ...modelTarget(opts),
-        }).finally(() => bench.close());
+        }).finally(() => benchmark.close());
         const failedRequests = ran.reduce((n, r) => n + (r.behaviour?.failed_requests ?? 0), 0);
         io.out(
           `${agent.name}: ran ${ran.length} session run(s), ${ran.filter((r) => r.resolved).length} resolved; ${failedRequests} failed request(s); ${skipped} already scored; ${failed.length} failed to run (run again to retry them); reports in ${out}\n`,

@@ -40,19 +40,19 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
         requirePath("--checkout", opts.checkout, "directory");
         requirePath("--heldout", opts.heldout, "directory");
         const log = createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") });
-        const bench = OpenedBenchmark.open(opts.config, {
+        const benchmark = OpenedBenchmark.open(opts.config, {
           stages: BUILT_STAGES,
           overrides: { executor: opts.executor, redis: opts.redis, gitService: opts.gitService },
           heldoutDir: opts.heldout,
           log,
         });
-        const result = await verifySubmission(bench, {
+        const result = await verifySubmission(benchmark, {
           session: opts.session,
           artifact: opts.artifact,
           checkout: opts.checkout,
           condition: opts.condition,
           log,
-        }).finally(() => bench.close());
+        }).finally(() => benchmark.close());
         const { report } = result;
         if (opts.out) await writeFileAtomic(opts.out, JSON.stringify(report, null, 2) + "\n");
         if (opts.saveArtifact) await writeFileAtomic(opts.saveArtifact, result.artifact);

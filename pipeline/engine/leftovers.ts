@@ -2,7 +2,7 @@ import { isNoSpace, NoSpaceLeft, writingTo } from "../failures.ts";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeSync } from "node:fs";
 import { mkdirSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { dockerEngine } from "../executors/docker-engine.ts";
+import { removeContainersLabelled } from "../executors/containers.ts";
 import { WORK_LABEL } from "../executors/index.ts";
 import type { Logger } from "../logger.ts";
 import type { WorkLayout } from "../work-layout.ts";
@@ -130,7 +130,7 @@ export async function removeLeftovers(layout: WorkLayout, log: Logger): Promise<
       removed.push(`${basename(scratch)}/${name}`);
     }
   }
-  removed.push(...(await removeLabelledContainers(layout.root, log)));
+  removed.push(...(await removeContainersLabelled(WORK_LABEL, layout.root, log)));
   return removed;
 }
 
@@ -182,24 +182,4 @@ export function stopProcessesWorkingIn(path: string): void {
       // already gone
     }
   }
-}
-
-async function removeLabelledContainers(workDir: string, log: Logger): Promise<string[]> {
-  const docker = dockerEngine();
-  try {
-    await docker.ping();
-  } catch {
-    return []; // no engine, no containers of ours
-  }
-  const removed: string[] = [];
-  try {
-    const containers = await docker.listContainers({ all: true, filters: { label: [`${WORK_LABEL}=${workDir}`] } });
-    for (const info of containers) {
-      await docker.getContainer(info.Id).remove({ force: true });
-      removed.push(`container ${info.Id.slice(0, 12)}`);
-    }
-  } catch (error) {
-    log.warn(`could not remove test containers a killed run left behind: ${(error as Error).message}`);
-  }
-  return removed;
 }

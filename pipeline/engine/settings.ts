@@ -8,12 +8,6 @@ export const DEFAULT_CHECKOUTS = ["/workspace/w00", "/workspace/w01", "/workspac
 /** Interruption tasks per session (SPEC §2.7). */
 export const DEFAULT_INTERRUPTIONS = 4;
 
-/**
- * The one finalization request (SPEC §1): it closes every session, in both conditions, and states
- * no requirement. reconstruct never produces it; schedule appends it.
- */
-export const FINALIZATION_TEXT = "Finish this task and prepare it for evaluation: complete the work you consider unfinished, then stop.";
-
 /** How test runs are executed, for every stage that runs tests (qualify, the oracle) and for `verify`. */
 export const ExecutionSettings = z.strictObject({
   /**

@@ -1,13 +1,13 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
-import { dirname, join, relative, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { listTree, PUBLISH_MARKER, replaceDirectoryAtomic } from "../atomic.ts";
 import { compareKeys, hashValue, sha256 } from "../canonical.ts";
 import { codeVersion } from "../code-version.ts";
 import { decodeStrict } from "../decode.ts";
 import { loadProfiles, type ProfileSet } from "../profiles/load.ts";
 import type { Workspace } from "../executors/workspace.ts";
-import { createGithubClient, readToken } from "../github-client.ts";
+import { openGithubClient } from "../github-client.ts";
 import type { Logger } from "../logger.ts";
 import type { Progress } from "../progress.ts";
 import { mapRecords, RecordTally } from "./record-map.ts";
@@ -240,21 +240,9 @@ function stageContext(
       for (const [path, content] of files) published.files[`${rel}/${path}`] = sha256(content);
       published.dirs.push(rel);
     },
-    metric: (values) => {
-      const file = run.workspace.layout.metrics;
-      mkdirSync(dirname(file), { recursive: true });
-      appendFileSync(file, JSON.stringify({ stage: stage.name, ...values }) + "\n");
-    },
+    metric: (values) => store.appendMetric(stage.name, values),
     saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
-    github: ({ baseUrl, offline, tokenFile, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs, timeoutSeconds }) => {
-      const token = readToken(process.env, tokenFile ? resolve(run.baseDir, tokenFile) : undefined);
-      // One cache per API (host, port and path): two APIs on one host must not share answers.
-      const cacheDir = run.workspace.layout.httpCache(baseUrl);
-      return {
-        ...createGithubClient({ baseUrl, token, cacheDir, offline, log, waitUnitMs, secondaryFallbackSeconds, graphqlSpacingMs, timeoutSeconds }),
-        token,
-      };
-    },
+    github: (settings) => openGithubClient(settings, { baseDir: run.baseDir, layout: run.workspace.layout, log }),
     reject(reject) {
       // A record already counted by mapRecords (rejected after its work) is not counted twice.
       if (!tally.seenIds.has(reject.record_id)) tally.processed++;

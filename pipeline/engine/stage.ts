@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { Reject, RejectReason, StageName } from "../schemas/common.ts";
 import type { MirrorCache } from "../git.ts";
-import type { CachedGraphql, GithubClient, RequestCounts } from "../github-client.ts";
+import type { GithubClientSettings, OpenedGithubClient } from "../github-client.ts";
 import type { ExternalFile } from "../decode.ts";
 import type { ProfileSet } from "../profiles/load.ts";
 import type { CheckoutOrigin } from "../checkouts/checkout.ts";
@@ -112,15 +112,7 @@ export interface StageContext<C> {
    * A GitHub client (Octokit with throttling and retry) whose responses are cached, and recorded
    * for offline replay, under the work directory. The token comes from GITHUB_TOKEN or a file.
    */
-  github(options: {
-    baseUrl: string;
-    offline: boolean;
-    tokenFile?: string;
-    waitUnitMs?: number;
-    secondaryFallbackSeconds?: number;
-    timeoutSeconds?: number;
-    graphqlSpacingMs?: number;
-  }): { octokit: GithubClient; counts: RequestCounts; graphql: CachedGraphql; token?: string };
+  github(settings: GithubClientSettings): OpenedGithubClient;
   /**
    * Runs `work` on each record independently: a record that throws becomes a reject and the
    * others go on. Results are cached per record, so an unchanged record does no work again.

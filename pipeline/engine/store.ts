@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
@@ -58,6 +58,28 @@ export class ArtifactStore {
 
   async writeLock(lock: LockFile): Promise<void> {
     await writeFileAtomic(this.lockPath, canonicalJson(lock, 2) + "\n");
+  }
+
+  /** Appends a stage's measurement to the metrics stream: figures for benchmarks (fidelity, bench/), kept out of artifacts and of every cache key. */
+  appendMetric(stage: StageName, values: Record<string, unknown>): void {
+    const file = this.layout.metrics;
+    mkdirSync(dirname(file), { recursive: true });
+    appendFileSync(file, JSON.stringify({ stage, ...values }) + "\n");
+  }
+
+  /** Every measurement appended since the stream was last emptied, oldest first. */
+  readMetrics(): ({ stage: StageName } & Record<string, unknown>)[] {
+    if (!existsSync(this.layout.metrics)) return [];
+    return readFileSync(this.layout.metrics, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { stage: StageName } & Record<string, unknown>);
+  }
+
+  /** Empties the metrics stream, so that what a measurement reads afterwards is its own run's. */
+  clearMetrics(): void {
+    mkdirSync(dirname(this.layout.metrics), { recursive: true });
+    writeFileSync(this.layout.metrics, "");
   }
 
   /** Writes records as canonical JSON lines and returns the file's sha256. */

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import type Docker from "dockerode";
 import { RunAbort } from "../failures.ts";
 import type { Logger } from "../logger.ts";
+import { dockerEngine } from "./docker-engine.ts";
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -15,29 +16,66 @@ export const BASE_REPOSITORY = "switch-swe-base";
  * Builds a base image from a Debian root filesystem made with debootstrap and imported into
  * Docker, so no image registry is needed. Needs root, debootstrap and a reachable Debian mirror.
  */
-export async function buildBaseImage(options: { suite: string; mirror: string; log: Logger; workDir: string }): Promise<string> {
+export async function buildBaseImage(options: { suite: string; mirror: string; log: Logger; workDir: string; docker?: Docker }): Promise<string> {
   const tag = `${BASE_REPOSITORY}:${options.suite}`;
   const rootfs = await mkdtemp(join(options.workDir, "rootfs-"));
-  const run = (command: string, args: string[]) =>
-    new Promise<void>((resolve, reject) => {
-      const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+  try {
+    options.log.info(`debootstrap ${options.suite} from ${options.mirror} (a few minutes)`);
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(
+        "debootstrap",
+        ["--variant=minbase", "--include=python3,python3-venv,python3-pip,ca-certificates,git", options.suite, rootfs, options.mirror],
+        { stdio: ["ignore", "ignore", "pipe"] },
+      );
       let err = "";
       child.stderr.on("data", (d) => (err = (err + d).slice(-4000)));
       child.on("error", reject);
-      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited ${code}: ${err.trim().split("\n").slice(-3).join(" | ")}`))));
+      child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`debootstrap exited ${code}: ${err.trim().split("\n").slice(-3).join(" | ")}`))));
     });
-  try {
-    options.log.info(`debootstrap ${options.suite} from ${options.mirror} (a few minutes)`);
-    await run("debootstrap", ["--variant=minbase", "--include=python3,python3-venv,python3-pip,ca-certificates,git", options.suite, rootfs, options.mirror]);
     options.log.info(`importing the root filesystem as ${tag}`);
-    await run("sh", [
-      "-c",
-      `tar -C '${rootfs}' -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' --change 'LABEL org.switch-swe.base=${options.suite}' - '${tag}'`,
-    ]);
+    await importRootfs(options.docker ?? dockerEngine(), rootfs, tag, ["ENV PATH=/usr/local/bin:/usr/bin:/bin", `LABEL org.switch-swe.base=${options.suite}`]);
     return tag;
   } finally {
     await rm(rootfs, { recursive: true, force: true });
   }
+}
+
+/**
+ * A directory imported as an image's one layer through the process's Docker client (the engine's
+ * POST /images/create?fromSrc=-, what `docker import` sends), with Dockerfile `changes`: the
+ * directory is streamed as a tar archive, never written whole to disk.
+ */
+export async function importRootfs(docker: Docker, dir: string, tag: string, changes: string[]): Promise<void> {
+  const tar = spawn("tar", ["-C", dir, "-c", "."], { stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  tar.stderr.on("data", (d) => (err = (err + d).slice(-4000)));
+  const tarDone = new Promise<void>((resolve, reject) => {
+    tar.on("error", reject);
+    tar.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`tar of ${dir} exited ${code}: ${err.trim().split("\n").slice(-3).join(" | ")}`))));
+  });
+  const [repo, version] = tag.split(":") as [string, string | undefined];
+  const imported = (async () => {
+    const progress = (await docker.importImage(tar.stdout, { repo, tag: version ?? "latest", changes })) as NodeJS.ReadableStream;
+    // The engine answers with a progress stream whose last message carries any error.
+    await new Promise<void>((resolve, reject) =>
+      docker.modem.followProgress(progress, (error: Error | null, events: { error?: string }[]) => {
+        const failed = error?.message ?? events.find((e) => e.error)?.error;
+        if (failed) reject(new Error(`importing ${dir} as ${tag}: ${failed}`));
+        else resolve();
+      }),
+    );
+  })();
+  // Both settle before anything is said: a tar that failed is the cause, and whatever the engine
+  // made of its cut stream is removed.
+  const [archived, made] = await Promise.allSettled([tarDone, imported]);
+  if (archived.status === "rejected") {
+    await docker
+      .getImage(tag)
+      .remove({ force: true })
+      .catch(() => undefined);
+    throw archived.reason;
+  }
+  if (made.status === "rejected") throw made.reason;
 }
 
 /** Where a missing base image may come from: an image registry's Debian image, else debootstrap. */

@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import type { Logger } from "../logger.ts";
 import { dockerEngine } from "./docker-engine.ts";
 import { InfrastructureFault } from "./types.ts";
 
@@ -114,4 +115,28 @@ export async function waitOrKill(container: Docker.Container, timeoutSeconds: nu
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Removes every container (running or not) labelled `label=value`: what a killed run of one work
+ * directory left behind. No engine, no containers of ours; an engine that fails midway is said.
+ */
+export async function removeContainersLabelled(label: string, value: string, log: Logger): Promise<string[]> {
+  const docker = dockerEngine();
+  try {
+    await docker.ping();
+  } catch {
+    return []; // no engine, no containers of ours
+  }
+  const removed: string[] = [];
+  try {
+    const containers = await docker.listContainers({ all: true, filters: { label: [`${label}=${value}`] } });
+    for (const info of containers) {
+      await docker.getContainer(info.Id).remove({ force: true });
+      removed.push(`container ${info.Id.slice(0, 12)}`);
+    }
+  } catch (error) {
+    log.warn(`could not remove test containers a killed run left behind: ${(error as Error).message}`);
+  }
+  return removed;
 }

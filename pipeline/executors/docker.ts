@@ -1,10 +1,9 @@
 import { existsSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { Writable } from "node:stream";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type Docker from "dockerode";
-import { lowDiskSpace } from "../failures.ts";
 import type { Logger } from "../logger.ts";
 import { ChannelReader, channelToken } from "./guarded.ts";
 import { hashValue } from "../canonical.ts";
@@ -23,11 +22,7 @@ import { type PythonDownloads, pythonOffer } from "./python-offer.ts";
 import {
   assertNotKilled,
   RUN_OUTPUT_LIMIT,
-  BuildFailed,
-  buildFailure,
   BuildOnce,
-  buildNetworkSettings,
-  saveBuildLog,
   InfrastructureFault,
   type EnvironmentSpec,
   type Executor,
@@ -39,12 +34,9 @@ import { type BaseRevision } from "../checkouts/checkout.ts";
 
 import { BASE_REPOSITORY, BaseImages, DEBIAN_FOR_PYTHON } from "./base-images.ts";
 import { demultiplex, engineFault, holdLifeline, waitOrKill, withLifeline } from "./containers.ts";
+import { buildLayer, describeSuites, IN_IMAGE, type LayerSettings, RUN_PATH } from "./docker-layers.ts";
 export { demultiplex, dockerAvailable } from "./containers.ts";
 export { BASE_REPOSITORY, buildBaseImage, DEBIAN_FOR_PYTHON } from "./base-images.ts";
-const describeSuites = () =>
-  Object.entries(DEBIAN_FOR_PYTHON)
-    .map(([v, suite]) => `${v} (${suite})`)
-    .join(", ");
 export const ENV_REPOSITORY = "switch-swe-env";
 export const REVISION_REPOSITORY = "switch-swe-rev";
 const LABEL = "org.switch-swe.environment";
@@ -72,10 +64,6 @@ export interface DockerLimits {
 }
 
 export const DEFAULT_LIMITS: DockerLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512, cpus: 1 };
-
-/** Where an environment's pieces sit inside its image. */
-const IN_IMAGE = { venv: "/env", config: "/opt/switch-swe", cache: "/uv-cache", work: "/work", baseFiles: "/opt/switch-swe/base-files.txt" };
-const RUN_PATH = "PATH=/env/bin:/usr/local/bin:/usr/bin:/bin";
 
 export interface DockerExecutorOptions {
   limits?: DockerLimits;
@@ -116,6 +104,11 @@ export class DockerExecutor implements Executor {
     this.limits = options.limits ?? DEFAULT_LIMITS;
     this.labels = options.labels ?? {};
     this.baseImages = options.baseImages ?? new BaseImages(docker, log);
+  }
+
+  /** What every build of this executor shares: uv's cache, where logs go, the work directory's labels. */
+  private get layerSettings(): LayerSettings {
+    return { cacheDir: this.options.cacheDir, logDir: this.options.logDir, labels: this.labels };
   }
 
   static imageTag(env: EnvironmentSpec): string {
@@ -168,7 +161,7 @@ export class DockerExecutor implements Executor {
     const script = packages + environmentScript(env, { ...IN_IMAGE, interpreter });
     const started = performance.now();
     const key = environmentLayerKey(env);
-    await this.buildLayer({
+    await buildLayer(this.docker, this.layerSettings, {
       from: base,
       tag,
       script,
@@ -198,7 +191,7 @@ export class DockerExecutor implements Executor {
           await readCheckoutPins(fromDirectory(checkout.dir), env.recipe.requirements_files),
         ) +
         `chown -R ${RUN_USER} ${IN_IMAGE.work}\n`;
-      await this.buildLayer({
+      await buildLayer(this.docker, this.layerSettings, {
         from: DockerExecutor.imageTag(env),
         tag,
         script,
@@ -212,73 +205,6 @@ export class DockerExecutor implements Executor {
     this.built.push(revisionKey(env, base.commit));
     this.buildSeconds.set(revisionKey(env, base.commit), (performance.now() - started) / 1000);
     return { built: true };
-  }
-
-  /**
-   * Runs a build script in a container from `from` and commits it as `tag`. Building is the one
-   * time a container may reach the network (the package indexes). The whole log is saved.
-   */
-  private async buildLayer(layer: {
-    from: string;
-    tag: string;
-    script: string;
-    what: string;
-    labels: Record<string, string>;
-    binds?: string[];
-  }): Promise<void> {
-    let container: Docker.Container | undefined;
-    let lifeline: { release: () => void } | undefined;
-    try {
-      const network = buildNetworkSettings();
-      const ca = network.caBundle ? ["SSL_CERT_FILE=/run/host-ca.crt", "PIP_CERT=/run/host-ca.crt"] : [];
-      const binds = [
-        ...(layer.binds ?? []),
-        ...(network.caBundle ? [`${network.caBundle}:/run/host-ca.crt:ro`] : []),
-        ...(this.options.cacheDir ? [`${resolve(this.options.cacheDir)}:${IN_IMAGE.cache}`] : []),
-      ];
-      if (this.options.cacheDir) await mkdir(this.options.cacheDir, { recursive: true });
-      container = await this.docker.createContainer({
-        Image: layer.from,
-        ...withLifeline(layer.script, "plain"),
-        Env: ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", ...Object.entries(network.vars).map(([k, v]) => `${k}=${v}`), ...ca],
-        HostConfig: { Binds: binds },
-        // The work directory's labels too, so that a build we did not live to finish is among the
-        // containers the next run removes.
-        Labels: { ...layer.labels, ...this.labels },
-      });
-      lifeline = await holdLifeline(container);
-      await container.start();
-      const result = (await container.wait()) as { StatusCode: number };
-      const logs = demultiplex(await container.logs({ stdout: true, stderr: true }));
-      const logPath = await this.saveLog(layer.tag, logs);
-      if (result.StatusCode !== 0) {
-        // The engine's data root filling up is the machine's moment, whatever the build printed.
-        const root = ((await this.docker.info().catch(() => ({}))) as { DockerRootDir?: string }).DockerRootDir;
-        buildFailure(
-          `${layer.what} failed (exit ${result.StatusCode})`,
-          logs,
-          result.StatusCode === 137 || result.StatusCode === 143,
-          root ? lowDiskSpace(root) : undefined,
-          logPath,
-          `the docker executor's base images give ${describeSuites()}`,
-        );
-      }
-      const [repository, tag] = layer.tag.split(":") as [string, string];
-      // An image carries its container's labels: the work directory's are emptied, its own set;
-      // its command is the base image's again, not our init.
-      const labels = [...Object.keys(this.labels).map((k) => `LABEL ${k}=""`), ...Object.entries(layer.labels).map(([k, v]) => `LABEL ${k}=${v}`)];
-      await container.commit({ repo: repository, tag, changes: [...labels, `ENV ${RUN_PATH}`, 'CMD ["sh"]'] });
-    } catch (error) {
-      if (error instanceof BuildFailed || error instanceof InfrastructureFault) throw error;
-      throw engineFault(error, `building ${layer.tag}`);
-    } finally {
-      lifeline?.release();
-      await container?.remove({ force: true }).catch(() => undefined);
-    }
-  }
-
-  private async saveLog(tag: string, text: string): Promise<string | undefined> {
-    return this.options.logDir ? saveBuildLog(this.options.logDir, tag.replace(":", "-"), text) : undefined;
   }
 
   async run(request: TestRunRequest): Promise<TestRunResult> {

@@ -87,9 +87,7 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
     { name: "fidelity", seed: "fidelity", workDir, baseDir: workDir, settings, stageConfigs },
     { stages: options.stages, log: options.log, overrides: { executor: options.executor, redis: options.redis, gitService: options.gitService } },
   );
-  const metrics = layout.metrics;
-  mkdirSync(layout.logs, { recursive: true });
-  writeFileSync(metrics, "");
+  project.store.clearMetrics();
   try {
     for (const stage of ["mine", "split", "qualify"] as const) requireFinished(await project.run({ only: stage }), `qualifying ${options.records}`);
   } finally {
@@ -107,11 +105,8 @@ export async function qualifyRecords(options: FidelityOptions): Promise<Qualifie
     for (const r of stored.records.map((x) => Reject.parse(x))) rejects.set(r.record_id, r);
   }
   const environments = new Set([...qualifications.values()].map((q) => q.environment_key)).size;
-  const measured = readFileSync(metrics, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-  const builds = measured
+  const builds = store
+    .readMetrics()
     .filter((m) => m.stage === "qualify" && m.environment_built)
     .map((m) => ({ key: String(m.environment_built), ...(typeof m.build_seconds === "number" ? { seconds: m.build_seconds } : {}) }));
   return { candidates: candidates.filter((c) => !options.tasks?.length || options.tasks.includes(c.id)), qualifications, rejects, environments, builds };

@@ -61,7 +61,7 @@ async function taskPlan(mirror: string, baseCommit: string, patch: string): Prom
 
 /** The knowledge of every session of an emitted benchmark, with the plans of every task its sessions name. */
 export async function benchmarkKnowledge(bench: OpenedBenchmark): Promise<EndpointKnowledge> {
-  const index = readJsonFile(join(bench.sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
+  const index = readJsonFile(bench.layout.sessionIndex, SessionIndex, "the benchmark's list of sessions");
   const schedules: EndpointKnowledge["schedules"] = [];
   const plans = new Map<string, ChangePlan>();
   const stages = new Map<string, number>();

@@ -1,24 +1,12 @@
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { z } from "zod";
+import { resolve } from "node:path";
+import { BenchmarkLayout } from "../benchmark-layout.ts";
 import type { Workspace } from "../executors/workspace.ts";
 import type { ExecutionSettings } from "../engine/settings.ts";
 import { cloneSourceOf, type LoadedProfile, type ProfileSet } from "../profiles/load.ts";
 import { HeldoutTask } from "../schemas/heldout.ts";
 import { InputError, readJsonFile } from "../validation.ts";
 import { Project, type ProjectOptions } from "./project.ts";
-
-/**
- * Where emit publishes the benchmark (the emit stage's config is exactly this): the released
- * files, and apart from them the held-out assets that score submissions.
- */
-export const BenchmarkLocations = z.strictObject({
-  /** The released benchmark: manifest, sessions, tables, profile, schemas. */
-  out_dir: z.string().default("manifests/benchmark"),
-  /** Reference patches, test patches, test lists and commands: what an agent must never see. */
-  heldout_dir: z.string().default("manifests/benchmark/heldout"),
-});
-export type BenchmarkLocations = z.infer<typeof BenchmarkLocations>;
 
 /**
  * An emitted benchmark and what works on it outside a run (verify, session run and run-all, the
@@ -29,17 +17,23 @@ export type BenchmarkLocations = z.infer<typeof BenchmarkLocations>;
  */
 export class OpenedBenchmark {
   readonly profiles: ProfileSet & { dir: string };
-  readonly heldoutDir: string;
-  readonly sessionsDir: string;
+  /** Where its files are: the config's emit section, the held-out assets where the command line puts them. */
+  readonly layout: BenchmarkLayout;
 
   private constructor(
     readonly project: Project,
     heldoutDir?: string,
   ) {
-    const locations = BenchmarkLocations.parse(project.stageConfigs.emit ?? {});
-    this.heldoutDir = heldoutDir ? resolve(heldoutDir) : resolve(project.baseDir, locations.heldout_dir);
-    this.sessionsDir = resolve(project.baseDir, locations.out_dir, "sessions");
+    this.layout = project.benchmarkLayout(heldoutDir);
     this.profiles = project.profiles();
+  }
+
+  get heldoutDir(): string {
+    return this.layout.heldoutDir;
+  }
+
+  get sessionsDir(): string {
+    return this.layout.sessionsDir;
   }
 
   /** Opens the benchmark of a config file; `stages` are the command line's registry, against which the config is checked. */
@@ -78,7 +72,7 @@ export class OpenedBenchmark {
 
   /** A task's held-out asset, or undefined when the benchmark has none. */
   heldout(taskId: string): HeldoutTask | undefined {
-    const file = join(this.heldoutDir, `${taskId}.json`);
+    const file = this.layout.heldout(taskId);
     return existsSync(file) ? readJsonFile(file, HeldoutTask, "a held-out task") : undefined;
   }
 
@@ -87,7 +81,7 @@ export class OpenedBenchmark {
     const task = this.heldout(taskId);
     if (!task)
       throw new InputError(
-        `${join(this.heldoutDir, `${taskId}.json`)}: no held-out asset of ${taskId}, ${why} (is emit.heldout_dir in ${this.configPath} the benchmark's? pass --heldout DIR otherwise)`,
+        `${this.layout.heldout(taskId)}: no held-out asset of ${taskId}, ${why} (is emit.heldout_dir in ${this.configPath} the benchmark's? pass --heldout DIR otherwise)`,
       );
     return task;
   }

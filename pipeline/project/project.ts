@@ -9,6 +9,7 @@ import { loadProfilesDir, type ProfileSet } from "../profiles/load.ts";
 import { type Progress, silentProgress } from "../progress.ts";
 import type { StageName } from "../schemas/common.ts";
 import { type ScratchKind, WorkLayout } from "../work-layout.ts";
+import { BenchmarkLayout, BenchmarkLocations } from "../benchmark-layout.ts";
 import { loadConfig, settingsOf } from "./config.ts";
 
 export { formatSummary };
@@ -139,6 +140,12 @@ export class Project {
   /** A stage's config section, validated by the stage's schema, with the command line's overrides. */
   stageConfig<C>(stage: Pick<StageDefinition<C, never>, "name" | "configSchema">): C {
     return parseStageConfig(stage, this.stageConfigs[stage.name]);
+  }
+
+  /** Where the config's emit section puts the benchmark, every path of it; a held-out directory the command line gives wins. */
+  benchmarkLayout(heldoutDir?: string): BenchmarkLayout {
+    const locations = parseStageConfig({ name: "emit", configSchema: BenchmarkLocations }, this.stageConfigs.emit);
+    return BenchmarkLayout.of(this.baseDir, locations, heldoutDir);
   }
 
   /** The repository profiles of profiles_dir, with the errors of those that do not load. */

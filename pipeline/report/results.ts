@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
+import { BenchmarkLayout } from "../benchmark-layout.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
@@ -33,7 +34,7 @@ function jsonFiles(dir: string): string[] {
  */
 export function loadSessions(dir: string): ScoredSession[] {
   if (!existsSync(dir)) throw new ReportInputError(`${dir}: no such directory of session specifications`);
-  const indexFile = join(dir, "index.json");
+  const indexFile = BenchmarkLayout.sessionIndexIn(dir);
   if (!existsSync(indexFile))
     throw new ReportInputError(`${indexFile}: missing; the sessions directory of an emitted benchmark lists its sessions there (re-run 'switch-swe emit')`);
   const index = readJsonFile(indexFile, SessionIndex, "the benchmark's list of sessions");

@@ -31,6 +31,8 @@ export const RejectReason = z.enum([
   // mine
   "not_found",
   "not_merged",
+  /** GitHub refuses the run's token the pull request (a 403 that is no rate limit): a fact about the token, until it is given access. */
+  "forbidden",
   "no_traceable_source",
   "commits_not_in_git",
   "incomplete_source",

@@ -10,7 +10,7 @@ import { agentArgv, agentMessage, agentStdin, messageFileOf } from "./agent-comm
 import type { AgentPlace } from "./placement.ts";
 import { scriptedAgent, type ScriptedStep } from "./scripted-agents.ts";
 import { pick, recordChanges } from "./trajectory.ts";
-import { type AgentRequest, CONTINUATION_MESSAGE, INFRASTRUCTURE_RETRIES, type SessionRunOptions } from "./types.ts";
+import { type AgentRequest, CONTINUATION_MESSAGE, INFRASTRUCTURE_RETRIES, type AgentRunOptions } from "./types.ts";
 
 /** The delivery loop: each request in order, its attempts and continuations, and what each did to the checkouts. */
 
@@ -77,7 +77,7 @@ function conversationOf(agent: AgentSpec, sessionId: string, condition: string):
 
 /** Delivers every request of the condition in order, and records what each did. */
 export async function deliverRequests(
-  options: SessionRunOptions,
+  options: AgentRunOptions,
   d: Delivery,
 ): Promise<{ lines: TrajectoryRequest[]; everChanged: Set<string>; agentMs: number; infrastructureFault?: string; conversation?: string }> {
   const { spec, condition, agent } = options;
@@ -155,7 +155,7 @@ export async function deliverRequests(
  * error or a non-zero exit is the agent's and is never retried.
  */
 async function deliverOne(
-  options: SessionRunOptions,
+  options: AgentRunOptions,
   d: Delivery,
   index: number,
   scripted: ScriptedStep | undefined,

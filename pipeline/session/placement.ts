@@ -8,7 +8,7 @@ import { AgentEnvironment, type Attempt } from "./environment.ts";
 import { isLoopbackUrl, RELAY_MOUNT, startModelRelay } from "./model-relay.ts";
 import { environmentExecutable, installDir } from "./install.ts";
 import { agentSettings, agentVariables, installedCommand, modelNameOf, runCommand } from "./agent-commands.ts";
-import type { AgentPaths, SessionRunOptions } from "./types.ts";
+import type { AgentPaths, AgentRunOptions } from "./types.ts";
 
 /** Where a command agent runs (on the host, or in the focus task's environment) and how one attempt is run there. */
 
@@ -37,7 +37,7 @@ function commonParent(paths: string[]): string {
  * one container of the focus task's image with each checkout mounted at its session path, the
  * agent's own directory at /agent (its home), and the spec's setup commands run first.
  */
-export async function agentPlace(options: SessionRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
+export async function agentPlace(options: AgentRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
   const { agent, runDir } = options;
   if (agent.runs === "host") {
     // An isolated home is the run's own: the harness's settings, state and conversations stay in the run.
@@ -78,7 +78,7 @@ const NODE_ARCH: Record<string, string> = { amd64: "x64", arm64: "arm64", arm: "
  * of binaries (a Docker Desktop's Linux engine on macOS does not).
  */
 async function environmentTools(
-  options: SessionRunOptions,
+  options: AgentRunOptions,
 ): Promise<{ mount: { host: string; container: string; readOnly: true }; command: (argv: string[]) => string[] } | undefined> {
   const { agent, toolsDir } = options;
   if (!agent.install) return undefined;
@@ -101,7 +101,7 @@ async function environmentTools(
 }
 
 /** The agent's place in the focus task's environment: its container, setup run, and a relay to a loopback endpoint. */
-async function environmentPlace(options: SessionRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
+async function environmentPlace(options: AgentRunOptions, hostPath: (path: string) => string, logs: string): Promise<AgentPlace> {
   const { agent, spec, runDir } = options;
   if (!options.environment) throw new Error(`the agent ${agent.name} runs in the environment, which needs a Docker engine and the focus task's image`);
   const agentDir = join(runDir, "agent");

@@ -8,16 +8,17 @@ import { startContextRelay } from "./context-relay.ts";
 import { deliverRequests } from "./delivery.ts";
 import { agentPlace, warnOfInstructionsAbove } from "./placement.ts";
 import { summarise } from "./trajectory.ts";
-import type { SessionRunOptions, SessionRunResult } from "./types.ts";
+import type { AgentRunOptions, AgentRunResult } from "./types.ts";
 
 /**
- * Drives an agent through one condition of a session (SPEC §2.8, §3): provisions the five
+ * Drives an agent through one condition of a session (SPEC §2.8, §3), without scoring it (the
+ * scored run, runs.ts, verifies what it leaves): provisions the five
  * checkouts at their base revisions under the session's paths, delivers each message in order
  * with only repository, checkout and text, gives each request its budget and at most
  * `timeout_continuations` continuations, and records a trajectory: every request's times,
  * budget used, continuations, exits, and the files changed in every checkout during it.
  */
-export async function runSession(given: SessionRunOptions): Promise<SessionRunResult> {
+export async function driveAgent(given: AgentRunOptions): Promise<AgentRunResult> {
   const { spec, agent, runDir } = given;
   const runStarted = Date.now();
   const { workspace, logs, trajectory: trajectoryFile, contextRelay } = sessionRunLayout(runDir);

@@ -28,22 +28,22 @@ export interface SubmissionOptions {
  * limits): the one its execution settings name, which the oracle used too.
  */
 export async function verifySubmission(
-  bench: OpenedBenchmark,
+  benchmark: OpenedBenchmark,
   options: SubmissionOptions,
 ): Promise<{ report: VerificationReport; artifact: string; excluded: string[] }> {
   if (Boolean(options.artifact) === Boolean(options.checkout)) throw new VerifyInputError("give exactly one of --artifact PATCH and --checkout DIR");
   const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
   const focusCheckout = spec.checkouts.find((c) => c.task_id === spec.focus);
   if (!focusCheckout) throw new VerifyInputError(`${options.session}: field checkouts: no checkout of the focus task ${spec.focus}`);
-  const heldout = bench.requireHeldout(spec.focus, "whose held-out verifier scores the session");
+  const heldout = benchmark.requireHeldout(spec.focus, "whose held-out verifier scores the session");
   if (heldout.repo !== spec.repo || heldout.base_commit !== focusCheckout.base_commit) {
     throw new VerifyInputError(
-      `${bench.heldoutDir}/${spec.focus}.json: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`,
+      `${benchmark.layout.heldout(spec.focus)}: fields repo/base_commit (${heldout.repo} ${heldout.base_commit}) do not match the session's focus checkout (${spec.repo} ${focusCheckout.base_commit})`,
     );
   }
-  const profile = bench.profile(spec.repo);
-  const { workspace } = bench;
-  const mirror = await workspace.mirrors.ensure(spec.repo, bench.cloneSource(spec.repo), heldout.base_commit);
+  const profile = benchmark.profile(spec.repo);
+  const { workspace } = benchmark;
+  const mirror = await workspace.mirrors.ensure(spec.repo, benchmark.cloneSource(spec.repo), heldout.base_commit);
   let artifact: string;
   let excluded: string[] = [];
   if (options.artifact) {
@@ -70,7 +70,7 @@ export async function verifySubmission(
       artifact,
       rules: profile.profile.classification,
       scratch: workspace.scratch,
-      infrastructureBackoffMs: bench.execution.infrastructure_backoff_seconds.map((s) => s * 1000),
+      infrastructureBackoffMs: benchmark.execution.infrastructure_backoff_seconds.map((s) => s * 1000),
     },
     options.log,
   );

@@ -1,7 +1,7 @@
 import type { AgentSpec } from "../schemas/agent.ts";
 import type { ScheduledRequest } from "../schemas/session.ts";
 import { git } from "../git.ts";
-import type { AgentRequest, SessionRunOptions } from "./types.ts";
+import type { AgentRequest, AgentRunOptions } from "./types.ts";
 
 /** Runs a scripted test agent's step for one request; only these read the held-out assets. */
 export type ScriptedStep = (index: number, request: AgentRequest) => Promise<void>;
@@ -17,7 +17,7 @@ export function scriptedAgent(
   schedule: ScheduledRequest[],
   focus: string,
   hostPath: (path: string) => string,
-  heldout: SessionRunOptions["heldout"],
+  heldout: AgentRunOptions["heldout"],
 ): ScriptedStep {
   const lastIndex = new Map(schedule.map((r, i) => [r.task_id, i] as const));
   const firstReturn = schedule.findIndex((r, i) => i > 0 && r.task_id === focus && schedule[i - 1]!.message.checkout !== r.message.checkout);

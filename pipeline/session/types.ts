@@ -12,7 +12,8 @@ export const CONTINUATION_MESSAGE = "Your time for the last request ran out befo
 /** Repetitions of an attempt the provider failed (overloaded, unreachable) before the run ends on an infrastructure fault (the study's protocol). */
 export const INFRASTRUCTURE_RETRIES = 2;
 
-export interface SessionRunOptions {
+/** What driving an agent through one condition of one session (driveAgent) is given: no scoring, no report. */
+export interface AgentRunOptions {
   spec: SessionSpec;
   condition: "control" | "switched";
   agent: AgentSpec;
@@ -43,7 +44,8 @@ export interface ModelTarget {
   name?: string;
 }
 
-export interface SessionRunResult {
+/** What driving an agent through a session gives back: where the focus checkout is, the trajectory and what the agent did. */
+export interface AgentRunResult {
   /** The focus checkout on the host, to collect the artifact from. */
   focusCheckout: string;
   trajectoryFile: string;

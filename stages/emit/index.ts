@@ -1,8 +1,8 @@
 import { stringify } from "csv-stringify/sync";
-import { isAbsolute, join, relative } from "node:path";
+import { isAbsolute, relative } from "node:path";
 import { cloneSourceOf, type ProfileSet } from "../../pipeline/profiles/load.ts";
 import { z } from "zod";
-import { BenchmarkLocations } from "../../pipeline/project/benchmark.ts";
+import { BenchmarkLayout, BenchmarkLocations, RELEASED } from "../../pipeline/benchmark-layout.ts";
 import { canonicalJson } from "../../pipeline/canonical.ts";
 import { renderSchemaFiles } from "../../pipeline/json-schemas.ts";
 import { AuditRecord } from "../../pipeline/schemas/audit.ts";
@@ -130,10 +130,10 @@ function tables(specs: SessionSpec[], manifest: ManifestEntry[], pairs: Locality
     ),
   );
   return [
-    ["tables/sessions.csv", stringify(sessionRows, { header: true })],
-    ["tables/tasks.csv", stringify(taskRows, { header: true })],
-    ["tables/locality_pairs.csv", stringify(pairRows, { header: true, columns: ["repo", "task_a", "task_b", "class", "shared_dirs", "shared_files"] })],
-    ["tables/requests.csv", stringify(requestRows, { header: true })],
+    [RELEASED.table("sessions"), stringify(sessionRows, { header: true })],
+    [RELEASED.table("tasks"), stringify(taskRows, { header: true })],
+    [RELEASED.table("locality_pairs"), stringify(pairRows, { header: true, columns: ["repo", "task_a", "task_b", "class", "shared_dirs", "shared_files"] })],
+    [RELEASED.table("requests"), stringify(requestRows, { header: true })],
   ];
 }
 
@@ -146,18 +146,21 @@ function benchmarkFiles(
   profile: ReturnType<typeof benchmarkProfile>,
 ): Map<string, string> {
   const files = new Map<string, string>();
-  files.set("manifest.jsonl", manifest.map((m) => canonicalJson(m) + "\n").join(""));
-  for (const spec of specs) files.set(`sessions/${spec.session_id}.json`, json(spec));
+  files.set(RELEASED.manifest, manifest.map((m) => canonicalJson(m) + "\n").join(""));
+  for (const spec of specs) files.set(RELEASED.session(spec.session_id), json(spec));
   // The sessions of this benchmark, which `report` takes as its fixed denominators.
   files.set(
-    "sessions/index.json",
-    json({ benchmark, sessions: specs.map((s) => ({ session_id: s.session_id, file: `${s.session_id}.json`, focus: s.focus, locality: s.locality })) }),
+    RELEASED.sessionIndex,
+    json({
+      benchmark,
+      sessions: specs.map((s) => ({ session_id: s.session_id, file: RELEASED.sessionFileName(s.session_id), focus: s.focus, locality: s.locality })),
+    }),
   );
-  for (const [name, text] of renderSchemaFiles()) files.set(`schema/${name}`, text);
+  for (const [name, text] of renderSchemaFiles()) files.set(RELEASED.schema(name), text);
   for (const [name, text] of tables(specs, manifest, pairs)) files.set(name, text);
-  files.set("profile.json", json(profile));
+  files.set(RELEASED.profileJson, json(profile));
   const { sessions: counts, ...flat } = profile;
-  files.set("profile.csv", stringify([{ ...flat, near_sessions: counts.near, far_sessions: counts.far }], { header: true }));
+  files.set(RELEASED.profileCsv, stringify([{ ...flat, near_sessions: counts.near, far_sessions: counts.far }], { header: true }));
   return files;
 }
 
@@ -188,6 +191,7 @@ export const emitStage = defineStage({
     const { roles, sessionsOf, used } = taskUses(specs);
     // The released benchmark is one directory, replaced whole: nothing of an earlier run survives.
     const out = ctx.config.out_dir;
+    const layout = new BenchmarkLayout(ctx.resolvePath(out), ctx.resolvePath(ctx.config.heldout_dir));
     const cloneUrl = (repo: string, dir: string) => cloneUrlFor(repo, ctx.profiles, ctx.resolvePath, dir);
     const manifest = await ctx.mapRecords(used, {
       id: (id) => id,
@@ -200,23 +204,22 @@ export const emitStage = defineStage({
           audits.get(id),
           (sessionsOf.get(id) ?? []).flatMap((sid) => reports.get(sid)?.checks ?? []),
           roles.get(id)!,
-          cloneUrl(tasks.get(id)!.snapshot.repo, ctx.resolvePath(out)),
+          cloneUrl(tasks.get(id)!.snapshot.repo, layout.outDir),
         ),
     });
     const profile = benchmarkProfile(specs);
-    const sessionsDir = join(ctx.resolvePath(out), "sessions");
     const files = benchmarkFiles(
       ctx.benchmark,
-      specs.map((s) => ({ ...s, clone_url: cloneUrl(s.repo, sessionsDir) })),
+      specs.map((s) => ({ ...s, clone_url: cloneUrl(s.repo, layout.sessionsDir) })),
       manifest,
       pairs,
       profile,
     );
     // Held-out assets: only the verifier reads these. Every one passed the oracle. Inside out_dir
     // they are part of its one swap; elsewhere they are a directory of their own.
-    const heldoutFiles = new Map(used.map((id) => [`${id}.json`, json(heldout.get(id)!)]));
-    const inside = relative(ctx.resolvePath(out), ctx.resolvePath(ctx.config.heldout_dir));
-    if (!inside.startsWith("..") && !isAbsolute(inside)) {
+    const heldoutFiles = new Map(used.map((id) => [BenchmarkLayout.heldoutFileName(id), json(heldout.get(id)!)]));
+    const inside = layout.heldoutInsideRelease;
+    if (inside !== undefined) {
       for (const [name, text] of heldoutFiles) files.set(inside ? `${inside}/${name}` : name, text);
       await ctx.publishDirectory(out, files);
     } else {

@@ -3,9 +3,12 @@ import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/engine/stage.ts";
-import { DEFAULT_TIMEOUT_SECONDS, type GithubClient, redact } from "../../pipeline/github-client.ts";
+import { DEFAULT_TIMEOUT_SECONDS, type GithubClient } from "../../pipeline/github-client.ts";
+import { redact } from "../../pipeline/github-plugins.ts";
 import { transientCause, TransientFailure } from "../../pipeline/failures.ts";
-import { enrichRecord, isNotFound, listMergedPulls, minePull, type PullSummary } from "./github.ts";
+import { candidateId, isForbidden, isNotFound, type PullSummary } from "./github-api.ts";
+import { enrichRecord, minePull } from "./github.ts";
+import { listMergedPulls } from "./listing.ts";
 import { importSwebench } from "./swebench.ts";
 
 const DateString = z.string().refine((s) => !Number.isNaN(Date.parse(s)), "expected a date such as 2024-01-31");
@@ -177,6 +180,8 @@ function githubMining(ctx: MineContext): GithubMining | undefined {
     // Anything else (exhausted retries, a broken recording) must not leak the token, and keeps
     // its kind: an unreachable API is transient, not a bug.
     const message = redact((error as Error).message, client.token);
+    // GitHub refusing this token something is a fact about the token, not a moment's failure.
+    if (isForbidden(error)) throw new RecordError("forbidden", message);
     // A transient failure keeps its class: GithubUnreachable stops the stage at once (RunAbort).
     if (error instanceof TransientFailure) {
       error.message = message;
@@ -214,6 +219,8 @@ async function withHistories(ctx: MineContext, swebench: Candidate[], github: Gi
     work: (c) => enrichRecord(github!.options, c).catch(github!.asTransient),
   });
   const left = enriched.filter((c) => c.notes.some((n) => n.startsWith("not enriched")));
+  // No SWE-bench-family file, nothing to say ("0 of 0 … enriched" says nothing).
+  if (!swebench.length) return enriched;
   ctx.log.info(
     `${enriched.length - left.length} of ${swebench.length} SWE-bench-family record(s) enriched from GitHub${
       left.length
@@ -238,14 +245,14 @@ async function mineRepositories(ctx: MineContext, github: GithubMining, keep: Ke
   }
   const pulls = await listTargets(ctx, gh.repos, octokit, token);
   const mined = await ctx.mapRecords(pulls, {
-    id: (p) => `${p.repo.replace("/", "__")}-${p.number}`,
+    id: (p) => candidateId(p.repo, p.number),
     concurrency: gh.concurrency,
     dependsOn: (p) => ({ clone: github.cloneSource(p.repo), graphql: github.useGraphql }),
     work: (pull) => minePull(github.options, pull).catch(github.asTransient),
   });
   for (const candidate of mined) keep(candidate, candidate.source.kind === "github" ? candidate.source.api_url : candidate.id);
   ctx.log.info(
-    `GitHub requests: REST ${counts.unconditional} unconditional, ${counts.conditional} conditional (${counts.notModified} not modified); GraphQL ${counts.graphql} sent, ${counts.graphqlReused} reused; ${counts.replayed} replayed offline`,
+    `GitHub requests sent (each attempt of a retried one counted): REST ${counts.unconditional + counts.conditional} (${counts.conditional} conditional, ${counts.notModified} of them answered 304 Not Modified); GraphQL ${counts.graphql} (${counts.graphqlReused} answers reused unsent); ${counts.replayed} answered from the recording unsent`,
   );
 }
 
@@ -267,15 +274,23 @@ async function listTargets(
       pulls.push(...listed.pulls);
       for (const { number, status } of listed.missing) {
         ctx.reject({
-          record_id: `${target.repo.replace("/", "__")}-${number}`,
+          record_id: candidateId(target.repo, number),
           reason: "not_found",
           message: `${target.repo}#${number}: ${status === 410 ? "the pull request was deleted (410 Gone)" : "no such pull request (404)"}`,
           field: "numbers",
         });
       }
+      for (const { number, message } of listed.forbidden) {
+        ctx.reject({
+          record_id: candidateId(target.repo, number),
+          reason: "forbidden",
+          message: redact(`${target.repo}#${number}: ${message}; the pull request is not mined (once the token may read it, run again with --force)`, token),
+          field: "numbers",
+        });
+      }
       for (const { number, state } of listed.unmerged) {
         ctx.reject({
-          record_id: `${target.repo.replace("/", "__")}-${number}`,
+          record_id: candidateId(target.repo, number),
           reason: "not_merged",
           message: `${target.repo}#${number}: the pull request is ${state === "open" ? "still open" : "closed without being merged"}, so it has no reference change`,
           field: "numbers",
@@ -286,6 +301,19 @@ async function listTargets(
           `${target.repo}: ${listed.pulls.length} merged pull request(s) created in ${target.since ?? "the beginning"} .. ${target.until ?? "now"}, from ${listed.pages} page(s) of the list`,
         );
     } catch (error) {
+      if (isForbidden(error)) {
+        // The list itself refused: the whole target stops, said once; the other targets are mined.
+        ctx.reject({
+          record_id: target.repo,
+          reason: "forbidden",
+          message: redact(
+            `${target.repo}: its pull requests are not listed: ${error.message}; nothing of ${target.repo} is mined (once the token may read it, run again with --force)`,
+            token,
+          ),
+          field: "repo",
+        });
+        continue;
+      }
       const reason = isNotFound(error) ? "not_found" : transientCause(error) !== undefined ? "transient_failure" : "internal_error";
       ctx.reject({
         record_id: target.repo,

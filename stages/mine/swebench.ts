@@ -180,13 +180,24 @@ function isJsonArray(bytes: Uint8Array): boolean {
   return bytes[i] === 0x5b;
 }
 
+/** A top-level element of a JSON array by byte offsets, or (`stray`) bytes between elements that belong to none. */
+export interface ElementSpan {
+  start: number;
+  end: number;
+  line: number;
+  endLine: number;
+  stray?: true;
+}
+
 /**
  * Each top-level element of a JSON array, by byte offsets, with the lines it starts and ends on.
  * JSON's structure is ASCII and no byte of a multi-byte UTF-8 sequence (nor an invalid byte) is
- * ASCII, so scanning bytes finds the same elements whatever the text holds.
+ * ASCII, so scanning bytes finds the same elements whatever the text holds. A byte above ASCII
+ * outside a string between two elements (`}, \xff{`) can belong to neither (no JSON value starts
+ * or ends with one): it is a stray span of its own, so the elements either side stay whole.
  */
-export function arrayElementSpans(bytes: Uint8Array): { start: number; end: number; line: number; endLine: number }[] {
-  const spans: { start: number; end: number; line: number; endLine: number }[] = [];
+export function arrayElementSpans(bytes: Uint8Array): ElementSpan[] {
+  const spans: ElementSpan[] = [];
   const QUOTE = 0x22;
   const BACKSLASH = 0x5c;
   let depth = 0;
@@ -204,6 +215,12 @@ export function arrayElementSpans(bytes: Uint8Array): { start: number; end: numb
       continue;
     }
     if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
+    if (depth === 1 && b >= 0x80) {
+      const previous = spans[spans.length - 1];
+      if (previous?.stray && previous.end === i) previous.end = i + 1;
+      else spans.push({ start: i, end: i + 1, line, endLine: line, stray: true });
+      continue;
+    }
     const ch = String.fromCharCode(b);
     if (depth === 1 && !open && ch !== "," && ch !== "]") open = { start: i, line };
     if (depth === 1 && open && (ch === "," || ch === "]")) {
@@ -228,6 +245,18 @@ const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 function* readArrayBytes(file: string, bytes: Uint8Array, rejects: Omit<Reject, "stage">[]): Generator<ReadRecord> {
   for (const span of arrayElementSpans(bytes)) {
     const element = bytes.subarray(span.start, span.end);
+    if (span.stray) {
+      rejects.push({
+        record_id: `${file}:${span.line}`,
+        reason: "malformed_record",
+        message: `${file} line ${span.line}: ${firstInvalidUtf8(element) >= 0 ? "bytes that are not valid UTF-8" : "text that is not JSON"} (byte offset ${span.start}${
+          span.end - span.start > 1 ? `-${span.end - 1}` : ""
+        }) between two records, part of neither; skipped, and the records either side read`,
+        file,
+        line: span.line,
+      });
+      continue;
+    }
     const bad = firstInvalidUtf8(element);
     if (bad >= 0) {
       const offset = span.start + bad;

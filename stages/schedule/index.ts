@@ -3,10 +3,15 @@ import { SelectedSession } from "../../pipeline/schemas/selection.ts";
 import { SessionSpec, type ScheduledRequest } from "../../pipeline/schemas/session.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
-import { FINALIZATION_TEXT } from "../../pipeline/engine/settings.ts";
 import { assignCheckouts, buildSchedules, ScheduleError, type Slot } from "./schedule.ts";
 
 export { assignCheckouts, buildSchedules } from "./schedule.ts";
+
+/**
+ * The one finalization request (SPEC §1): it closes every session, in both conditions, and states
+ * no requirement. reconstruct never produces it; schedule appends it.
+ */
+export const FINALIZATION_TEXT = "Finish this task and prepare it for evaluation: complete the work you consider unfinished, then stop.";
 
 export const ScheduleConfig = z.strictObject({
   per_request_seconds: z.number().int().positive().default(900),

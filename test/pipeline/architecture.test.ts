@@ -7,6 +7,7 @@ import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { tempDir } from "../helpers/tmp.ts";
 import { WorkLayout } from "../../pipeline/work-layout.ts";
+import { BenchmarkLayout, RELEASED } from "../../pipeline/benchmark-layout.ts";
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -21,8 +22,14 @@ async function violations(cwd: string, dirs: string[]): Promise<string[]> {
   return report.summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`).sort();
 }
 
+/** Names of a layout's entries: `distinct` ones are found in any path-like string, `common` words only as a path argument. */
+interface LayoutNames {
+  distinct: Set<string>;
+  common: Set<string>;
+}
+
 /** The names WorkLayout gives the entries of a work directory, read from WorkLayout itself. */
-function layoutNames(): { distinct: Set<string>; common: Set<string> } {
+function layoutNames(): LayoutNames {
   const layout = new WorkLayout("/W");
   const paths = [
     layout.lockFile,
@@ -51,12 +58,22 @@ function layoutNames(): { distinct: Set<string>; common: Set<string> } {
   return { distinct: new Set([...names].filter((n) => !common.has(n))), common };
 }
 
+/** The names BenchmarkLayout gives the entries of an emitted benchmark, read from the layout itself. */
+function benchmarkNames(): LayoutNames {
+  const layout = new BenchmarkLayout("/B", "/H");
+  const inside = [layout.manifest, layout.sessionIndex, layout.sessionFile("s.json")].map((p) => p.slice("/B/".length));
+  const released = [RELEASED.table("t"), RELEASED.profileJson, RELEASED.profileCsv, RELEASED.schema("x")];
+  const names = new Set([...inside, ...released].flatMap((p) => p.split("/")).filter((n) => !["s.json", "t.csv", "x"].includes(n)));
+  return { distinct: names, common: new Set() };
+}
+
 /**
- * Where a source spells an entry of the work directory: a name of one given to join or resolve, or
- * a string holding `/<name>/` (a template's `${workDir}/logs/…`); import specifiers aside.
+ * Where a source spells an entry of a layout: a name of one given to join or resolve, a string
+ * holding `/<name>/` (a template's `${workDir}/logs/…`), or a file's name as a string of its own;
+ * import specifiers, prose and URLs aside.
  */
-function layoutSpellings(path: string, text: string): string[] {
-  const { distinct, common } = layoutNames();
+function layoutSpellings(path: string, text: string, names: LayoutNames = layoutNames()): string[] {
+  const { distinct, common } = names;
   const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true);
   const found: string[] = [];
   const visit = (node: ts.Node) => {
@@ -71,12 +88,14 @@ function layoutSpellings(path: string, text: string): string[] {
       !ts.isExportDeclaration(node.parent)
     ) {
       const text = (node as { text?: string }).text ?? "";
-      // prose (a help text naming a default) is not a path
+      // prose (a help text naming a default) is not a path, nor is a URL
       const parent = node.parent;
       const pathArgument = ts.isCallExpression(parent) && /^(join|resolve)$/.test(parent.expression.getText(source));
+      const pathLike = !text.includes(" ") && !text.includes("://");
       const spelled =
         (pathArgument && (distinct.has(text) || common.has(text))) ||
-        (!text.includes(" ") && [...distinct].some((n) => text.includes(`/${n}/`) || text.startsWith(`${n}/`)));
+        (pathLike &&
+          [...distinct].some((n) => text.includes(`/${n}/`) || text.startsWith(`${n}/`) || (n.includes(".") && (text === n || text.endsWith(`/${n}`)))));
       if (spelled) found.push(`${path}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1} "${text}"`);
     }
     ts.forEachChild(node, visit);
@@ -85,21 +104,68 @@ function layoutSpellings(path: string, text: string): string[] {
   return found;
 }
 
+/** Every TypeScript file under the product's top folders but `except`, by its path from the root. */
+function productSources(except: string): string[] {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (/\.ts$/.test(name) && path !== join(root, except)) files.push(path);
+    }
+  };
+  for (const top of ["cli", "pipeline", "stages", "demo", "bench"]) walk(join(root, top));
+  return files;
+}
+
 describe("the architecture", () => {
   it("the work directory's layout is spelled in one module (pipeline/work-layout.ts); a path spelled elsewhere is found", () => {
-    const found: string[] = [];
+    const found = productSources("pipeline/work-layout.ts").flatMap((path) => layoutSpellings(path.slice(root.length), readFileSync(path, "utf8")));
+    expect(found).toEqual([]);
+    const planted = 'const m = join(workDir, "logs", "metrics.jsonl");\nconst g = join(workDir, "git");\nspawn("git", []);\nconst e = `${workDir}/envs/x`;\n';
+    expect(layoutSpellings("x.ts", planted)).toEqual(['x.ts:1 "logs"', 'x.ts:1 "metrics.jsonl"', 'x.ts:2 "git"', 'x.ts:4 "/envs/x"']);
+  });
+
+  it("the emitted benchmark's layout is spelled in one module (pipeline/benchmark-layout.ts); a path spelled elsewhere is found", () => {
+    const names = benchmarkNames();
+    expect([...names.distinct].sort()).toEqual(["index.json", "manifest.jsonl", "profile.csv", "profile.json", "schema", "sessions", "tables"]);
+    const found = productSources("pipeline/benchmark-layout.ts").flatMap((path) => layoutSpellings(path.slice(root.length), readFileSync(path, "utf8"), names));
+    expect(found).toEqual([]);
+    // the six places #56 found, planted again; an artifact named "sessions" and a help text are not paths
+    const planted = [
+      "files.set(`sessions/${id}.json`, text);",
+      'files.set("manifest.jsonl", text);',
+      'const index = join(dir, "index.json");',
+      'const dir = resolve(base, out, "sessions");',
+      'const t = ["tables/tasks.csv", csv];',
+      'const input = ["validate", "sessions"];',
+      'help("the sessions (manifests/<benchmark>/sessions/<session>.json)");',
+    ].join("\n");
+    expect(layoutSpellings("x.ts", planted, names)).toEqual([
+      'x.ts:1 "sessions/"',
+      'x.ts:2 "manifest.jsonl"',
+      'x.ts:3 "index.json"',
+      'x.ts:4 "sessions"',
+      'x.ts:5 "tables/tasks.csv"',
+    ]);
+  });
+
+  // TypeScript files: the guarded runner (pipeline/verifier/runner.py) is one Python file by design,
+  // copied whole into each verification container, where it checks its own integrity.
+  it("keeps every TypeScript file in pipeline/ and stages/ at 400 lines or fewer", () => {
+    const long: string[] = [];
     const walk = (dir: string) => {
       for (const name of readdirSync(dir)) {
         const path = join(dir, name);
         if (statSync(path).isDirectory()) walk(path);
-        else if (/\.ts$/.test(name) && path !== join(root, "pipeline", "work-layout.ts"))
-          found.push(...layoutSpellings(path.slice(root.length), readFileSync(path, "utf8")));
+        else if (/\.ts$/.test(name)) {
+          const lines = readFileSync(path, "utf8").split("\n").length - 1;
+          if (lines > 400) long.push(`${path.slice(root.length)} (${lines} lines)`);
+        }
       }
     };
-    for (const top of ["cli", "pipeline", "stages", "demo", "bench"]) walk(join(root, top));
-    expect(found).toEqual([]);
-    const planted = 'const m = join(workDir, "logs", "metrics.jsonl");\nconst g = join(workDir, "git");\nspawn("git", []);\nconst e = `${workDir}/envs/x`;\n';
-    expect(layoutSpellings("x.ts", planted)).toEqual(['x.ts:1 "logs"', 'x.ts:1 "metrics.jsonl"', 'x.ts:2 "git"', 'x.ts:4 "/envs/x"']);
+    for (const top of ["pipeline", "stages"]) walk(join(root, top));
+    expect(long).toEqual([]);
   });
 
   it("imports point one way: bin → cli → stages → pipeline → pipeline/schemas, folder by folder inside pipeline/, no cycles, no stage importing another", async () => {
@@ -142,6 +208,7 @@ describe("the architecture", () => {
     file("pipeline/verifier/verify.ts", 'import { stage } from "../engine/stage.ts";\nexport const verify = stage;\n');
     file("pipeline/report/render.ts", 'import { verify } from "../verifier/verify.ts";\nexport const render = verify;\n');
     file("pipeline/canonical.ts", 'import { checkout } from "./checkouts/checkout.ts";\nexport const canonical = checkout;\n');
+    file("pipeline/machine/doctor.ts", 'import { shape } from "../session/shape.ts";\nexport const doctor = shape;\n');
     // commands, the demo and the benchmarks
     file("cli/commands/run.ts", "export const run = 1;\n");
     file("cli/commands/demo.ts", 'import { run } from "./run.ts";\nexport const demo = run;\n');
@@ -175,6 +242,7 @@ describe("the architecture", () => {
       "engine-imports-only-below: pipeline/engine/settings.ts → pipeline/session/shape.ts",
       "executors-imports-only-below: pipeline/executors/retries.ts → pipeline/engine/stage.ts",
       "executors-imports-only-below: pipeline/executors/written.ts → pipeline/session/shape.ts",
+      "machine-imports-only-below: pipeline/machine/doctor.ts → pipeline/session/shape.ts",
       "no-cycles: pipeline/one.ts → pipeline/two.ts",
       "one-docker-client: pipeline/executors/images.ts → node_modules/dockerode/index.js",
       "pipeline-imports-stages: pipeline/engine.ts → stages/a/index.ts",

@@ -1,10 +1,12 @@
 import { execFile } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import Docker from "dockerode";
 import { parseDocument } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BaseImages, BaseImageUnavailable } from "../../pipeline/executors/base-images.ts";
+import { BaseImages, BaseImageUnavailable, importRootfs } from "../../pipeline/executors/base-images.ts";
 import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "../../pipeline/executors/index.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { dockerForTests } from "../helpers/docker.ts";
@@ -156,5 +158,38 @@ describe.skipIf(!docker || (!isRoot && !process.env.CI))("base images on an engi
     expect(said).not.toMatch(/retrying in/);
     const rejects = `${demo.workDir}/artifacts/qualify/rejects.jsonl`;
     if (existsSync(rejects)) expect(readFileSync(rejects, "utf8")).not.toMatch(/build_failed|regression|no_fail_to_pass/);
+  });
+});
+
+describe.skipIf(!docker)("a root filesystem imported as an image", () => {
+  it("goes through the process's Docker client (no docker CLI), with its changes, and holds the directory's files", async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, "etc"));
+    writeFileSync(join(dir, "etc", "switch-swe-import"), "imported\n");
+    const engine = new Docker();
+    const tag = `switch-swe-import-test:${process.pid}`;
+    try {
+      await importRootfs(engine, dir, tag, ["ENV PATH=/usr/local/bin:/usr/bin:/bin", "LABEL org.switch-swe.base=test"]);
+      const image = await engine.getImage(tag).inspect();
+      expect(image.Config.Env).toContain("PATH=/usr/local/bin:/usr/bin:/bin");
+      expect(image.Config.Labels).toMatchObject({ "org.switch-swe.base": "test" });
+      const container = await engine.createContainer({ Image: tag, Cmd: ["none"] });
+      try {
+        const archive = await container.getArchive({ path: "/etc/switch-swe-import" });
+        const chunks: Buffer[] = [];
+        for await (const chunk of archive as AsyncIterable<Buffer>) chunks.push(chunk);
+        expect(Buffer.concat(chunks).toString("latin1")).toContain("imported\n");
+      } finally {
+        await container.remove({ force: true });
+      }
+      // a directory that is not there is an error naming it, never an empty image
+      await expect(importRootfs(engine, join(dir, "absent"), `${tag}-absent`, [])).rejects.toThrow(/^tar of \S+\/absent exited 2: /);
+      await expect(engine.getImage(`${tag}-absent`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    } finally {
+      await engine
+        .getImage(tag)
+        .remove({ force: true })
+        .catch(() => undefined);
+    }
   });
 });

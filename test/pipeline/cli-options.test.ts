@@ -54,7 +54,10 @@ describe("numeric options", () => {
     ]) {
       const result = await runCli(args);
       expect(result.code, result.stderr).toBe(2);
-      expect(result.stderr).toContain("option '--runs <n>' argument '0' is invalid. expected a whole number of at least 1.");
+      // the one line that matters and the usage line, as git and gh print them; never the whole help
+      expect(result.stderr).toBe(
+        `error: option '--runs <n>' argument '0' is invalid. expected a whole number of at least 1.\nusage: switch-swe ${args[0]} [options]${args[0] === "fidelity" ? " <records>" : ""}\n`,
+      );
     }
   });
 });

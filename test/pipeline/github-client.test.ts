@@ -4,7 +4,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
-import { createGithubClient, OfflineMiss } from "../../pipeline/github-client.ts";
+import { createGithubClient } from "../../pipeline/github-client.ts";
+import { OfflineMiss } from "../../pipeline/github-recording.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 

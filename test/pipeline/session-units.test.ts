@@ -2,7 +2,8 @@ import { mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSy
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { checkRunDir, loadAgent, takeRunDir } from "../../pipeline/session/runs.ts";
+import { loadAgent } from "../../pipeline/session/agents.ts";
+import { checkRunDir, takeRunDir } from "../../pipeline/session/run-folder.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { git } from "../../pipeline/git.ts";
 import { AgentSpec } from "../../pipeline/schemas/agent.ts";

@@ -8,6 +8,7 @@ import { createGithubClient } from "../../pipeline/github-client.ts";
 import { git, MirrorCache } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { minePull } from "../../stages/mine/github.ts";
+import type { PullRequest } from "../../stages/mine/github-api.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const DATE = {
@@ -84,7 +85,7 @@ describe("mining a pull request over GitHub's file-list cap", () => {
     const { octokit } = createGithubClient({ baseUrl: await server.start(), cacheDir: join(dir, "cache"), log: silentLogger, waitUnitMs: 5 });
     const candidate = await minePull(
       { octokit, mirrors: new MirrorCache(join(dir, "mirrors")), cloneSource: () => repoDir },
-      { repo: "demo-org/bigdata", number: 1, pull: records.pulls[1]! },
+      { repo: "demo-org/bigdata", number: 1, pull: records.pulls[1] as unknown as PullRequest },
     );
 
     // The API gave 3,000 over 30 pages; the candidate has all 3,005 files, from git.

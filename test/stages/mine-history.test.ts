@@ -5,13 +5,14 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildDemoCorpus } from "../../demo/build.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
-import type { RepoRecords } from "../../demo/records.ts";
+import { emptyRecords, type RepoRecords } from "../../demo/records.ts";
+import type { Json } from "../../demo/github-shapes.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { git } from "../../pipeline/git.ts";
 import { createGithubClient } from "../../pipeline/github-client.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { mineStage } from "../../stages/mine/index.ts";
-import { listMergedPulls } from "../../stages/mine/github.ts";
+import { listMergedPulls } from "../../stages/mine/listing.ts";
 import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 
@@ -223,7 +224,7 @@ describe("a date window over a long history", () => {
 
   beforeAll(async () => {
     const dir = tempDir();
-    const pulls: Record<string, unknown> = {};
+    const pulls: Record<string, Json> = {};
     for (let i = 0; i < TOTAL; i++) {
       // every third pull request was closed without being merged
       pulls[String(i + 1)] = {
@@ -235,21 +236,7 @@ describe("a date window over a long history", () => {
         title: `pr ${i + 1}`,
       };
     }
-    const records = {
-      repository: { id: 77, full_name: "o/long", name: "long" },
-      pulls,
-      issues: {},
-      pull_commits: {},
-      pull_files: {},
-      reviews: {},
-      review_comments: {},
-      issue_comments: {},
-      timelines: {},
-      closing_references: {},
-      closers: {},
-      deleted: [],
-      transferred: {},
-    };
+    const records = emptyRecords({ id: 77, full_name: "o/long", name: "long" }, pulls);
     writeFileSync(join(dir, "o__long.json"), JSON.stringify(records));
     server = new FakeGithub({ recordsDir: dir });
     url = await server.start();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { closingReferences, mentions } from "../../stages/mine/links.ts";
+import { closingReferences, mentions } from "../../stages/mine/issue-references.ts";
 
 const R = "o/r";
 const nums = (refs: { repo: string; number: number }[]) => refs.map((r) => `${r.repo}#${r.number}`);

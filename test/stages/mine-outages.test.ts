@@ -60,6 +60,9 @@ describe("mining when GitHub hangs, fails or limits", () => {
       .filter(Boolean)
       .map((l) => JSON.parse(l));
   const geometryOnly = (numbers?: number[]) => ({ repos: [{ repo: GEOMETRY, ...(numbers ? { numbers } : {}) }] });
+  /** The REST requests the run's summary line says it sent. */
+  const restCounted = (lines: string[]) => Number(/GitHub requests sent \(each attempt of a retried one counted\): REST (\d+)/.exec(lines.join("\n"))?.[1]);
+  const restSeen = (c: DemoCopy) => c.server.log.filter((e) => e.path !== "/graphql").length;
 
   for (const kind of ["hang", "stall_body"] as const) {
     it(`stops when GitHub accepts connections and never answers (${kind}): a few requests, each cut at its time limit, then one fact for the run`, async () => {
@@ -75,6 +78,7 @@ describe("mining when GitHub hangs, fails or limits", () => {
       expect(said).not.toMatch(/internal error|a bug/);
       // bounded: HUNG_AFTER requests (and the retries of the first), not a retry ladder per pull request
       expect(c.server.log.length).toBeLessThanOrEqual(6);
+      expect(restCounted(lines)).toBe(restSeen(c));
       // nothing of the run is cached as a result: with GitHub back, the next run mines everything
       c.server.clearFaults();
       const again = await mine(c);
@@ -117,6 +121,8 @@ describe("mining when GitHub hangs, fails or limits", () => {
     const failed = c.server.log.filter((e) => e.status === 502).length;
     expect(failed).toBeGreaterThanOrEqual(10);
     expect(failed).toBeLessThanOrEqual(30);
+    // the summary counts what was sent, retries included, never what was only asked for
+    expect(restCounted(lines)).toBe(restSeen(c));
     c.server.clearFaults();
     expect((await mine(c)).summary.ok).toBe(true);
     expect(read(c, "candidates")).toHaveLength(geometryNumbers.length);
@@ -159,6 +165,118 @@ describe("mining when GitHub hangs, fails or limits", () => {
       "then retry 3 of 3",
       "not retried",
     ]);
+  });
+
+  it("retries an abuse 403 (a secondary rate limit, with or without Retry-After) three times, each after the wait asked, then fails that pull request alone", async () => {
+    const [first, second, third] = geometryNumbers;
+    const c = await copy({ ...geometryOnly([first!, second!, third!]), secondary_wait_seconds: 1 });
+    const reviews = new RegExp(`/pulls/${first}/reviews(\\?|$)`);
+    const files = new RegExp(`/pulls/${second}/files(\\?|$)`);
+    // GitHub's wording without Retry-After (the client waits secondary_wait_seconds), and its older wording with one
+    c.server.inject({ kind: "secondary_rate_limit", count: 100, path: reviews }, { kind: "abuse_detection", count: 100, retryAfterSeconds: 1, path: files });
+    const { summary, lines } = await mine(c);
+    expect(summary.ok).toBe(false);
+    expect(read(c, "rejects").map((r) => [r.record_id, r.reason])).toEqual([
+      [`demo-org__geometry-${first}`, "transient_failure"],
+      [`demo-org__geometry-${second}`, "transient_failure"],
+    ]);
+    expect(read(c, "candidates").map((x) => x.pull_number)).toEqual([third]);
+    // 1 + 3 requests each, three warnings announcing a wait of the second asked for and a retry, then one saying no more
+    for (const path of [reviews, files]) {
+      expect(c.server.log.filter((e) => path.test(e.path))).toHaveLength(4);
+      const said = lines
+        .filter((l) => /secondary rate limit on GET/.test(l) && path.test(l))
+        .map((l) => /waiting \d+s, then retry \d of 3|not retried/.exec(l)?.[0]);
+      expect(said).toEqual(["waiting 1s, then retry 1 of 3", "waiting 1s, then retry 2 of 3", "waiting 1s, then retry 3 of 3", "not retried"]);
+    }
+  });
+
+  it("rejects a pull request GitHub refuses this token (the recorded 403 'Resource not accessible by integration') with why, sends it once, and mines the rest of the target", async () => {
+    const [first, second, third] = geometryNumbers;
+    const c = await copy(geometryOnly([first!, second!, third!]));
+    const refused = new RegExp(`/pulls/${second}$`);
+    c.server.inject({ kind: "not_accessible", count: 100, path: refused });
+    const { summary, lines } = await mine(c);
+    // a fact about the token and the pull request: the stage is complete, nothing of it is transient
+    expect(summary.ok).toBe(true);
+    expect(summary.stages[0]).toMatchObject({ status: "ran", rejected: 1, by_reason: { forbidden: 1 } });
+    expect(read(c, "rejects")).toEqual([
+      expect.objectContaining({
+        record_id: `demo-org__geometry-${second}`,
+        reason: "forbidden",
+        field: "numbers",
+        message: expect.stringMatching(
+          new RegExp(
+            `^demo-org/geometry#${second}: GitHub refuses this token GET \\S+/repos/demo-org/geometry/pulls/${second}: HTTP 403 "Resource not accessible by integration" \\(the token needs pull_requests=read\\)`,
+          ),
+        ),
+      }),
+    ]);
+    expect(read(c, "candidates").map((x) => x.pull_number)).toEqual([first, third]);
+    // a permission answer is not retried
+    expect(c.server.log.filter((e) => refused.test(e.path))).toHaveLength(1);
+    expect(lines.join("\n")).not.toMatch(/could not list pull requests|internal error/);
+  });
+
+  it("stops a target whose list GitHub refuses this token, naming it, and mines the other targets; a refused part of one pull request rejects that pull request alone", async () => {
+    const c = await copy({ repos: [{ repo: GEOMETRY }, { repo: "demo-org/textkit" }] });
+    const [, second] = geometryNumbers;
+    c.server.inject({ kind: "not_accessible", count: 100, path: /^\/repos\/demo-org\/geometry\/pulls$/ });
+    const listed = await mine(c);
+    expect(listed.summary.ok).toBe(true);
+    expect(read(c, "rejects")).toEqual([
+      expect.objectContaining({
+        record_id: GEOMETRY,
+        reason: "forbidden",
+        field: "repo",
+        message: expect.stringMatching(
+          /^demo-org\/geometry: its pull requests are not listed: GitHub refuses this token GET \S+: HTTP 403 .*nothing of demo-org\/geometry is mined/,
+        ),
+      }),
+    ]);
+    const textkit = read(c, "candidates");
+    expect(textkit.length).toBeGreaterThan(0);
+    expect(textkit.every((x) => x.repo === "demo-org/textkit")).toBe(true);
+
+    // an issues permission missing: the pull request's conversation is refused, the others are mined
+    const part = await copy(geometryOnly(geometryNumbers.slice(0, 3)));
+    part.server.inject({ kind: "not_accessible", count: 100, permissions: "issues=read", path: new RegExp(`/issues/${second}/comments$`) });
+    const { summary } = await mine(part);
+    expect(summary.ok).toBe(true);
+    expect(read(part, "rejects")).toEqual([
+      expect.objectContaining({
+        record_id: `demo-org__geometry-${second}`,
+        reason: "forbidden",
+        message: expect.stringMatching(/HTTP 403 "Resource not accessible by integration" \(the token needs issues=read\); the pull request is not mined/),
+      }),
+    ]);
+    expect(read(part, "candidates")).toHaveLength(2);
+  });
+
+  it("sends nothing more and waits no more once an outage is declared: a retry waiting out its backoff ends at once", async () => {
+    // a backoff unit of an hour: a retry that slept it out would hold the run for hours after the fact
+    const c = await copy({ ...geometryOnly(), wait_unit_ms: 3_600_000 });
+    c.server.inject({ kind: "server_error", count: 100_000, status: 502, path: /\/(pulls|issues)\/\d+\// });
+    const { summary, lines } = await mine(c);
+    expect(summary.ok).toBe(false);
+    expect(lines.join("\n")).toMatch(/is failing: it answered HTTP 502 to 10 requests in a row/);
+    // the pull requests' first attempts only (each waits an hour to retry): ten 502s in a row, and
+    // what was on its way when the tenth came; no retry was sent
+    const sent = c.server.log.filter((e) => e.status === 502).map((e) => e.path);
+    expect(sent.length).toBeGreaterThanOrEqual(10);
+    expect(new Set(sent).size).toBe(sent.length);
+    expect(restCounted(lines)).toBe(restSeen(c));
+  });
+
+  it("says nothing of enriching SWE-bench-family records when there are none, offline or not", async () => {
+    const c = await copy(geometryOnly(geometryNumbers.slice(0, 2)));
+    const online = await mine(c);
+    expect(online.summary.ok).toBe(true);
+    (c.options.stageConfigs as any).mine.github.offline = true;
+    const offline = await mine(c, true);
+    expect(offline.summary.ok).toBe(true);
+    expect(read(c, "candidates")).toHaveLength(2);
+    for (const { lines } of [online, offline]) expect(lines.filter((l) => /SWE-bench-family/.test(l))).toEqual([]);
   });
 
   it("follows a renamed repository listed by number with one 301, warns naming its old and new name, and notes the new name on each candidate", async () => {

@@ -204,6 +204,35 @@ describe("SWE-bench-family import", () => {
     expect(result.candidates.map((c) => c.id)).toEqual(["pvlib__pvlib-python-3"]);
     expect(result.rejects.map((r) => r.reason)).toEqual(["malformed_record", "malformed_record"]);
   });
+
+  it("reads both records around a bad byte that stands between them (`}, \\xff{`) and rejects the byte alone, on one line or pretty-printed", () => {
+    const records = [record({ problem_statement: "first" }), record({ instance_id: "pvlib__pvlib-python-2", problem_statement: "second: naïve" })];
+    for (const [layout, text] of [
+      ["one line", JSON.stringify(records)],
+      ["pretty", JSON.stringify(records, null, 2)],
+    ] as const) {
+      const between = text.indexOf("{", text.indexOf("}", text.indexOf('"first"')) + 1);
+      const at = Buffer.byteLength(text.slice(0, between));
+      const whole = Buffer.from(text);
+      const bytes = Buffer.concat([whole.subarray(0, at), Buffer.from([0xff, 0xfe]), whole.subarray(at)]);
+      const decoded = decodeStrict(bytes);
+      const { candidates, rejects } = importSwebench("u.json", decoded.text, decoded.invalid, bytes);
+      expect(
+        candidates.map((c) => [c.id, c.problem_statement]),
+        layout,
+      ).toEqual(records.map((r) => [r.instance_id, r.problem_statement]));
+      const line = text.slice(0, between).split("\n").length;
+      expect(rejects, layout).toEqual([
+        {
+          record_id: `u.json:${line}`,
+          reason: "malformed_record",
+          message: `u.json line ${line}: bytes that are not valid UTF-8 (byte offset ${at}-${at + 1}) between two records, part of neither; skipped, and the records either side read`,
+          file: "u.json",
+          line,
+        },
+      ]);
+    }
+  });
 });
 
 describe("a benchmark built from part of a published split", () => {
