@@ -74,8 +74,11 @@ export interface DockerLimits {
 export const DEFAULT_LIMITS: DockerLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512, cpus: 1 };
 
 /** Where an environment's pieces sit inside its image. */
-const IN_IMAGE = { venv: "/env", config: "/opt/switch-swe", cache: "/uv-cache", work: "/work", baseFiles: "/opt/switch-swe/base-files.txt" };
+export const IN_IMAGE = { venv: "/env", config: "/opt/switch-swe", cache: "/uv-cache", work: "/work", baseFiles: "/opt/switch-swe/base-files.txt" };
 const RUN_PATH = "PATH=/env/bin:/usr/local/bin:/usr/bin:/bin";
+/** A test run's whole environment (a guarded run's adds who it runs as): nothing from the host's. */
+export const RUN_ENV = [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"];
+export const GUARDED_RUN_ENV = [...RUN_ENV, "USER=nobody", "LOGNAME=nobody"];
 
 export interface DockerExecutorOptions {
   limits?: DockerLimits;
@@ -354,7 +357,7 @@ export class DockerExecutor implements Executor {
       ...withLifeline("sh /results/run.sh", guarded ? "token" : "plain"),
       WorkingDir: "/work",
       // Nothing from the host's environment: GITHUB_TOKEN and friends never reach the tests.
-      Env: [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", ...(guarded ? ["USER=nobody", "LOGNAME=nobody"] : [])],
+      Env: guarded ? GUARDED_RUN_ENV : RUN_ENV,
       NetworkDisabled: true,
       ...(guarded ? { AttachStdout: true, AttachStderr: true } : {}),
       HostConfig: {
