@@ -1,6 +1,6 @@
 // Harbor itself, for bench/harbor.ts: Harbor 0.26 needs Python 3.12 or later, so it runs in a
-// container of switch-swe's Debian trixie base image (Python 3.13) with trixie's docker.io and
-// docker-compose (compose 2.26) and `pip install harbor==0.26.0`, talking to this machine's Docker
+// container of switch-swe's Debian trixie base image (Python 3.13) with trixie's docker-cli,
+// docker-compose (compose 2.26) and docker-buildx and `pip install harbor==0.26.0`, talking to this machine's Docker
 // engine through its socket; Harbor's local Docker environment then starts the tasks' containers
 // beside it. The host's CA bundle goes in so pip reaches PyPI through a TLS-intercepting proxy.
 // Paths are mounted at their own paths, because the engine resolves the bind mounts Harbor asks
@@ -18,7 +18,7 @@ const BASE = "switch-swe-base:trixie";
 const dockerfile = `FROM ${BASE}
 COPY host-ca.crt /etc/ssl/certs/switch-swe-host-ca.crt
 ENV PIP_CERT=/etc/ssl/certs/switch-swe-host-ca.crt REQUESTS_CA_BUNDLE=/etc/ssl/certs/switch-swe-host-ca.crt SSL_CERT_FILE=/etc/ssl/certs/switch-swe-host-ca.crt
-RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io docker-compose docker-buildx procps >/dev/null && rm -rf /var/lib/apt/lists/*
+RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker-cli docker-compose docker-buildx procps >/dev/null && rm -rf /var/lib/apt/lists/*
 RUN python3 -m venv /opt/harbor && /opt/harbor/bin/pip install --quiet --disable-pip-version-check harbor==${HARBOR_VERSION}
 ENV PATH=/opt/harbor/bin:/usr/local/bin:/usr/bin:/bin HARBOR_TELEMETRY=0
 `;
@@ -98,4 +98,16 @@ export async function forwardFromBridge(host: string, loopbackPort: number): Pro
   const address = server.address();
   if (!address || typeof address === "string") throw new Error("the forwarder has no port");
   return { url: `http://${host}:${address.port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** The images Harbor's Docker environment built for tasks (named hb__<task>). */
+export function harborTaskImages(): Set<string> {
+  const out = spawnSync("docker", ["images", "--format", "{{.Repository}}:{{.Tag}}", "--filter", "reference=hb__*"], { encoding: "utf8" });
+  return new Set(out.stdout.split("\n").filter(Boolean));
+}
+
+/** Removes the task images built since `before`. */
+export function removeImagesSince(before: Set<string>): void {
+  const added = [...harborTaskImages()].filter((i) => !before.has(i));
+  if (added.length) spawnSync("docker", ["rmi", "--force", ...added], { stdio: "ignore" });
 }

@@ -26,7 +26,7 @@ import { installAgent } from "../pipeline/session/install.ts";
 import { DEFAULT_TOOLS_DIR, loadAgent, runAllSessions } from "../pipeline/session/runs.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
-import { bridgeGateway, ensureHarborImage, forwardFromBridge, harbor, HARBOR_VERSION } from "./harbor-runner.ts";
+import { bridgeGateway, ensureHarborImage, forwardFromBridge, harbor, harborTaskImages, HARBOR_VERSION, removeImagesSince } from "./harbor-runner.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -41,6 +41,7 @@ const caBundle = buildNetworkSettings().caBundle;
 if (!caBundle) throw new Error("no CA bundle on this machine");
 const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
 const dir = keep ?? mkdtempSync(join(tmpdir(), "switch-swe-bench-harbor-"));
+const imagesBefore = harborTaskImages();
 mkdirSync(dir, { recursive: true });
 const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
 
@@ -118,7 +119,7 @@ try {
 
   for (const agent of ["oracle", "nop"].filter((a) => steps.has(a))) {
     t = Date.now();
-    const ran = await harbor(["harbor", "run", "-p", tasks, "-a", agent, "-n", jobs, "--jobs-dir", jobsDir, "--job-name", agent, "-y"], {
+    const ran = await harbor(["harbor", "run", "-p", tasks, "-a", agent, "-n", jobs, "--jobs-dir", jobsDir, "--job-name", agent, "-y", "--no-delete"], {
       mounts,
       cwd: dir,
       log: join(dir, `${agent}.log`),
@@ -155,6 +156,7 @@ try {
           "--job-name",
           harness,
           "-y",
+          "--no-delete",
           "--agent",
           "switch_swe_harbor.agent:SwitchSweSession",
           "--agent-kwarg",
@@ -206,5 +208,7 @@ try {
     }
   }
 } finally {
+  // The tasks' images are kept between runs (--no-delete: Harbor would remove each and build it again); removed at the end.
+  removeImagesSince(imagesBefore);
   if (!keep) rmSync(dir, { recursive: true, force: true });
 }

@@ -73,7 +73,8 @@ function environmentSteps(env: EnvironmentSpec, options: ImageOptions): string[]
 
 /** The script that makes each checkout what the session runner makes it: its base revision's files, in a git repository of one commit. */
 export function provisionScript(checkouts: { path: string; archive: string }[], agentUser: { name: string; uid: number }): string {
-  const lines = ["set -eu", `export ${CHECKOUT_COMMIT_ENV.join(" ")}`];
+  // useradd is in sbin, which the environment's PATH leaves out.
+  const lines = ["set -eu", 'export PATH="$PATH:/usr/sbin:/sbin"', `export ${CHECKOUT_COMMIT_ENV.join(" ")}`];
   for (const c of checkouts) {
     lines.push(`mkdir -p ${quote(c.path)} && tar -x -f ${quote(`${BUILD}/${c.archive}`)} -C ${quote(c.path)}`);
     lines.push(
