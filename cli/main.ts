@@ -8,6 +8,7 @@ import { PipelineError, RunIncomplete } from "../pipeline/engine/engine.ts";
 import { InputError } from "../pipeline/validation.ts";
 import { registerDemo } from "./commands/demo.ts";
 import { registerDoctor } from "./commands/doctor.ts";
+import { registerExport } from "./commands/export.ts";
 import { registerFidelity } from "./commands/fidelity.ts";
 import { registerImages } from "./commands/images.ts";
 import { registerRepoInit } from "./commands/repo-init.ts";
@@ -43,6 +44,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerAgents(program, io, exit);
   registerWorker(program, io, exit);
   registerReport(program, io, exit);
+  registerExport(program, io, exit);
   registerDemo(program, io, exit);
   registerDoctor(program, io, exit);
   registerSchemas(program, io, exit);

@@ -103,6 +103,24 @@ export function listTree(dir: string, prefix = ""): string[] {
  * `mayReplace` says whether an existing directory is ours to replace.
  */
 export async function replaceDirectoryAtomic(dir: string, files: ReadonlyMap<string, string>, mayReplace: (existing: string[]) => boolean): Promise<void> {
+  await replaceDirectoryWith(
+    dir,
+    async (write) => {
+      for (const [path, content] of files) await write(path, content);
+    },
+    mayReplace,
+  );
+}
+
+/**
+ * `replaceDirectoryAtomic` for a tree too large to hold in memory: `fill` writes each file through
+ * the `write` it is given (each written and fsynced as it comes), and the tree is swapped in whole.
+ */
+export async function replaceDirectoryWith(
+  dir: string,
+  fill: (write: (path: string, content: string | Uint8Array) => Promise<void>) => Promise<void>,
+  mayReplace: (existing: string[]) => boolean,
+): Promise<void> {
   const existing = listTree(dir);
   if (existing.length && !existing.includes(PUBLISH_MARKER) && !mayReplace(existing)) {
     throw new Error(
@@ -112,9 +130,8 @@ export async function replaceDirectoryAtomic(dir: string, files: ReadonlyMap<str
   const staging = `${siblingMark(dir, "staging")}${process.pid}-${Math.random().toString(36).slice(2)}`;
   await mkdir(staging, { recursive: true });
   try {
-    const all = new Map(files);
-    all.set(PUBLISH_MARKER, JSON.stringify({ files: [...files.keys()].sort() }, null, 2) + "\n");
-    for (const [path, content] of all) {
+    const written = new Set<string>();
+    const write = async (path: string, content: string | Uint8Array) => {
       const target = join(staging, path);
       await mkdir(dirname(target), { recursive: true });
       const handle = await open(target, "w", 0o644);
@@ -124,8 +141,11 @@ export async function replaceDirectoryAtomic(dir: string, files: ReadonlyMap<str
       } finally {
         await handle.close();
       }
-    }
-    for (const sub of new Set([...all.keys()].map((p) => dirname(join(staging, p))))) await fsyncDirectory(sub);
+      written.add(path);
+    };
+    await fill(write);
+    await write(PUBLISH_MARKER, JSON.stringify({ files: [...written].sort() }, null, 2) + "\n");
+    for (const sub of new Set([...written].map((p) => dirname(join(staging, p))))) await fsyncDirectory(sub);
   } catch (error) {
     await rm(staging, { recursive: true, force: true });
     throw error;

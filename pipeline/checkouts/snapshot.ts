@@ -6,7 +6,7 @@ import { git } from "../git.ts";
 import type { CheckoutChanges } from "../schemas/agent.ts";
 
 /** Directories a snapshot does not read: version control, caches and environments. */
-const SKIPPED_DIRS = new Set([
+export const SKIPPED_DIRS = new Set([
   ".git",
   "__pycache__",
   ".pytest_cache",

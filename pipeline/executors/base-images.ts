@@ -78,6 +78,31 @@ export async function importRootfs(docker: Docker, dir: string, tag: string, cha
   if (made.status === "rejected") throw made.reason;
 }
 
+/**
+ * What makes a Debian image of `suite` a base image (a pulled one, or a Dockerfile's FROM): python3
+ * with venv and pip, git and CA certificates, installed with apt where the image lacks them, and
+ * its python3 checked to be the suite's.
+ */
+export function baseImageScript(suite: string): string {
+  const python = PYTHON_FOR_SUITE[suite];
+  return [
+    "set -e",
+    "if command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null && python3 -m pip --version >/dev/null 2>&1 && command -v git >/dev/null && [ -e /etc/ssl/certs/ca-certificates.crt ]; then",
+    "  echo 'switch-swe: python3, venv, pip, git and CA certificates are in the image'",
+    "else",
+    "  export DEBIAN_FRONTEND=noninteractive",
+    "  apt-get update -qq",
+    "  apt-get install -y -qq --no-install-recommends python3 python3-venv python3-pip ca-certificates git >/dev/null",
+    "  rm -rf /var/lib/apt/lists/*",
+    "fi",
+    ...(python
+      ? [
+          `python3 -c 'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v == "${python}" else "python3 is " + v + ", not ${python}: not a ${suite} image")'`,
+        ]
+      : []),
+  ].join("\n");
+}
+
 /** Where a missing base image may come from: an image registry's Debian image, else debootstrap. */
 export interface BaseImageSources {
   /** A repository of official-style Debian images, tagged by suite (`debian:bookworm`); empty: never pull. */
@@ -232,23 +257,7 @@ export class BaseImages {
    * and its python3 checked to be the suite's.
    */
   private async derive(ref: string, suite: string): Promise<void> {
-    const python = PYTHON_FOR_SUITE[suite];
-    const script = [
-      "set -e",
-      "if command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null && python3 -m pip --version >/dev/null 2>&1 && command -v git >/dev/null && [ -e /etc/ssl/certs/ca-certificates.crt ]; then",
-      "  echo 'switch-swe: python3, venv, pip, git and CA certificates are in the image'",
-      "else",
-      "  export DEBIAN_FRONTEND=noninteractive",
-      "  apt-get update -qq",
-      "  apt-get install -y -qq --no-install-recommends python3 python3-venv python3-pip ca-certificates git >/dev/null",
-      "  rm -rf /var/lib/apt/lists/*",
-      "fi",
-      ...(python
-        ? [
-            `python3 -c 'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v == "${python}" else "python3 is " + v + ", not ${python}: not a ${suite} image")'`,
-          ]
-        : []),
-    ].join("\n");
+    const script = baseImageScript(suite);
     const container = await this.docker.createContainer({
       Image: ref,
       Cmd: ["sh", "-c", script],

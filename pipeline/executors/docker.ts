@@ -65,6 +65,12 @@ export interface DockerLimits {
 
 export const DEFAULT_LIMITS: DockerLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512, cpus: 1 };
 
+/** A test run's whole environment (a guarded run's adds who it runs as): nothing from the host's. */
+export const RUN_ENV = [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"];
+export const GUARDED_RUN_ENV = [...RUN_ENV, "USER=nobody", "LOGNAME=nobody"];
+/** Where an environment's pieces sit inside its image (the Harbor export builds the same layout). */
+export { IN_IMAGE };
+
 export interface DockerExecutorOptions {
   limits?: DockerLimits;
   /** Labels on every test container, so a caller can find (and check it removed) its own. */
@@ -280,7 +286,7 @@ export class DockerExecutor implements Executor {
       ...withLifeline("sh /results/run.sh", guarded ? "token" : "plain"),
       WorkingDir: "/work",
       // Nothing from the host's environment: GITHUB_TOKEN and friends never reach the tests.
-      Env: [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", ...(guarded ? ["USER=nobody", "LOGNAME=nobody"] : [])],
+      Env: guarded ? GUARDED_RUN_ENV : RUN_ENV,
       NetworkDisabled: true,
       ...(guarded ? { AttachStdout: true, AttachStderr: true } : {}),
       HostConfig: {

@@ -90,18 +90,27 @@ export async function writeResultsReport(
   outDir: string,
   contextManagers?: string[],
 ): Promise<{ aggregation: Aggregation; files: string[] }> {
+  return writeReport(resultsDir, loadReports(resultsDir), sessionsDir, outDir, contextManagers);
+}
+
+/** The tables of reports already loaded (from a results directory, or a Harbor job: harbor-job.ts) from `source`. */
+export async function writeReport(
+  source: string,
+  loaded: { reports: LoadedReport[]; problems: string[] },
+  sessionsDir: string,
+  outDir: string,
+  contextManagers?: string[],
+): Promise<{ aggregation: Aggregation; files: string[] }> {
   const sessions = loadSessions(sessionsDir);
-  const { reports, problems } = loadReports(resultsDir);
+  const { reports, problems } = loaded;
   if (!reports.length)
-    throw new ReportInputError(
-      `${resultsDir}: no verification reports found${problems.length ? ` (${problems.length} file(s) were not reports: ${problems[0]})` : ""}`,
-    );
+    throw new ReportInputError(`${source}: no verification reports found${problems.length ? ` (${problems.length} not counted: ${problems[0]})` : ""}`);
   const aggregated = aggregateResults(sessions, reports);
   const aggregation = { ...aggregated, problems: [...problems, ...aggregated.problems] };
   const configurations = [...new Set(aggregation.rows.map((r) => r.configuration))];
   for (const name of contextManagers ?? [])
     if (!configurations.includes(name))
-      throw new ReportInputError(`--context-managers: ${resultsDir} holds no configuration ${name} (it holds ${configurations.join(", ")})`);
+      throw new ReportInputError(`--context-managers: ${source} holds no configuration ${name} (it holds ${configurations.join(", ")})`);
   const runs = contextManagerRuns(configurations, contextManagers);
   const table3 = runs ? contextManagerTable(aggregation, runs) : undefined;
   const files = [join(outDir, "table1.md"), join(outDir, "table1.csv"), join(outDir, "resolution.svg")];

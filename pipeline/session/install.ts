@@ -19,7 +19,7 @@ export function installDir(toolsDir: string, install: AgentInstall): string {
 }
 
 /** Where an installed harness's executables are. */
-function binDir(dir: string, install: AgentInstall): string {
+export function binDir(dir: string, install: AgentInstall): string {
   return install.registry === "npm" ? join(dir, "node_modules", ".bin") : join(dir, "venv", "bin");
 }
 

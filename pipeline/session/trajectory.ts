@@ -4,7 +4,7 @@ import { addRouting, addUsage, NO_USAGE } from "./usage.ts";
 
 /** The behaviour the study discusses, from a run's trajectory. */
 export function summarise(
-  agent: AgentSpec,
+  agent: Pick<AgentSpec, "name" | "usage">,
   lines: TrajectoryRequest[],
   workLostFiles: number,
   runnerSeconds: number,

@@ -5,7 +5,7 @@ import { freshCheckout } from "../checkouts/checkout.ts";
 import { git } from "../git.ts";
 
 /** Directories that hold environments, caches and tool state, never the artifact. */
-const EXCLUDED_DIRS = new Set([
+export const EXCLUDED_DIRS = new Set([
   ".git",
   "__pycache__",
   ".pytest_cache",
@@ -23,9 +23,9 @@ const EXCLUDED_DIRS = new Set([
   ".cache",
 ]);
 /** Build outputs, excluded at the top level only (a package may have a `build` module). */
-const EXCLUDED_TOP_DIRS = new Set(["build", "dist"]);
+export const EXCLUDED_TOP_DIRS = new Set(["build", "dist"]);
 /** Byte code, logs and coverage data. */
-const EXCLUDED_FILE = /(\.py[co]|\.log|\$py\.class)$|^\.coverage(\..+)?$|^coverage\.xml$|^\.DS_Store$/;
+export const EXCLUDED_FILE = /(\.py[co]|\.log|\$py\.class)$|^\.coverage(\..+)?$|^coverage\.xml$|^\.DS_Store$/;
 
 export interface CollectedArtifact {
   /** A git diff from the base commit to the checkout's final state (binary-safe). */

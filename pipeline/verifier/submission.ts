@@ -15,11 +15,20 @@ export class UnsafeSubmission extends Error {
  * configuration from the first of these it finds above the tests, so a new one in any directory
  * could replace the repository's.
  */
-const TEST_CONFIGURATION = new Set(["conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg", "pyproject.toml"]);
+export const TEST_CONFIGURATION = new Set([
+  "conftest.py",
+  "pytest.ini",
+  ".pytest.ini",
+  "pytest.toml",
+  ".pytest.toml",
+  "tox.ini",
+  "setup.cfg",
+  "pyproject.toml",
+]);
 
 /** Modules that could stand in for the test runner or run code at interpreter start-up. */
-const RUNNER_MODULES = new Set(["pytest.py", "py.py", "pluggy.py", "sitecustomize.py", "usercustomize.py"]);
-const RUNNER_PACKAGES = new Set(["pytest", "_pytest", "pluggy"]);
+export const RUNNER_MODULES = new Set(["pytest.py", "py.py", "pluggy.py", "sitecustomize.py", "usercustomize.py"]);
+export const RUNNER_PACKAGES = new Set(["pytest", "_pytest", "pluggy"]);
 
 export interface SubmissionPlan {
   /** The sections that will be applied, as one patch ("" when nothing is left). */
