@@ -4,9 +4,13 @@
  * or whether — with where a person can find them.
  */
 
-/** Words of a request that asks for a behaviour; a request without any asks for nothing. */
+/**
+ * Words of a request that asks for a behaviour; a request without any asks for nothing. Verbs in
+ * the third person count too: a stated behaviour ("`f(1)` returns 2", "it takes a `cap` keyword",
+ * "`x` needs a `minimum`") asks as much as an imperative does.
+ */
 export const REQUIREMENT =
-  /\b(should|must|please|add|raise|return|accept|rename|remove|support|needs? to|make|declare|handle|reject|keep|say|explain|document)\b/i;
+  /\b(should|must|please|(add|raise|return|accept|rename|remove|support|need|make|declare|handle|reject|keep|say|explain|document|take|give)s?)\b/i;
 
 /** A sentence of a request's prose that leaves the outcome open, where a person can find it. */
 export interface OpenSentence {
