@@ -4,6 +4,7 @@ import { dirname, join, resolve } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import { demoOutputsDigest } from "../helpers/demo-digest.ts";
+import { demoExtensions } from "../helpers/demo-extensions.ts";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { PullIntent } from "../../demo/build.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
@@ -151,8 +152,12 @@ describe("the demo", () => {
       .filter(Boolean)
       .map((l) => JSON.parse(l));
     expect(tasks.length).toBeGreaterThanOrEqual(30);
+    const extensions = demoExtensions();
     for (const task of tasks) {
-      expect(task.requests.length, task.id).toBe(intents.get(task.id)!.stages);
+      // The pull request's rounds, then the benchmark-authored stages, each with authored provenance.
+      const authored = extensions.get(task.id)?.stages ?? 0;
+      expect(task.requests.length, task.id).toBe(intents.get(task.id)!.stages + authored);
+      expect(task.requests.filter((r: any) => r.provenance.sources.some((s: any) => s.kind === "authored") && r.tests?.length).length, task.id).toBe(authored);
       const times = task.requests.slice(1).map((r: any) => r.provenance.sources.map((s: any) => s.created_at).sort()[0]);
       expect(times, task.id).toEqual([...times].sort());
       for (const r of task.requests) expect(r.text, task.id).not.toMatch(/```suggestion|def \w+\(value, precision=None\):/);
@@ -174,6 +179,9 @@ describe("the demo", () => {
 
   it("emits sessions that validate, a manifest of the tasks they use, and a profile computed from them", async () => {
     const demo = a;
+    const intents = new Map(
+      (JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
+    );
     const sessions = Object.entries(demo.published)
       .filter(([f]) => f.startsWith("sessions/session-"))
       .map(([, text]) => SessionSpec.parse(JSON.parse(text)));
@@ -214,6 +222,16 @@ describe("the demo", () => {
       if (!file.startsWith("heldout/")) expect(text.includes("diff --git"), file).toBe(false);
     }
     expect(Object.keys(demo.published).filter((f) => f.startsWith("heldout/")).length).toBe(used.size);
+    // A benchmark-authored stage reaches a session: its request is scheduled as any other, with its
+    // provenance, and its tests are held out with the task's F2P (verify scores with them).
+    for (const [task, extension] of demoExtensions()) {
+      const spec = sessions.find((s) => s.focus === task || s.interruptions.includes(task));
+      expect(spec, `${task} is in a session`).toBeDefined();
+      const heldout = JSON.parse(demo.published[`heldout/${task}.json`]!) as { fail_to_pass: string[] };
+      expect(heldout.fail_to_pass).toEqual(expect.arrayContaining(extension.tests));
+      const scheduled = spec!.conditions.switched.filter((r) => r.task_id === task && !r.finalization);
+      expect(scheduled.length, task).toBe(intents.get(task)!.stages + extension.stages);
+    }
     // Every session and manifest line says where to clone its repository (relative to its own file,
     // never an absolute path of this machine), and that clone holds every base commit it names.
     for (const [file, text] of Object.entries(demo.published).filter(([f]) => f.startsWith("sessions/session-"))) {

@@ -1,4 +1,5 @@
 import { BUILT_STAGES } from "../../stages/index.ts";
+import { demoExtensions } from "../helpers/demo-extensions.ts";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -71,13 +72,17 @@ describe("qualify on the demo corpus", () => {
   afterAll(() => demo?.server.stop());
 
   it("finds every intended F2P test, excludes flaky ones as unstable, flags regressions", () => {
+    const extensions = demoExtensions();
+    expect(extensions.size).toBeGreaterThan(0);
     expect(local.records).toHaveLength(41);
     for (const record of local.records) {
       const intent = intents.get(record.task_id)!;
-      expect(record.fail_to_pass, record.task_id).toEqual([...intent.fail_to_pass].sort());
+      // The pull request's F2P tests, and those of the task's benchmark-authored stages.
+      expect(record.fail_to_pass, record.task_id).toEqual([...intent.fail_to_pass, ...(extensions.get(record.task_id)?.tests ?? [])].sort());
       expect(record.unstable, record.task_id).toEqual([...intent.flaky].sort());
       expect(record.pass_to_fail, record.task_id).toEqual([...intent.regressions].sort());
-      expect(record.runs).toHaveLength(6);
+      // Three runs before and after; an extended task also three with everything before each authored stage.
+      expect(record.runs).toHaveLength(3 * (2 + (extensions.get(record.task_id)?.stages ?? 0)));
       for (const run of record.runs) expect(Object.keys(run.outcomes)).toEqual(record.designated_tests);
       if (intent.regressions.length) expect(record).toMatchObject({ kept: false, reject_reason: "regression" });
       else if (!intent.fail_to_pass.length) expect(record).toMatchObject({ kept: false, reject_reason: "no_fail_to_pass" });
