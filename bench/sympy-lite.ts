@@ -5,6 +5,7 @@
 // records and profiles where they are), times it, and checks what the benchmark promises.
 //
 //   npm run bench:sympy-lite -- [--mirrors DIR] [--records FILE] [--keep DIR]
+//   npm run bench:sympy-lite -- --check WORK_DIR     # only the checks, on a run already made
 //
 // --mirrors: local copies of repositories (default $SWITCH_SWE_MIRRORS; without either sympy is
 // cloned from GitHub). --records: SWE-bench Lite's test split (default: the config's own path).
@@ -26,7 +27,11 @@ import { BUILT_STAGES } from "../stages/index.ts";
 import { benchmarkProfile, profileBesideStudy } from "../stages/emit/profile.ts";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
-const { values } = parseArgs({ options: { mirrors: { type: "string" }, records: { type: "string" }, keep: { type: "string" } } });
+const { values } = parseArgs({ options: { mirrors: { type: "string" }, records: { type: "string" }, keep: { type: "string" }, check: { type: "string" } } });
+if (values.check) {
+  // A run made with the shipped config (switch-swe run -c data/benchmarks/sympy-lite.yaml): its work directory.
+  process.exit(checkBenchmark(join(resolve(values.check), "artifacts")) ? 0 : 1);
+}
 const shipped = join(root, "data", "benchmarks", "sympy-lite.yaml");
 const records = resolve(values.records ?? join(dirname(shipped), "../../../shared/data/swebench-lite-test-half.jsonl"));
 if (!existsSync(records)) throw new Error(`no SWE-bench Lite test split at ${records}: give --records FILE`);

@@ -3,7 +3,8 @@ import { dirname, join } from "node:path";
 import { git } from "../../pipeline/git.ts";
 import { tempDir } from "./tmp.ts";
 
-const IDENTITY = {
+/** A fixed author, committer and date: the same commits, and hashes, on every run. */
+export const GIT_IDENTITY = {
   GIT_AUTHOR_NAME: "T",
   GIT_AUTHOR_EMAIL: "t@t.invalid",
   GIT_COMMITTER_NAME: "T",
@@ -21,7 +22,7 @@ export async function repoWithChange(
   diffArgs: string[] = ["-M", "-C", "--binary", "--full-index"],
 ) {
   const dir = tempDir("switch-swe-repo-");
-  const run = (args: string[]) => git(args, { cwd: dir, env: IDENTITY });
+  const run = (args: string[]) => git(args, { cwd: dir, env: GIT_IDENTITY });
   await run(["init", "--quiet", "--initial-branch=main"]);
   await run(["config", "core.autocrlf", "false"]);
   for (const [path, content] of Object.entries(initial)) {

@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The project's shared data beside the clone (../shared/data): SWE-bench records, annotations, git bundles. */
@@ -12,4 +13,25 @@ export function sharedDataForTests(path: string): boolean {
   const there = existsSync(path);
   if (!there && process.env.CI) throw new Error(`CI=true but ${path} is missing: the tests that read it must run in CI`);
   return there;
+}
+
+/** The fields of a SWE-bench Lite record the audit's tests read. */
+export interface SharedRecord {
+  instance_id: string;
+  base_commit: string;
+  patch: string;
+  test_patch: string;
+  problem_statement: string;
+  FAIL_TO_PASS: string;
+}
+
+/** Every record of the shared SWE-bench Lite files (test half and dev), by instance id. */
+export function sharedRecords(): Map<string, SharedRecord> {
+  const records = new Map<string, SharedRecord>();
+  for (const file of ["swebench-lite-test-half.jsonl", "swebench-lite-dev.jsonl"])
+    for (const line of readFileSync(join(SHARED_DATA, file), "utf8").split("\n").filter(Boolean)) {
+      const record = JSON.parse(line) as SharedRecord;
+      records.set(record.instance_id, record);
+    }
+  return records;
 }

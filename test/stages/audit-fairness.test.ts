@@ -13,25 +13,12 @@ import { parseTestId } from "../../pipeline/test-results/test-ids.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { repoWithChange } from "../helpers/git-repo.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
+import { sharedRecords } from "../helpers/shared-data.ts";
 
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
 const MIRRORS = join(SHARED, "mirrors");
 
-interface RawRecord {
-  instance_id: string;
-  base_commit: string;
-  patch: string;
-  test_patch: string;
-  problem_statement: string;
-  FAIL_TO_PASS: string;
-}
-
-const records = new Map<string, RawRecord>();
-for (const file of ["swebench-lite-test-half.jsonl", "swebench-lite-dev.jsonl"])
-  for (const line of readFileSync(join(SHARED, file), "utf8").split("\n").filter(Boolean)) {
-    const record = JSON.parse(line) as RawRecord;
-    records.set(record.instance_id, record);
-  }
+const records = sharedRecords();
 
 /** A real record as the audit sees it, from its test patch alone; `said` is added to its problem statement. */
 function subject(id: string, said = ""): AuditSubject {

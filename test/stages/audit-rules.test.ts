@@ -9,22 +9,9 @@ import { loadProvenance } from "../../stages/audit/rules/provenance.ts";
 import { RULES, rulesInUse } from "../../stages/audit/rules/registry.ts";
 import { rulesMarkdown } from "../../stages/audit/report.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
-import { SHARED_DATA } from "../helpers/shared-data.ts";
+import { sharedRecords } from "../helpers/shared-data.ts";
 
-interface RawRecord {
-  instance_id: string;
-  patch: string;
-  test_patch: string;
-  problem_statement: string;
-  FAIL_TO_PASS: string;
-}
-
-const records = new Map<string, RawRecord>();
-for (const file of ["swebench-lite-test-half.jsonl", "swebench-lite-dev.jsonl"])
-  for (const line of readFileSync(join(SHARED_DATA, file), "utf8").split("\n").filter(Boolean)) {
-    const record = JSON.parse(line) as RawRecord;
-    records.set(record.instance_id, record);
-  }
+const records = sharedRecords();
 
 /** A real record as the audit sees it, read from its test patch, with the requests given. */
 function subject(id: string, requests?: Request[]): AuditSubject {

@@ -17,15 +17,7 @@ import { extensionDecision } from "../../stages/qualify/extension-checks.ts";
 import { withAuthoredStages } from "../../stages/reconstruct/authored.ts";
 import { checkExtension, ExtensionError, parseExtension } from "../../stages/split/extensions.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
-
-const IDENTITY = {
-  GIT_AUTHOR_NAME: "T",
-  GIT_AUTHOR_EMAIL: "t@t.invalid",
-  GIT_COMMITTER_NAME: "T",
-  GIT_COMMITTER_EMAIL: "t@t.invalid",
-  GIT_AUTHOR_DATE: "2024-01-01T00:00:00Z",
-  GIT_COMMITTER_DATE: "2024-01-01T00:00:00Z",
-};
+import { GIT_IDENTITY as IDENTITY } from "../helpers/git-repo.ts";
 
 const rules = ClassificationRules.parse({ package_roots: ["calc"] });
 
