@@ -166,8 +166,12 @@ try {
     await installAgent(agent, toolsDir);
     const b = bench();
     const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
+    // One endpoint for each runner: its prompt cache lives as long as it does, so a shared one would
+    // serve the second runner's first requests from the first runner's calls (the same tokens, split
+    // otherwise between input and cached input). One trial at a time, as run-all's one job.
     const endpoint = await ModelEndpoint.start({ script: "solve", knowledge });
     const forward = await forwardFromBridge(bridgeGateway(), Number(new URL(endpoint.url).port));
+    const runAllEndpoint = await ModelEndpoint.start({ script: "solve", knowledge });
     try {
       rmSync(join(jobsDir, harness), { recursive: true, force: true });
       for (const old of ["run-all", "run-all-work"]) rmSync(join(dir, old), { recursive: true, force: true });
@@ -181,7 +185,7 @@ try {
           "-i",
           `*${session}.*`,
           "-n",
-          "2",
+          "1",
           "--jobs-dir",
           jobsDir,
           "--job-name",
@@ -214,11 +218,11 @@ try {
         jobs: 1,
         log,
         only: [session],
-        model: { url: endpoint.url, key: "switch-swe-loopback" },
+        model: { url: runAllEndpoint.url, key: "switch-swe-loopback" },
         toolsDir,
       });
       console.log(
-        `${harness} ${agent.install!.version}, session ${session}, solve script: harbor run exit ${ran.code} in ${harborSeconds} s (${harborCalls} model calls); run-all in ${seconds(t)} s; ${trialTimes(harness)}`,
+        `${harness} ${agent.install!.version}, session ${session}, solve script: harbor run exit ${ran.code} in ${harborSeconds} s (${harborCalls} model calls); run-all in ${seconds(t)} s (${runAllEndpoint.calls.length} model calls); ${trialTimes(harness)}`,
       );
       for (const problem of viaHarbor.problems) console.log(`  report problem: ${problem}`);
       for (const condition of ["control", "switched"] as const) {
@@ -236,6 +240,7 @@ try {
     } finally {
       await forward.close();
       await endpoint.close();
+      await runAllEndpoint.close();
     }
   }
 } finally {
