@@ -74,6 +74,20 @@ export function harbor(
   });
 }
 
+// What Harbor's local Docker environment needs to enforce a task's `no-network` (its egress-control
+// sidecar, harbor/environments/docker/): a kernel probe image and the sidecar's base image, both on Docker Hub.
+const EGRESS_CONTROL_IMAGES = [
+  "alpine:3.23.4@sha256:5b10f432ef3da1b8d4c7eb6c487f2f5a8f096bc91145e68878dd4a5019afde11",
+  "gogost/gost:3.2.7-nightly.20260602@sha256:afc0137758ab4ce399d47a299f9abbacbf522b52a17e59cbb4b4e7a1a66e9196",
+];
+
+/** Whether this engine has (or can pull) the images Harbor's Docker environment enforces no-network with. */
+export function egressControlAvailable(): boolean {
+  return EGRESS_CONTROL_IMAGES.every(
+    (image) => imageExists(image) || spawnSync("docker", ["pull", "--quiet", image], { stdio: "ignore", timeout: 300_000 }).status === 0,
+  );
+}
+
 /** The address of this machine on Docker's default bridge: where a task's container reaches this machine. */
 export function bridgeGateway(): string {
   const out = spawnSync("docker", ["network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"], { encoding: "utf8" });

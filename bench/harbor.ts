@@ -7,7 +7,8 @@
 // task's environment on the same sessions. `report --harbor` then builds the tables from each job,
 // and the verdicts and usage of the two runners are printed side by side. Harbor runs in a
 // container (bench/harbor-runner.ts); every step's seconds are printed.
-// Usage: npm run bench:harbor [-- --harness claude-code --session session-demo-org__geometry-20 --jobs 2 --steps lint,oracle,nop,harness --keep DIR]
+// Usage: npm run bench:harbor [-- --harness claude-code --session session-demo-org__geometry-20 --sessions 4|ID,ID --jobs 2 --steps lint,oracle,nop,harness --keep DIR]
+// --sessions exports a sample (a count: the harness's session and the next ones of the benchmark's list; or ids, the harness's session added), default all.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -27,7 +28,16 @@ import { DEFAULT_TOOLS_DIR, loadAgent } from "../pipeline/session/agents.ts";
 import { runAllSessions } from "../pipeline/session/runs.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
-import { bridgeGateway, ensureHarborImage, forwardFromBridge, harbor, harborTaskImages, HARBOR_VERSION, removeImagesSince } from "./harbor-runner.ts";
+import {
+  bridgeGateway,
+  egressControlAvailable,
+  ensureHarborImage,
+  forwardFromBridge,
+  harbor,
+  harborTaskImages,
+  HARBOR_VERSION,
+  removeImagesSince,
+} from "./harbor-runner.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -44,6 +54,13 @@ const log = createLogger({ level: "warn", write: (line) => process.stderr.write(
 const dir = keep ?? mkdtempSync(join(tmpdir(), "switch-swe-bench-harbor-"));
 const imagesBefore = harborTaskImages();
 mkdirSync(dir, { recursive: true });
+/** The sessions to export: every one (undefined), a count starting at the harness's session (in the list's order, wrapping), or ids. */
+function sampleOf(all: string[], first: string, spec: string): string[] | undefined {
+  if (!spec) return undefined;
+  if (!/^\d+$/.test(spec)) return [...new Set([first, ...spec.split(",")])];
+  const start = all.indexOf(first);
+  return Array.from({ length: Math.min(Number(spec), all.length) }, (_, i) => all[(start + i) % all.length]!);
+}
 const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
 
 try {
@@ -57,19 +74,29 @@ try {
   const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
   const sessions = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions;
   const session = arg("session", sessions.find((s) => s.locality === "near")!.session_id);
-  console.log(`demo built (${sessions.length} sessions) in ${seconds(t)} s`);
+  const sample = sampleOf(
+    sessions.map((s) => s.session_id),
+    session,
+    arg("sessions", ""),
+  );
+  console.log(`demo built (${sessions.length} sessions) in ${seconds(t)} s; exporting ${sample ? `${sample.length}: ${sample.join(", ")}` : "all"}`);
   const bench = () => OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log });
 
+  // Harbor's Docker environment refuses a no-network verifier it cannot enforce (its egress-control images come from Docker Hub).
+  const verifierNetwork = egressControlAvailable() ? "no-network" : "public";
+  console.log(`verifier network: ${verifierNetwork}${verifierNetwork === "public" ? " (Harbor's egress-control images cannot be pulled here)" : ""}`);
   t = Date.now();
   const dataset = join(dir, "dataset");
   const opened = bench();
   const exported = await exportHarbor(opened, {
     out: dataset,
+    sessions: sample,
     conditions: ["control", "switched"],
     adapters: [resolve("data/agents", `${harness}-environment.yaml`)],
     images: { caBundle: readFileSync(caBundle, "utf8") },
     agentUser: { name: "agent", uid: 1000 },
     pollSeconds: 1,
+    verifierNetwork,
     log,
   }).finally(() => opened.close());
   console.log(`export: ${exported.tasks.length} tasks in ${seconds(t)} s`);
@@ -119,6 +146,7 @@ try {
     reports.filter((r) => r.report.condition === condition && r.report.resolved).length;
 
   for (const agent of ["oracle", "nop"].filter((a) => steps.has(a))) {
+    rmSync(join(jobsDir, agent), { recursive: true, force: true });
     t = Date.now();
     const ran = await harbor(["harbor", "run", "-p", tasks, "-a", agent, "-n", jobs, "--jobs-dir", jobsDir, "--job-name", agent, "-y", "--no-delete"], {
       mounts,
@@ -127,7 +155,7 @@ try {
     });
     const r = await report(agent);
     console.log(
-      `harbor run -a ${agent}, ${exported.tasks.length} tasks, -n ${jobs}: exit ${ran.code} in ${seconds(t)} s; resolved control ${resolvedOf(r.reports, "control")}/${sessions.length}, switched ${resolvedOf(r.reports, "switched")}/${sessions.length}; ${r.problems.length} problem(s)${r.problems.length ? `: ${r.problems[0]}` : ""}; ${trialTimes(agent)}`,
+      `harbor run -a ${agent}, ${exported.tasks.length} tasks, -n ${jobs}: exit ${ran.code} in ${seconds(t)} s; resolved control ${resolvedOf(r.reports, "control")}/${exported.tasks.length / 2}, switched ${resolvedOf(r.reports, "switched")}/${exported.tasks.length / 2}; ${r.problems.length} problem(s)${r.problems.length ? `: ${r.problems[0]}` : ""}; ${trialTimes(agent)}`,
     );
   }
 
@@ -138,9 +166,15 @@ try {
     await installAgent(agent, toolsDir);
     const b = bench();
     const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
+    // One endpoint for each runner: its prompt cache lives as long as it does, so a shared one would
+    // serve the second runner's first requests from the first runner's calls (the same tokens, split
+    // otherwise between input and cached input). One trial at a time, as run-all's one job.
     const endpoint = await ModelEndpoint.start({ script: "solve", knowledge });
     const forward = await forwardFromBridge(bridgeGateway(), Number(new URL(endpoint.url).port));
+    const runAllEndpoint = await ModelEndpoint.start({ script: "solve", knowledge });
     try {
+      rmSync(join(jobsDir, harness), { recursive: true, force: true });
+      for (const old of ["run-all", "run-all-work"]) rmSync(join(dir, old), { recursive: true, force: true });
       t = Date.now();
       const ran = await harbor(
         [
@@ -151,7 +185,7 @@ try {
           "-i",
           `*${session}.*`,
           "-n",
-          "2",
+          "1",
           "--jobs-dir",
           jobsDir,
           "--job-name",
@@ -184,11 +218,11 @@ try {
         jobs: 1,
         log,
         only: [session],
-        model: { url: endpoint.url, key: "switch-swe-loopback" },
+        model: { url: runAllEndpoint.url, key: "switch-swe-loopback" },
         toolsDir,
       });
       console.log(
-        `${harness} ${agent.install!.version}, session ${session}, solve script: harbor run exit ${ran.code} in ${harborSeconds} s (${harborCalls} model calls); run-all in ${seconds(t)} s; ${trialTimes(harness)}`,
+        `${harness} ${agent.install!.version}, session ${session}, solve script: harbor run exit ${ran.code} in ${harborSeconds} s (${harborCalls} model calls); run-all in ${seconds(t)} s (${runAllEndpoint.calls.length} model calls); ${trialTimes(harness)}`,
       );
       for (const problem of viaHarbor.problems) console.log(`  report problem: ${problem}`);
       for (const condition of ["control", "switched"] as const) {
@@ -206,6 +240,7 @@ try {
     } finally {
       await forward.close();
       await endpoint.close();
+      await runAllEndpoint.close();
     }
   }
 } finally {

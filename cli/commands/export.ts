@@ -31,6 +31,14 @@ export function registerExport(program: Command, io: Io, exit: ExitCode): void {
     )
     .option("--ca-bundle <file>", "a CA bundle the image builds trust to reach PyPI (behind a TLS-intercepting proxy)")
     .option("--agent-user <name:uid>", "the user the agent runs as in the container", "agent:1000")
+    .addOption(
+      new Option(
+        "--verifier-network <mode>",
+        "the verifier's network: none, as verify's containers; public where Harbor cannot enforce none (its local Docker environment needs its egress-control images from Docker Hub)",
+      )
+        .choices(["no-network", "public"])
+        .default("no-network"),
+    )
     .option("--poll-seconds <n>", "seconds between looks at the focus checkout during a return to it", positiveWholeNumber, 1)
     .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
     .addHelpText(
@@ -58,6 +66,7 @@ export function registerExport(program: Command, io: Io, exit: ExitCode): void {
           images: { ...(opts.baseImage ? { baseImage: opts.baseImage } : {}), ...(opts.caBundle ? { caBundle: readFileSync(opts.caBundle, "utf8") } : {}) },
           agentUser: { name: user[1]!, uid: Number(user[2]) },
           pollSeconds: opts.pollSeconds,
+          verifierNetwork: opts.verifierNetwork,
           log,
         }).finally(() => bench.close());
         io.out(`wrote ${tasks.length} Harbor task(s) to ${resolve(out)}\n`);

@@ -47,7 +47,11 @@ export interface TaskConfigInput {
   limits: { cpus: number; memory_mb: number };
   agentUser: string;
   name: string;
+  /** The verifier's network: none (as verify's containers), or public where the Harbor environment cannot enforce none. */
+  verifierNetwork: VerifierNetwork;
 }
+
+export type VerifierNetwork = "no-network" | "public";
 
 /** Seconds Harbor gives the whole session: every request its budget and every continuation, plus a minute a request for the wrapper's own work. */
 function sessionSeconds(spec: SessionSpec, condition: Condition): number {
@@ -57,7 +61,7 @@ function sessionSeconds(spec: SessionSpec, condition: Condition): number {
 
 /**
  * task.toml: the budget and continuations, resources, network, the separate verifier (its image
- * built from tests/, no network) that gets the focus checkout as Harbor's artifact, and the
+ * built from tests/, no network unless asked otherwise) that gets the focus checkout as Harbor's artifact, and the
  * session's metadata. The agent never reads it.
  */
 export function taskToml(input: TaskConfigInput): string {
@@ -88,8 +92,8 @@ export function taskToml(input: TaskConfigInput): string {
         seed_case: spec.seeds.case,
       },
     ],
-    ["verifier", { environment_mode: "separate", timeout_sec: heldout.environment.test_timeout_seconds + 600, network_mode: "no-network" }],
-    ["verifier.environment", { network_mode: "no-network", cpus: input.limits.cpus, memory_mb: input.limits.memory_mb, build_timeout_sec: 3600 }],
+    ["verifier", { environment_mode: "separate", timeout_sec: heldout.environment.test_timeout_seconds + 600, network_mode: input.verifierNetwork }],
+    ["verifier.environment", { network_mode: input.verifierNetwork, cpus: input.limits.cpus, memory_mb: input.limits.memory_mb, build_timeout_sec: 3600 }],
     ["agent", { timeout_sec: sessionSeconds(spec, condition), user: input.agentUser }],
     ["environment", { network_mode: "public", workdir: workspaceOf(spec), build_timeout_sec: 3600 }],
   ]);

@@ -19,7 +19,7 @@ import { InputError, readJsonFile } from "../validation.ts";
 import { wrapperAdapter, type WrapperAdapter } from "./harbor-agents.ts";
 import { agentDockerfile, environmentFiles, type ImageOptions, provisionScript, verifierDockerfile } from "./harbor-images.ts";
 import { HARBOR_DATASET, HARBOR_TASK, PYTHON_FILES, taskDirName, VERIFIER_FILES } from "./harbor-layout.ts";
-import { type Condition, focusCheckoutOf, sessionPlan, solveScript, taskToml, workspaceOf } from "./harbor-task.ts";
+import { type Condition, focusCheckoutOf, sessionPlan, solveScript, taskToml, type VerifierNetwork, workspaceOf } from "./harbor-task.ts";
 import { verifierFiles } from "./harbor-verifier.ts";
 
 const execFileAsync = promisify(execFile);
@@ -37,6 +37,12 @@ export interface HarborExportOptions {
   agentUser: { name: string; uid: number };
   /** Seconds between looks at the focus checkout during a focus return. */
   pollSeconds: number;
+  /**
+   * The verifier's network (default none). Harbor's local Docker environment enforces none only
+   * through its egress-control sidecar, whose images come from Docker Hub; where they cannot be
+   * pulled, `public` lets the tasks run there, the verifier's container then having a network.
+   */
+  verifierNetwork?: VerifierNetwork;
   log: Logger;
 }
 
@@ -159,7 +165,15 @@ async function writeTask(write: Write, bench: OpenedBenchmark, input: TaskInput)
   const limits = bench.execution.limits;
   await write(
     `${dir}/${HARBOR_TASK.config}`,
-    taskToml({ spec, condition, heldout, limits: { cpus: limits.cpus, memory_mb: limits.memory_mb }, agentUser: options.agentUser.name, name }),
+    taskToml({
+      spec,
+      condition,
+      heldout,
+      limits: { cpus: limits.cpus, memory_mb: limits.memory_mb },
+      agentUser: options.agentUser.name,
+      name,
+      verifierNetwork: options.verifierNetwork ?? "no-network",
+    }),
   );
   const first = spec.conditions[condition][0]!.message;
   const message = input.firstAdapter?.message ?? "{text}";

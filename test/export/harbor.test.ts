@@ -8,6 +8,7 @@ import { buildNetworkSettings } from "../../pipeline/executors/types.ts";
 import { DEFAULT_HARBOR_ADAPTERS } from "../../pipeline/export/harbor-agents.ts";
 import { HARBOR_TASK, SESSION_RECORDS, VERIFIER_FILES, VERIFIER_OUTPUTS } from "../../pipeline/export/harbor-layout.ts";
 import { exportHarbor } from "../../pipeline/export/harbor.ts";
+import { taskToml } from "../../pipeline/export/harbor-task.ts";
 import { git } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
@@ -177,6 +178,15 @@ describe("switch-swe export harbor", () => {
       executables: { claude: "node_modules/.bin/claude" },
     });
     expect(readFileSync(join(out, "switch_swe_harbor", "agent.py"), "utf8")).toContain("class SwitchSweSession(BaseAgent)");
+  });
+
+  it("gives the verifier a network only when asked (where Harbor's environment cannot enforce none)", () => {
+    const file = join(fileTempDir(), "task.toml");
+    const input = { spec, condition: "control" as const, heldout, limits: { cpus: 1, memory_mb: 2048 }, agentUser: "agent", name: "t" };
+    writeFileSync(file, taskToml({ ...input, verifierNetwork: "public" }));
+    expect(readToml(file).verifier).toMatchObject({ network_mode: "public", environment: { network_mode: "public" } });
+    writeFileSync(file, taskToml({ ...input, verifierNetwork: "no-network" }));
+    expect(readToml(file).verifier).toMatchObject({ network_mode: "no-network", environment: { network_mode: "no-network" } });
   });
 
   it("keeps the held-out tests, the reference and every later request out of what the agent gets", async () => {
