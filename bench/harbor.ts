@@ -28,6 +28,7 @@ import { DEFAULT_TOOLS_DIR, loadAgent } from "../pipeline/session/agents.ts";
 import { runAllSessions } from "../pipeline/session/runs.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
+import { BenchmarkLayout } from "../pipeline/benchmark-layout.ts";
 import {
   bridgeGateway,
   egressControlAvailable,
@@ -72,7 +73,8 @@ try {
   const run = await runProjectOnce(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
   if (!run.ok) throw new Error("the demo pipeline did not finish");
   const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
-  const sessions = SessionIndex.parse(JSON.parse(readFileSync(join(manifest, "sessions", "index.json"), "utf8"))).sessions;
+  const sessionsDir = new BenchmarkLayout(manifest, join(manifest, "heldout")).sessionsDir;
+  const sessions = SessionIndex.parse(JSON.parse(readFileSync(BenchmarkLayout.sessionIndexIn(sessionsDir), "utf8"))).sessions;
   const session = arg("session", sessions.find((s) => s.locality === "near")!.session_id);
   const sample = sampleOf(
     sessions.map((s) => s.session_id),
@@ -118,11 +120,11 @@ try {
   const report = async (job: string) => {
     const b = bench();
     try {
-      const loaded = loadHarborReports(join(jobsDir, job), join(manifest, "sessions"), {
+      const loaded = loadHarborReports(join(jobsDir, job), sessionsDir, {
         heldout: (id) => b.heldout(id),
         rules: (repo) => b.profiles.profiles.get(repo)?.profile.classification,
       });
-      const written = await writeReport(job, loaded, join(manifest, "sessions"), join(dir, "reports", job));
+      const written = await writeReport(job, loaded, sessionsDir, join(dir, "reports", job));
       return { ...loaded, table: readFileSync(written.files[0]!, "utf8") };
     } finally {
       await b.close();
@@ -235,7 +237,7 @@ try {
         );
       }
       console.log(`\nreport --harbor (${harness}):\n${viaHarbor.table}`);
-      const runAllReport = await writeResultsReport(join(dir, "run-all"), join(manifest, "sessions"), join(dir, "reports", "run-all"));
+      const runAllReport = await writeResultsReport(join(dir, "run-all"), sessionsDir, join(dir, "reports", "run-all"));
       console.log(`report --results (run-all):\n${readFileSync(runAllReport.files[0]!, "utf8")}`);
     } finally {
       await forward.close();

@@ -25,12 +25,13 @@ import type { Task } from "../pipeline/schemas/task.ts";
 import type { ValidationReport } from "../pipeline/schemas/validation.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { benchmarkProfile, profileBesideStudy } from "../stages/emit/profile.ts";
+import { WorkLayout } from "../pipeline/work-layout.ts";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 const { values } = parseArgs({ options: { mirrors: { type: "string" }, records: { type: "string" }, keep: { type: "string" }, check: { type: "string" } } });
 if (values.check) {
   // A run made with the shipped config (switch-swe run -c data/benchmarks/sympy-lite.yaml): its work directory.
-  process.exit(checkBenchmark(join(resolve(values.check), "artifacts")) ? 0 : 1);
+  process.exit(checkBenchmark(new WorkLayout(resolve(values.check)).artifacts) ? 0 : 1);
 }
 const shipped = join(root, "data", "benchmarks", "sympy-lite.yaml");
 const records = resolve(values.records ?? join(dirname(shipped), "../../../shared/data/swebench-lite-test-half.jsonl"));
@@ -57,7 +58,7 @@ try {
   const seconds = (performance.now() - started) / 1000;
   console.log(formatSummary(summary));
   console.log(`\nwall time: ${(seconds / 60).toFixed(1)} min (${dir})`);
-  ok = summary.ok && checkBenchmark(join(dir, "work", "artifacts"));
+  ok = summary.ok && checkBenchmark(new WorkLayout(join(dir, "work")).artifacts);
 } finally {
   await project.close();
   if (!values.keep) rmSync(dir, { recursive: true, force: true });

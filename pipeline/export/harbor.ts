@@ -21,6 +21,7 @@ import { agentDockerfile, environmentFiles, type ImageOptions, provisionScript, 
 import { HARBOR_DATASET, HARBOR_TASK, PYTHON_FILES, taskDirName, VERIFIER_FILES } from "./harbor-layout.ts";
 import { type Condition, focusCheckoutOf, sessionPlan, solveScript, taskToml, type VerifierNetwork, workspaceOf } from "./harbor-task.ts";
 import { verifierFiles } from "./harbor-verifier.ts";
+import { BenchmarkLayout } from "../benchmark-layout.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -88,9 +89,9 @@ async function revisionLayer(env: EnvironmentSpec, mirror: string, commit: strin
 
 /** The sessions to export, from the benchmark's own list. */
 function sessionsOf(bench: OpenedBenchmark, only: string[] | undefined): { file: string; spec: SessionSpec }[] {
-  const index = readJsonFile(join(bench.sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
+  const index = readJsonFile(BenchmarkLayout.sessionIndexIn(bench.sessionsDir), SessionIndex, "the benchmark's list of sessions");
   const unknown = (only ?? []).filter((id) => !index.sessions.some((s) => s.session_id === id));
-  if (unknown.length) throw new HarborExportError(`--sessions: ${unknown.join(", ")} not in ${join(bench.sessionsDir, "index.json")}`);
+  if (unknown.length) throw new HarborExportError(`--sessions: ${unknown.join(", ")} not in ${BenchmarkLayout.sessionIndexIn(bench.sessionsDir)}`);
   return index.sessions
     .filter((s) => !only || only.includes(s.session_id))
     .map((s) => {

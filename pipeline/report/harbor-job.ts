@@ -8,6 +8,7 @@ import { VerificationReport } from "../schemas/verification.ts";
 import { harborTrialBehaviour, regradeHarborTrial } from "../session/harbor-trial.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
 import type { LoadedReport } from "./aggregate.ts";
+import { BenchmarkLayout } from "../benchmark-layout.ts";
 
 /*
  * A Harbor job's trials as verification reports (`switch-swe report --harbor JOB`): a job directory
@@ -28,7 +29,7 @@ interface BenchmarkView extends HeldoutView {
 
 /** The benchmark's sessions by id, from its own list (`sessions/index.json`, as loadSessions reads it). */
 function sessionsById(sessionsDir: string): Map<string, SessionSpec> {
-  const index = readJsonFile(join(sessionsDir, "index.json"), SessionIndex, "the benchmark's list of sessions");
+  const index = readJsonFile(BenchmarkLayout.sessionIndexIn(sessionsDir), SessionIndex, "the benchmark's list of sessions");
   return new Map(index.sessions.map((s) => [s.session_id, readJsonFile(join(sessionsDir, s.file), SessionSpec, "a session specification")]));
 }
 

@@ -254,6 +254,8 @@ describe("the context relay between a harness and its model API", () => {
       .map((l) => JSON.parse(l));
     expect(usage).toEqual([
       expect.objectContaining({ auxiliary: "router", part: expect.objectContaining({ tokens: expect.objectContaining({ input: 11, output: 3 }) }) }),
+      // The request's routing decision, once: the router model's, at the confidence it gave.
+      expect.objectContaining({ type: "routing", by: "router", confidence: 0.5 }),
     ]);
   });
 
