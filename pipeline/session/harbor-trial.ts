@@ -91,20 +91,20 @@ export function regradeHarborTrial(
   };
 }
 
-const RawRequest = z.object({
-  request: z.number().int().nonnegative(),
-  checkout: z.string(),
-  started_at: z.string(),
-  ended_at: z.string(),
-  seconds: z.number().nonnegative(),
-  budget_seconds: z.number().positive(),
-  continuations: z.number().int().nonnegative(),
-  timed_out: z.boolean(),
-  exits: z.array(z.number().int().nullable()),
-  attempts: z.array(z.string().regex(/^[\w.-]+$/)),
-  changes: TrajectoryRequest.shape.changes,
-  focus_first_change_seconds: z.number().nonnegative().nullable().optional(),
-});
+/** A request as the session agent records it: the trajectory's own fields, before usage and failure are read from its attempts. */
+const RawRequest = TrajectoryRequest.pick({
+  request: true,
+  checkout: true,
+  started_at: true,
+  ended_at: true,
+  seconds: true,
+  budget_seconds: true,
+  continuations: true,
+  timed_out: true,
+  exits: true,
+  changes: true,
+  focus_first_change_seconds: true,
+}).extend({ attempts: z.array(z.string().regex(/^[\w.-]+$/)) });
 const SessionSummary = z.object({
   harness: z.string(),
   usage_reader: z.enum(USAGE_PARSERS).nullable().optional(),
