@@ -26,6 +26,23 @@ import { fileTempDir } from "../helpers/tmp.ts";
 import { freePort, startRedis } from "../helpers/redis.ts";
 import { createFleetNetwork, startWorkerContainer } from "../helpers/fleet.ts";
 
+/** The versions of `packages` installed in an image's environment, space-separated, read with no network. */
+const installedVersions = (image: string, packages: string[]) =>
+  execFileSync(
+    "docker",
+    [
+      "run",
+      "--rm",
+      "--network",
+      "none",
+      image,
+      "/env/bin/python",
+      "-c",
+      `import importlib.metadata as m; print(${packages.map((p) => `m.version('${p}')`).join(", ")})`,
+    ],
+    { encoding: "utf8" },
+  ).trim();
+
 const SHARED = fileURLToPath(new URL("../../../shared/data/", import.meta.url));
 const RECORDS = join(SHARED, "swebench-lite-dev.jsonl");
 const PROFILES = fileURLToPath(new URL("../../data/repos/", import.meta.url));
@@ -347,20 +364,7 @@ describe.skipIf(!docker || !sharedDataForTests(RECORDS))("qualify on real reposi
       qualification.as_of,
     );
     expect(env.key).toBe(qualification.environment_key);
-    const versions = execFileSync(
-      "docker",
-      [
-        "run",
-        "--rm",
-        "--network",
-        "none",
-        DockerExecutor.revisionTag(env, base),
-        "/env/bin/python",
-        "-c",
-        "import importlib.metadata as m; print(m.version('typing-extensions'), m.version('hypothesis'))",
-      ],
-      { encoding: "utf8" },
-    ).trim();
+    const versions = installedVersions(DockerExecutor.revisionTag(env, base), ["typing-extensions", "hypothesis"]);
     const [pinned, hypothesis] = versions.split(" ");
     expect(pinned).toBe("4.5.0");
     expect(hypothesis!.split(".").slice(0, 2).join(".")).toBe("4.18");
@@ -398,20 +402,7 @@ describe.skipIf(!docker || !sharedDataForTests(RECORDS))("qualify on real reposi
       qualification.as_of,
     );
     expect(env.key).toBe(qualification.environment_key);
-    const versions = execFileSync(
-      "docker",
-      [
-        "run",
-        "--rm",
-        "--network",
-        "none",
-        DockerExecutor.revisionTag(env, original.base_commit!),
-        "/env/bin/python",
-        "-c",
-        "import importlib.metadata as m; print(m.version('typing-extensions'), m.version('pytest'))",
-      ],
-      { encoding: "utf8" },
-    ).trim();
+    const versions = installedVersions(DockerExecutor.revisionTag(env, original.base_commit!), ["typing-extensions", "pytest"]);
     expect(versions).toMatch(/^4\.4\.0 6\.2\.\d+$/);
   });
 
