@@ -13,15 +13,16 @@ import type { EnvironmentSpec } from "../executors/types.ts";
 import { GIT_ENV } from "../git.ts";
 import type { Logger } from "../logger.ts";
 import type { OpenedBenchmark } from "../project/benchmark.ts";
-import { SessionIndex, SessionSpec } from "../schemas/session.ts";
+import { SessionSpec } from "../schemas/session.ts";
 import { sessionCloneSource } from "../session/runs.ts";
-import { InputError, readJsonFile } from "../validation.ts";
+import { InputError } from "../validation.ts";
 import { wrapperAdapter, type WrapperAdapter } from "./harbor-agents.ts";
 import { agentDockerfile, environmentFiles, type ImageOptions, provisionScript, verifierDockerfile } from "./harbor-images.ts";
 import { HARBOR_DATASET, HARBOR_TASK, PYTHON_FILES, taskDirName, VERIFIER_FILES } from "./harbor-layout.ts";
 import { type Condition, focusCheckoutOf, sessionPlan, solveScript, taskToml, type VerifierNetwork, workspaceOf } from "./harbor-task.ts";
 import { verifierFiles } from "./harbor-verifier.ts";
 import { BenchmarkLayout } from "../benchmark-layout.ts";
+import { readListedSessions } from "../session/listed-sessions.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -89,15 +90,10 @@ async function revisionLayer(env: EnvironmentSpec, mirror: string, commit: strin
 
 /** The sessions to export, from the benchmark's own list. */
 function sessionsOf(bench: OpenedBenchmark, only: string[] | undefined): { file: string; spec: SessionSpec }[] {
-  const index = readJsonFile(BenchmarkLayout.sessionIndexIn(bench.sessionsDir), SessionIndex, "the benchmark's list of sessions");
-  const unknown = (only ?? []).filter((id) => !index.sessions.some((s) => s.session_id === id));
+  const listed = readListedSessions(bench.sessionsDir);
+  const unknown = (only ?? []).filter((id) => !listed.some((s) => s.spec.session_id === id));
   if (unknown.length) throw new HarborExportError(`--sessions: ${unknown.join(", ")} not in ${BenchmarkLayout.sessionIndexIn(bench.sessionsDir)}`);
-  return index.sessions
-    .filter((s) => !only || only.includes(s.session_id))
-    .map((s) => {
-      const file = join(bench.sessionsDir, s.file);
-      return { file, spec: readJsonFile(file, SessionSpec, "a session specification") };
-    });
+  return listed.filter((s) => !only || only.includes(s.spec.session_id));
 }
 
 /**

@@ -11,13 +11,13 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import type { OpenedBenchmark } from "../project/benchmark.ts";
 import { git } from "../git.ts";
-import { SessionIndex, SessionSpec } from "../schemas/session.ts";
-import { readJsonFile } from "../validation.ts";
+import { SessionSpec } from "../schemas/session.ts";
 import { parseGitDiff } from "../changes/diff.ts";
 import { sessionCloneSource } from "../session/runs.ts";
 import { CONTINUATION_MESSAGE } from "../session/types.ts";
 import { planChange, type ChangePlan } from "./plan.ts";
 import type { EndpointKnowledge } from "./scripts.ts";
+import { readListedSessions } from "../session/listed-sessions.ts";
 
 /**
  * A file's bytes at a commit of a mirror, or null when it has none there (read with cat-file into
@@ -61,13 +61,10 @@ async function taskPlan(mirror: string, baseCommit: string, patch: string): Prom
 
 /** The knowledge of every session of an emitted benchmark, with the plans of every task its sessions name. */
 export async function benchmarkKnowledge(bench: OpenedBenchmark): Promise<EndpointKnowledge> {
-  const index = readJsonFile(bench.layout.sessionIndex, SessionIndex, "the benchmark's list of sessions");
   const schedules: EndpointKnowledge["schedules"] = [];
   const plans = new Map<string, ChangePlan>();
   const stages = new Map<string, number>();
-  for (const entry of index.sessions) {
-    const file = join(bench.sessionsDir, entry.file);
-    const spec = readJsonFile(file, SessionSpec, "a session specification");
+  for (const { file, spec } of readListedSessions(bench.sessionsDir)) {
     for (const condition of ["control", "switched"] as const) schedules.push({ session: spec.session_id, condition, requests: spec.conditions[condition] });
     for (const r of spec.conditions.switched) if (r.stage !== undefined) stages.set(r.task_id, Math.max(stages.get(r.task_id) ?? 0, r.stage));
     const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));

@@ -3,12 +3,12 @@ import { basename, join } from "node:path";
 import { HARBOR_JOB, VERIFIER_OUTPUTS } from "../harbor-layout.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
-import { SessionIndex, SessionSpec } from "../schemas/session.ts";
+import { SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { harborTrialBehaviour, regradeHarborTrial } from "../session/harbor-trial.ts";
-import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
+import { describeFirstIssue, InputError } from "../validation.ts";
 import type { LoadedReport } from "./aggregate.ts";
-import { BenchmarkLayout } from "../benchmark-layout.ts";
+import { readListedSessions } from "../session/listed-sessions.ts";
 
 /*
  * A Harbor job's trials as verification reports (`switch-swe report --harbor JOB`): a job directory
@@ -27,10 +27,9 @@ interface BenchmarkView extends HeldoutView {
   session(id: string): SessionSpec | undefined;
 }
 
-/** The benchmark's sessions by id, from its own list (`sessions/index.json`, as loadSessions reads it). */
+/** The benchmark's sessions by id, from its own list. */
 function sessionsById(sessionsDir: string): Map<string, SessionSpec> {
-  const index = readJsonFile(BenchmarkLayout.sessionIndexIn(sessionsDir), SessionIndex, "the benchmark's list of sessions");
-  return new Map(index.sessions.map((s) => [s.session_id, readJsonFile(join(sessionsDir, s.file), SessionSpec, "a session specification")]));
+  return new Map(readListedSessions(sessionsDir).map(({ spec }) => [spec.session_id, spec]));
 }
 
 const isDir = (path: string) => existsSync(path) && statSync(path).isDirectory();
