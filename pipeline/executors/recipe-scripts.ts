@@ -59,10 +59,11 @@ export function environmentLayerKey(env: EnvironmentSpec): string {
 
 /**
  * The version of how a revision layer is resolved (revisionScript), joining its key: 2 resolves a
- * revision as of its own commit date when that is later than its environment's. Revision layers
+ * revision as of its own commit date when that is later than its environment's; 3 byte-compiles the
+ * prepared checkout and what the layer installed. Revision layers
  * built the old way are never reused; the environments under them are.
  */
-const REVISION_SCHEME = 2;
+const REVISION_SCHEME = 3;
 
 /** Names the prepared checkout of one base revision in one environment. */
 export function revisionKey(env: EnvironmentSpec, commit: string): string {
@@ -216,7 +217,13 @@ export function environmentScript(env: EnvironmentSpec, paths: { venv: string; c
   script += step(`installing the requirements${env.asOf ? ` as of ${env.asOf}` : ""}: ${requirements.join(" ")}`);
   script += `${uv} pip install --quiet ${requirements.map(quote).join(" ")}\n`;
   script += `${uv} pip freeze > ${quote(`${paths.config}/environment.txt`)}\n`;
+  script += compileStep(`${paths.venv}/bin/python`, paths.config, [`${paths.venv}/lib`]);
   return script;
+}
+
+/** Byte-compiles what a layer installed (sync.py compile): test runs write no byte-code, so each would compile it all again. */
+function compileStep(python: string, config: string, dirs: string[]): string {
+  return step("compiling the installed Python files") + `${quote(python)} ${quote(`${config}/${SYNC_SCRIPT_NAME}`)} compile ${dirs.map(quote).join(" ")}\n`;
 }
 
 /**
@@ -263,6 +270,8 @@ export function revisionScript(
     script += `${command}\n`;
   }
   script += `${uv} pip freeze > ${quote(`${paths.config}/revision.txt`)}\n`;
+  // The checkout too: its unchanged modules then load compiled in every run (their hash is checked).
+  script += compileStep(`${paths.venv}/bin/python`, paths.config, [`${paths.venv}/lib`, "."]);
   return script;
 }
 
