@@ -78,6 +78,14 @@ export function demoRepoPath(outDir: string, repo: string): string {
   return join(outDir, "repos", repo.replace("/", "__"));
 }
 
+/** Names what a corpus is built from: the plan's text and the generator's sources. */
+export function corpusStamp(planText: string): string {
+  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts", "github-shapes.ts"]
+    .map((f) => readFileSync(new URL(`./${f}`, import.meta.url)))
+    .join("\0");
+  return sha256(planText + "\0" + generator);
+}
+
 /**
  * Builds the demo corpus from its plan: real git repositories whose pull requests branch, get
  * implementation, test and review-answering commits, and merge (merge commits or squashes), with
@@ -93,10 +101,7 @@ export async function buildDemoCorpus(planPath: string, outDir: string): Promise
   const plan = parsed.data;
   const recordsFile = join(outDir, "records.jsonl");
   const stampFile = join(outDir, "corpus.sha256");
-  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts", "github-shapes.ts"]
-    .map((f) => readFileSync(new URL(`./${f}`, import.meta.url)))
-    .join("\0");
-  const stamp = sha256(planText + "\0" + generator);
+  const stamp = corpusStamp(planText);
   const repositories = plan.repositories.map((r) => r.repo);
   if (existsSync(recordsFile) && existsSync(stampFile) && readFileSync(stampFile, "utf8").trim() === stamp) {
     const records = readFileSync(recordsFile, "utf8").split("\n").filter(Boolean).length;

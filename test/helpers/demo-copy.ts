@@ -2,7 +2,8 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "nod
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseDocument } from "yaml";
-import { buildDemoCorpus, type CorpusResult } from "../../demo/build.ts";
+import { type CorpusResult } from "../../demo/build.ts";
+import { demoCorpus } from "./demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { Project, type ProjectRun } from "../../pipeline/project/project.ts";
 import { PipelineSettings } from "../../pipeline/engine/settings.ts";
@@ -31,7 +32,7 @@ export async function prepareDemoCopy(
 ): Promise<DemoCopy> {
   cpSync(join(root, "data", "demo"), join(dir, "demo"), { recursive: true });
   const corpusDir = options.corpusDir ?? join(dir, "out", "demo-corpus");
-  const corpus = await buildDemoCorpus(join(dir, "demo", "corpus.yaml"), corpusDir);
+  const corpus = await demoCorpus(join(dir, "demo", "corpus.yaml"), corpusDir);
   const server = new FakeGithub({ recordsDir: join(corpusDir, "github"), rateWindowMs: options.rateWindowMs });
   const apiUrl = await server.start();
   const configPath = join(dir, "demo", "pipeline.yaml");

@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { listTree } from "../../pipeline/atomic.ts";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "./demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { Project, type ProjectRun } from "../../pipeline/project/project.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
@@ -115,7 +115,7 @@ export class FaultRow {
 /** The demo corpus, built once under `base/corpus` for every row. */
 export async function faultCorpus(base: string): Promise<string> {
   const corpusDir = join(base, "corpus");
-  await buildDemoCorpus(join(root, "data", "demo", "corpus.yaml"), corpusDir);
+  await demoCorpus(join(root, "data", "demo", "corpus.yaml"), corpusDir);
   return corpusDir;
 }
 

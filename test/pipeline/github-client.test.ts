@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { createGithubClient } from "../../pipeline/github-client.ts";
 import { OfflineMiss } from "../../pipeline/github-recording.ts";
@@ -18,7 +18,7 @@ describe("the GitHub client's recording of GraphQL answers and of what is gone",
   let deleted: number;
   beforeAll(async () => {
     const dir = fileTempDir();
-    await buildDemoCorpus(plan, dir);
+    await demoCorpus(plan, dir);
     deleted = JSON.parse(readFileSync(join(dir, "github", "demo-org__textkit.json"), "utf8")).deleted[0];
     server = new FakeGithub({ recordsDir: join(dir, "github") });
     baseUrl = await server.start();

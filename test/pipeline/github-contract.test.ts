@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { validate as validateGraphql } from "@octokit/graphql-schema";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { FakeGithub, type RequestLogEntry } from "../../demo/github-server.ts";
 import type { RepoRecords } from "../../demo/records.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
@@ -42,7 +42,7 @@ describe("the local GitHub API against GitHub's published API description", () =
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
     repos = readdirSync(join(corpusDir, "github"))
       .sort()
       .map((f) => JSON.parse(readFileSync(join(corpusDir, "github", f), "utf8")));

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Octokit } from "@octokit/rest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
@@ -17,7 +17,7 @@ describe("the local GitHub API", () => {
 
   beforeAll(async () => {
     dir = fileTempDir();
-    await buildDemoCorpus(plan, dir);
+    await demoCorpus(plan, dir);
     server = new FakeGithub({ recordsDir: join(dir, "github") });
     octokit = new Octokit({ baseUrl: await server.start(), auth: "test-token" });
     records = JSON.parse(readFileSync(join(dir, "github", "demo-org__geometry.json"), "utf8"));

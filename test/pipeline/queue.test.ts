@@ -6,7 +6,7 @@ import { Queue, Worker } from "bullmq";
 import Docker from "dockerode";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { baseRevision, freshCheckout } from "../../pipeline/checkouts/checkout.ts";
 import { loadProfiles } from "../../pipeline/profiles/load.ts";
 import { parseJunitReport } from "../../pipeline/test-results/junit.ts";
@@ -113,7 +113,7 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     server = await startRedis();
     if (!server) return;
     const dir = fileTempDir();
-    const corpus = await buildDemoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
+    const corpus = await demoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
     const records = readFileSync(corpus.recordsFile, "utf8")
       .trim()
       .split("\n")

@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { planEnvironments } from "../../pipeline/profiles/environments.ts";
 import { recipeFor } from "../../pipeline/profiles/recipes.ts";
 import { DockerExecutor, LocalExecutor } from "../../pipeline/executors/index.ts";
@@ -116,7 +116,7 @@ const append = (checkout: string, path: string, text: string) => writeFileSync(j
 
 beforeAll(async () => {
   dir = fileTempDir();
-  const corpus = await buildDemoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
+  const corpus = await demoCorpus(join(root, "data", "demo", "corpus.yaml"), join(dir, "corpus"));
   const records = readFileSync(corpus.recordsFile, "utf8")
     .trim()
     .split("\n")

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PullIntent } from "../../demo/build.ts";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { STAGE_ORDER } from "../../pipeline/schemas/common.ts";
 import { AuditFlag, type AuditRecord } from "../../pipeline/schemas/audit.ts";
@@ -88,7 +88,7 @@ describe("the audit on the demo corpus", () => {
 
   beforeAll(async () => {
     const corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
     intents = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
     demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
     demo.options = withExecution(demo.options, { executor: "local" });

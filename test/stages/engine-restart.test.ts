@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus, type PullIntent } from "../../demo/build.ts";
+import { type PullIntent } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
@@ -32,7 +33,7 @@ describe.skipIf(!docker)("the Docker engine restarting mid-run", () => {
 
   beforeAll(async () => {
     const corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
     demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
     await runProjectOnce(demo.options, { only: "mine" });
     await runProjectOnce(demo.options, { only: "split" });

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
@@ -37,7 +37,7 @@ describe("SWE-bench-family records enriched from GitHub", () => {
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
     // both kept for every test of the file
     mined = await prepareDemoCopy(fileTempDir(), { corpusDir });
     enriched = await importing({}, fileTempDir());

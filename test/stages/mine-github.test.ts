@@ -3,7 +3,8 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "no
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus, type PullIntent } from "../../demo/build.ts";
+import { type PullIntent } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { mineStage } from "../../stages/mine/index.ts";
@@ -42,7 +43,7 @@ describe("mining GitHub", () => {
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
     intents = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
     // The uninterrupted, fault-free run every other run is compared with.
     const reference = await prepareDemoCopy(fileTempDir(), { corpusDir, mine: { wait_unit_ms: 5 } });

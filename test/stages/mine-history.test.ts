@@ -3,7 +3,7 @@ import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { emptyRecords, type RepoRecords } from "../../demo/records.ts";
 import type { Json } from "../../demo/github-shapes.ts";
@@ -33,7 +33,7 @@ describe("mining real GitHub history", () => {
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
   });
   afterEach(async () => {
     while (copies.length) await copies.pop()!.server.stop();

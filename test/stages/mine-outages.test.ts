@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { createLogger } from "../../pipeline/logger.ts";
@@ -23,7 +23,7 @@ describe("mining when GitHub hangs, fails or limits", () => {
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
     const records = JSON.parse(readFileSync(join(corpusDir, "github", "demo-org__geometry.json"), "utf8"));
     geometryNumbers = Object.values(records.pulls as Record<string, { number: number; merged_at: string | null }>)
       .filter((p) => p.merged_at)

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildDemoCorpus, type PullIntent } from "../../demo/build.ts";
+import { type PullIntent } from "../../demo/build.ts";
+import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
@@ -60,7 +61,7 @@ describe("qualify on the demo corpus", () => {
 
   beforeAll(async () => {
     corpusDir = fileTempDir();
-    await buildDemoCorpus(plan, corpusDir);
+    await demoCorpus(plan, corpusDir);
     intents = new Map(
       (JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
     );
