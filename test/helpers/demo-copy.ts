@@ -57,9 +57,13 @@ export async function prepareDemoCopy(
     const profile = join(dir, "demo", "repos", name);
     writeFileSync(profile, readFileSync(profile, "utf8").replace("../../../.switch-swe/demo-corpus", relative(join(dir, "demo", "repos"), corpusDir)));
   }
+  return { corpus, ...openDemoConfig(configPath), configPath, server };
+}
+
+/** Engine options for a demo copy's config, quiet, with every built stage. */
+export function openDemoConfig(configPath: string): { options: ProjectRun; workDir: string } {
   const { definition } = Project.open(configPath, { stages: BUILT_STAGES, log: silentLogger });
-  const engine: ProjectRun = { ...definition, stages: BUILT_STAGES, log: silentLogger, progress: silentProgress };
-  return { corpus, options: engine, workDir: definition.workDir, configPath, server };
+  return { options: { ...definition, stages: BUILT_STAGES, log: silentLogger, progress: silentProgress }, workDir: definition.workDir };
 }
 
 /** The same engine options with another executor (and, if given, jobs) in their execution settings. */

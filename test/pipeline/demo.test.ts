@@ -14,7 +14,7 @@ import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { git } from "../../pipeline/git.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
 import { VerificationReport } from "../../pipeline/schemas/verification.ts";
-import { prepareDemoCopy, withExecution } from "../helpers/demo-copy.ts";
+import { demoRunCopy } from "../helpers/demo-run.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -31,7 +31,7 @@ import type { ModelScript } from "../../pipeline/model-endpoint/scripts.ts";
 import { installAgent } from "../../pipeline/session/install.ts";
 import { RELAY_DIR_PREFIX } from "../../pipeline/session/model-relay.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
-import { fileTempDir, tempDir } from "../helpers/tmp.ts";
+import { tempDir } from "../helpers/tmp.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
 import Docker from "dockerode";
@@ -48,12 +48,9 @@ const usageInLog = (calls: EndpointCall[]) => ({
   tool_calls: calls.filter((c) => c.answer?.kind === "tool").length,
 });
 
-/** The demo as the README runs it, in a temporary directory. */
+/** The demo as the README runs it (with the local executor), a copy of the test run's shared one. */
 async function runDemo() {
-  const { corpus, options, workDir, server, configPath } = await prepareDemoCopy(fileTempDir());
-  // The local executor keeps this end-to-end test quick; the Docker executor has its own tests.
-  const local = withExecution(options, { executor: "local" });
-  const summary = await runProjectOnce(local).finally(() => server.stop());
+  const { corpus, options, workDir, summary, configPath } = await demoRunCopy();
   const read = (stage: string, name: string) => readFileSync(join(workDir, "artifacts", stage, `${name}.jsonl`), "utf8");
   const emitted = join(workDir, "..", "..", "manifests", "demo");
   const files = (dir: string): string[] =>
@@ -61,11 +58,12 @@ async function runDemo() {
       .flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name]))
       .sort();
   const published = Object.fromEntries(files(emitted).map((f) => [f, readFileSync(join(emitted, f), "utf8")]));
-  return { corpus, summary, read, options: local, records: readFileSync(corpus.recordsFile, "utf8"), published, configPath, emitted };
+  return { corpus, summary, read, options, records: readFileSync(corpus.recordsFile, "utf8"), published, configPath, emitted };
 }
 
 describe("the demo", () => {
-  // One run of the whole pipeline, shared by the tests below. That two independent runs agree byte
+  // One run of the whole pipeline, shared by the tests below (and copied to the audit and qualify
+  // tests: test/helpers/demo-run.ts). That two independent runs agree byte
   // for byte is checked on a smaller corpus by the fault matrix (test/pipeline/faults.test.ts),
   // and on the whole demo by `npm run bench:determinism`.
   let a: Awaited<ReturnType<typeof runDemo>>;

@@ -1,20 +1,16 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { PullIntent } from "../../demo/build.ts";
-import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
-import { STAGE_ORDER } from "../../pipeline/schemas/common.ts";
 import { AuditFlag, type AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { alignTask } from "../../stages/audit/runner.ts";
 import { changedEvidence, evidenceOf, testSource } from "../../stages/audit/readers/evidence.ts";
-import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
+import { demoRunCopy, type DemoRunCopy } from "../helpers/demo-run.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
-const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
 const CHROMIUM = "/usr/bin/chromium";
 
 describe("evidence", () => {
@@ -77,7 +73,7 @@ describe("evidence", () => {
 });
 
 describe("the audit on the demo corpus", () => {
-  let demo: DemoCopy;
+  let demo: DemoRunCopy;
   let intents: PullIntent[];
   const records = () =>
     readFileSync(join(demo.workDir, "artifacts", "audit", "records.jsonl"), "utf8")
@@ -87,17 +83,12 @@ describe("the audit on the demo corpus", () => {
   const reportDir = () => join(demo.configPath, "..", "..", "audits", "demo");
 
   beforeAll(async () => {
-    const corpusDir = fileTempDir();
-    await demoCorpus(plan, corpusDir);
-    intents = JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8"));
-    demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
-    demo.options = withExecution(demo.options, { executor: "local" });
-    // Up to audit: nothing later is looked at here.
-    demo.options.stages = demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf("audit"));
-    const summary = await runProjectOnce(demo.options);
-    expect(summary.ok).toBe(true);
+    // The test run's one demo run (test/helpers/demo-run.ts), copied here: the tests below run the
+    // audit again in the copy.
+    demo = await demoRunCopy();
+    expect(demo.summary.ok).toBe(true);
+    intents = JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8"));
   });
-  afterAll(() => demo?.server.stop());
 
   it("flags the demo's deliberately unjustified tests, and no other test; reads every test from the repository; finds nothing else unfair", () => {
     const unjustified = records()

@@ -5,9 +5,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { type PullIntent } from "../../demo/build.ts";
-import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { WORK_LABEL } from "../../pipeline/executors/index.ts";
@@ -17,12 +16,12 @@ import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import type { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { RetriesExhausted, withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
-import { withExecution, prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
+import { withExecution } from "../helpers/demo-copy.ts";
+import { demoRunCopy, type DemoRunCopy } from "../helpers/demo-run.ts";
 import { qualifyByHand } from "../../stages/qualify/by-hand.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
-const plan = fileURLToPath(new URL("../../data/demo/corpus.yaml", import.meta.url));
 const bin = fileURLToPath(new URL("../../bin/switch-swe.mjs", import.meta.url));
 const docker = await dockerForTests();
 
@@ -46,31 +45,27 @@ function readRecords<T>(path: string): T[] {
 }
 
 describe("qualify on the demo corpus", () => {
-  let corpusDir: string;
   let intents: Map<string, PullIntent>;
-  let demo: DemoCopy;
+  let demo: DemoRunCopy;
+  const qualified = () => ({
+    records: readRecords<QualificationRecord>(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl")),
+    text: readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8"),
+  });
   const qualifyWith = async (executor: "local" | "docker", force = true) => {
     const summary = await runProjectOnce(withExecution(demo.options, { executor }), { only: "qualify", force });
-    return {
-      summary,
-      records: readRecords<QualificationRecord>(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl")),
-      text: readFileSync(join(demo.workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8"),
-    };
+    return { summary, ...qualified() };
   };
-  let local: Awaited<ReturnType<typeof qualifyWith>>;
+  /** The local executor's qualification, from the test run's one demo run (test/helpers/demo-run.ts), copied here. */
+  let local: ReturnType<typeof qualified>;
 
   beforeAll(async () => {
-    corpusDir = fileTempDir();
-    await demoCorpus(plan, corpusDir);
+    demo = await demoRunCopy();
+    expect(demo.summary.stages.find((s) => s.stage === "qualify")).toMatchObject({ status: "ran", in: 41 });
     intents = new Map(
-      (JSON.parse(readFileSync(join(corpusDir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
+      (JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
     );
-    demo = await prepareDemoCopy(fileTempDir(), { corpusDir });
-    await runProjectOnce(demo.options, { only: "mine" });
-    await runProjectOnce(demo.options, { only: "split" });
-    local = await qualifyWith("local");
+    local = qualified();
   });
-  afterAll(() => demo?.server.stop());
 
   it("finds every intended F2P test, excludes flaky ones as unstable, flags regressions", () => {
     const extensions = demoExtensions();
