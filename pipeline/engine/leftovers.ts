@@ -6,6 +6,7 @@ import { removeContainersLabelled } from "../executors/containers.ts";
 import { WORK_LABEL } from "../executors/index.ts";
 import type { Logger } from "../logger.ts";
 import type { WorkLayout } from "../work-layout.ts";
+import { processAlive } from "../process-alive.ts";
 
 export class RunLockError extends Error {
   override name = "RunLockError";
@@ -38,15 +39,6 @@ function bootId(): string | null {
     return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
   } catch {
     return null;
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

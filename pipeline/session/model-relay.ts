@@ -3,6 +3,7 @@ import type { AgentEnvironment } from "./environment.ts";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { processAlive } from "../process-alive.ts";
 
 /**
  * A harness that runs in the focus task's environment (`runs: environment`) reaches a model
@@ -97,18 +98,8 @@ async function removeAbandonedRelays(): Promise<void> {
   const names = await readdir(tmpdir()).catch(() => [] as string[]);
   for (const name of names) {
     const pid = Number(RELAY_DIR.exec(name)?.[1]);
-    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || alive(pid)) continue;
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid || processAlive(pid)) continue;
     await rm(join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it lives, as another user's.
-    return (error as NodeJS.ErrnoException).code !== "ESRCH";
   }
 }
 

@@ -6,6 +6,7 @@ import type { RunSummary } from "../../pipeline/engine/engine.ts";
 import { runProjectOnce, type ProjectRun } from "../../pipeline/project/project.ts";
 import { openDemoConfig, prepareDemoCopy, withExecution } from "./demo-copy.ts";
 import { fileTempDir } from "./tmp.ts";
+import { processAlive } from "../../pipeline/process-alive.ts";
 
 export interface DemoRunCopy {
   /** The copy: demo/ (the config and profiles), out/ (corpus and work directory), manifests/, audits/. */
@@ -68,16 +69,7 @@ async function builtOnce(shared: string): Promise<RunSummary> {
     if (existsSync(summaryFile)) return JSON.parse(readFileSync(summaryFile, "utf8")) as RunSummary;
     if (existsSync(failedFile)) throw new Error(`the shared demo run failed in another test file:\n${readFileSync(failedFile, "utf8")}`);
     const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, "utf8")) : 0;
-    if (pid && !alive(pid)) throw new Error(`the shared demo run's builder (pid ${pid}) ended without finishing it`);
+    if (pid && !processAlive(pid)) throw new Error(`the shared demo run's builder (pid ${pid}) ended without finishing it`);
     await new Promise((r) => setTimeout(r, 1000));
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }

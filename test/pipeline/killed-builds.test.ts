@@ -11,6 +11,7 @@ import { silentLogger } from "../../pipeline/logger.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { processesRunning } from "../helpers/processes.ts";
 import { tempDir } from "../helpers/tmp.ts";
+import { processAlive } from "../../pipeline/process-alive.ts";
 
 const docker = await dockerForTests();
 const helper = fileURLToPath(new URL("../helpers/build-environment.ts", import.meta.url));
@@ -37,15 +38,6 @@ async function until<T>(check: () => T | undefined | Promise<T | undefined>, lim
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function killed(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGKILL");
@@ -65,10 +57,10 @@ describe("a pipeline killed during an environment build", () => {
     const build = startBuild("local", workDir, { python: "3.11", install: [install] });
     await until(() => (existsSync(join(pids, "ready")) ? true : undefined), 600, build);
     const started = ["child", "escaped"].map((name) => Number(readFileSync(join(pids, name), "utf8")));
-    expect(started.map(alive)).toEqual([true, true]);
+    expect(started.map(processAlive)).toEqual([true, true]);
     await killed(build);
-    await until(() => (started.some(alive) ? undefined : true), 60);
-    expect(started.map(alive)).toEqual([false, false]);
+    await until(() => (started.some(processAlive) ? undefined : true), 60);
+    expect(started.map(processAlive)).toEqual([false, false]);
     // The half-built revision environment is never taken as built: the next build starts it over.
     const revisions = readdirSync(join(workDir, "envs")).filter((name) => name.startsWith("rev-"));
     expect(revisions).toHaveLength(1);
