@@ -14,7 +14,7 @@ import { Project } from "../../pipeline/project/project.ts";
 import { readSplitArtifacts } from "../../pipeline/project/split-artifacts.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
-import { designatedTestFiles, qualificationRecord, qualifyTask } from "./qualify-task.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "./qualify-task.ts";
 
 export interface ByHandOptions {
   /** The stages a config is read with (the command line's registry). */
@@ -127,18 +127,7 @@ export async function qualifyByHand(options: ByHandOptions) {
     const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
     const checkout = (patches: { name: string; text: string }[]) => workspace.checkout(mirror, split.base_commit, patches);
     const saveLog = (name: string, text: string) => workspace.saveLog("qualify", name, text);
-    const input = {
-      id: split.task_id,
-      baseCommit: split.base_commit,
-      testPatch: split.test_patch,
-      implementationPatch: split.implementation_patch,
-      env,
-      testArgs,
-      runs: options.runs,
-      checkout,
-      mirror,
-      saveLog,
-    };
+    const input = qualifyTaskInput(split, { env, testArgs, runs: options.runs, checkout, mirror, saveLog });
     return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
   } finally {
     await project.close();

@@ -6,7 +6,7 @@ import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { parseWholeNumber } from "../../pipeline/validation.ts";
-import { designatedTestFiles, qualificationRecord, qualifyTask } from "./qualify-task.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "./qualify-task.ts";
 import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
 export { classifyTests, keepDecision } from "./outcomes.ts";
@@ -60,11 +60,7 @@ export const qualifyStage = defineStage({
         const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
         const checkout = (patches: { name: string; text: string }[]) => ctx.checkout(mirror, split.base_commit, patches);
-        const task = {
-          id: split.task_id,
-          baseCommit: split.base_commit,
-          testPatch: split.test_patch,
-          implementationPatch: split.implementation_patch,
+        const task = qualifyTaskInput(split, {
           env,
           testArgs,
           runs: ctx.config.runs,
@@ -72,15 +68,7 @@ export const qualifyStage = defineStage({
           mirror,
           infrastructureBackoffMs: ctx.execution.infrastructure_backoff_seconds.map((s) => s * 1000),
           saveLog: ctx.saveLog,
-          ...(split.extensions?.length
-            ? {
-                extension: {
-                  upstreamImplementationPatch: split.upstream_implementation_patch ?? "",
-                  stages: split.extensions.map((e) => ({ index: e.index, file: e.file, tests: e.tests, implementationPatch: e.implementation_patch })),
-                },
-              }
-            : {}),
-        };
+        });
         const result = await qualifyTask(executor, task, ctx.log);
         for (const r of result.runs)
           ctx.metric({

@@ -1,7 +1,7 @@
 import { parseJunitReport } from "../../pipeline/test-results/junit.ts";
 import type { Logger } from "../../pipeline/logger.ts";
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
-import type { ChangedFile } from "../../pipeline/schemas/split.ts";
+import type { ChangedFile, SplitChange } from "../../pipeline/schemas/split.ts";
 import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor, type TestRunResult } from "../../pipeline/executors/types.ts";
 import { type CheckoutOrigin } from "../../pipeline/checkouts/checkout.ts";
 import type { TestRunner } from "../../pipeline/schemas/repo-profile.ts";
@@ -72,6 +72,31 @@ export interface QualifyTaskInput {
   extension?: {
     upstreamImplementationPatch: string;
     stages: (StageToCheck & { implementationPatch: string })[];
+  };
+}
+
+/**
+ * What qualifying a split task takes from its split record, with how it is run here (the stage, or
+ * `qualify --task` by hand: both qualify the same states, benchmark-authored stages included).
+ */
+export function qualifyTaskInput(
+  split: SplitChange,
+  run: Pick<QualifyTaskInput, "env" | "testArgs" | "runs" | "checkout" | "mirror" | "saveLog" | "infrastructureBackoffMs">,
+): QualifyTaskInput {
+  return {
+    id: split.task_id,
+    baseCommit: split.base_commit,
+    testPatch: split.test_patch,
+    implementationPatch: split.implementation_patch,
+    ...run,
+    ...(split.extensions?.length
+      ? {
+          extension: {
+            upstreamImplementationPatch: split.upstream_implementation_patch ?? "",
+            stages: split.extensions.map((e) => ({ index: e.index, file: e.file, tests: e.tests, implementationPatch: e.implementation_patch })),
+          },
+        }
+      : {}),
   };
 }
 

@@ -88,19 +88,22 @@ describe("qualify on the demo corpus", () => {
     expect(rejects.map((r) => r.reason).sort()).toEqual(["no_fail_to_pass", "regression", "regression", "regression"]);
   });
 
-  it("qualify --task with the config resolves the task's environment exactly as the stage does", async () => {
-    const stage = local.records.find((r) => r.kept && !intents.get(r.task_id)!.flaky.length)!;
-    const byHand = await qualifyByHand({
-      stages: BUILT_STAGES,
-      task: stage.task_id,
-      config: demo.configPath,
-      executor: "local",
-      runs: 3,
-      workDir: fileTempDir(),
-      fullSuite: false,
-      log: silentLogger,
-    });
-    expect({ ...byHand, runs: byHand.runs.map((r) => r.outcomes) }).toEqual({ ...stage, runs: stage.runs.map((r) => r.outcomes) });
+  it("qualify --task with the config resolves the task's environment and qualifies the states exactly as the stage does, benchmark-authored stages included", async () => {
+    const plain = local.records.find((r) => r.kept && !intents.get(r.task_id)!.flaky.length && !demoExtensions().has(r.task_id))!;
+    const extended = local.records.find((r) => demoExtensions().has(r.task_id))!;
+    for (const stage of [plain, extended]) {
+      const byHand = await qualifyByHand({
+        stages: BUILT_STAGES,
+        task: stage.task_id,
+        config: demo.configPath,
+        executor: "local",
+        runs: 3,
+        workDir: fileTempDir(),
+        fullSuite: false,
+        log: silentLogger,
+      });
+      expect({ ...byHand, runs: byHand.runs.map((r) => r.outcomes) }, stage.task_id).toEqual({ ...stage, runs: stage.runs.map((r) => r.outcomes) });
+    }
   });
 
   it("gives byte-identical records when SIGKILLed mid-run and run again", async () => {
