@@ -531,10 +531,15 @@ describe("fidelity: differences the record itself explains", () => {
 });
 
 describe("sync.py: a prepared checkout made to match a run's checkout", () => {
-  it("copies the run's files, removes base files the run's checkout lacks, keeps what the install generated", () => {
+  const syncScriptInTempDir = () => {
     const dir = tempDir();
     const script = join(dir, "sync.py");
     writeFileSync(script, SYNC_SCRIPT);
+    return { dir, script };
+  };
+
+  it("copies the run's files, removes base files the run's checkout lacks, keeps what the install generated", () => {
+    const { dir, script } = syncScriptInTempDir();
     const base = join(dir, "base");
     const work = join(dir, "work");
     const run = join(dir, "run");
@@ -565,9 +570,7 @@ describe("sync.py: a prepared checkout made to match a run's checkout", () => {
   });
 
   it("byte-compiles a prepared tree once, hash-checked: a run that writes no byte-code loads the unchanged modules compiled and never a changed one stale", () => {
-    const dir = tempDir();
-    const script = join(dir, "sync.py");
-    writeFileSync(script, SYNC_SCRIPT);
+    const { dir, script } = syncScriptInTempDir();
     const work = join(dir, "work");
     const run = join(dir, "run");
     for (const root of [work, run]) mkdirSync(join(root, "pkg"), { recursive: true });
