@@ -1,4 +1,5 @@
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileAtomic } from "../../pipeline/atomic.ts";
 import { join } from "node:path";
 import { inject } from "vitest";
 import { buildDemoCorpus, type CorpusResult } from "../../demo/build.ts";
@@ -56,12 +57,11 @@ async function builtOnce(shared: string): Promise<RunSummary> {
     try {
       const demo = await prepareDemoCopy(join(shared, "run"));
       const summary = await runProjectOnce(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
-      // renamed into place: a waiter never reads half of it
-      writeFileSync(`${summaryFile}.tmp`, JSON.stringify(summary));
-      renameSync(`${summaryFile}.tmp`, summaryFile);
+      // atomic: a waiter never reads half of it
+      await writeFileAtomic(summaryFile, JSON.stringify(summary));
       return summary;
     } catch (error) {
-      writeFileSync(failedFile, (error as Error).stack ?? String(error));
+      await writeFileAtomic(failedFile, (error as Error).stack ?? String(error));
       throw error;
     }
   }
