@@ -15,7 +15,8 @@ const executor = process.argv[2] === "docker" ? "docker" : "local";
 async function runOnce(): Promise<{ files: Map<string, string>; seconds: number }> {
   const dir = mkdtempSync(join(tmpdir(), "switch-swe-determinism-"));
   try {
-    const { options, server, workDir } = await prepareDemoCopy(dir);
+    // The corpus built in each directory, not copied from the tests' shared one: its build is compared too.
+    const { options, server, workDir } = await prepareDemoCopy(dir, { freshCorpus: true });
     const started = performance.now();
     const summary = await runProjectOnce(withExecution(options, { executor })).finally(() => server.stop());
     if (!summary.ok) throw new Error("the demo run failed");

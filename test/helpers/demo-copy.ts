@@ -2,7 +2,7 @@ import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "nod
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseDocument } from "yaml";
-import { type CorpusResult } from "../../demo/build.ts";
+import { buildDemoCorpus, type CorpusResult } from "../../demo/build.ts";
 import { demoCorpus } from "./demo-corpus.ts";
 import { FakeGithub } from "../../demo/github-server.ts";
 import { Project, type ProjectRun } from "../../pipeline/project/project.ts";
@@ -23,16 +23,18 @@ export interface DemoCopy {
 
 /**
  * The README's demo, set up inside `dir` instead of the clone: data/demo is copied with its paths
- * pointed at `dir/out`, the corpus is built there (or reused from `corpusDir`), its GitHub API is
- * served on a free loopback port, and engine options for the config are returned. Stop the server.
+ * pointed at `dir/out`, the corpus is copied there from the one every caller shares (built anew
+ * with `freshCorpus`; used as it is from `corpusDir`), its GitHub API is served on a free loopback
+ * port, and engine options for the config are returned. Stop the server.
  */
 export async function prepareDemoCopy(
   dir: string,
-  options: { corpusDir?: string; mine?: Record<string, unknown>; rateWindowMs?: number } = {},
+  options: { corpusDir?: string; freshCorpus?: boolean; mine?: Record<string, unknown>; rateWindowMs?: number } = {},
 ): Promise<DemoCopy> {
   cpSync(join(root, "data", "demo"), join(dir, "demo"), { recursive: true });
   const corpusDir = options.corpusDir ?? join(dir, "out", "demo-corpus");
-  const corpus = await demoCorpus(join(dir, "demo", "corpus.yaml"), corpusDir);
+  const plan = join(dir, "demo", "corpus.yaml");
+  const corpus = await (options.freshCorpus ? buildDemoCorpus(plan, corpusDir) : demoCorpus(plan, corpusDir));
   const server = new FakeGithub({ recordsDir: join(corpusDir, "github"), rateWindowMs: options.rateWindowMs });
   const apiUrl = await server.start();
   const configPath = join(dir, "demo", "pipeline.yaml");

@@ -30,6 +30,8 @@ export async function demoCorpus(planPath: string, outDir: string): Promise<Corp
       if (!existsSync(shared)) throw error;
     }
   }
+  // A stale corpus's repositories and records go first, as buildDemoCorpus removes them before a build.
+  for (const part of ["repos", "github"]) rmSync(join(outDir, part), { recursive: true, force: true });
   cpSync(shared, outDir, { recursive: true });
   // Finds the copied stamp equal to its own: nothing is rebuilt, and a stale copy would be.
   return buildDemoCorpus(planPath, outDir);
