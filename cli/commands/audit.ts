@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { writeFileAtomic } from "../../pipeline/atomic.ts";
 import { RiskFeature } from "../../pipeline/schemas/audit.ts";
-import { measure } from "../../stages/audit/measure.ts";
+import { foldSpread, measure } from "../../stages/audit/measure.ts";
 import { agreementMarkdown, fixed, markdownTable, rulesMarkdown } from "../../stages/audit/report.ts";
 import { DEFAULT_FEATURES, fitRiskModel } from "../../stages/audit/risk/fit.ts";
 import { assess, DEFAULT_LAMBDA } from "../../stages/audit/risk/model.ts";
@@ -44,6 +44,15 @@ function registerRules(audit: Command, io: Io, exit: ExitCode): void {
     );
 }
 
+/** The 10-fold figures over other draws of the folds, in one line. */
+function foldSpreadLine(s: ReturnType<typeof foldSpread>): string {
+  const pm = (x: { mean: number; sd: number }) => `${fixed(x.mean, 2)} ± ${fixed(x.sd, 2)}`;
+  return (
+    `10 folds by record over ${s.draws} other draws of the folds: kappa ${pm(s.kappa)}, AUC of risk ${pm(s.auc)}; ` +
+    `flagged ${fixed(s.flagged_of_score0.mean, 1)} of ${s.scored0} scored 0, ${fixed(s.flagged_of_score3.mean, 1)} of ${s.scored3} scored 3 (means)\n`
+  );
+}
+
 /** `switch-swe audit fit-risk`: fits the risk model's weights to annotated records and writes them, with the cross-validated figures. */
 function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
   audit
@@ -57,6 +66,7 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
     .option("--features <list>", `the model's features, comma-separated (default: ${DEFAULT_FEATURES.join(",")})`)
     .option("--lambda <x>", `the L2 penalty (default ${DEFAULT_LAMBDA})`, Number)
     .option("--judge <adapter>", "also fit a model that reads a model judge's score (the judge judges every record)")
+    .option("--fold-draws <n>", "also give the 10-fold figures' mean and spread over n other draws of the folds", Number)
     .option("--out <json>", "where the weights go", "data/audit/risk-model.json")
     .addHelpText(
       "after",
@@ -73,10 +83,13 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
           features?: string;
           lambda?: number;
           judge?: string;
+          foldDraws?: number;
           out: string;
         }) => {
           const features = featureList(opts.features);
           if (opts.lambda !== undefined && !(opts.lambda >= 0)) throw new UsageError(`--lambda: expected a number of 0 or more, got ${opts.lambda}`);
+          if (opts.foldDraws !== undefined && !(Number.isInteger(opts.foldDraws) && opts.foldDraws >= 1))
+            throw new UsageError(`--fold-draws: expected a whole number of 1 or more, got ${opts.foldDraws}`);
           const { options, rejects } = swebenchInputs(opts, io);
           const audit = await runAudit({ ...options, ...(opts.judge ? { judge: opts.judge } : {}) });
           for (const reject of rejects) io.err(`${reject}\n`);
@@ -102,7 +115,9 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
             const { risk, severity } = assess(model, r);
             return { ...r, risk, severity };
           });
-          io.out(agreementMarkdown(measure({ records, repoOf: (id) => audit.tasks.get(id)!.repo, annotations: options.annotations!, model, provenance })));
+          const measureInput = { records, repoOf: (id: string) => audit.tasks.get(id)!.repo, annotations: options.annotations!, model, provenance };
+          io.out(agreementMarkdown(measure(measureInput)));
+          if (opts.foldDraws !== undefined) io.out(foldSpreadLine(foldSpread(measureInput, opts.foldDraws)));
           if (opts.judge && !judged) io.err(`the judge failed on ${audit.judgeFailures?.length ?? 0} record(s): no model with the judge's score was fitted\n`);
           io.out(`wrote ${opts.out} (${model.fitted_on.records.length} annotated records, ${model.fitted_on.scored_2_or_more} scored 2 or more)\n`);
           return opts.judge && !judged ? 1 : 0;

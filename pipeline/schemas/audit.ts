@@ -50,7 +50,8 @@ export type AuditFlagRecord = z.infer<typeof AuditFlagRecord>;
  * General signals of a task, measured alike on every record (stages/audit/risk/signals.ts): lines
  * the reference fix adds, sentences of the requests that leave the outcome open, distinct calls
  * in the tests' added lines, names and literals the tests take from the fix that no request says,
- * and the share of the read fail-to-pass tests the test patch adds.
+ * the share of the read fail-to-pass tests the test patch adds, and the overlap (Ochiai's, 0–1) of
+ * the names the test patch and the fix bring that the requests do not contain.
  */
 export const AuditSignals = z.strictObject({
   reference_lines: z.number().int().nonnegative(),
@@ -58,6 +59,7 @@ export const AuditSignals = z.strictObject({
   test_calls: z.number().int().nonnegative(),
   leaked_names: z.number().int().nonnegative(),
   tests_added: z.number().min(0).max(1),
+  shared_names: z.number().min(0).max(1),
 });
 export type AuditSignals = z.infer<typeof AuditSignals>;
 
@@ -109,7 +111,17 @@ export const AuditRecord = z.object({
 export type AuditRecord = z.infer<typeof AuditRecord>;
 
 /** What the risk model reads of a record: one number per feature (stages/audit/risk/features.ts). */
-export const RiskFeature = z.enum(["findings", "unlinked", "open_sentences", "reference_lines", "test_calls", "leaked_names", "tests_added", "judge"]);
+export const RiskFeature = z.enum([
+  "findings",
+  "unlinked",
+  "open_sentences",
+  "reference_lines",
+  "test_calls",
+  "leaked_names",
+  "tests_added",
+  "shared_names",
+  "judge",
+]);
 export type RiskFeature = z.infer<typeof RiskFeature>;
 
 /** One fitted logistic model: P(false_negative ≥ 2) = sigmoid(intercept + Σ weight · feature), and its severity bands. */

@@ -1,7 +1,7 @@
 import type { AuditRecord, RiskModel, RuleProvenance } from "../../pipeline/schemas/audit.ts";
 import { type Agreement, agreement, type Annotation, type RuleAgreement, ruleAgreement } from "./agreement.ts";
 import type { Blind } from "./risk/model.ts";
-import { type Annotated, kFold, leaveOneRepositoryOut, type Scored } from "./risk/validation.ts";
+import { type Annotated, drawSeed, kFold, leaveOneRepositoryOut, type Scored } from "./risk/validation.ts";
 import { shapingRecords, writtenFrom } from "./rules/provenance.ts";
 
 /**
@@ -66,4 +66,53 @@ export function measure(input: MeasureInput): Measured {
     blind,
   );
   return { in_sample: inSample, cross_validated: input.model && rows.length >= 2 ? crossValidated(rows, input, blind) : [], rules };
+}
+
+/** A figure's mean and standard deviation over draws of the folds. */
+export interface Spread {
+  mean: number;
+  sd: number;
+}
+
+/** The 10-fold figures over other draws of the folds: how far the shipped draw's row is luck. */
+export interface FoldSpread {
+  draws: number;
+  kappa: Spread;
+  auc: Spread;
+  /** Mean number of the records scored 0 (and 3) flagged, of how many there are. */
+  flagged_of_score0: Spread;
+  flagged_of_score3: Spread;
+  scored0: number;
+  scored3: number;
+}
+
+const spread = (xs: number[]): Spread => {
+  const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
+  return { mean, sd: Math.sqrt(xs.reduce((s, x) => s + (x - mean) ** 2, 0) / xs.length) };
+};
+
+/**
+ * The cross-validated 10-fold figures over `draws` other draws of the folds (each fitted and scored
+ * as the shipped row is): one draw's kappa moves by a few hundredths with the folds alone, so two
+ * models are compared over many.
+ */
+export function foldSpread(input: MeasureInput, draws: number): FoldSpread {
+  if (!input.model) throw new Error("the spread over draws of the folds needs a risk model");
+  const blind = writtenFrom(input.provenance);
+  const rows: Annotated[] = input.records
+    .filter((r) => input.annotations.has(r.task_id))
+    .map((r) => ({ input: r, repo: input.repoOf(r.task_id), score: input.annotations.get(r.task_id)!.false_negative }));
+  const model = rows.every((r) => r.input.judge !== undefined) && input.model.with_judge ? input.model.with_judge : input.model.model;
+  const scored = Array.from({ length: draws }, (_, i) => kFold(rows, model.features, blind, model.lambda, drawSeed(i + 1)));
+  const measured = scored.map((s) => byScope("10 folds by record", s));
+  const flagged = (s: Scored[], score: number) => s.filter((x) => x.score === score && x.severity >= 2).length;
+  return {
+    draws,
+    kappa: spread(measured.map((m) => m.kappa ?? 0)),
+    auc: spread(measured.map((m) => m.auc ?? 0.5)),
+    flagged_of_score0: spread(scored.map((s) => flagged(s, 0))),
+    flagged_of_score3: spread(scored.map((s) => flagged(s, 3))),
+    scored0: rows.filter((r) => r.score === 0).length,
+    scored3: rows.filter((r) => r.score === 3).length,
+  };
 }

@@ -6,13 +6,14 @@ import { type AuditRecord, RiskModel } from "../../pipeline/schemas/audit.ts";
 import { fitLogistic, predict } from "../../stages/audit/risk/logistic.ts";
 import { type Blind, featureValue, fitRisk, loadRiskModel, riskOf, severityOfRisk } from "../../stages/audit/risk/model.ts";
 import { auc } from "../../stages/audit/risk/statistics.ts";
-import { folds, kFold } from "../../stages/audit/risk/validation.ts";
+import { drawSeed, folds, kFold } from "../../stages/audit/risk/validation.ts";
+import { alignTask } from "../../stages/audit/runner.ts";
 import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
 import { SHARED_DATA } from "../helpers/shared-data.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
-const signals = { reference_lines: 3, open_sentences: 0, test_calls: 4, leaked_names: 0, tests_added: 1 };
+const signals = { reference_lines: 3, open_sentences: 0, test_calls: 4, leaked_names: 0, tests_added: 1, shared_names: 0 };
 
 /** A record for the model: its flags (kind and severity) and signals. */
 function record(id: string, flags: [string, number][], over: Partial<typeof signals> = {}): Pick<AuditRecord, "task_id" | "flags" | "links" | "signals"> {
@@ -82,6 +83,12 @@ describe("the risk model", () => {
     expect(a).toHaveLength(10);
     expect(a.flat().sort()).toEqual([...ids].sort());
     expect(Math.max(...a.map((f) => f.length)) - Math.min(...a.map((f) => f.length))).toBeLessThanOrEqual(1);
+    // Another draw of the folds (--fold-draws) holds the same records, in other folds, the same on every run.
+    const other = folds(ids, 10, drawSeed(1));
+    expect(other.flat().sort()).toEqual([...ids].sort());
+    expect(other).not.toEqual(a);
+    expect(other).toEqual(folds(ids, 10, drawSeed(1)));
+    expect(folds(ids, 10, drawSeed(2))).not.toEqual(other);
   });
 
   it("cross-validated, a rule that fires only where it was written from is worth nothing, though it looks perfect in the sample", () => {
@@ -117,6 +124,61 @@ describe("the risk model", () => {
   });
 });
 
+/** A fix and its tests as unified diffs of one file each, with the lines each adds (and a context line). */
+const diff = (file: string, context: string, added: string[]) =>
+  [
+    `diff --git a/${file} b/${file}`,
+    `--- a/${file}`,
+    `+++ b/${file}`,
+    `@@ -1,1 +1,${added.length + 1} @@`,
+    ` ${context}`,
+    ...added.map((l) => `+${l}`),
+    "",
+  ].join("\n");
+
+/** The shared_names signal of a task whose issue says `issue`, whose fix adds `fix` and whose test patch adds `tests`. */
+async function sharedNames(issue: string, fix: string[], tests: string[]): Promise<number> {
+  const testPatch = diff("tests/test_parse.py", "from parse import parse", ["def test_parse():", ...tests]);
+  const found = await alignTask({
+    task: {
+      id: "o__r-1",
+      requests: [{ stage: 1, text: issue, provenance: { sources: [{ kind: "issue", record_id: "o__r-1", author: "x" }] } }],
+      verifier: { test_patch: testPatch, fail_to_pass: ["tests/test_parse.py::test_parse"] },
+    },
+    referencePatch: diff("parse.py", "def parse(text):", fix),
+  });
+  return found.signals.shared_names;
+}
+
+describe("the shared_names signal", () => {
+  const issue = "parse() crashes on an empty string; it should return an empty list.";
+  const fix = ["    if not text:", "        raise EmptyInputError(text)", "    return normalise_tokens(text)"];
+
+  it("is the overlap (Ochiai's) of the names the test patch and the fix bring that the issue does not contain", async () => {
+    // The tests bring test_parse, EmptyInputError and expected ("parse" is the issue's); the fix brings
+    // EmptyInputError and normalise_tokens ("text" is on its context line already): one shared of 3 and 2.
+    const value = await sharedNames(issue, fix, ["    with pytest.raises(EmptyInputError):", "        expected = parse('')"]);
+    expect(value).toBeCloseTo(1 / Math.sqrt(3 * 2), 4);
+  });
+
+  it("is 0 once the issue names what the tests share with the fix, or when they share nothing", async () => {
+    expect(await sharedNames(`${issue} Raise an EmptyInputError instead.`, fix, ["    with pytest.raises(EmptyInputError):", "        parse('')"])).toBe(0);
+    expect(await sharedNames(issue, fix, ["    assert parse('') == []"])).toBe(0);
+  });
+
+  it("falls as the test patch brings more names of its own: one shared name among many is weaker evidence", async () => {
+    const few = await sharedNames(issue, fix, ["    with pytest.raises(EmptyInputError):", "        parse('')"]);
+    const many = await sharedNames(issue, fix, [
+      "    with pytest.raises(EmptyInputError):",
+      "        parse('')",
+      "    assert parse('alpha beta') == ['alpha', 'beta']",
+      "    assert parse('gamma delta epsilon') == ['gamma', 'delta', 'epsilon']",
+    ]);
+    expect(many).toBeGreaterThan(0);
+    expect(many).toBeLessThan(few);
+  });
+});
+
 describe("switch-swe audit fit-risk, and an audit with its weights", () => {
   let work: string;
   let fit: Awaited<ReturnType<typeof runCli>>;
@@ -142,6 +204,8 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
       join(work, "w"),
       "--out",
       model(),
+      "--fold-draws",
+      "3",
     ]);
   });
 
@@ -153,6 +217,16 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
     expect(fit.stdout).toContain("| 10 folds by record |");
     expect(fit.stdout).toContain("| one repository left out |");
     expect(fit.stdout).toContain("| rule | scored 0 | scored 1 | scored 2 | scored 3 | share scored 2+ | written from |");
+    // The spread of the 10-fold figures over other draws of the folds: how much of one row is luck.
+    expect(fit.stdout).toMatch(
+      /10 folds by record over 3 other draws of the folds: kappa -?\d\.\d\d ± \d\.\d\d, AUC of risk \d\.\d\d ± \d\.\d\d; flagged \d+\.\d of \d+ scored 0, \d+\.\d of \d+ scored 3 \(means\)/,
+    );
+  });
+
+  it("refuses a number of draws of the folds that is not a whole number of 1 or more", async () => {
+    const run = await runCli(["audit", "fit-risk", "--swebench", join(work, "records.jsonl"), "--annotations", "x.csv", "--fold-draws", "0"]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("--fold-draws: expected a whole number of 1 or more, got 0");
   });
 
   it("gives every record a risk, and a severity that is the band its risk falls in", async () => {

@@ -45,6 +45,8 @@ export function featureValue(feature: RiskFeature, record: RiskInput, blind: Bli
       return Math.log1p(s.leaked_names);
     case "tests_added":
       return s.tests_added;
+    case "shared_names":
+      return s.shared_names;
     case "judge":
       if (!record.judge) throw new Error(`${record.task_id}: the risk model reads the judge's score, and the judge has not judged it`);
       return record.judge.severity / 3;

@@ -6,7 +6,8 @@ import type { TaskView } from "../rules/types.ts";
  * General signals of a task, measured the same way on every record and written from no record in
  * particular: how much the reference fix adds, how open the requests leave the outcome, how much
  * of the tests' own code there is, what the tests take from the reference fix that the requests
- * never say, and how many of the deciding tests the patch writes. The risk model weighs them
+ * never say, how much of the test patch's new vocabulary is the fix's, and how many of the deciding
+ * tests the patch writes. The risk model weighs them
  * beside the rules' findings.
  */
 
@@ -68,6 +69,34 @@ async function leaked(view: TaskView, testLines: string, reference: string): Pro
 
 const rounded = (x: number) => Math.round(x * 10000) / 10000;
 
+/** Names of four characters or more anywhere in lines, string literals' and comments' words included, scaffolding aside. */
+function namesIn(lines: string[]): Set<string> {
+  return new Set((lines.join("\n").match(/[A-Za-z_]\w{3,}/g) ?? []).filter((w) => !SCAFFOLDING.has(w)));
+}
+
+/** The names a diff's added lines bring that neither its removed nor its context lines hold. */
+function namesBrought(patch: string): Set<string> {
+  const before = namesIn([...sideOf(patch, "-"), ...sideOf(patch, " ")]);
+  return new Set([...namesIn(sideOf(patch, "+"))].filter((w) => !before.has(w)));
+}
+
+/**
+ * How much the tests' new vocabulary is the fix's new vocabulary, beyond what the requests say:
+ * the names the test patch brings and the names the reference fix brings, each without the names
+ * the requests contain, overlapping as Ochiai's coefficient (shared / √(tests' × fix's)). Tests
+ * that speak the fix's words the issue never used check the fix's choices, not the request; the
+ * geometric mean of the two sizes keeps a long test patch from overlapping by chance alone (a raw
+ * count of shared names fired on the records whose tests bring many names, at every score).
+ */
+function sharedNames(testPatch: string, reference: string, requests: string): number {
+  const lower = requests.toLowerCase();
+  const unsaid = (names: Set<string>) => new Set([...names].filter((w) => !lower.includes(w.toLowerCase())));
+  const tests = unsaid(namesBrought(testPatch));
+  const fix = unsaid(namesBrought(reference));
+  const shared = [...tests].filter((w) => fix.has(w)).length;
+  return shared / Math.sqrt(Math.max(1, tests.size) * Math.max(1, fix.size));
+}
+
 /** The task's general signals, from its read tests, its requests and its reference fix. */
 export async function taskSignals(view: TaskView, referencePatch: string | undefined): Promise<AuditSignals> {
   const read = view.tests.flatMap((t) => (t.located ? [t.located] : []));
@@ -79,5 +108,6 @@ export async function taskSignals(view: TaskView, referencePatch: string | undef
     test_calls: calls.size,
     leaked_names: referencePatch ? await leaked(view, testLines, referencePatch) : 0,
     tests_added: read.length ? rounded(read.filter((at) => at.defLine.added).length / read.length) : 0,
+    shared_names: referencePatch ? rounded(sharedNames(view.task.verifier.test_patch, referencePatch, view.requestText)) : 0,
   };
 }

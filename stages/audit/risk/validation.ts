@@ -28,9 +28,9 @@ export const FOLDS = 10;
 /** The seed of the folds: the same records fall in the same folds on every run. */
 const FOLD_SEED = "switch-swe audit folds";
 
-/** Assigns records to `k` folds, by record id, in an order drawn from a fixed seed. */
-export function folds(ids: string[], k = FOLDS): string[][] {
-  const random = seedrandom(FOLD_SEED);
+/** Assigns records to `k` folds, by record id, in an order drawn from a fixed seed (the shipped one unless another draw is asked). */
+export function folds(ids: string[], k = FOLDS, seed = FOLD_SEED): string[][] {
+  const random = seedrandom(seed);
   const order = [...ids].sort();
   for (let i = order.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
@@ -56,9 +56,22 @@ function scoreHeldOut(records: Annotated[], groups: string[][], features: RiskFe
 }
 
 /** K-fold by record: each record scored by a model fitted on the other folds. */
-export function kFold(records: Annotated[], features: RiskFeature[], blind: Blind, lambda = DEFAULT_LAMBDA): Scored[] {
-  return scoreHeldOut(records, folds(records.map((r) => r.input.task_id)), features, blind, lambda);
+export function kFold(records: Annotated[], features: RiskFeature[], blind: Blind, lambda = DEFAULT_LAMBDA, seed = FOLD_SEED): Scored[] {
+  return scoreHeldOut(
+    records,
+    folds(
+      records.map((r) => r.input.task_id),
+      FOLDS,
+      seed,
+    ),
+    features,
+    blind,
+    lambda,
+  );
 }
+
+/** The seed of the `n`th other draw of the folds (1, 2, …): the shipped seed's spread is measured over these. */
+export const drawSeed = (n: number) => `${FOLD_SEED} draw ${n}`;
 
 /** Leave one repository out: each record scored by a model fitted on the other repositories' records. */
 export function leaveOneRepositoryOut(records: Annotated[], features: RiskFeature[], blind: Blind, lambda = DEFAULT_LAMBDA): Scored[] {
