@@ -4,12 +4,14 @@ import { writtenFrom } from "../rules/provenance.ts";
 import { DEFAULT_LAMBDA, fitRisk } from "./model.ts";
 
 /**
- * The features the shipped model reads: the rules' substantial findings and the share of tests no
- * request links to, beside three general signals (how many sentences leave the outcome open, how
- * much the reference fix adds, how many calls the tests make). Chosen by cross-validation on the
- * 108 annotated records (docs/AUDITING.md says which others were tried and what they did).
+ * The features the shipped model reads: the rules' substantial findings beside four general
+ * signals (how many sentences leave the outcome open, how much the reference fix adds, how many
+ * calls the tests make, how much of the test patch's new vocabulary is the fix's). Chosen by
+ * cross-validation on the 108 annotated records (docs/AUDITING.md says which others were tried and
+ * what they did; the share of unlinked tests, read until #54's third round, raised the fair records
+ * flagged and was dropped).
  */
-export const DEFAULT_FEATURES: RiskFeature[] = ["findings", "unlinked", "open_sentences", "reference_lines", "test_calls"];
+export const DEFAULT_FEATURES: RiskFeature[] = ["findings", "open_sentences", "reference_lines", "test_calls", "shared_names"];
 
 export interface FitOptions {
   records: AuditRecord[];
