@@ -9,6 +9,14 @@ import { loadProvenance } from "../../stages/audit/rules/provenance.ts";
 import { RULE_COLUMNS, ruleRows } from "../../stages/audit/rules/registry.ts";
 import { runAudit, swebenchInputs } from "../swebench-audit.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
+import { positiveWholeNumber, usageParser } from "../numeric-options.ts";
+
+/** An L2 penalty: a number of 0 or more. */
+const penalty = usageParser((value) => {
+  const x = /^\s*[0-9.eE+-]+\s*$/.test(value) ? Number(value) : Number.NaN;
+  if (!(x >= 0) || !Number.isFinite(x)) throw new Error("expected a number of 0 or more");
+  return x;
+});
 
 /** The features a --features list names, each checked against the model's. */
 function featureList(text: string | undefined) {
@@ -64,9 +72,9 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
     .option("--work-dir <dir>", "where the audit keeps its mirrors and the judge's answers", ".switch-swe/audit")
     .option("--rules <yaml>", "rules turned off or weighed otherwise")
     .option("--features <list>", `the model's features, comma-separated (default: ${DEFAULT_FEATURES.join(",")})`)
-    .option("--lambda <x>", `the L2 penalty (default ${DEFAULT_LAMBDA})`, Number)
+    .option("--lambda <x>", `the L2 penalty (default ${DEFAULT_LAMBDA})`, penalty)
     .option("--judge <adapter>", "also fit a model that reads a model judge's score (the judge judges every record)")
-    .option("--fold-draws <n>", "also give the 10-fold figures' mean and spread over n other draws of the folds", Number)
+    .option("--fold-draws <n>", "also give the 10-fold figures' mean and spread over n other draws of the folds", positiveWholeNumber)
     .option("--out <json>", "where the weights go", "data/audit/risk-model.json")
     .addHelpText(
       "after",
@@ -87,9 +95,6 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
           out: string;
         }) => {
           const features = featureList(opts.features);
-          if (opts.lambda !== undefined && !(opts.lambda >= 0)) throw new UsageError(`--lambda: expected a number of 0 or more, got ${opts.lambda}`);
-          if (opts.foldDraws !== undefined && !(Number.isInteger(opts.foldDraws) && opts.foldDraws >= 1))
-            throw new UsageError(`--fold-draws: expected a whole number of 1 or more, got ${opts.foldDraws}`);
           const { options, rejects } = swebenchInputs(opts, io);
           const audit = await runAudit({ ...options, ...(opts.judge ? { judge: opts.judge } : {}) });
           for (const reject of rejects) io.err(`${reject}\n`);

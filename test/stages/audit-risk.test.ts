@@ -223,10 +223,16 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
     );
   });
 
-  it("refuses a number of draws of the folds that is not a whole number of 1 or more", async () => {
-    const run = await runCli(["audit", "fit-risk", "--swebench", join(work, "records.jsonl"), "--annotations", "x.csv", "--fold-draws", "0"]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain("--fold-draws: expected a whole number of 1 or more, got 0");
+  it("refuses a number of draws of the folds that is not a whole number of 1 or more, and a penalty below 0, before reading anything", async () => {
+    const base = ["audit", "fit-risk", "--swebench", join(work, "records.jsonl"), "--annotations", "missing.csv"];
+    const draws = await runCli([...base, "--fold-draws", "0"]);
+    expect(draws.code).toBe(2);
+    expect(draws.stderr).toContain("option '--fold-draws <n>' argument '0' is invalid. expected a whole number of at least 1.");
+    for (const value of ["-1", "ten", ""]) {
+      const lambda = await runCli([...base, "--lambda", value]);
+      expect(lambda.code, value).toBe(2);
+      expect(lambda.stderr, value).toContain(`option '--lambda <x>' argument '${value}' is invalid. expected a number of 0 or more.`);
+    }
   });
 
   it("gives every record a risk, and a severity that is the band its risk falls in", async () => {
