@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { constants } from "node:os";
 import { RUN_OUTPUT_LIMIT } from "./types.ts";
 
@@ -124,6 +124,41 @@ function afterExit(child: ChildProcess, runId: string, killAll: () => void, done
   child.on("close", end);
 }
 
+/** The PID namespace a process lives in (`pid:[inode]`), or undefined once it is gone or unreadable. */
+function pidNamespaceOf(pid: number | "self", link: "pid" | "pid_for_children" = "pid"): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/${link}`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** How long a killed run's PID namespace may take to empty before the run is returned anyway. */
+const NAMESPACE_EMPTY_MS = 10_000;
+
+/**
+ * Waits until no process is left in the PID namespace `namespace` (at most NAMESPACE_EMPTY_MS).
+ * Killing `unshare` kills its namespace's first process, and the kernel then kills every other
+ * process in it; but `unshare` is gone at once, while the namespace's others may still be dying.
+ * A process whose namespace can no longer be read has released it (and its memory before that).
+ */
+function whenNamespaceEmpty(namespace: string | undefined, done: () => void): void {
+  if (!namespace) return done();
+  const deadline = performance.now() + NAMESPACE_EMPTY_MS;
+  const look = () => {
+    let pids: string[] = [];
+    try {
+      pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+    } catch {
+      // no /proc: nothing to wait for
+    }
+    const left = pids.some((pid) => pidNamespaceOf(Number(pid)) === namespace);
+    if (!left || performance.now() > deadline) done();
+    else setTimeout(look, 20);
+  };
+  look();
+}
+
 /**
  * Runs a command in its own process group and with a marker in its environment, so that a
  * timeout, or its end, kills everything it started, even what left its group. It returns once the
@@ -150,8 +185,8 @@ export function runProcess(
     const runId = randomUUID();
     // In a PID namespace of its own, every descendant dies with the run's first process, whatever
     // session, group or environment it moved to.
-    const [file, argv] =
-      options.ownPidNamespace && pidNamespaceAvailable() ? ["unshare", ["--pid", "--fork", "--kill-child", "--", command, ...args]] : [command, args];
+    const ownNamespace = Boolean(options.ownPidNamespace && pidNamespaceAvailable());
+    const [file, argv] = ownNamespace ? ["unshare", ["--pid", "--fork", "--kill-child", "--", command, ...args]] : [command, args];
     const child = spawn(file, argv, {
       cwd: options.cwd,
       env: { ...options.env, [RUN_MARKER]: runId },
@@ -163,7 +198,14 @@ export function runProcess(
     const keep = (d: Buffer) => output.add(d);
     child.stdout.on("data", keep);
     child.stderr.on("data", keep);
+    // The run's own PID namespace, read from `unshare` before it is killed (once it has made it):
+    // a run that ends by itself has emptied it, a killed one is returned once it is empty.
+    let namespace: string | undefined;
     const killAll = () => {
+      if (ownNamespace && namespace === undefined && child.pid) {
+        const made = pidNamespaceOf(child.pid, "pid_for_children");
+        if (made !== pidNamespaceOf("self")) namespace = made;
+      }
       try {
         process.kill(-child.pid!, "SIGKILL");
       } catch {
@@ -197,7 +239,7 @@ export function runProcess(
       reject(error);
     });
     // Whatever the run left behind goes too, in its group or out of it; then its output is read.
-    child.on("exit", (code, signal) => afterExit(child, runId, killAll, () => finish(code, signal)));
+    child.on("exit", (code, signal) => afterExit(child, runId, killAll, () => whenNamespaceEmpty(namespace, () => finish(code, signal))));
     // A process that exits without reading its input (killed, or done early) closes the pipe:
     // that is not an error of ours, and its exit status says what happened.
     child.stdin.on("error", () => undefined);

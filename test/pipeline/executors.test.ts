@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import { DockerExecutor } from "../../pipeline/executors/docker.ts";
 import { LocalExecutor } from "../../pipeline/executors/local.ts";
-import { runProcess } from "../../pipeline/executors/processes.ts";
+import { pidNamespaceAvailable, runProcess } from "../../pipeline/executors/processes.ts";
 import { parseJunitXml } from "../../pipeline/test-results/junit.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
@@ -245,5 +245,18 @@ describe("a local process that leaves descendants behind", () => {
     expect(done.timedOut).toBe(true);
     expect(processesRunning("sleep 314")).toEqual([]);
     expect(processesRunning("sleep 315")).toEqual([]);
+  });
+
+  it("killed in a PID namespace of its own, returns only once the namespace is empty, though its processes left its group, session, environment and output", async () => {
+    // The verifier's test runs are killed as soon as the runner says it has finished. Killing
+    // `unshare` returns at once while the kernel is still killing the namespace's others: many of
+    // them, holding no pipe of the run's, make that take long enough to be seen.
+    expect(pidNamespaceAvailable(), "this machine cannot start a process in a PID namespace of its own (root or user namespaces)").toBe(true);
+    const escape = "for i in $(seq 200); do setsid env -i /bin/sleep 316 </dev/null >/dev/null 2>&1 & done; echo started; sleep 317";
+    const done = await runProcess("bash", ["-c", escape], { cwd: tempDir(), env: { PATH: "/usr/bin:/bin" }, timeoutSeconds: 3, ownPidNamespace: true });
+    expect(done.timedOut).toBe(true);
+    expect(done.output).toContain("started");
+    expect(processesRunning("/bin/sleep 316")).toEqual([]);
+    expect(processesRunning("sleep 317")).toEqual([]);
   });
 });
