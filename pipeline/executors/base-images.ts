@@ -7,6 +7,7 @@ import { dockerEngine } from "./docker-engine.ts";
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 
 /** Debian releases whose python3 gives each Python version; base images are named after them. */
 export const DEBIAN_FOR_PYTHON: Record<string, string> = { "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie" };
@@ -47,6 +48,10 @@ export async function buildBaseImage(options: { suite: string; mirror: string; l
  */
 export async function importRootfs(docker: Docker, dir: string, tag: string, changes: string[]): Promise<void> {
   const tar = spawn("tar", ["-C", dir, "-c", "."], { stdio: ["ignore", "pipe", "pipe"] });
+  // Piped at once: the client sends the body a few ticks later, and Node discards the output of a
+  // child that exits before anything reads it (a small directory's tar can), which the engine
+  // then imports, without a word, as an empty layer.
+  const archive = tar.stdout.pipe(new PassThrough());
   let err = "";
   tar.stderr.on("data", (d) => (err = (err + d).slice(-4000)));
   const tarDone = new Promise<void>((resolve, reject) => {
@@ -55,7 +60,7 @@ export async function importRootfs(docker: Docker, dir: string, tag: string, cha
   });
   const [repo, version] = tag.split(":") as [string, string | undefined];
   const imported = (async () => {
-    const progress = (await docker.importImage(tar.stdout, { repo, tag: version ?? "latest", changes })) as NodeJS.ReadableStream;
+    const progress = (await docker.importImage(archive, { repo, tag: version ?? "latest", changes })) as NodeJS.ReadableStream;
     // The engine answers with a progress stream whose last message carries any error.
     await new Promise<void>((resolve, reject) =>
       docker.modem.followProgress(progress, (error: Error | null, events: { error?: string }[]) => {

@@ -12,7 +12,7 @@ import { createLogger } from "../../pipeline/logger.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { isRoot } from "../helpers/fault-rows.ts";
 import { PrivateDockerd } from "../helpers/private-dockerd.ts";
-import { freePort } from "../helpers/redis.ts";
+import { refusingPort } from "../helpers/redis.ts";
 import { startRegistry } from "../helpers/registry.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 
@@ -43,7 +43,7 @@ describe.skipIf(!docker || (!isRoot && !process.env.CI))("base images on an engi
     for (const tag of ["bookworm", "bullseye"]) await run("docker", ["rmi", `${registry.address}/debian:${tag}`]);
     engine = new PrivateDockerd(fileTempDir("switch-swe-dockerd-"));
     await engine.start();
-    nowhere = `127.0.0.1:${await freePort()}/debian`;
+    nowhere = `127.0.0.1:${await refusingPort()}/debian`;
   });
   afterAll(async () => {
     await engine?.stop();
@@ -189,5 +189,29 @@ describe.skipIf(!docker)("a root filesystem imported as an image", () => {
         .remove({ force: true })
         .catch(() => undefined);
     }
+  });
+});
+
+describe("a root filesystem streamed to the engine", () => {
+  it("reaches the engine whole though the client starts reading it after tar has exited", async () => {
+    // A small directory's tar exits at once; a client that sends the request a little later must
+    // still get every byte (Node discards an unread child's output at its exit).
+    const dir = tempDir();
+    mkdirSync(join(dir, "etc"));
+    writeFileSync(join(dir, "etc", "switch-swe-import"), "imported\n");
+    let received = Buffer.alloc(0);
+    const engine = {
+      importImage: async (body: NodeJS.ReadableStream) => {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const chunks: Buffer[] = [];
+        for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+        received = Buffer.concat(chunks);
+        return body;
+      },
+      modem: { followProgress: (_progress: unknown, done: (error: null, events: object[]) => void) => done(null, []) },
+      getImage: () => ({ remove: async () => undefined }),
+    } as unknown as Docker;
+    await importRootfs(engine, dir, "switch-swe-import-test:late", []);
+    expect(received.toString("latin1")).toMatch(/\.\/etc\/switch-swe-import\0[^]*?imported\n/);
   });
 });
