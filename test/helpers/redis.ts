@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 
 /** A free loopback port (the OS picks one; it is released before the caller binds it). */
 export async function freePort(): Promise<number> {
@@ -11,6 +11,27 @@ export async function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** The port refusingPort gives: a privileged one that no service uses, far below the ports the OS hands out. */
+const REFUSING_PORT = 1;
+
+/**
+ * A loopback port nothing listens on, for a test of what a dead server does. A port freePort gave
+ * can be taken by another test's server before it is used (a git service once answered 401 there);
+ * this one is below the range the OS picks from for listen(0), so only a server that asks for it by
+ * number could. Checked to refuse a connection now.
+ */
+export async function refusingPort(): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    const socket = connect(REFUSING_PORT, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      reject(new Error(`something listens on 127.0.0.1:${REFUSING_PORT}: the tests of dead servers need a port that refuses connections`));
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => (error.code === "ECONNREFUSED" ? resolve() : reject(error)));
+  });
+  return REFUSING_PORT;
 }
 
 /**

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { assertNoCredentials, JobResult, queueNameFor } from "../../pipeline/executors/queue-protocol.ts";
 import { applyWrittenFiles, checkoutState, writtenSince } from "../../pipeline/executors/written-files.ts";
 import { tempDir } from "../helpers/tmp.ts";
-import { freePort, startRedis } from "../helpers/redis.ts";
+import { refusingPort, startRedis } from "../helpers/redis.ts";
 import { Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
 import { startQueueWorker } from "../../pipeline/executors/queue-worker.ts";
@@ -103,7 +103,7 @@ describe("a worker's own checks", () => {
     const base = { executor: "local" as const, pythons: ["3.11"], workDir, fetchEnv: () => ({}) };
     expect(await selfCheck({ ...base, minFree: 0 })).toBeUndefined();
     expect(await selfCheck({ ...base, minFree: Number.MAX_SAFE_INTEGER })).toMatch(/^the disk holding \S+ has \d+ MiB free \(this worker needs \d+ MiB\)$/);
-    const port = await freePort();
+    const port = await refusingPort();
     expect(await selfCheck({ ...base, minFree: 0, source: { url: `http://127.0.0.1:${port}/org__lib.git` } })).toMatch(
       new RegExp(`^cannot fetch from http://127\\.0\\.0\\.1:${port}/org__lib\\.git: .*(Could not connect|Failed to connect|Connection refused)`),
     );

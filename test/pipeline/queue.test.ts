@@ -23,7 +23,7 @@ import { HEARTBEAT_SECONDS } from "../../pipeline/executors/queue-protocol.ts";
 import { MirrorCache } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { dockerForTests } from "../helpers/docker.ts";
-import { freePort, startRedis } from "../helpers/redis.ts";
+import { refusingPort, startRedis } from "../helpers/redis.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 import { until } from "../helpers/until.ts";
 import { workersOn } from "../helpers/fleet.ts";
@@ -391,7 +391,7 @@ new file mode 100644
 
   it("says in one line, within a bounded wait, when Redis is down, no Docker engine answers, or no worker can run a recipe", async (context) => {
     if (!server) return context.skip();
-    const dead = `redis://127.0.0.1:${await freePort()}`;
+    const dead = `redis://127.0.0.1:${await refusingPort()}`;
     await expect(QueueExecutor.connect({ redis: dead, prefix: "x", workerExecutor: "local", waitForWorkerSeconds: 5, log: silentLogger })).rejects.toThrow(
       `cannot reach Redis at ${dead} (waited at most 5 s)`,
     );
