@@ -34,11 +34,19 @@ const byScope = (scope: string, scored: Scored[]) =>
     scored.map((s) => ({ severity: s.severity, score: s.score, risk: s.risk })),
   );
 
+/** The annotated records as the cross-validation reads them. */
+const annotatedRows = (input: MeasureInput): Annotated[] =>
+  input.records
+    .filter((r) => input.annotations.has(r.task_id))
+    .map((r) => ({ input: r, repo: input.repoOf(r.task_id), score: input.annotations.get(r.task_id)!.false_negative }));
+
+/** The model cross-validated: the one reading the judge's score where every record has one. */
+const crossValidatedModel = (file: RiskModel, annotated: Annotated[]) =>
+  annotated.every((r) => r.input.judge !== undefined) && file.with_judge ? file.with_judge : file.model;
+
 /** The cross-validated rows, with the model's features (and the judge's score, where every record has one). */
 function crossValidated(annotated: Annotated[], input: MeasureInput, blind: Blind): Agreement[] {
-  const file = input.model!;
-  const judged = annotated.every((r) => r.input.judge !== undefined) && file.with_judge !== undefined;
-  const model = judged ? file.with_judge! : file.model;
+  const model = crossValidatedModel(input.model!, annotated);
   const folded = kFold(annotated, model.features, blind, model.lambda);
   const shaping = shapingRecords(input.provenance);
   return [
@@ -60,7 +68,7 @@ export function measure(input: MeasureInput): Measured {
   const inSample = repos.map((repo) => agreement(repo, pairs(annotated.filter((r) => input.repoOf(r.task_id) === repo))));
   inSample.push(agreement("all", pairs(annotated)));
   const blind = writtenFrom(input.provenance);
-  const rows: Annotated[] = annotated.map((r) => ({ input: r, repo: input.repoOf(r.task_id), score: score(r) }));
+  const rows = annotatedRows(input);
   const rules = ruleAgreement(
     annotated.map((r) => ({ id: r.task_id, flags: [...new Set(r.flags.map((f) => f.flag))], score: score(r) })),
     blind,
@@ -99,10 +107,8 @@ const spread = (xs: number[]): Spread => {
 export function foldSpread(input: MeasureInput, draws: number): FoldSpread {
   if (!input.model) throw new Error("the spread over draws of the folds needs a risk model");
   const blind = writtenFrom(input.provenance);
-  const rows: Annotated[] = input.records
-    .filter((r) => input.annotations.has(r.task_id))
-    .map((r) => ({ input: r, repo: input.repoOf(r.task_id), score: input.annotations.get(r.task_id)!.false_negative }));
-  const model = rows.every((r) => r.input.judge !== undefined) && input.model.with_judge ? input.model.with_judge : input.model.model;
+  const rows = annotatedRows(input);
+  const model = crossValidatedModel(input.model, rows);
   const scored = Array.from({ length: draws }, (_, i) => kFold(rows, model.features, blind, model.lambda, drawSeed(i + 1)));
   const measured = scored.map((s) => byScope("10 folds by record", s));
   const flagged = (s: Scored[], score: number) => s.filter((x) => x.score === score && x.severity >= 2).length;
