@@ -7,6 +7,7 @@ import { dockerAvailable } from "../executors/docker.ts";
 import { loadProfilesDir } from "../profiles/load.ts";
 import type { RepoProfile } from "../schemas/repo-profile.ts";
 import { silentLogger } from "../logger.ts";
+import { ENGINE_PIDFILES, stalePidfile } from "./engine-pidfile.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -59,7 +60,13 @@ export function suitesProfilesNeed(profiles: RepoProfile[]): string[] {
  * suite the profiles in `profilesDir` need (through the engine's API), and whether GITHUB_TOKEN is
  * set (never its value).
  */
-export async function machineChecks(options: { env?: NodeJS.ProcessEnv; profilesDir: string; docker?: Docker }): Promise<DoctorReport> {
+export async function machineChecks(options: {
+  env?: NodeJS.ProcessEnv;
+  profilesDir: string;
+  docker?: Docker;
+  /** The engine's pid files to check when no engine answers (the defaults are dockerd's). */
+  enginePidfiles?: readonly { file: string; process: string }[];
+}): Promise<DoctorReport> {
   const env = options.env ?? process.env;
   const checks: DoctorCheck[] = [];
   const nodeMajor = Number(process.versions.node.split(".")[0]);
@@ -80,12 +87,23 @@ export async function machineChecks(options: { env?: NodeJS.ProcessEnv; profiles
 
   const docker = options.docker ?? dockerEngine();
   const engineOk = await dockerAvailable(docker);
+  // Only when no engine answers: a running engine owns its pid files, whatever they hold.
+  const stale = engineOk ? [] : (options.enginePidfiles ?? ENGINE_PIDFILES).flatMap((p) => stalePidfile(p.file, p.process) ?? []);
+  const start = "start dockerd (as root: dockerd >/var/log/dockerd.log 2>&1 &); without it the local executor runs repository tests unsandboxed";
   checks.push({
     name: "docker engine",
     ok: engineOk,
     required: false,
-    detail: engineOk ? "answering" : "no engine answers (DOCKER_HOST, or /var/run/docker.sock)",
-    fix: "apt-get install docker.io, then start dockerd (as root: dockerd >/var/log/dockerd.log 2>&1 &); without it the local executor runs repository tests unsandboxed",
+    detail: engineOk
+      ? "answering"
+      : [
+          "no engine answers (DOCKER_HOST, or /var/run/docker.sock)",
+          ...stale.map((s) => `${s}: left by an engine that is gone, dockerd will refuse to start`),
+        ].join("; "),
+    fix:
+      stale.length > 0
+        ? `remove the stale pid files (rm ${stale.map((s) => s.split(" ")[0]).join(" ")}), then ${start}`
+        : `apt-get install docker.io, then ${start}`,
   });
   if (engineOk) {
     const { profiles, dir } = loadProfilesDir(options.profilesDir, process.cwd());

@@ -1,0 +1,75 @@
+import { spawn } from "node:child_process";
+import { copyFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Docker from "dockerode";
+import { afterEach, describe, expect, it } from "vitest";
+import { machineChecks } from "../../pipeline/machine/doctor.ts";
+import { stalePidfile } from "../../pipeline/machine/engine-pidfile.ts";
+import { tempDir } from "../helpers/tmp.ts";
+
+const profilesDir = fileURLToPath(new URL("../../data/repos", import.meta.url));
+const started: { kill(): boolean }[] = [];
+afterEach(() => {
+  for (const child of started.splice(0)) child.kill();
+});
+
+/** A live process whose name (/proc/PID/comm) is `name`: `sleep` copied under that name. */
+async function liveProcessNamed(dir: string, name: string): Promise<number> {
+  const binary = join(dir, name);
+  copyFileSync("/bin/sleep", binary);
+  const child = spawn(binary, ["300"], { stdio: "ignore" });
+  started.push(child);
+  await new Promise((resolve, reject) => child.once("spawn", resolve).once("error", reject));
+  return child.pid!;
+}
+
+describe("the engine's pid files", () => {
+  // The CI machine whose /run outlived its engine: /var/run/docker.pid named a PID another process
+  // had by then, and dockerd refused to start ("pid file found").
+  it("are stale when the PID they name is another program's, no process's, or no PID", async () => {
+    const dir = tempDir("pidfile-");
+    const file = join(dir, "docker.pid");
+    expect(stalePidfile(file, "dockerd")).toBeUndefined();
+
+    writeFileSync(file, String(await liveProcessNamed(dir, "sleeper")));
+    expect(stalePidfile(file, "dockerd")).toMatch(/names PID \d+, which is sleeper, not dockerd/);
+
+    // Above any pid_max Linux allows (2^22), so no process has it.
+    writeFileSync(file, "4194305\n");
+    expect(stalePidfile(file, "dockerd")).toBe(`${file} names PID 4194305, which no process has`);
+
+    writeFileSync(file, "");
+    expect(stalePidfile(file, "dockerd")).toMatch(/holds no PID/);
+  });
+
+  it("are not stale when the PID they name is the daemon's", async () => {
+    const dir = tempDir("pidfile-");
+    const file = join(dir, "docker.pid");
+    writeFileSync(file, `${await liveProcessNamed(dir, "dockerd")}\n`);
+    expect(stalePidfile(file, "dockerd")).toBeUndefined();
+  });
+
+  it("doctor names a stale one, and how to clear it, when no engine answers", async () => {
+    const dir = tempDir("pidfile-");
+    const stale = join(dir, "docker.pid");
+    writeFileSync(stale, String(await liveProcessNamed(dir, "sleeper")));
+    const absent = join(dir, "containerd.pid");
+    const report = await machineChecks({
+      profilesDir,
+      docker: new Docker({ socketPath: join(dir, "no-engine.sock") }),
+      enginePidfiles: [
+        { file: stale, process: "dockerd" },
+        { file: absent, process: "containerd" },
+      ],
+    });
+    const engine = report.checks.find((c) => c.name === "docker engine")!;
+    expect(engine.ok).toBe(false);
+    expect(engine.detail).toContain(`${stale} names PID`);
+    expect(engine.detail).toContain("dockerd will refuse to start");
+    expect(engine.detail).not.toContain(absent);
+    expect(engine.fix).toBe(
+      `remove the stale pid files (rm ${stale}), then start dockerd (as root: dockerd >/var/log/dockerd.log 2>&1 &); without it the local executor runs repository tests unsandboxed`,
+    );
+  });
+});
