@@ -89,7 +89,9 @@ export async function createExecutor(settings: ExecutorSettings, place: { workDi
     }
   }
   if (settings.executor === "auto")
-    place.log.warn("no Docker engine answers: using the local executor, which runs the repositories' tests UNSANDBOXED on this machine");
+    place.log.warn(
+      "no Docker engine answers (`switch-swe doctor` says why): using the local executor, which runs the repositories' tests UNSANDBOXED on this machine",
+    );
   return new LocalExecutor(envRoot, place.log, { pythonDownloads });
 }
 

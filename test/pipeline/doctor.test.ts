@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { afterEach, describe, expect, it } from "vitest";
+import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "../../pipeline/executors/index.ts";
+import { createLogger } from "../../pipeline/logger.ts";
 import { machineChecks } from "../../pipeline/machine/doctor.ts";
 import { stalePidfile } from "../../pipeline/machine/engine-pidfile.ts";
 import { tempDir } from "../helpers/tmp.ts";
@@ -24,10 +26,10 @@ async function liveProcessNamed(dir: string, name: string): Promise<number> {
   return child.pid!;
 }
 
-describe("the engine's pid files", () => {
+describe("a machine where no Docker engine answers", () => {
   // The CI machine whose /run outlived its engine: /var/run/docker.pid named a PID another process
   // had by then, and dockerd refused to start ("pid file found").
-  it("are stale when the PID they name is another program's, no process's, or no PID", async () => {
+  it("an engine pid file is stale when the PID it names is another program's, no process's, or no PID", async () => {
     const dir = tempDir("pidfile-");
     const file = join(dir, "docker.pid");
     expect(stalePidfile(file, "dockerd")).toBeUndefined();
@@ -43,7 +45,7 @@ describe("the engine's pid files", () => {
     expect(stalePidfile(file, "dockerd")).toMatch(/holds no PID/);
   });
 
-  it("are not stale when the PID they name is the daemon's", async () => {
+  it("an engine pid file is not stale when the PID it names is the daemon's", async () => {
     const dir = tempDir("pidfile-");
     const file = join(dir, "docker.pid");
     writeFileSync(file, `${await liveProcessNamed(dir, "dockerd")}\n`);
@@ -71,5 +73,21 @@ describe("the engine's pid files", () => {
     expect(engine.fix).toBe(
       `remove the stale pid files (rm ${stale}), then start dockerd (as root: dockerd >/var/log/dockerd.log 2>&1 &); without it the local executor runs repository tests unsandboxed`,
     );
+  });
+
+  it("a run with no engine falls back to the local executor, saying so and where to find why", async () => {
+    const dir = tempDir("no-engine-");
+    const lines: string[] = [];
+    const log = createLogger({ level: "info", write: (line) => lines.push(line) });
+    const before = process.env.DOCKER_HOST;
+    process.env.DOCKER_HOST = `unix://${join(dir, "no-engine.sock")}`;
+    try {
+      const made = await createExecutor({ executor: "auto", limits: DEFAULT_LIMIT_SETTINGS }, { workDir: join(dir, "work"), log });
+      expect(made.kind).toBe("local");
+    } finally {
+      if (before === undefined) delete process.env.DOCKER_HOST;
+      else process.env.DOCKER_HOST = before;
+    }
+    expect(lines.find((l) => l.includes("no Docker engine answers"))).toMatch(/`switch-swe doctor` says why\): using the local executor, .*UNSANDBOXED/);
   });
 });
