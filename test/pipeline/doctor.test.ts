@@ -52,7 +52,7 @@ describe("a machine where no Docker engine answers", () => {
     expect(stalePidfile(file, "dockerd")).toBeUndefined();
   });
 
-  it("doctor names a stale one, and how to clear it, when no engine answers", async () => {
+  it("doctor names a stale pid file, and how to clear it, when no engine answers", async () => {
     const dir = tempDir("pidfile-");
     const stale = join(dir, "docker.pid");
     writeFileSync(stale, String(await liveProcessNamed(dir, "sleeper")));
