@@ -7,7 +7,7 @@ import { dockerAvailable } from "../executors/docker.ts";
 import { loadProfilesDir } from "../profiles/load.ts";
 import type { RepoProfile } from "../schemas/repo-profile.ts";
 import { silentLogger } from "../logger.ts";
-import { ENGINE_PIDFILES, stalePidfile } from "./engine-pidfile.ts";
+import { ENGINE_PIDFILES, type EnginePidfile, pidfileHeldByAnother } from "./engine-pidfile.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -65,7 +65,7 @@ export async function machineChecks(options: {
   profilesDir: string;
   docker?: Docker;
   /** The engine's pid files to check when no engine answers (the defaults are dockerd's). */
-  enginePidfiles?: readonly { file: string; process: string }[];
+  enginePidfiles?: readonly EnginePidfile[];
 }): Promise<DoctorReport> {
   const env = options.env ?? process.env;
   const checks: DoctorCheck[] = [];
@@ -88,22 +88,19 @@ export async function machineChecks(options: {
   const docker = options.docker ?? dockerEngine();
   const engineOk = await dockerAvailable(docker);
   // Only when no engine answers: a running engine owns its pid files, whatever they hold.
-  const stale = engineOk ? [] : (options.enginePidfiles ?? ENGINE_PIDFILES).flatMap((p) => stalePidfile(p.file, p.process) ?? []);
+  const stale = (engineOk ? [] : (options.enginePidfiles ?? ENGINE_PIDFILES)).flatMap((p) => {
+    const held = pidfileHeldByAnother(p.file, p.process);
+    return held
+      ? [{ file: p.file, why: `${p.file} names PID ${held.pid}, now ${held.holder}'s, not ${p.process}'s (left by an engine that is gone): ${p.effect}` }]
+      : [];
+  });
   const start = "start dockerd (as root: dockerd >/var/log/dockerd.log 2>&1 &); without it the local executor runs repository tests unsandboxed";
   checks.push({
     name: "docker engine",
     ok: engineOk,
     required: false,
-    detail: engineOk
-      ? "answering"
-      : [
-          "no engine answers (DOCKER_HOST, or /var/run/docker.sock)",
-          ...stale.map((s) => `${s}: left by an engine that is gone, dockerd will refuse to start`),
-        ].join("; "),
-    fix:
-      stale.length > 0
-        ? `remove the stale pid files (rm ${stale.map((s) => s.split(" ")[0]).join(" ")}), then ${start}`
-        : `apt-get install docker.io, then ${start}`,
+    detail: engineOk ? "answering" : ["no engine answers (DOCKER_HOST, or /var/run/docker.sock)", ...stale.map((s) => s.why)].join("; "),
+    fix: stale.length > 0 ? `remove the stale pid files (rm ${stale.map((s) => s.file).join(" ")}), then ${start}` : `apt-get install docker.io, then ${start}`,
   });
   if (engineOk) {
     const { profiles, dir } = loadProfilesDir(options.profilesDir, process.cwd());
