@@ -2,6 +2,7 @@ import { BUILT_STAGES } from "../stages/index.ts";
 import type { Command } from "commander";
 import { createLogger } from "../pipeline/logger.ts";
 import { RecordError } from "../pipeline/engine/stage.ts";
+import { CommitNotInSource, GitError } from "../pipeline/git.ts";
 import { type Io, requirePath, RunFailed } from "./io.ts";
 
 import { formatByHand, qualifyByHand } from "../stages/qualify/by-hand.ts";
@@ -37,11 +38,14 @@ export const qualifyTaskCommand = {
         asOf: opts.asOf,
         version: opts.version,
         fullSuite: Boolean(opts.fullSuite),
+        mirrors: opts.mirrors,
         log: createLogger({ level: opts.json ? "warn" : "info", write: (line) => io.err(line + "\n") }),
       });
     } catch (error) {
       // The task itself could not be qualified (its environment does not build, a patch does not apply).
       if (error instanceof RecordError) throw new RunFailed(error.message);
+      // Its repository could not be had (no network, a source without the commit): a fact to say, not a bug.
+      if (error instanceof GitError || error instanceof CommitNotInSource) throw new RunFailed(`${opts.task}: ${error.message}`);
       throw error;
     }
     io.out(opts.json ? JSON.stringify(result, null, 2) + "\n" : formatByHand(result));

@@ -30,8 +30,12 @@ export interface ByHandOptions {
   asOf?: string;
   version?: string;
   fullSuite: boolean;
+  /** Local copies of the repositories (`--mirrors`), cloned from instead of the profiles' clone_url. */
+  mirrors?: string;
   log: Logger;
 }
+
+const mirrorsOverride = (options: ByHandOptions) => (options.mirrors ? { mirrors: options.mirrors } : {});
 
 function readSplitFile(file: string): SplitChange {
   const text = readFileSync(file, "utf8").trim();
@@ -62,7 +66,7 @@ async function resolveTask(options: ByHandOptions): Promise<{
   project: Project;
 }> {
   if (options.config) {
-    const pipeline = Project.open(options.config, { stages: options.stages, log: options.log });
+    const pipeline = Project.open(options.config, { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) });
     const { splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
     if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
@@ -96,7 +100,10 @@ async function resolveTask(options: ByHandOptions): Promise<{
     envFor,
     resolvePath: (p) => resolve(dirname(profilePath), p),
     project: workingIn(
-      Project.of({ name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} }, { stages: options.stages, log: options.log }),
+      Project.of(
+        { name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} },
+        { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) },
+      ),
       options,
     ),
   };
