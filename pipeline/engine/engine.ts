@@ -43,6 +43,11 @@ export interface RunOptions {
   from?: StageName;
   /** Run this stage alone, from the artifacts already in the work directory. */
   only?: StageName;
+  /**
+   * Run these stages even when their inputs, config and code are unchanged, with their records'
+   * caches: what they read lies outside the pipeline and changed (the demo's GitHub API, rebuilt).
+   */
+  recheck?: StageName[];
 }
 
 /** `incomplete`: the stage ran, but some records failed for reasons that may not recur (see failures.ts). */
@@ -169,7 +174,15 @@ async function runStages(store: ArtifactStore, run: RunResources, options: Engin
     const force = Boolean(runOptions.force) || STAGE_ORDER.indexOf(name) >= forceFromIndex;
     const started = performance.now();
     try {
-      const summary = await runStage(store, run, stage, options.stageConfigs[name], force, Boolean(runOptions.keepGoing));
+      const summary = await runStage(
+        store,
+        run,
+        stage,
+        options.stageConfigs[name],
+        force,
+        Boolean(runOptions.keepGoing),
+        Boolean(runOptions.recheck?.includes(name)),
+      );
       summaries.push({ ...summary, seconds: (performance.now() - started) / 1000, ...(stage.gate ? { gate: stage.gate.noun } : {}) });
       if (summary.status === "incomplete") {
         failed = true;

@@ -304,12 +304,14 @@ export async function runStage(
   rawConfig: unknown,
   force: boolean,
   keepGoing: boolean,
+  /** Run the stage even though its inputs look unchanged (a source outside the pipeline changed), its records' caches still used. */
+  recheck = false,
 ): Promise<StageOutcome> {
   const log = run.log.child(stage.name);
   const config = parseStageConfig(stage, rawConfig);
   const key = await stageKey(store, run, stage, config);
   const previous = store.readLock().stages[stage.name];
-  if (!force && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
+  if (!force && !recheck && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
     log.info("up to date: inputs, config, settings and code unchanged; no work done");
     return { stage: stage.name, status: "up_to_date", ...previous.counts, reused: previous.counts.in };
   }
