@@ -14,7 +14,7 @@ import { Project } from "../../pipeline/project/project.ts";
 import { readSplitArtifacts } from "../../pipeline/project/split-artifacts.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
-import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "./qualify-task.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
 
 export interface ByHandOptions {
   /** The stages a config is read with (the command line's registry). */

@@ -13,7 +13,7 @@ import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
-import { extensionDecision } from "../../stages/qualify/extension-checks.ts";
+import { extensionDecision } from "../../pipeline/qualification/extension-checks.ts";
 import { withAuthoredStages } from "../../stages/reconstruct/authored.ts";
 import { checkExtension, ExtensionError, parseExtension } from "../../stages/split/extensions.ts";
 import { fileTempDir } from "../helpers/tmp.ts";

@@ -1,4 +1,4 @@
-import type { RejectReason, TestStatus } from "../../pipeline/schemas/common.ts";
+import type { RejectReason, TestStatus } from "../schemas/common.ts";
 
 export type RunOutcomes = Record<string, TestStatus>;
 

@@ -1,4 +1,4 @@
-import type { RejectReason } from "../../pipeline/schemas/common.ts";
+import type { RejectReason } from "../schemas/common.ts";
 import { passes, type RunOutcomes, type TestSets } from "./outcomes.ts";
 
 /** One authored stage as qualify checks it: its place, its file and the tests its patch adds. */

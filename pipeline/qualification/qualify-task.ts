@@ -1,19 +1,19 @@
-import { parseJunitReport } from "../../pipeline/test-results/junit.ts";
-import type { Logger } from "../../pipeline/logger.ts";
-import type { TestStatus } from "../../pipeline/schemas/common.ts";
-import type { ChangedFile, SplitChange } from "../../pipeline/schemas/split.ts";
-import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor, type TestRunResult } from "../../pipeline/executors/types.ts";
-import { type CheckoutOrigin } from "../../pipeline/checkouts/checkout.ts";
-import type { TestRunner } from "../../pipeline/schemas/repo-profile.ts";
-import { RetriesExhausted, withInfrastructureRetries } from "../../pipeline/executors/retries.ts";
-import { RecordError } from "../../pipeline/engine/stage.ts";
-import { PatchDoesNotApply } from "../../pipeline/checkouts/checkout.ts";
+import { parseJunitReport } from "../test-results/junit.ts";
+import type { Logger } from "../logger.ts";
+import type { TestStatus } from "../schemas/common.ts";
+import type { ChangedFile, SplitChange } from "../schemas/split.ts";
+import { BuildFailed, RunTimedOut, type EnvironmentSpec, type Executor, type TestRunResult } from "../executors/types.ts";
+import { type CheckoutOrigin } from "../checkouts/checkout.ts";
+import type { TestRunner } from "../schemas/repo-profile.ts";
+import { RetriesExhausted, withInfrastructureRetries } from "../executors/retries.ts";
+import { RecordError } from "../engine/stage.ts";
+import { PatchDoesNotApply } from "../checkouts/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
 import { extensionDecision, type StageToCheck } from "./extension-checks.ts";
-import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
+import { QualificationRecord } from "../schemas/qualification.ts";
 import { type Crash, rerunInParts, runnerCrash, unreportedStatus } from "./crash-reruns.ts";
-import { type CheckoutPins, fromCommit, fromDirectory, NO_CHECKOUT_PINS, readCheckoutPins } from "../../pipeline/executors/checkout-pins.ts";
-import { needsRevisionLayer, raisedFloors, revisionAsOf } from "../../pipeline/executors/recipe-scripts.ts";
+import { type CheckoutPins, fromCommit, fromDirectory, NO_CHECKOUT_PINS, readCheckoutPins } from "../executors/checkout-pins.ts";
+import { needsRevisionLayer, raisedFloors, revisionAsOf } from "../executors/recipe-scripts.ts";
 
 /** A failure for want of the network: name resolution, a refused or unreachable connection. */
 export const NETWORK_FAILURE =

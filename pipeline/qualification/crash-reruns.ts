@@ -1,7 +1,7 @@
-import type { TestStatus } from "../../pipeline/schemas/common.ts";
-import type { TestRunResult } from "../../pipeline/executors/types.ts";
-import type { TestRunner } from "../../pipeline/schemas/repo-profile.ts";
-import { parseJunitReport } from "../../pipeline/test-results/junit.ts";
+import type { TestStatus } from "../schemas/common.ts";
+import type { TestRunResult } from "../executors/types.ts";
+import type { TestRunner } from "../schemas/repo-profile.ts";
+import { parseJunitReport } from "../test-results/junit.ts";
 
 /**
  * A run that crashed the test runner (pytest's INTERNALERROR, or a crash at collection that leaves
