@@ -177,7 +177,7 @@ export function harborTrialBehaviour(
   // The session agent makes no retries of a provider's fault: the first one is the run's, as run-all's would be once out of retries.
   const fault = lines.find((l) => l.failure?.kind === "infrastructure");
   const behaviour = summarise(
-    { name: summary.harness, usage: reader },
+    { name: summary.harness, usage: reader, runs: "environment" },
     lines,
     summary.work_lost_files,
     summary.runner_seconds,

@@ -4,7 +4,7 @@ import { addRouting, addUsage, NO_USAGE } from "./usage.ts";
 
 /** The behaviour the study discusses, from a run's trajectory. */
 export function summarise(
-  agent: Pick<AgentSpec, "name" | "usage">,
+  agent: Pick<AgentSpec, "name" | "usage" | "runs">,
   lines: TrajectoryRequest[],
   workLostFiles: number,
   runnerSeconds: number,
@@ -18,6 +18,7 @@ export function summarise(
   const routing = lines.reduce<ReturnType<typeof addRouting>>((sum, l) => addRouting(sum, l.routing), null);
   return {
     agent: agent.name,
+    agent_runs: agent.runs,
     requests: lines.length,
     cross_task_write_requests: lines.filter((l) => elsewhere(l).length > 0).length,
     cross_task_write_files: lines.reduce((n, l) => n + elsewhere(l).reduce((m, [, c]) => m + c.added.length + c.modified.length + c.deleted.length, 0), 0),
