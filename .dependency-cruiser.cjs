@@ -31,6 +31,8 @@ const LAYERS = {
   verifier: ["profiles", "executors", "checkouts", "changes", "test-results"],
   machine: ["profiles", "executors", "checkouts", "changes", "test-results"],
   engine: ["profiles", "executors", "checkouts", "changes", "test-results"],
+  answers: ["profiles", "executors", "checkouts", "changes", "test-results"],
+  qualification: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   project: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   session: ["project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
   fidelity: ["project", "engine", "profiles", "executors", "checkouts", "changes", "test-results"],

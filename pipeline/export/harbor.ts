@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { replaceDirectoryWith } from "../atomic.ts";
 import { freshCheckout } from "../checkouts/checkout.ts";
+import { checkoutCommit } from "../checkouts/derived.ts";
 import { provisionCheckout } from "../checkouts/snapshot.ts";
 import { fromDirectory, readCheckoutPins } from "../executors/checkout-pins.ts";
 import { IN_IMAGE } from "../executors/docker.ts";
@@ -116,6 +117,8 @@ export async function exportHarbor(bench: OpenedBenchmark, options: HarborExport
         const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));
         let mirror = "";
         for (const c of spec.checkouts) mirror = await bench.workspace.mirrors.ensure(spec.repo, source, c.base_commit);
+        // A derived checkout's commit is made in the mirror, as the session runner makes it.
+        for (const c of spec.checkouts) await checkoutCommit(mirror, c, (id) => bench.requireHeldout(id, `whose fix ${c.path} reverses`).upstream.patch);
         const archiveOf = async (commit: string) => {
           if (!archives.has(commit)) archives.set(commit, await checkoutArchive(mirror, commit, bench.workspace.scratch));
           return archives.get(commit)!;
@@ -183,7 +186,11 @@ async function writeTask(write: Write, bench: OpenedBenchmark, input: TaskInput)
   await write(`${dir}/${HARBOR_TASK.solution}/reference.patch`, heldout.implementation_patch);
   // The agent's image: the environment, and each checkout's archive.
   const envDir = `${dir}/${HARBOR_TASK.environment}`;
-  const checkouts = spec.checkouts.map((c) => ({ path: c.path, archive: `checkouts/${c.path.split("/").pop()}.tar`, commit: c.base_commit }));
+  const checkouts = spec.checkouts.map((c) => ({
+    path: c.path,
+    archive: `checkouts/${c.path.split("/").pop()}.tar`,
+    commit: c.derived?.commit ?? c.base_commit,
+  }));
   for (const [path, content] of environmentFiles(env, options.images)) await write(`${envDir}/${path}`, content);
   for (const c of checkouts) await write(`${envDir}/${c.archive}`, await input.archiveOf(c.commit));
   await write(`${envDir}/switch-swe/provision.sh`, provisionScript(checkouts, options.agentUser));

@@ -63,6 +63,11 @@ export const SplitChange = z.object({
    * this is the upstream change's own implementation, which the extensions' patches apply over.
    */
   upstream_implementation_patch: z.string().optional(),
+  /** With extensions: the upstream change's own test patch (`test_patch` above holds every stage's tests too). */
+  upstream_test_patch: z.string().optional(),
   extensions: z.array(ExtensionStage).optional(),
+  /** The pull request the change comes from, and the commit GitHub says merged it (null: unknown): where the answer rule looks for the fix in history. */
+  pull_number: z.number().int().positive().nullable().default(null),
+  merge_commit: CommitSha.nullable().default(null),
 });
 export type SplitChange = z.infer<typeof SplitChange>;

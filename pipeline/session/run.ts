@@ -25,7 +25,8 @@ export async function driveAgent(given: AgentRunOptions): Promise<AgentRunResult
   await mkdir(logs, { recursive: true });
   // The session's absolute paths (/workspace/w00, ...) map to directories of the same names here.
   const hostPath = (path: string) => join(workspace, basename(path));
-  for (const checkout of spec.checkouts) await provisionCheckout(given.mirror, checkout.base_commit, hostPath(checkout.path));
+  for (const checkout of spec.checkouts)
+    await provisionCheckout(given.mirror, given.checkoutCommits.get(checkout.path) ?? checkout.base_commit, hostPath(checkout.path));
   const focusPath = focusPathOf(spec);
   const hashes: HashCache = new Map();
   const snapshots = new Map<string, Snapshot>();

@@ -84,7 +84,14 @@ export const splitStage = defineStage({
         const classification = { profile: loaded.file, profile_sha256: loaded.sha256 };
         const extension = extensions.get(candidate.id);
         if (!extension)
-          return SplitChange.parse({ task_id: candidate.id, repo: candidate.repo, base_commit: candidate.base_commit, ...splitFields(result), classification });
+          return SplitChange.parse({
+            task_id: candidate.id,
+            repo: candidate.repo,
+            base_commit: candidate.base_commit,
+            ...splitFields(result),
+            classification,
+            ...pullRequestFacts(candidate),
+          });
         const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
         return extendedSplit(
           candidate,
@@ -139,6 +146,13 @@ async function extendedSplit(
     ...splitFields(whole),
     classification,
     upstream_implementation_patch: upstream.implementationPatch,
+    upstream_test_patch: upstream.testPatch,
     extensions: stages,
+    ...pullRequestFacts(candidate),
   });
+}
+
+/** Where the change was merged, as mining found it: the answer rule's way into history. */
+function pullRequestFacts(candidate: Candidate): Pick<SplitChange, "pull_number" | "merge_commit"> {
+  return { pull_number: candidate.pull_number, merge_commit: candidate.pull_request?.merge_commit_sha ?? null };
 }

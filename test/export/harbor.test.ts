@@ -122,6 +122,7 @@ beforeAll(async () => {
     test_command: "python -m pytest",
     environment: { python: "3.11", pip_requirements: ["pytest"] },
     environment_as_of: "2024-03-06T09:00:00Z",
+    upstream: { patch: focus.patch + focus.test_patch, pull_number: null, merge_commit: null },
   });
   writeFileSync(join(emitted, "heldout", `${FOCUS}.json`), JSON.stringify(heldout, null, 2));
   bench = OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, log: silentLogger });

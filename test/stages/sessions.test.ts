@@ -10,7 +10,7 @@ import { validateSession } from "../../stages/validate/validate.ts";
 const PATHS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
 
 /** A session spec as the schedule stage builds it, from synthetic tasks. */
-function specFor(session: ReturnType<typeof selectSessions>["sessions"][number], tasks: Map<string, SelectableTask>): SessionSpec {
+function specFor(session: Awaited<ReturnType<typeof selectSessions>>["sessions"][number], tasks: Map<string, SelectableTask>): SessionSpec {
   const schedules = buildSchedules({
     focus: { id: session.focus, stages: tasks.get(session.focus)!.stages },
     interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.stages })),
@@ -60,13 +60,13 @@ function pool(entries: { dir: string; file: string; extra?: string; stages: numb
 }
 
 describe("schedules", () => {
-  it("never break an invariant, whatever the pool, focus shape and seed", () => {
+  it("never break an invariant, whatever the pool, focus shape and seed", async () => {
     let checked = 0;
-    fc.assert(
-      fc.property(fc.array(taskArb, { minLength: 6, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 8 }), (entries, seed) => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(taskArb, { minLength: 6, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 8 }), async (entries, seed) => {
         const tasks = pool(entries);
         const byId = new Map(tasks.map((t) => [t.id, t]));
-        const { sessions } = selectSessions(tasks, { seed, sizes: { near: 5, far: 5 }, interruptions: 4, minFocusStages: 2 });
+        const { sessions } = await selectSessions(tasks, { seed, sizes: { near: 5, far: 5 }, interruptions: 4, minFocusStages: 2 });
         for (const session of sessions) {
           checked++;
           const spec = specFor(session, byId);
@@ -102,23 +102,26 @@ describe("schedules", () => {
     expect(r.control.map((s) => (s.finalization ? "A_submit" : `${s.task}${s.stage}`))).toEqual(["A1", "A2", "A3", "A_submit"]);
   });
 
-  it("gives the same sessions for the same seed and other, still valid ones for another seed", () => {
+  it("gives the same sessions for the same seed and other, still valid ones for another seed", async () => {
     const tasks = pool(Array.from({ length: 30 }, (_, i) => ({ dir: ["pkg", "lib", "pkg/a"][i % 3]!, file: `f${i}.py`, stages: 2 + (i % 3), repo: "o/one" })));
     const byId = new Map(tasks.map((t) => [t.id, t]));
-    const run = (seed: string) =>
-      selectSessions(tasks, { seed, sizes: { near: 4, far: 4 }, interruptions: 4, minFocusStages: 2 }).sessions.map((s) => specFor(s, byId));
-    expect(JSON.stringify(run("a"))).toBe(JSON.stringify(run("a")));
-    const other = run("b");
-    expect(JSON.stringify(other)).not.toBe(JSON.stringify(run("a")));
+    const run = async (seed: string) =>
+      (await selectSessions(tasks, { seed, sizes: { near: 4, far: 4 }, interruptions: 4, minFocusStages: 2 })).sessions.map((s) => specFor(s, byId));
+    expect(JSON.stringify(await run("a"))).toBe(JSON.stringify(await run("a")));
+    const other = await run("b");
+    expect(JSON.stringify(other)).not.toBe(JSON.stringify(await run("a")));
     for (const spec of other) expect(validateSession(spec, new Map(tasks.map((t) => [t.id, t])), PATHS, 4).every((c) => c.passed)).toBe(true);
     expect(benchmarkProfile(other)).toMatchObject({ repositories: 1, interruptions_per_session: 4 });
   });
 });
 
+const validationPool = pool(Array.from({ length: 12 }, (_, i) => ({ dir: ["pkg", "lib"][i % 2]!, file: `f${i}.py`, stages: 3, repo: "o/one" })));
+const validationSession = (await selectSessions(validationPool, { seed: "v", sizes: { near: 1, far: 0 }, interruptions: 4, minFocusStages: 2 })).sessions[0]!;
+
 describe("validation catches every kind of broken session", () => {
-  const tasks = pool(Array.from({ length: 12 }, (_, i) => ({ dir: ["pkg", "lib"][i % 2]!, file: `f${i}.py`, stages: 3, repo: "o/one" })));
+  const tasks = validationPool;
   const others = pool([{ dir: "pkg", file: "f0.py", stages: 3, repo: "o/two" }]).map((t) => ({ ...t, id: "o__two-99" }));
-  const session = selectSessions(tasks, { seed: "v", sizes: { near: 1, far: 0 }, interruptions: 4, minFocusStages: 2 }).sessions[0]!;
+  const session = validationSession;
   // A task of the same repository that modifies the focus's own files: never eligible with it.
   const overlapping = { ...tasks.find((t) => t.id === session.focus)!, id: "o__one-98" };
   const all = new Map([...tasks, ...others, overlapping].map((t) => [t.id, t]));
