@@ -4,6 +4,8 @@ import type { AnswerRuleSettings } from "../../pipeline/engine/settings.ts";
 import type { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { SessionSpec } from "../../pipeline/schemas/session.ts";
 import type { ValidationReport } from "../../pipeline/schemas/validation.ts";
+import type { Request } from "../../pipeline/schemas/task.ts";
+import { quotedReferenceLines, referenceLines } from "../../pipeline/reference-quotes.ts";
 import type { Check } from "./validate.ts";
 
 type InterruptionAnswer = ValidationReport["interruption_answers"][number];
@@ -76,4 +78,24 @@ export async function answerChecks(
         : { check: "interruption_answers_kept_out", passed: true },
     );
   return { checks, interruptionAnswers };
+}
+
+/**
+ * SPEC §2.9: no message quotes two or more lines of its own task's reference implementation
+ * (reconstruct takes such excerpts out of upstream text; a curation file may approve a quote, with
+ * its reason, and then it passes). `requests` are each task's requests as reconstructed.
+ */
+export function quoteCheck(spec: SessionSpec, heldout: ReadonlyMap<string, HeldoutTask>, requests: ReadonlyMap<string, readonly Request[]>): Check {
+  const quoting: string[] = [];
+  const seen = new Set<string>();
+  for (const r of spec.conditions.switched) {
+    if (r.finalization || r.stage === undefined || seen.has(`${r.task_id}#${r.stage}`)) continue;
+    seen.add(`${r.task_id}#${r.stage}`);
+    const reference = heldout.get(r.task_id);
+    if (!reference) continue;
+    const quoted = quotedReferenceLines(r.message.text, referenceLines(reference.implementation_patch));
+    const approved = requests.get(r.task_id)?.find((q) => q.stage === r.stage)?.provenance.quote_approved;
+    if (quoted.length >= 2 && !approved) quoting.push(`${r.task_id} stage ${r.stage} quotes ${quoted.length} lines of its reference implementation (first: ${quoted[0]})`);
+  }
+  return quoting.length ? { check: "no_reference_quotes", passed: false, detail: quoting.join("; ") } : { check: "no_reference_quotes", passed: true };
 }

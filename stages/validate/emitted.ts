@@ -7,7 +7,7 @@ import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import type { ValidationReport } from "../../pipeline/schemas/validation.ts";
 import { readListedSessions } from "../../pipeline/session/listed-sessions.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../../pipeline/validation.ts";
-import { answerChecks } from "./answers.ts";
+import { answerChecks, quoteCheck } from "./answers.ts";
 import { validateSession } from "./validate.ts";
 
 /**
@@ -19,7 +19,7 @@ export async function checkEmittedSessions(benchmark: OpenedBenchmark, files?: s
   const specs = files?.length
     ? files.map((file) => ({ file, spec: readJsonFile(file, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)") }))
     : readListedSessions(benchmark.sessionsDir).map(({ file, spec }) => ({ file: `${benchmark.sessionsDir}/${file}`, spec }));
-  const tasks = readManifest(benchmark.layout.manifest);
+  const { tasks, requests } = readManifest(benchmark.layout.manifest);
   const settings = benchmark.project.settings.session;
   const repositories = new Map<string, { answers: RepositoryAnswers; mirror: string }>();
   const results: { file: string; report: ValidationReport }[] = [];
@@ -31,7 +31,7 @@ export async function checkEmittedSessions(benchmark: OpenedBenchmark, files?: s
     repositories.set(spec.repo, repository);
     const heldout = new Map(spec.checkouts.map((c) => [c.task_id, benchmark.requireHeldout(c.task_id, `a task of ${basename(file)}`)]));
     const answers = await answerChecks(spec, heldout, repository, settings.answer_rule);
-    const checks = [...validateSession(spec, tasks, settings.checkouts, settings.interruptions), ...answers.checks];
+    const checks = [...validateSession(spec, tasks, settings.checkouts, settings.interruptions), ...answers.checks, quoteCheck(spec, heldout, requests)];
     results.push({
       file,
       report: { session_id: spec.session_id, passed: checks.every((c) => c.passed), checks, interruption_answers: answers.interruptionAnswers },
@@ -51,6 +51,7 @@ function readManifest(path: string) {
     );
   }
   const tasks = new Map<string, { id: string; repo: string; sourceFiles: string[]; sourceDirs: string[]; stages: number }>();
+  const requests = new Map<string, ManifestEntry["requests"]>();
   text
     .split("\n")
     .filter(Boolean)
@@ -59,8 +60,9 @@ function readManifest(path: string) {
       if (!parsed.success) throw new InputError(`${path}: line ${i + 1}: ${describeFirstIssue(parsed.error, JSON.parse(line))}`);
       const t = parsed.data;
       tasks.set(t.task_id, { id: t.task_id, repo: t.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length });
+      requests.set(t.task_id, t.requests);
     });
-  return tasks;
+  return { tasks, requests };
 }
 
 /** The checks of each session, one line each, failures with what failed; for a terminal. */

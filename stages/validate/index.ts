@@ -4,7 +4,7 @@ import { ValidationReport } from "../../pipeline/schemas/validation.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { openRepositoryAnswers } from "../../pipeline/answers/open.ts";
-import { answerChecks } from "./answers.ts";
+import { answerChecks, quoteCheck } from "./answers.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { validateSession } from "./validate.ts";
 
@@ -31,6 +31,7 @@ export const validateStage = defineStage({
       taskList.map((t) => [t.id, { id: t.id, repo: t.snapshot.repo, sourceFiles: t.source_files, sourceDirs: t.source_dirs, stages: t.requests.length }]),
     );
     const heldout = new Map(heldoutList.map((h) => [h.task_id, h]));
+    const requests = new Map(taskList.map((t) => [t.id, t.requests]));
     // The answer rule is checked from the repositories themselves, never from what select measured.
     const sessionTasks = new Set(specs.flatMap((s) => s.checkouts.map((c) => c.task_id)));
     const { repositories } = await openRepositoryAnswers(
@@ -42,7 +43,11 @@ export const validateStage = defineStage({
       cache: false,
       work: async (spec): Promise<{ report: ValidationReport; spec?: SessionSpec }> => {
         const answers = await answerChecks(spec, heldout, repositories.get(spec.repo), ctx.session.answer_rule);
-        const checks = [...validateSession(spec, tasks, ctx.session.checkouts, ctx.session.interruptions), ...answers.checks];
+        const checks = [
+          ...validateSession(spec, tasks, ctx.session.checkouts, ctx.session.interruptions),
+          ...answers.checks,
+          quoteCheck(spec, heldout, requests),
+        ];
         const failed = checks.filter((c) => !c.passed);
         const report = { session_id: spec.session_id, passed: !failed.length, checks, interruption_answers: answers.interruptionAnswers };
         if (failed.length)

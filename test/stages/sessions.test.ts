@@ -6,6 +6,8 @@ import { assignCheckouts, buildSchedules, type Slot } from "../../stages/schedul
 import { selectSessions, type SelectableTask } from "../../stages/select/select.ts";
 import { benchmarkProfile } from "../../stages/emit/profile.ts";
 import { validateSession } from "../../stages/validate/validate.ts";
+import { quoteCheck } from "../../stages/validate/answers.ts";
+import type { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 
 const PATHS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
 
@@ -168,5 +170,31 @@ describe("validation catches every kind of broken session", () => {
     ],
   ])("%s", (check, mutate) => {
     expect(failing(mutate)).toContain(check);
+  });
+});
+
+describe("validation refuses a message that quotes its task's reference", () => {
+  const reference = "diff --git a/pkg/f0.py b/pkg/f0.py\n--- a/pkg/f0.py\n+++ b/pkg/f0.py\n@@ -1 +1,3 @@\n-x = 1\n+total = sum(values) / len(values)\n+return round(total, precision)\n";
+  const spec = (text: string) => {
+    const s = specFor(validationSession, new Map(validationPool.map((t) => [t.id, t])));
+    for (const r of s.conditions.switched) if (r.task_id === s.focus && r.stage === 1) r.message.text = text;
+    return s;
+  };
+  const heldout = new Map([[validationSession.focus, { implementation_patch: reference } as HeldoutTask]]);
+  const requests = (approved: boolean) =>
+    new Map([
+      [
+        validationSession.focus,
+        [{ stage: 1, text: "", provenance: { sources: [{ kind: "issue" as const, record_id: "1", author: "a" }], ...(approved ? { quote_approved: { reviewer: "r", reason: "the user's API", file: "c.yaml" } } : {}) } }],
+      ],
+    ]);
+  it("two reference lines, with other spacing and a comment: refused naming the task and stage, unless a curation file approved it", () => {
+    const quoting = spec("Please make mean() use:\n    total = sum(values)/len(values)  # this\n    return round(total,precision)\n");
+    const refused = quoteCheck(quoting, heldout, requests(false));
+    expect(refused).toMatchObject({ check: "no_reference_quotes", passed: false });
+    expect(refused.detail).toContain(`${validationSession.focus} stage 1 quotes 2 lines of its reference implementation`);
+    expect(quoteCheck(quoting, heldout, requests(true)).passed).toBe(true);
+    // One line, in prose, is no quote.
+    expect(quoteCheck(spec("It should divide by `len(values)` as in total = sum(values) / len(values)."), heldout, requests(false)).passed).toBe(true);
   });
 });
