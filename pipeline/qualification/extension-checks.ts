@@ -4,6 +4,8 @@ import { passes, type RunOutcomes, type TestSets } from "./outcomes.ts";
 /** One authored stage as qualify checks it: its place, its file and the tests its patch adds. */
 export interface StageToCheck {
   index: number;
+  /** Where it is in its file (`stages.0`): what a reject names. */
+  field: string;
   file: string;
   /** Declared as `path::name`: a parametrized test is every id of that name with a `[…]` suffix. */
   tests: string[];
@@ -36,28 +38,10 @@ const applied = (through: number) => (through === 0 ? "the upstream fix alone" :
  */
 export function extensionDecision(stages: readonly StageToCheck[], sets: TestSets, runs: readonly ThroughRun[]): Decision {
   const stageTests: { stage: number; tests: string[] }[] = [];
-  for (const stage of stages) {
-    const field = `${stage.file}: field stages.${stage.index - 1}.tests`;
-    const tests: string[] = [];
-    for (const declared of stage.tests) {
-      const ids = idsOf(declared, sets.designated);
-      if (!ids.length) return { kept: false, reason: "extension_not_verified", detail: `${field}: ${declared} was not collected in any run` };
-      tests.push(...ids);
-    }
-    const early = runs.find((r) => r.through === stage.index - 1 && tests.some((t) => passes(r.outcomes[t])));
-    if (early) {
-      const test = tests.find((t) => passes(early.outcomes[t]))!;
-      return {
-        kept: false,
-        reason: "extension_test_passes_early",
-        detail: `${field}: ${test} passes with ${applied(early.through)} (run ${early.run + 1}), before this stage's implementation, so it does not check this stage's request`,
-      };
-    }
-    const broken = laterFailure(stages, tests, stage.index, runs, `stage ${stage.index}'s`);
-    if (broken) return broken;
-    const notF2P = tests.find((t) => !sets.failToPass.includes(t));
-    if (notF2P) return { kept: false, reason: "extension_not_verified", detail: `${field}: ${notF2P} is not fail-to-pass (${whatItIs(notF2P, sets)})` };
-    stageTests.push({ stage: stage.index, tests });
+  for (const verdict of stageVerdicts(stages, sets, runs)) {
+    const first = verdict.problems[0];
+    if (first) return { kept: false, ...first };
+    stageTests.push({ stage: verdict.stage, tests: verdict.tests });
   }
   const authored = new Set(stageTests.flatMap((s) => s.tests));
   // The upstream fix's own tests: failing before it, passing in every run with it alone.
@@ -73,6 +57,45 @@ export function extensionDecision(stages: readonly StageToCheck[], sets: TestSet
       detail: "no test of the upstream change fails before its fix and passes after it; only the extensions' tests do",
     };
   return { kept: true, stageTests };
+}
+
+/** One stage's tests as collected, and what is wrong with them (nothing: the stage is proved). */
+export interface StageVerdict {
+  stage: number;
+  file: string;
+  tests: string[];
+  problems: { reason: RejectReason; detail: string }[];
+}
+
+/**
+ * Every stage's checks, each stage on its own (extensionDecision stops at the first problem; an
+ * author checking a file by hand wants every stage's answer): its tests collected, failing in
+ * every run before its implementation, passing in every run of every later state, fail-to-pass.
+ */
+export function stageVerdicts(stages: readonly StageToCheck[], sets: TestSets, runs: readonly ThroughRun[]): StageVerdict[] {
+  return stages.map((stage) => {
+    const field = `${stage.file}: field ${stage.field}.tests`;
+    const verdict: StageVerdict = { stage: stage.index, file: stage.file, tests: [], problems: [] };
+    for (const declared of stage.tests) {
+      const ids = idsOf(declared, sets.designated);
+      if (!ids.length) verdict.problems.push({ reason: "extension_not_verified", detail: `${field}: ${declared} was not collected in any run` });
+      verdict.tests.push(...ids);
+    }
+    if (verdict.problems.length) return verdict;
+    const early = runs.find((r) => r.through === stage.index - 1 && verdict.tests.some((t) => passes(r.outcomes[t])));
+    if (early) {
+      const test = verdict.tests.find((t) => passes(early.outcomes[t]))!;
+      verdict.problems.push({
+        reason: "extension_test_passes_early",
+        detail: `${field}: ${test} passes with ${applied(early.through)} (run ${early.run + 1}), before this stage's implementation, so it does not check this stage's request`,
+      });
+    }
+    const broken = laterFailure(stages, verdict.tests, stage.index, runs, `stage ${stage.index}'s`);
+    if (broken && !broken.kept) verdict.problems.push({ reason: broken.reason, detail: broken.detail });
+    const notF2P = verdict.tests.find((t) => !sets.failToPass.includes(t));
+    if (notF2P) verdict.problems.push({ reason: "extension_not_verified", detail: `${field}: ${notF2P} is not fail-to-pass (${whatItIs(notF2P, sets)})` });
+    return verdict;
+  });
 }
 
 /** The first run of a state after `from` in which one of `tests` (made to pass at `from`) fails, as the reject that names the stage to blame. */
@@ -91,7 +114,7 @@ function laterFailure(
     return {
       kept: false,
       reason: "extension_breaks_earlier_stage",
-      detail: `${culprit.file}: field stages.${culprit.index - 1}.implementation: ${test} (${owner}) fails with ${applied(run.through)} (run ${run.run + 1}): a later stage extends what an earlier one made pass, never replaces it`,
+      detail: `${culprit.file}: field ${culprit.field}.implementation: ${test} (${owner}) fails with ${applied(run.through)} (run ${run.run + 1}): a later stage extends what an earlier one made pass, never replaces it`,
     };
   }
   return undefined;

@@ -93,7 +93,7 @@ export function qualifyTaskInput(
       ? {
           extension: {
             upstreamImplementationPatch: split.upstream_implementation_patch ?? "",
-            stages: split.extensions.map((e) => ({ index: e.index, file: e.file, tests: e.tests, implementationPatch: e.implementation_patch })),
+            stages: split.extensions.map((e) => ({ index: e.index, field: e.field, file: e.file, tests: e.tests, implementationPatch: e.implementation_patch })),
           },
         }
       : {}),
@@ -121,7 +121,7 @@ function checkoutStates(input: QualifyTaskInput): CheckoutState[] {
     for (let through = 0; through < extension.stages.length; through++) {
       if (through > 0) {
         const stage = extension.stages[through - 1]!;
-        implementations.push({ name: `${stage.file}: stages.${stage.index - 1}.implementation`, text: stage.implementationPatch });
+        implementations.push({ name: `${stage.file}: ${stage.field}.implementation`, text: stage.implementationPatch });
       }
       states.push({ state: "through", through, label: `through stage ${through} of the extension`, patches: [tests, ...implementations] });
     }

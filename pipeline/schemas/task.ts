@@ -3,7 +3,8 @@ import { CommitSha, IsoTimestamp, RepoName, TaskId } from "./common.ts";
 import { EnvironmentRecipe } from "./repo-profile.ts";
 
 export const ProvenanceSource = z.object({
-  kind: z.enum(["issue", "pr_body", "review", "review_comment", "issue_comment", "authored"]),
+  /** `upstream_commit`: a stage whose code and tests are a commit of the pull request, its request written by the benchmark's maintainers. */
+  kind: z.enum(["issue", "pr_body", "review", "review_comment", "issue_comment", "authored", "upstream_commit"]),
   record_id: z.string(),
   url: z.string().optional(),
   author: z.string(),

@@ -33,7 +33,7 @@ export function heldoutTask(task: Task, split: SplitChange, env: EnvironmentSpec
     environment: env.recipe,
     environment_as_of: env.asOf,
     upstream: {
-      patch: (split.upstream_implementation_patch ?? split.implementation_patch) + (split.upstream_test_patch ?? split.test_patch),
+      patch: split.upstream_patch,
       pull_number: split.pull_number,
       merge_commit: split.merge_commit,
     },

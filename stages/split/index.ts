@@ -2,7 +2,8 @@ import { basename } from "node:path";
 import { z } from "zod";
 import { cloneSourceOf, profileFileName } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
-import { SplitChange } from "../../pipeline/schemas/split.ts";
+import { type ExtensionStage, SplitChange } from "../../pipeline/schemas/split.ts";
+import { upstreamCommitStages } from "./upstream-commits.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { DiffParseError } from "../../pipeline/changes/diff.ts";
 import type { composePatches } from "../../pipeline/git.ts";
@@ -90,13 +91,19 @@ export const splitStage = defineStage({
             base_commit: candidate.base_commit,
             ...splitFields(result),
             classification,
+            upstream_patch: result.implementationPatch + result.testPatch,
             ...pullRequestFacts(candidate),
           });
         const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
         return extendedSplit(
           candidate,
           result,
-          { file: extension, rules: loaded.profile.classification, mirror, compose: ctx.mirrors.compose.bind(ctx.mirrors) },
+          {
+            file: extension,
+            rules: loaded.profile.classification,
+            compose: (patches) => ctx.mirrors.compose(mirror, candidate.base_commit, patches),
+            git: (args) => ctx.mirrors.git(mirror, args),
+          },
           classification,
         );
       },
@@ -117,21 +124,28 @@ async function extendedSplit(
   extension: {
     file: { path: string; text: string; invalid?: unknown[] };
     rules: Parameters<typeof splitReferenceChange>[1];
-    mirror: string;
-    compose: (mirror: string, commit: string, patches: { name: string; text: string }[]) => ReturnType<typeof composePatches>;
+    compose: (patches: { name: string; text: string }[]) => ReturnType<typeof composePatches>;
+    git: (args: string[]) => Promise<string>;
   },
   classification: SplitChange["classification"],
 ): Promise<SplitChange> {
   const { path, text } = extension.file;
-  let stages;
+  let stages: ExtensionStage[];
+  let cut: Awaited<ReturnType<typeof upstreamCommitStages>>;
+  let first = upstream;
   try {
     if (extension.file.invalid?.length) throw new ExtensionError(`${path}: not valid UTF-8 at ${describeInvalid(extension.file.invalid as never)}`, "(file)");
-    stages = checkExtension(path, candidate.id, parseExtension(path, text), extension.rules, readTestPatch(upstream.testPatch).added);
+    const parsed = parseExtension(path, text);
+    // Stages from the pull request's own commits come first; the record's request then asks for the first part alone.
+    cut = await upstreamCommitStages(extension.git, path, candidate.base_commit, parsed, extension.rules);
+    if (cut) first = splitReferenceChange(cut.firstDiff, extension.rules);
+    const fromHistory = cut?.stages ?? [];
+    stages = [...fromHistory, ...checkExtension(path, candidate.id, parsed, extension.rules, readTestPatch(first.testPatch).added, fromHistory)];
   } catch (error) {
     if (error instanceof ExtensionError) throw new RecordError("invalid_extension", `${candidate.id}: ${error.message}`, { file: path, field: error.field });
     throw error;
   }
-  const composed = await extension.compose(extension.mirror, candidate.base_commit, referencePatches(candidate.reference_diff, stages));
+  const composed = await extension.compose(referencePatches(cut?.firstDiff ?? candidate.reference_diff, stages));
   if (!composed.ok)
     throw new RecordError(
       "patch_does_not_apply",
@@ -145,8 +159,8 @@ async function extendedSplit(
     base_commit: candidate.base_commit,
     ...splitFields(whole),
     classification,
-    upstream_implementation_patch: upstream.implementationPatch,
-    upstream_test_patch: upstream.testPatch,
+    upstream_implementation_patch: first.implementationPatch,
+    upstream_patch: cut?.historyPatch ?? upstream.implementationPatch + upstream.testPatch,
     extensions: stages,
     ...pullRequestFacts(candidate),
   });

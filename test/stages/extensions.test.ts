@@ -161,8 +161,8 @@ describe("qualify's stage-by-stage checks", () => {
     unstable: [],
   });
   const stages = [
-    { index: 1, file: "e.yaml", tests: ["t::one"] },
-    { index: 2, file: "e.yaml", tests: ["t::two"] },
+    { index: 1, field: "stages.0", file: "e.yaml", tests: ["t::one"] },
+    { index: 2, field: "stages.1", file: "e.yaml", tests: ["t::two"] },
   ];
   const run = (through: number, passing: string[], r = 0) => ({
     through,
@@ -186,7 +186,7 @@ describe("qualify's stage-by-stage checks", () => {
   });
 
   it("takes a parametrized test's instances as the declared test", () => {
-    const decision = extensionDecision([stages[0]!, { index: 2, file: "e.yaml", tests: ["t::two"] }], sets(["t::up", "t::one", "t::two[a]"]), [
+    const decision = extensionDecision([stages[0]!, { index: 2, field: "stages.1", file: "e.yaml", tests: ["t::two"] }], sets(["t::up", "t::one", "t::two[a]"]), [
       run(0, ["t::up"]),
       run(1, ["t::up", "t::one"]),
       run(2, ["t::up", "t::one", "t::two[a]"]),
@@ -236,6 +236,7 @@ describe("authored stages among the upstream requests", () => {
   }));
   const stage = (index: number, after: number | null) => ({
     index,
+    field: `stages.${index - 1}`,
     file: "ext/t.yaml",
     author: "A. Maintainer",
     reason: "coverage",
