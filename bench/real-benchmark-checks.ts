@@ -1,5 +1,7 @@
 // What a benchmark from real records promises, each a line with its figure (bench/real-benchmark.ts).
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import type { AuditRecord } from "../pipeline/schemas/audit.ts";
 import type { OracleRecord } from "../pipeline/schemas/oracle.ts";
@@ -9,6 +11,8 @@ import type { SessionSpec } from "../pipeline/schemas/session.ts";
 import type { Task } from "../pipeline/schemas/task.ts";
 import type { ValidationReport } from "../pipeline/schemas/validation.ts";
 import { benchmarkProfile, profileBesideStudy } from "../stages/emit/profile.ts";
+
+const execFileAsync = promisify(execFile);
 
 export function readJsonl<T>(path: string): T[] {
   if (!existsSync(path)) return [];
@@ -104,4 +108,35 @@ export function checkBuiltBenchmark(
   console.log("");
   for (const line of profileBesideStudy(benchmarkProfile(sessions))) console.log(line);
   return checks.every(([, passed]) => passed);
+}
+
+/**
+ * SPEC §2.7, what else could reveal an answer: the environment images of the benchmark's tasks must
+ * not hold the repository at another revision. In every revision image of these repositories,
+ * each package root of the profile imports from the checkout at its base (/work), and no other
+ * copy of it is anywhere in the image (a release a dependency pulled in, a cache).
+ */
+export async function checkEnvironmentImages(packages: ReadonlyMap<string, string[]>): Promise<boolean> {
+  const run = (args: string[]) => execFileAsync("docker", args, { maxBuffer: 1 << 26 }).then((r) => r.stdout.trim());
+  const images = (await run(["images", "--filter", "label=org.switch-swe.repo", "--format", "{{.Repository}}:{{.Tag}}"])).split("\n").filter((i) => i.startsWith("switch-swe-rev:"));
+  let checked = 0;
+  const problems: string[] = [];
+  for (const image of images) {
+    const repo = await run(["inspect", image, "--format", '{{index .Config.Labels "org.switch-swe.repo"}}']);
+    const roots = packages.get(repo);
+    if (!roots) continue;
+    checked++;
+    // Package directories only: a root that is one module (pytest's src/py.py shim) shares its name with a dependency.
+    for (const pkg of roots.filter((r) => !r.endsWith(".py"))) {
+      const name = pkg.split("/").pop()!;
+      const script = `find / -xdev \\( -path '*/${name}/__init__.py' -o -name '${name}.py' -o -iname '${name}-*.whl' \\) -not -path '/work/*' -not -path '/proc/*' 2>/dev/null | grep -v '/env/lib/python[0-9.]*/site-packages/__editable__' | head -3; /env/bin/python -c 'import ${name}; print(${name}.__file__)' 2>/dev/null`;
+      const out = (await run(["run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", script]).catch((e: Error) => `failed: ${e.message}`)).split("\n").filter(Boolean);
+      const imported = out.at(-1) ?? "";
+      const copies = out.slice(0, -1);
+      if (!imported.startsWith("/work/") || copies.length) problems.push(`${image} (${repo}): ${name} imports from ${imported || "nowhere"}${copies.length ? `; other copies: ${copies.join(", ")}` : ""}`);
+    }
+  }
+  console.log(`${problems.length ? "FAIL" : "ok  "}  environment images hold their repository at the task's base only: ${checked - new Set(problems.map((p) => p.split(" ")[0])).size} of ${checked} revision image(s)`);
+  for (const p of problems) console.log(`      ${p}`);
+  return !problems.length && checked > 0;
 }

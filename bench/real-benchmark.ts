@@ -23,7 +23,8 @@ import type { RunSummary } from "../pipeline/engine/engine.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { WorkLayout } from "../pipeline/work-layout.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
-import { checkBuiltBenchmark, readJsonl } from "./real-benchmark-checks.ts";
+import { checkBuiltBenchmark, checkEnvironmentImages, readJsonl } from "./real-benchmark-checks.ts";
+import { loadProfilesDir } from "../pipeline/profiles/load.ts";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 const { values } = parseArgs({
@@ -46,7 +47,17 @@ if (!existsSync(shipped))
 const configured = parse(readFileSync(shipped, "utf8")) as {
   stages: { select: { near: number; far: number; min_focus_stages?: number; min_interruption_stages?: number } };
 };
-if (values.check) process.exit(checkBuiltBenchmark(new WorkLayout(resolve(values.check)).artifacts, configured.stages.select) ? 0 : 1);
+/** Each repository the benchmark's sessions use, with its profile's package roots. */
+const packagesOf = (artifacts: string) => {
+  const repos = new Set(readJsonl<{ repo: string }>(join(artifacts, "validate", "sessions.jsonl")).map((s) => s.repo));
+  const { profiles } = loadProfilesDir(join(root, "data", "repos"), root);
+  return new Map([...repos].map((repo) => [repo, profiles.get(repo)?.profile.classification.package_roots ?? [repo.split("/")[1]!]]));
+};
+if (values.check) {
+  const artifacts = new WorkLayout(resolve(values.check)).artifacts;
+  const held = checkBuiltBenchmark(artifacts, configured.stages.select);
+  process.exit(held && (await checkEnvironmentImages(packagesOf(artifacts))) ? 0 : 1);
+}
 
 const recordsDir = resolve(values["records-dir"] ?? join(root, "..", "shared", "data"));
 if (!existsSync(recordsDir)) throw new Error(`no SWE-bench Lite files at ${recordsDir}: give --records-dir DIR`);
@@ -78,7 +89,8 @@ const timed = async (label: string): Promise<{ summary: RunSummary; seconds: num
 let ok = false;
 try {
   const first = await timed("build");
-  ok = first.summary.ok && checkBuiltBenchmark(new WorkLayout(join(dir, "work")).artifacts, configured.stages.select);
+  const artifacts = new WorkLayout(join(dir, "work")).artifacts;
+  ok = first.summary.ok && checkBuiltBenchmark(artifacts, configured.stages.select) && (await checkEnvironmentImages(packagesOf(artifacts)));
   if (!values["no-reruns"]) {
     const again = await timed("re-run, nothing changed");
     console.log(`re-run unchanged: ${again.seconds.toFixed(1)} s, ${((100 * again.seconds) / first.seconds).toFixed(1)} % of the build`);
