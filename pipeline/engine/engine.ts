@@ -68,6 +68,8 @@ export interface StageSummary {
   reused: number;
   /** The first few transient failures of an incomplete stage, for the summary. */
   transient?: string[];
+  /** Lines the stage gave for the run's summary (a shortfall, what a rule cost). */
+  notes?: string[];
   error?: string;
 }
 
@@ -237,8 +239,10 @@ export function formatSummary(summary: RunSummary): string {
         ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}`
         : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
     });
+  const notes = summary.stages.flatMap((s) => (s.notes ?? []).map((n) => `  ${s.stage}: ${n}`));
   const sections = [table];
   if (unfinished.length) sections.push(`not finished (the run exits non-zero; run it again once the cause is gone):\n${unfinished.join("\n")}`);
   if (reasons.length) sections.push(`rejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}`);
+  if (notes.length) sections.push(`notes:\n${notes.join("\n")}`);
   return sections.join("\n\n");
 }

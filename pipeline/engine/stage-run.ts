@@ -45,6 +45,8 @@ export interface StageOutcome {
   rejected: number;
   by_reason?: Record<string, number>;
   reused: number;
+  /** Lines the stage gave for the run's summary. */
+  notes?: string[];
   transient?: string[];
 }
 
@@ -243,6 +245,9 @@ function stageContext(
     metric: (values) => store.appendMetric(stage.name, values),
     saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
     github: (settings) => openGithubClient(settings, { baseDir: run.baseDir, layout: run.workspace.layout, log }),
+    note(line) {
+      tally.notes.push(line);
+    },
     reject(reject) {
       // A record already counted by mapRecords (rejected after its work) is not counted twice.
       if (!tally.seenIds.has(reject.record_id)) tally.processed++;
@@ -313,7 +318,7 @@ export async function runStage(
   const previous = store.readLock().stages[stage.name];
   if (!force && !recheck && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
     log.info("up to date: inputs, config, settings and code unchanged; no work done");
-    return { stage: stage.name, status: "up_to_date", ...previous.counts, reused: previous.counts.in };
+    return { stage: stage.name, status: "up_to_date", ...previous.counts, reused: previous.counts.in, notes: previous.notes };
   }
   const tally = new RecordTally();
   const published = new Publications();
@@ -349,6 +354,7 @@ export async function runStage(
       published: published.files,
       published_dirs: published.dirs.sort(),
       counts,
+      notes: tally.notes,
     };
   }
   await store.writeLock(fresh);
@@ -358,6 +364,7 @@ export async function runStage(
     status: incomplete ? "incomplete" : "ran",
     ...counts,
     reused: tally.reused,
+    notes: tally.notes,
     ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}),
   };
 }

@@ -135,6 +135,8 @@ export interface StageContext<C> {
   saveLog(name: string, text: string): Promise<string>;
   /** Records a reject found outside mapRecords (for example a malformed input line). */
   reject(reject: Omit<Reject, "stage">): void;
+  /** A line for the run's summary, under the stage's name (what a maintainer must read after the run: a shortfall, what a rule cost). */
+  note(line: string): void;
 }
 
 export interface StageDefinition<C = unknown, I extends Record<string, InputSpec<any>> = Record<string, InputSpec<any>>> {

@@ -130,11 +130,23 @@ function report(ctx: StageContext<SelectConfig>, result: Awaited<ReturnType<type
   const byReason = new Map<string, number>();
   for (const e of result.exclusions) byReason.set(e.reason, (byReason.get(e.reason) ?? 0) + 1);
   const foci = new Set(result.exclusions.map((e) => e.focus)).size;
-  ctx.log.info(
+  ctx.note(
     `answer rule (${ctx.session.answer_rule.strategy}): ${result.exclusions.length} candidate interruption(s) kept out over ${foci} focus task(s)${
       byReason.size ? ` (${[...byReason].map(([r, n]) => `${r} ${n}`).join(", ")})` : ""
     }; ${result.sessions.reduce((n, s) => n + s.derived_checkouts.length, 0)} interruption checkout(s) with the focus's fix reversed out; ${result.sessions.reduce((n, s) => n + s.interruption_answers.length, 0)} interruption answer(s) in other checkouts (${ctx.session.answer_rule.interruptions === "exclude" ? "excluded" : "reported"})`,
   );
+  const perFocus = new Map<string, Map<string, number>>();
+  for (const e of result.exclusions) {
+    const reasons = perFocus.get(e.focus) ?? new Map<string, number>();
+    reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
+    perFocus.set(e.focus, reasons);
+  }
+  if (perFocus.size)
+    ctx.note(
+      `kept out per focus candidate: ${[...perFocus]
+        .map(([focus, reasons]) => `${focus} ${[...reasons].map(([r, n]) => `${r} ${n}`).join(" + ")}${chosen.has(focus) ? "" : " (skipped)"}`)
+        .join("; ")}`,
+    );
   const shortfalls = (["near", "far"] as const).flatMap((group) => {
     const got = result.sessions.filter((s) => s.locality === group).length;
     const wanted = ctx.config[group];
@@ -145,7 +157,10 @@ function report(ctx: StageContext<SelectConfig>, result: Awaited<ReturnType<type
       : [];
   });
   if (shortfalls.length && ctx.config.strict) throw new Error(`select (--strict): ${shortfalls.join("; ")}`);
-  for (const shortfall of shortfalls) ctx.log.warn(`select: ${shortfall}`);
+  for (const shortfall of shortfalls) {
+    ctx.log.warn(`select: ${shortfall}`);
+    ctx.note(`shortfall: ${shortfall}`);
+  }
   ctx.log.info(
     `${result.sessions.filter((s) => s.locality === "near").length} near and ${result.sessions.filter((s) => s.locality === "far").length} far sessions; ${Object.keys(result.interruptionReuse).length} distinct interruption tasks`,
   );

@@ -61,6 +61,7 @@ function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = 
           return { id: i.id, value: i.value * ctx.config.factor };
         },
       });
+      if (ctx.config.factor > 2) ctx.note(`a factor of ${ctx.config.factor} leaves ${doubled.length} record(s) past the usual range`);
       return { doubled };
     },
   });
@@ -104,6 +105,19 @@ describe("engine cache", () => {
       { id: "a", value: 2 },
       { id: "b", value: 4 },
     ]);
+  });
+
+  it("shows what a stage notes in the run's summary, again while it is up to date, and a rechecked stage runs with its records' caches", async () => {
+    const t = setup(["a=1", "b=2"]);
+    const first = await runProjectOnce(t.options({ split: { factor: 3 } }));
+    expect(formatSummary(first)).toContain("notes:\n  split: a factor of 3 leaves 2 record(s) past the usual range");
+    const again = await runProjectOnce(t.options({ split: { factor: 3 } }));
+    expect(again.stages.find((s) => s.stage === "split")!.status).toBe("up_to_date");
+    expect(formatSummary(again)).toContain("split: a factor of 3 leaves 2 record(s)");
+    // recheck: the stage runs although nothing changed, and reuses every record's cached result.
+    const rechecked = await runProjectOnce(t.options({ split: { factor: 3 } }), { recheck: ["mine"] });
+    expect(rechecked.stages.find((s) => s.stage === "mine")).toMatchObject({ status: "ran", reused: 2 });
+    expect(t.calls.mine).toEqual(["a", "b"]);
   });
 
   it("reruns a stage whose config changed, and only that stage onwards", async () => {
