@@ -51,7 +51,12 @@ export function buildSchedules(input: ScheduleInput): Schedules {
   // With two or more gaps, an interruption of two or more requests is suspended and resumed: its
   // prefix has at least two requests, so it can be cut into two chunks.
   const resumable = (t: { stages: number }) => gaps >= 2 && t.stages >= 2;
-  const items = input.interruptions.map((t) => ({ ...t, prefix: pickInt(rng, resumable(t) ? 2 : 1, t.stages) }));
+  // Most of each interruption is worked on (its last request at most is left for later): the
+  // interruptions are real work between focus returns, as the study's sessions of 22 requests are.
+  const items = input.interruptions.map((t) => {
+    const lower = resumable(t) ? 2 : 1;
+    return { ...t, prefix: pickInt(rng, Math.max(lower, t.stages - 1), t.stages) };
+  });
   // Enough prefix to put work in every gap: grow prefixes (within each task's stages) if needed.
   const capacity = () => items.reduce((n, t) => n + Math.min(t.prefix, gaps), 0);
   for (const t of shuffle(items, rng)) while (capacity() < gaps && t.prefix < t.stages) t.prefix++;

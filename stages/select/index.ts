@@ -144,6 +144,7 @@ function report(ctx: StageContext<SelectConfig>, result: Awaited<ReturnType<type
   if (perFocus.size)
     ctx.note(
       `kept out per focus candidate: ${[...perFocus]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([focus, reasons]) => `${focus} ${[...reasons].map(([r, n]) => `${r} ${n}`).join(" + ")}${chosen.has(focus) ? "" : " (skipped)"}`)
         .join("; ")}`,
     );
