@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { git, GitError } from "../git.ts";
 
-/** A task's upstream reference, as history holds it, to be reversed out of a later base. */
+/** A task's upstream reference, as history holds it (a full-index diff: the reverse merges three ways from its blobs), to be reversed out of a later base. */
 export interface ReversedReference {
   taskId: string;
   patch: string;
@@ -23,7 +23,8 @@ export type DerivedCommit = { ok: true; commit: string } | { ok: false; taskId: 
 
 /**
  * A commit of `base`'s files with each given task's upstream reference reversed out of them (git
- * apply -R on an index of its own, nothing checked out), as a child of `base` with a fixed author,
+ * apply -R --3way on an index of its own, nothing checked out; a conflict is a refusal, never
+ * resolved), as a child of `base` with a fixed author,
  * date and message: the same inputs give the same commit id in any clone. A reference that does
  * not reverse cleanly (later history changed its lines) is said with the task it belongs to. The
  * commit is kept reachable by a ref of its own so a mirror's housekeeping never drops it.
@@ -37,11 +38,24 @@ export async function derivedCommit(mirror: string, base: string, reversed: read
     await run(["read-tree", base]);
     for (const { taskId, patch } of reversed) {
       try {
-        await run(["apply", "--cached", "-R", "--whitespace=nowarn", "--binary", "-"], patch);
+        // Three-way, from the blobs the full-index patch names: the later base's lines around the
+        // change may have moved (tests appended after it), which a strict reverse would refuse.
+        await run(["apply", "--cached", "-R", "--3way", "--whitespace=nowarn", "--binary", "-"], patch);
       } catch (error) {
         if (!(error instanceof GitError)) throw error;
-        return { ok: false, taskId, error: error.stderr.trim().split("\n").slice(0, 2).join(" | ") };
+        const said = error.stderr
+          .trim()
+          .split("\n")
+          .filter((l) => !/^(Falling back|Applied patch|U )/.test(l));
+        return { ok: false, taskId, error: said.slice(0, 2).join(" | ") || "the reverse does not merge cleanly" };
       }
+      const unmerged = (await run(["ls-files", "--unmerged"])).trim();
+      if (unmerged)
+        return {
+          ok: false,
+          taskId,
+          error: `the reverse conflicts with later changes in ${[...new Set(unmerged.split("\n").map((l) => l.split("\t")[1]))].join(", ")}`,
+        };
     }
     const tree = (await run(["write-tree"])).trim();
     const message = `switch-swe: ${base} without the upstream reference of ${reversed.map((r) => r.taskId).join(", ")}\n`;

@@ -51,24 +51,7 @@ export const splitStage = defineStage({
             `there is no profile ${ctx.profiles.dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
           throw new RecordError("unknown_repository", `${candidate.id}: field repo: ${why}`, { field: "repo" });
         }
-        let result;
-        try {
-          result = splitReferenceChange(candidate.reference_diff, loaded.profile.classification);
-        } catch (error) {
-          if (error instanceof DiffParseError)
-            throw new RecordError("unparsable_diff", `${candidate.id}: field reference_diff: ${error.message}`, { field: "reference_diff" });
-          throw error;
-        }
-        if (!result.sourceFiles.length)
-          throw new RecordError(
-            "no_source_changes",
-            `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`,
-            { field: "reference_diff" },
-          );
-        if (!result.testPatch)
-          throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, {
-            field: "reference_diff",
-          });
+        const result = referenceSplit(candidate, loaded.profile.classification);
         if (ctx.config.check_apply) {
           const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
           for (const [name, patch] of [
@@ -84,6 +67,8 @@ export const splitStage = defineStage({
         }
         const classification = { profile: loaded.file, profile_sha256: loaded.sha256 };
         const extension = extensions.get(candidate.id);
+        const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
+        const compose = (patches: { name: string; text: string }[]) => ctx.mirrors.compose(mirror, candidate.base_commit, patches);
         if (!extension)
           return SplitChange.parse({
             task_id: candidate.id,
@@ -91,17 +76,16 @@ export const splitStage = defineStage({
             base_commit: candidate.base_commit,
             ...splitFields(result),
             classification,
-            upstream_patch: result.implementationPatch + result.testPatch,
+            upstream_patch: await historyPatch(candidate.id, compose, result),
             ...pullRequestFacts(candidate),
           });
-        const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
         return extendedSplit(
           candidate,
           result,
           {
             file: extension,
             rules: loaded.profile.classification,
-            compose: (patches) => ctx.mirrors.compose(mirror, candidate.base_commit, patches),
+            compose,
             git: (args) => ctx.mirrors.git(mirror, args),
           },
           classification,
@@ -111,6 +95,29 @@ export const splitStage = defineStage({
     return { splits };
   },
 });
+
+/** The reference change split by the profile's classes; a change with no source file or no test file is rejected, saying why. */
+function referenceSplit(candidate: Candidate, rules: Parameters<typeof splitReferenceChange>[1]): ReturnType<typeof splitReferenceChange> {
+  let result;
+  try {
+    result = splitReferenceChange(candidate.reference_diff, rules);
+  } catch (error) {
+    if (error instanceof DiffParseError)
+      throw new RecordError("unparsable_diff", `${candidate.id}: field reference_diff: ${error.message}`, { field: "reference_diff" });
+    throw error;
+  }
+  if (!result.sourceFiles.length)
+    throw new RecordError(
+      "no_source_changes",
+      `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`,
+      { field: "reference_diff" },
+    );
+  if (!result.testPatch)
+    throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, {
+      field: "reference_diff",
+    });
+  return result;
+}
 
 /**
  * A task with benchmark-authored extensions: its reference becomes the upstream change and every
@@ -160,10 +167,30 @@ async function extendedSplit(
     ...splitFields(whole),
     classification,
     upstream_implementation_patch: first.implementationPatch,
-    upstream_patch: cut?.historyPatch ?? upstream.implementationPatch + upstream.testPatch,
+    upstream_patch: cut?.historyPatch ?? (await historyPatch(candidate.id, extension.compose, upstream)),
     extensions: stages,
     ...pullRequestFacts(candidate),
   });
+}
+
+/**
+ * The upstream change's source and test files as one full-index diff over the base (made by git
+ * from the two patches): the answer rule reverses it three ways from its blobs.
+ */
+async function historyPatch(
+  id: string,
+  compose: (patches: { name: string; text: string }[]) => ReturnType<typeof composePatches>,
+  change: { implementationPatch: string; testPatch: string },
+): Promise<string> {
+  const composed = await compose([
+    { name: "implementation", text: change.implementationPatch },
+    { name: "test", text: change.testPatch },
+  ]);
+  if (!composed.ok)
+    throw new RecordError("patch_does_not_apply", `${id}: the ${composed.name} patch does not apply to the base: ${composed.error}`, {
+      field: "reference_diff",
+    });
+  return composed.diff;
 }
 
 /** Where the change was merged, as mining found it: the answer rule's way into history. */
