@@ -43,10 +43,10 @@ export async function derivedCommit(mirror: string, base: string, reversed: read
         await run(["apply", "--cached", "-R", "--3way", "--whitespace=nowarn", "--binary", "-"], patch);
       } catch (error) {
         if (!(error instanceof GitError)) throw error;
-        const said = error.stderr
-          .trim()
-          .split("\n")
-          .filter((l) => !/^(Falling back|Applied patch|U )/.test(l));
+        const lines = error.stderr.trim().split("\n");
+        const conflicted = lines.filter((l) => l.startsWith("U ")).map((l) => l.slice(2));
+        if (conflicted.length) return { ok: false, taskId, error: `the reverse conflicts with later changes to ${conflicted.join(", ")}` };
+        const said = lines.filter((l) => !/^(Falling back|Applied patch)/.test(l));
         return { ok: false, taskId, error: said.slice(0, 2).join(" | ") || "the reverse does not merge cleanly" };
       }
       const unmerged = (await run(["ls-files", "--unmerged"])).trim();
