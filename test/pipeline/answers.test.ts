@@ -128,7 +128,7 @@ describe("a checkout with a task's fix reversed out of it", () => {
     // The rest of the later base is untouched.
     expect(await git([`--git-dir=${repo.gitDir}`, "show", `${commit}:pkg/other.py`])).toBe("X = 3\n");
     const failed = await derivedCommit(repo.gitDir, repo.rewritten, reversed);
-    expect(failed).toMatchObject({ ok: false, taskId: "o__n-7" });
+    expect(failed).toMatchObject({ ok: false, taskId: "o__n-7", error: "the reverse conflicts with later changes to pkg/shapes.py" });
     // A session's checkout made again and compared with what the session says.
     const checkout = { path: "/workspace/w01", task_id: "o__n-9", base_commit: repo.later, derived: { without: ["o__n-7"], commit } };
     expect(await checkoutCommit(repo.gitDir, checkout, () => repo.patch + repo.testPatch)).toBe(commit);
