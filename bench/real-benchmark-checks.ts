@@ -118,7 +118,9 @@ export function checkBuiltBenchmark(
  */
 export async function checkEnvironmentImages(packages: ReadonlyMap<string, string[]>): Promise<boolean> {
   const run = (args: string[]) => execFileAsync("docker", args, { maxBuffer: 1 << 26 }).then((r) => r.stdout.trim());
-  const images = (await run(["images", "--filter", "label=org.switch-swe.repo", "--format", "{{.Repository}}:{{.Tag}}"])).split("\n").filter((i) => i.startsWith("switch-swe-rev:"));
+  const images = (await run(["images", "--filter", "label=org.switch-swe.repo", "--format", "{{.Repository}}:{{.Tag}}"]))
+    .split("\n")
+    .filter((i) => i.startsWith("switch-swe-rev:"));
   let checked = 0;
   const problems: string[] = [];
   for (const image of images) {
@@ -130,13 +132,18 @@ export async function checkEnvironmentImages(packages: ReadonlyMap<string, strin
     for (const pkg of roots.filter((r) => !r.endsWith(".py"))) {
       const name = pkg.split("/").pop()!;
       const script = `find / -xdev \\( -path '*/${name}/__init__.py' -o -name '${name}.py' -o -iname '${name}-*.whl' \\) -not -path '/work/*' -not -path '/proc/*' 2>/dev/null | grep -v '/env/lib/python[0-9.]*/site-packages/__editable__' | head -3; /env/bin/python -c 'import ${name}; print(${name}.__file__)' 2>/dev/null`;
-      const out = (await run(["run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", script]).catch((e: Error) => `failed: ${e.message}`)).split("\n").filter(Boolean);
+      const out = (await run(["run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", script]).catch((e: Error) => `failed: ${e.message}`))
+        .split("\n")
+        .filter(Boolean);
       const imported = out.at(-1) ?? "";
       const copies = out.slice(0, -1);
-      if (!imported.startsWith("/work/") || copies.length) problems.push(`${image} (${repo}): ${name} imports from ${imported || "nowhere"}${copies.length ? `; other copies: ${copies.join(", ")}` : ""}`);
+      if (!imported.startsWith("/work/") || copies.length)
+        problems.push(`${image} (${repo}): ${name} imports from ${imported || "nowhere"}${copies.length ? `; other copies: ${copies.join(", ")}` : ""}`);
     }
   }
-  console.log(`${problems.length ? "FAIL" : "ok  "}  environment images hold their repository at the task's base only: ${checked - new Set(problems.map((p) => p.split(" ")[0])).size} of ${checked} revision image(s)`);
+  console.log(
+    `${problems.length ? "FAIL" : "ok  "}  environment images hold their repository at the task's base only: ${checked - new Set(problems.map((p) => p.split(" ")[0])).size} of ${checked} revision image(s)`,
+  );
   for (const p of problems) console.log(`      ${p}`);
   return !problems.length && checked > 0;
 }

@@ -74,7 +74,7 @@ export function removeReferenceExcerpts(text: string, reference: ReadonlySet<str
   // Unfenced: a run of consecutive lines, each a reference line or blank, holding two or more.
   const lines = fenced.split("\n");
   const out: string[] = [];
-  for (let i = 0; i < lines.length; ) {
+  for (let i = 0; i < lines.length;) {
     let j = i;
     const run: string[] = [];
     while (j < lines.length && (reference.has(normalizeCodeLine(lines[j]!)) || (run.length > 0 && !lines[j]!.trim()))) run.push(lines[j++]!);

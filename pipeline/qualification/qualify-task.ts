@@ -93,7 +93,13 @@ export function qualifyTaskInput(
       ? {
           extension: {
             upstreamImplementationPatch: split.upstream_implementation_patch ?? "",
-            stages: split.extensions.map((e) => ({ index: e.index, field: e.field, file: e.file, tests: e.tests, implementationPatch: e.implementation_patch })),
+            stages: split.extensions.map((e) => ({
+              index: e.index,
+              field: e.field,
+              file: e.file,
+              tests: e.tests,
+              implementationPatch: e.implementation_patch,
+            })),
           },
         }
       : {}),

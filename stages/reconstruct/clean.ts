@@ -13,10 +13,7 @@ export function cleanRequestText(text: string, reference: ReadonlySet<string>): 
   let out = text.replace(/\r\n/g, "\n").replace(/<!--[\s\S]*?-->/g, "");
   out = out.replace(/```(\w*)\n([\s\S]*?)```/g, (block, lang: string, code: string) => {
     if (lang === "diff" || lang === "suggestion" || lang === "patch") return "";
-    const lines = code
-      .split("\n")
-      .map(normalizeCodeLine)
-      .filter(Boolean);
+    const lines = code.split("\n").map(normalizeCodeLine).filter(Boolean);
     const quoted = lines.filter((l) => reference.has(l)).length;
     if (!quoted || quoted / lines.length < 0.5) return block;
     removed.push({ kind: "code_block", reference_lines: new Set(lines.filter((l) => reference.has(l))).size });

@@ -138,7 +138,10 @@ function firstRequest(candidate: Candidate, added: ReadonlySet<string>): Request
     return {
       stage: 1,
       text: cleaned.text,
-      provenance: { ...excerpts(cleaned.removed), sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] },
+      provenance: {
+        ...excerpts(cleaned.removed),
+        sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }],
+      },
     };
   }
   return undefined;

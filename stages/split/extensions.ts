@@ -13,33 +13,34 @@ import { describeFirstIssue } from "../../pipeline/validation.ts";
  * satisfies it (a git diff over the reference fix and the earlier stages' implementations) and
  * regression tests (a git diff over the reference tests and the earlier stages' tests).
  */
-export const ExtensionFile = z.strictObject({
-  task: z.string().min(1),
-  author: z.string().min(1),
-  reason: z.string().min(1),
-  /**
-   * Stages from the pull request's own history (SPEC §2.4): its first stage ends at a commit of
-   * the pull request, each later stage is the commits after it up to the one named, with a request
-   * written for it; the rest of the upstream change, and the file's own stages, come after.
-   */
-  upstream_commits: z
-    .strictObject({
-      first_stage_until: z.string().min(7),
-      stages: z.array(z.strictObject({ commit: z.string().min(7), request: z.string().trim().min(1) })).min(1),
-    })
-    .optional(),
-  stages: z
-    .array(
-      z.strictObject({
-        /** Placed after this upstream stage (as reconstructed and curated); absent: after the last one. */
-        after: z.number().int().min(1).optional(),
-        request: z.string().trim().min(1),
-        implementation: z.string().min(1),
-        tests: z.string().min(1),
-      }),
-    )
-    .default([]),
-})
+export const ExtensionFile = z
+  .strictObject({
+    task: z.string().min(1),
+    author: z.string().min(1),
+    reason: z.string().min(1),
+    /**
+     * Stages from the pull request's own history (SPEC §2.4): its first stage ends at a commit of
+     * the pull request, each later stage is the commits after it up to the one named, with a request
+     * written for it; the rest of the upstream change, and the file's own stages, come after.
+     */
+    upstream_commits: z
+      .strictObject({
+        first_stage_until: z.string().min(7),
+        stages: z.array(z.strictObject({ commit: z.string().min(7), request: z.string().trim().min(1) })).min(1),
+      })
+      .optional(),
+    stages: z
+      .array(
+        z.strictObject({
+          /** Placed after this upstream stage (as reconstructed and curated); absent: after the last one. */
+          after: z.number().int().min(1).optional(),
+          request: z.string().trim().min(1),
+          implementation: z.string().min(1),
+          tests: z.string().min(1),
+        }),
+      )
+      .default([]),
+  })
   .refine((f) => f.stages.length > 0 || f.upstream_commits, { message: "a file adds at least one stage: stages, or upstream_commits", path: ["stages"] });
 export type ExtensionFile = z.infer<typeof ExtensionFile>;
 

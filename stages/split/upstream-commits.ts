@@ -49,18 +49,29 @@ export async function upstreamCommitStages(
     );
   let previous = await resolve(cut.first_stage_until, "upstream_commits.first_stage_until");
   if (previous === base || !(await descends(previous, base)))
-    throw new ExtensionError(`${path}: field upstream_commits.first_stage_until: ${cut.first_stage_until} does not come after the task's base ${base}`, "upstream_commits.first_stage_until");
+    throw new ExtensionError(
+      `${path}: field upstream_commits.first_stage_until: ${cut.first_stage_until} does not come after the task's base ${base}`,
+      "upstream_commits.first_stage_until",
+    );
   const firstDiff = await git([...diffArgs, base, previous]);
   const stages: ExtensionStage[] = [];
   for (const [i, stage] of cut.stages.entries()) {
     const field = `upstream_commits.stages.${i}`;
     const commit = await resolve(stage.commit, `${field}.commit`);
     if (commit === previous || !(await descends(commit, previous)))
-      throw new ExtensionError(`${path}: field ${field}.commit: ${stage.commit} does not come after the stage before it (${previous.slice(0, 12)})`, `${field}.commit`);
+      throw new ExtensionError(
+        `${path}: field ${field}.commit: ${stage.commit} does not come after the stage before it (${previous.slice(0, 12)})`,
+        `${field}.commit`,
+      );
     const change = splitReferenceChange(await git([...diffArgs, previous, commit]), rules);
-    if (!change.implementationPatch) throw new ExtensionError(`${path}: field ${field}.commit: the commits up to ${stage.commit} change no source file`, `${field}.commit`);
+    if (!change.implementationPatch)
+      throw new ExtensionError(`${path}: field ${field}.commit: the commits up to ${stage.commit} change no source file`, `${field}.commit`);
     const reading = readTestPatch(change.testPatch);
-    if (!reading.added.length) throw new ExtensionError(`${path}: field ${field}.commit: the commits up to ${stage.commit} add no test function: the stage could not be verified`, `${field}.commit`);
+    if (!reading.added.length)
+      throw new ExtensionError(
+        `${path}: field ${field}.commit: the commits up to ${stage.commit} add no test function: the stage could not be verified`,
+        `${field}.commit`,
+      );
     if (reading.removed.length)
       throw new ExtensionError(
         `${path}: field ${field}.commit: the commits up to ${stage.commit} remove or rewrite ${reading.removed.length} test line(s) (first: ${reading.removed[0]}): a stage's tests only add`,

@@ -95,7 +95,8 @@ export function quoteCheck(spec: SessionSpec, heldout: ReadonlyMap<string, Heldo
     if (!reference) continue;
     const quoted = quotedReferenceLines(r.message.text, referenceLines(reference.implementation_patch));
     const approved = requests.get(r.task_id)?.find((q) => q.stage === r.stage)?.provenance.quote_approved;
-    if (quoted.length >= 2 && !approved) quoting.push(`${r.task_id} stage ${r.stage} quotes ${quoted.length} lines of its reference implementation (first: ${quoted[0]})`);
+    if (quoted.length >= 2 && !approved)
+      quoting.push(`${r.task_id} stage ${r.stage} quotes ${quoted.length} lines of its reference implementation (first: ${quoted[0]})`);
   }
   return quoting.length ? { check: "no_reference_quotes", passed: false, detail: quoting.join("; ") } : { check: "no_reference_quotes", passed: true };
 }

@@ -19,7 +19,18 @@ const TESTS_WITH_TRIM = `${TESTS}\n\ndef test_trim_span_basic():\n    from pkg.s
  * that carries the same code, as a backport would; `rewritten` descending from the merge with the
  * fix's lines changed since.
  */
-let repo: { gitDir: string; base: string; head: string; merge: string; early: string; later: string; copied: string; rewritten: string; patch: string; testPatch: string };
+let repo: {
+  gitDir: string;
+  base: string;
+  head: string;
+  merge: string;
+  early: string;
+  later: string;
+  copied: string;
+  rewritten: string;
+  patch: string;
+  testPatch: string;
+};
 
 beforeAll(async () => {
   const dir = fileTempDir("switch-swe-answers-");
@@ -71,7 +82,8 @@ describe("the commit that brought a task's fix", () => {
     const reader = new TreeReader(gitOf());
     const merges = await PullRequestMerges.read(gitOf());
     const upstream = (await facts(null)).hunks;
-    const find = (given: { pullNumber: number | null; mergeCommit: string | null }) => findFixCommit(reader, gitOf(), merges, { base: repo.base, upstream, ...given });
+    const find = (given: { pullNumber: number | null; mergeCommit: string | null }) =>
+      findFixCommit(reader, gitOf(), merges, { base: repo.base, upstream, ...given });
     expect(await find({ pullNumber: 7, mergeCommit: repo.merge })).toMatchObject({ commit: repo.merge, found_by: "merge_commit" });
     expect(await find({ pullNumber: 7, mergeCommit: null })).toMatchObject({ commit: repo.merge, found_by: "pull_request_message" });
     // No pull request named: the first commit after the base (on the default branch) holding it all, here the branch's own head.
@@ -132,9 +144,9 @@ describe("a checkout with a task's fix reversed out of it", () => {
     // A session's checkout made again and compared with what the session says.
     const checkout = { path: "/workspace/w01", task_id: "o__n-9", base_commit: repo.later, derived: { without: ["o__n-7"], commit } };
     expect(await checkoutCommit(repo.gitDir, checkout, () => repo.patch + repo.testPatch)).toBe(commit);
-    await expect(checkoutCommit(repo.gitDir, { ...checkout, derived: { without: ["o__n-7"], commit: "0".repeat(40) } }, () => repo.patch + repo.testPatch)).rejects.toThrow(
-      /made again, the derived checkout is [0-9a-f]{40}, not 0{40}/,
-    );
+    await expect(
+      checkoutCommit(repo.gitDir, { ...checkout, derived: { without: ["o__n-7"], commit: "0".repeat(40) } }, () => repo.patch + repo.testPatch),
+    ).rejects.toThrow(/made again, the derived checkout is [0-9a-f]{40}, not 0{40}/);
     await expect(checkoutCommit(repo.gitDir, checkout, () => undefined)).rejects.toThrow(/no held-out asset of o__n-7/);
   });
 });

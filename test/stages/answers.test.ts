@@ -129,8 +129,12 @@ describe("select says what it could not do", () => {
     writeFileSync(greedy, config);
     const warned = await runCli(["select", "-c", greedy]);
     expect(warned.code, warned.stderr).toBe(0);
-    expect(warned.stdout + warned.stderr).toMatch(/shortfall: \d+ near session\(s\) of the 40 configured: \d+ focus candidate\(s\) of \d+ task\(s\) lacked eligible interruptions/);
-    expect(warned.stdout + warned.stderr).toMatch(/answer rule \(chronology\): \d+ candidate interruption\(s\) kept out over \d+ focus task\(s\) \(holds_focus_answer \d+\)/);
+    expect(warned.stdout + warned.stderr).toMatch(
+      /shortfall: \d+ near session\(s\) of the 40 configured: \d+ focus candidate\(s\) of \d+ task\(s\) lacked eligible interruptions/,
+    );
+    expect(warned.stdout + warned.stderr).toMatch(
+      /answer rule \(chronology\): \d+ candidate interruption\(s\) kept out over \d+ focus task\(s\) \(holds_focus_answer \d+\)/,
+    );
     const strict = await runCli(["select", "-c", greedy, "--strict"]);
     expect(strict.code).toBe(1);
     expect(strict.stdout + strict.stderr).toMatch(/select \(--strict\): \d+ near session\(s\) of the 40 configured/);

@@ -186,11 +186,11 @@ describe("qualify's stage-by-stage checks", () => {
   });
 
   it("takes a parametrized test's instances as the declared test", () => {
-    const decision = extensionDecision([stages[0]!, { index: 2, field: "stages.1", file: "e.yaml", tests: ["t::two"] }], sets(["t::up", "t::one", "t::two[a]"]), [
-      run(0, ["t::up"]),
-      run(1, ["t::up", "t::one"]),
-      run(2, ["t::up", "t::one", "t::two[a]"]),
-    ]);
+    const decision = extensionDecision(
+      [stages[0]!, { index: 2, field: "stages.1", file: "e.yaml", tests: ["t::two"] }],
+      sets(["t::up", "t::one", "t::two[a]"]),
+      [run(0, ["t::up"]), run(1, ["t::up", "t::one"]), run(2, ["t::up", "t::one", "t::two[a]"])],
+    );
     expect(decision).toMatchObject({ kept: true, stageTests: [{ stage: 1 }, { stage: 2, tests: ["t::two[a]"] }] });
   });
 
