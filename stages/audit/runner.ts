@@ -1,4 +1,5 @@
 import type { AuditFlagRecord, AuditRecord } from "../../pipeline/schemas/audit.ts";
+import { type FileHunks, readDiff, sideOf } from "../../pipeline/changes/hunks.ts";
 import { linkTest } from "./readers/linkage.ts";
 import { locateTest } from "./readers/locate.ts";
 import { referenceFacts } from "./readers/reference.ts";
@@ -83,13 +84,13 @@ const testRule = using((r): r is TestRule => r.scope === "test" && r.family !== 
 const lineRule = using((r): r is LineRule => r.scope === "line");
 
 /** Every fail-to-pass test read from the tree and linked to the requests. */
-async function readTests(subject: AuditSubject, tree: SourceTree): Promise<ReadTest[]> {
+async function readTests(subject: AuditSubject, tree: SourceTree, testDiff: FileHunks[]): Promise<ReadTest[]> {
   const { task, contracts = {} } = subject;
   const tests: ReadTest[] = [];
   for (const id of task.verifier.fail_to_pass) {
     const contract = contracts[id];
     const located = await locateTest(id, tree);
-    const { wanted, ...link } = linkTest(id, located, task.requests, task.verifier.test_patch);
+    const { wanted, ...link } = linkTest(id, located, task.requests, testDiff);
     tests.push({
       id,
       ...(located ? { located } : {}),
@@ -136,18 +137,16 @@ async function testFlags(rules: RuleInUse[], view: TaskView, test: ReadTest): Pr
 export async function alignTask(subject: AuditSubject, rules: RuleInUse[] = rulesInUse()): Promise<AuditFindings> {
   const { task } = subject;
   const tree = subject.tree ?? new PatchOnlyTree(task.verifier.test_patch, "no repository was given");
-  const testPatchRemoved = task.verifier.test_patch
-    .split("\n")
-    .filter((l) => l.startsWith("-") && !l.startsWith("---"))
-    .map((l) => l.slice(1))
-    .join("\n");
-  const tests = await readTests(subject, tree);
+  const testDiff = readDiff(task.verifier.test_patch);
+  const referenceDiff = subject.referencePatch ? readDiff(subject.referencePatch) : undefined;
+  const tests = await readTests(subject, tree, testDiff);
   const view: TaskView = {
     task,
     tree,
     requestText: task.requests.map((r) => r.text).join("\n\n"),
-    ...(subject.referencePatch ? { facts: referenceFacts(subject.referencePatch) } : {}),
-    testPatchRemoved,
+    testDiff,
+    ...(referenceDiff ? { referenceDiff, facts: referenceFacts(referenceDiff) } : {}),
+    testPatchRemoved: sideOf(testDiff, "-").join("\n"),
     open: openSentences(task.requests),
     tests,
   };
@@ -160,7 +159,7 @@ export async function alignTask(subject: AuditSubject, rules: RuleInUse[] = rule
   for (const request of task.requests)
     for (const use of rules.filter(requestRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, request, verified })));
   const distinct = onceEach(flags);
-  const signals = await taskSignals(view, subject.referencePatch);
+  const signals = await taskSignals(view);
   const sources = tests.map((t) => ({ id: t.id, ...(t.located ? { file: t.located.file, source: t.located.lines.map((l) => l.text).join("\n") } : {}) }));
   return { links: tests.map((t) => t.link), flags: distinct, severity: taskSeverity(distinct), source: tree.kind, signals, sources };
 }

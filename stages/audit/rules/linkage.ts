@@ -42,7 +42,7 @@ const ASSERTION = /^\s*(?:assert\b|self\.assert\w*\s*\(|(?:with\s+)?(?:pytest\.)
 export function changedExpectation(view: TestView): Finding[] {
   const { id, located, link } = view.test;
   if (link.stages.length) return [];
-  const before = removedFromTest(view.task.verifier.test_patch, located.file, located.name).find((l) => ASSERTION.test(l));
+  const before = removedFromTest(view.testDiff, located.file, located.name).find((l) => ASSERTION.test(l));
   if (!before) return [];
   // The assertion that took its place: the first the patch added to the test.
   const line = located.lines.find((l) => l.added && ASSERTION.test(l.text)) ?? located.lines.find((l) => l.added) ?? located.defLine;

@@ -1,3 +1,4 @@
+import type { FileHunks } from "../../../pipeline/changes/hunks.ts";
 import type { AuditFlag, AuditFlagRecord, AuditRecord } from "../../../pipeline/schemas/audit.ts";
 import type { Request, Task } from "../../../pipeline/schemas/task.ts";
 import type { LocatedTest } from "../readers/locate.ts";
@@ -43,6 +44,10 @@ export interface TaskView {
   tree: SourceTree;
   /** Every request's text, joined. */
   requestText: string;
+  /** The test patch, read into files and hunks. */
+  testDiff: FileHunks[];
+  /** The reference fix's diff, read into files and hunks; undefined when the task has none. */
+  referenceDiff?: FileHunks[];
   /** What the reference fix defines and writes; undefined when the task has none. */
   facts?: ReferenceFacts;
   /** The lines the test patch removed, joined: what the tests held before the fix. */

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import { readHunkHeader } from "../../../pipeline/changes/hunk-header.ts";
+import { readDiff, sideOf } from "../../../pipeline/changes/hunks.ts";
+
+const PATCH = [
+  "diff --git a/docs/notes.rst b/docs/notes.rst",
+  "--- a/docs/notes.rst",
+  "+++ b/docs/notes.rst",
+  "@@ -1,3 +1,3 @@",
+  " Title",
+  "----- old rule",
+  "+++++ new rule",
+  "",
+  "diff --git a/tests/test_m.py b/tests/test_m.py",
+  "--- a/tests/test_m.py",
+  "+++ b/tests/test_m.py",
+  "@@ -10,3 +10,4 @@ class TestM:",
+  "     def test_a(self):",
+  "-        assert f() == 1",
+  "+        assert f() == 2",
+  "+        assert g() == 3",
+  "         return",
+  "@@ -40,1 +41,1 @@ def test_b():",
+  "-    x = 1",
+  "\\ No newline at end of file",
+  "+    x = 2",
+  "\\ No newline at end of file",
+  "",
+].join("\n");
+
+describe("a diff read into files, hunks and sides", () => {
+  it("reads each hunk by its header's counts, so content that looks like a header is content", () => {
+    const [docs, tests] = readDiff(PATCH);
+    expect(docs!.hunks[0]!.lines.map((l) => [l.side, l.text])).toEqual([
+      [" ", "Title"],
+      ["-", "---- old rule"],
+      ["+", "++++ new rule"],
+      // A blank context line whose space a tool stripped is still context.
+      [" ", ""],
+    ]);
+    expect(tests!.path).toBe("tests/test_m.py");
+    expect(tests!.hunks.map((h) => [h.oldStart, h.oldLines, h.newStart, h.newLines, h.section])).toEqual([
+      [10, 3, 10, 4, "class TestM:"],
+      [40, 1, 41, 1, "def test_b():"],
+    ]);
+  });
+
+  it("numbers each line on the sides it stands on, and drops git's no-newline markers", () => {
+    const [, tests] = readDiff(PATCH);
+    expect(tests!.hunks[0]!.lines.map((l) => [l.side, l.oldLine, l.newLine])).toEqual([
+      [" ", 10, 10],
+      ["-", 11, undefined],
+      ["+", undefined, 11],
+      ["+", undefined, 12],
+      [" ", 12, 13],
+    ]);
+    expect(tests!.hunks[1]!.lines.map((l) => l.text)).toEqual(["    x = 1", "    x = 2"]);
+  });
+
+  it("gives each side whole: indented context lines are context, `---` and `+++` content is content", () => {
+    const files = readDiff(PATCH);
+    expect(sideOf(files, " ")).toEqual(["Title", "", "    def test_a(self):", "        return"]);
+    expect(sideOf(files, "-")).toEqual(["---- old rule", "        assert f() == 1", "    x = 1"]);
+    expect(sideOf(files, "+")).toEqual(["++++ new rule", "        assert f() == 2", "        assert g() == 3", "    x = 2"]);
+  });
+
+  it("reads a hunk header with counts left out, and one of a CRLF file whose section ends in CR", () => {
+    expect(readHunkHeader("@@ -3 +4 @@")).toEqual({ oldStart: 3, oldLines: 1, newStart: 4, newLines: 1, section: "" });
+    expect(readHunkHeader("@@ -0,0 +1,2 @@ def f():\r")).toEqual({ oldStart: 0, oldLines: 0, newStart: 1, newLines: 2, section: "def f():\r" });
+    expect(readHunkHeader("@@@ -1,2 -1,2 +1,3 @@@")).toBeUndefined();
+    expect(readHunkHeader("+@@ -1 +1 @@")).toBeUndefined();
+  });
+});
