@@ -1,4 +1,4 @@
-import type { AuditFlagRecord, AuditRecord } from "../../pipeline/schemas/audit.ts";
+import { type AuditFlagRecord, type AuditRecord, SUBSTANTIAL } from "../../pipeline/schemas/audit.ts";
 import { type FileHunks, readDiff, sideOf } from "../../pipeline/changes/hunks.ts";
 import { linkTest } from "./readers/linkage.ts";
 import { locateTest } from "./readers/locate.ts";
@@ -41,11 +41,20 @@ export type AuditFindings = Pick<AuditRecord, "links" | "flags" | "severity" | "
   sources: { id: string; file?: string; source?: string }[];
 };
 
-/** The task's severity from its rules alone: the highest of its flags', 3 when two kinds of substantial (2+) flag meet. */
+/** The task's severity from its rules alone: the highest of its flags', 3 when two kinds of substantial flag meet. */
 export function taskSeverity(flags: AuditFlagRecord[]): number {
   const top = Math.max(0, ...flags.map((f) => f.severity));
-  const substantial = new Set(flags.filter((f) => f.severity >= 2).map((f) => f.flag));
+  const substantial = new Set(flags.filter((f) => f.severity >= SUBSTANTIAL).map((f) => f.flag));
   return substantial.size >= 2 ? 3 : top;
+}
+
+/**
+ * What of a task a benchmark-authored stage owns: the tests its stages declare and the stages
+ * themselves ("stage N", as request rules name them). A finding on them is gated as authored.
+ */
+function authoredSubjects(task: AuditedTaskInput): Set<string> {
+  const authored = task.requests.filter((r) => r.tests !== undefined);
+  return new Set([...authored.flatMap((r) => r.tests ?? []), ...authored.map((r) => `stage ${r.stage}`)]);
 }
 
 /** Cases of one parametrized test share their lines: a flag with the same kind and evidence is said once. */
@@ -61,14 +70,19 @@ function onceEach(flags: AuditFlagRecord[]): AuditFlagRecord[] {
   });
 }
 
-/** A rule's findings as flags: its flag, and the config's severity, else the finding's, else the rule's. */
-function asFlags(use: RuleInUse, findings: Finding[]): AuditFlagRecord[] {
+/**
+ * A rule's findings as flags: its flag; the config's severity, else the finding's, else the rule's;
+ * and its gate for the kind of stage the finding concerns.
+ */
+function asFlags(use: RuleInUse, findings: Finding[], authored: Set<string>): AuditFlagRecord[] {
   return findings.map((f) => ({
     flag: use.rule.flag,
     subject: f.subject,
     detail: f.detail,
     severity: use.severity ?? f.severity ?? use.rule.severity,
     evidence: f.evidence,
+    gate: authored.has(f.subject) ? use.gate.authored : use.gate.upstream,
+    ...(authored.has(f.subject) ? { authored: true as const } : {}),
   }));
 }
 
@@ -109,8 +123,9 @@ async function readTests(subject: AuditSubject, tree: SourceTree, testDiff: File
  */
 async function testFlags(rules: RuleInUse[], view: TaskView, test: ReadTest): Promise<AuditFlagRecord[]> {
   const flags: AuditFlagRecord[] = [];
+  const authored = authoredSubjects(view.task);
   if (!test.located) {
-    for (const use of rules.filter(unreadRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, test })));
+    for (const use of rules.filter(unreadRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, test }), authored));
     return flags;
   }
   if (test.contract) return flags;
@@ -119,11 +134,12 @@ async function testFlags(rules: RuleInUse[], view: TaskView, test: ReadTest): Pr
   const testView: TestView = { ...view, test: { ...test, located }, added };
   const asked = (use: RuleInUse) => !use.rule.needsReference || view.facts !== undefined;
   const judging = rules.filter(testRule).filter(asked);
-  for (const use of judging.filter((u) => u.rule.family === "linkage")) flags.push(...asFlags(use, await use.rule.check(testView)));
+  for (const use of judging.filter((u) => u.rule.family === "linkage")) flags.push(...asFlags(use, await use.rule.check(testView), authored));
   const lineRules = rules.filter(lineRule).filter(asked);
   const seen = new Map(lineRules.map((u) => [u, new Set<string>()]));
-  for (const line of added) for (const use of lineRules) flags.push(...asFlags(use, await use.rule.check({ ...testView, line, seen: seen.get(use)! })));
-  for (const use of judging.filter((u) => u.rule.family === "fairness")) flags.push(...asFlags(use, await use.rule.check(testView)));
+  for (const line of added)
+    for (const use of lineRules) flags.push(...asFlags(use, await use.rule.check({ ...testView, line, seen: seen.get(use)! }), authored));
+  for (const use of judging.filter((u) => u.rule.family === "fairness")) flags.push(...asFlags(use, await use.rule.check(testView), authored));
   return flags;
 }
 
@@ -151,13 +167,14 @@ export async function alignTask(subject: AuditSubject, rules: RuleInUse[] = rule
     tests,
   };
   const flags: AuditFlagRecord[] = [];
+  const authored = authoredSubjects(task);
   const taskRules = rules.filter(taskRule);
-  for (const use of taskRules.filter((u) => u.rule.family === "reading")) flags.push(...asFlags(use, await use.rule.check(view)));
+  for (const use of taskRules.filter((u) => u.rule.family === "reading")) flags.push(...asFlags(use, await use.rule.check(view), authored));
   for (const test of tests) flags.push(...(await testFlags(rules, view, test)));
-  for (const use of taskRules.filter((u) => u.rule.family !== "reading")) flags.push(...asFlags(use, await use.rule.check(view)));
+  for (const use of taskRules.filter((u) => u.rule.family !== "reading")) flags.push(...asFlags(use, await use.rule.check(view), authored));
   const verified = new Set(tests.flatMap((t) => t.link.stages));
   for (const request of task.requests)
-    for (const use of rules.filter(requestRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, request, verified })));
+    for (const use of rules.filter(requestRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, request, verified }), authored));
   const distinct = onceEach(flags);
   const signals = await taskSignals(view);
   const sources = tests.map((t) => ({ id: t.id, ...(t.located ? { file: t.located.file, source: t.located.lines.map((l) => l.text).join("\n") } : {}) }));
