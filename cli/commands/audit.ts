@@ -79,7 +79,10 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
     .option("--judge <adapter>", "also fit a model that reads a model judge's score (the judge judges every record)")
     .option("--fold-draws <n>", "also give the 10-fold figures' mean and spread over n other draws of the folds", positiveWholeNumber)
     .option("--out <json>", "where the weights go", "data/audit/risk-model.json")
-    .option("--measurements <json>", "where the measurements the page shows go (each rule's precision, the gate's, the triage; default: measurements.json beside --out)")
+    .option(
+      "--measurements <json>",
+      "where the measurements the page shows go (each rule's precision, the gate's, the triage; default: measurements.json beside --out)",
+    )
     .addHelpText(
       "after",
       "\nExample:\n  switch-swe audit fit-risk --swebench ../shared/data/swebench-lite-test-half.jsonl --mirrors DIR \\\n    --annotations ../shared/data/swebench-lite-test-half.annotations.csv",
@@ -133,7 +136,7 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
           if (opts.foldDraws !== undefined) io.out(foldSpreadLine(foldSpread(measureInput, opts.foldDraws)));
           if (opts.judge && !judged) io.err(`the judge failed on ${audit.judgeFailures?.length ?? 0} record(s): no model with the judge's score was fitted\n`);
           io.out(
-            `wrote ${opts.out} (${model.fitted_on.records.length} annotated records, ${model.fitted_on.scored_2_or_more} scored 2 or more) and ${opts.measurements}\n`,
+            `wrote ${opts.out} (${model.fitted_on.records.length} annotated records, ${model.fitted_on.scored_2_or_more} scored 2 or more) and ${measurementsFile}\n`,
           );
           return opts.judge && !judged ? 1 : 0;
         },
