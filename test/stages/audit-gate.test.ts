@@ -119,6 +119,15 @@ describe("the gate: human decisions and hard findings exclude, the risk only ran
     });
   });
 
+  it("on an extended task, a test its authored stage declares shows nothing of the issue's words: an upstream test no request names beside it stays a lead", async () => {
+    // The upstream request names nothing test_fold checks; the authored stage declares (and names) test_fold_negative.
+    const task = folding("`fold` must raise FoldError for negative input.", true);
+    task.task.requests[0]!.text = "Folding is broken for small numbers.";
+    const record = await auditTask({ ...task, decisions: {} }, { rules: rulesInUse(), gate });
+    expect(record.flags.filter((f) => f.subject === "tests/test_m.py::test_fold").map((f) => f.flag)).toEqual(["unjustified_test"]);
+    expect(record.exclusion).toBeUndefined();
+  });
+
   it("puts a rule in force only on a measurement out of sample whose lower bound is above the base rate", () => {
     const unseen = Array.from({ length: 40 }, (_, i) => `other__repo-${i + 1}`);
     const measured = {
