@@ -23,9 +23,9 @@ export function readTestPatch(patch: string): TestPatchReading {
     for (const hunk of file.hunks) {
       // The class a method belongs to: the last top-level class line seen (context or added), or,
       // before any in the hunk, the one git names in the hunk header as the enclosing scope.
-      let enclosing = CLASS.exec(hunk.section)?.[1];
+      let enclosing = CLASS.exec(hunk.scope)?.[1];
       for (const { side, text } of hunk.lines) {
-        if (side === "-") {
+        if (side === "removed") {
           removed.push(`${file.path}: ${text}`);
           continue;
         }
@@ -33,7 +33,7 @@ export function readTestPatch(patch: string): TestPatchReading {
         if (cls) enclosing = cls[1];
         else if (/^\S/.test(text)) enclosing = undefined;
         const def = DEF.exec(text);
-        if (!def || side !== "+") continue;
+        if (!def || side !== "added") continue;
         const indented = def[1]!.length > 0;
         if (indented && !enclosing) continue; // a nested helper named test_*, not a test pytest collects
         added.push(indented ? `${file.path}::${enclosing}::${def[2]}` : `${file.path}::${def[2]}`);

@@ -1,5 +1,5 @@
 import { type AuditFlagRecord, type AuditRecord, SUBSTANTIAL } from "../../pipeline/schemas/audit.ts";
-import { type FileHunks, readDiff, sideOf } from "../../pipeline/changes/hunks.ts";
+import { type FileHunks, linesOn, readDiff } from "../../pipeline/changes/hunks.ts";
 import { linkTest } from "./readers/linkage.ts";
 import { locateTest } from "./readers/locate.ts";
 import { referenceFacts } from "./readers/reference.ts";
@@ -162,7 +162,7 @@ export async function alignTask(subject: AuditSubject, rules: RuleInUse[] = rule
     requestText: task.requests.map((r) => r.text).join("\n\n"),
     testDiff,
     ...(referenceDiff ? { referenceDiff, facts: referenceFacts(referenceDiff) } : {}),
-    testPatchRemoved: sideOf(testDiff, "-").join("\n"),
+    testPatchRemoved: linesOn(testDiff, "removed").join("\n"),
     open: openSentences(task.requests),
     tests,
   };

@@ -73,15 +73,15 @@ export function testSource(testPatch: string | FileHunks[], file: string, name: 
   const body = linesOfFile(testPatch, file);
   if (!body) return undefined;
   const def = new RegExp(`^\\s*(async\\s+)?def ${name}\\(`);
-  const start = body.findIndex((l) => l.side !== "-" && def.test(l.text));
+  const start = body.findIndex((l) => l.side !== "removed" && def.test(l.text));
   if (start < 0) return undefined;
   const source = [body[start]!.text];
   const added: string[] = [];
   const removed: string[] = [];
   for (const { side, text } of body.slice(start + 1)) {
-    if (side !== "-" && /^\S/.test(text)) break;
-    (side === "-" ? removed : source).push(text);
-    if (side === "+") added.push(text);
+    if (side !== "removed" && /^\S/.test(text)) break;
+    (side === "removed" ? removed : source).push(text);
+    if (side === "added") added.push(text);
   }
   return { source: source.join("\n"), added: added.join("\n"), removed: removed.join("\n") };
 }
@@ -102,7 +102,7 @@ export function removedFromTest(testPatch: string | FileHunks[], file: string, n
   // The indentation of the test's `def`; unknown (null) when a hunk header named it, as git strips it there.
   let indent: number | null = null;
   for (const hunk of hunks) {
-    const header = /^\s*(?:async\s+)?def\s+(\w+)/.exec(hunk.section);
+    const header = /^\s*(?:async\s+)?def\s+(\w+)/.exec(hunk.scope);
     // A header names the function its hunk starts in; a hunk without one starts where the last left off.
     if (header) {
       inside = header[1] === name;
@@ -119,7 +119,7 @@ export function removedFromTest(testPatch: string | FileHunks[], file: string, n
         continue;
       }
       if (inside && (indent === null ? own === 0 || trimmed.startsWith("class ") : own <= indent)) inside = false;
-      if (inside && side === "-") removed.push(text);
+      if (inside && side === "removed") removed.push(text);
     }
   }
   return removed;

@@ -1,4 +1,4 @@
-import { type FileHunks, readDiff, sideOf } from "../../../pipeline/changes/hunks.ts";
+import { type FileHunks, linesOn, readDiff } from "../../../pipeline/changes/hunks.ts";
 import { stringBodies } from "./python-text.ts";
 
 /**
@@ -44,7 +44,7 @@ function changedFunctionsOf(files: FileHunks[]): Map<string, string> {
   const def = /^\s*(?:async\s+)?def\s+(\w+)/;
   for (const file of files)
     for (const hunk of file.hunks) {
-      const named = [def.exec(hunk.section)?.[1], ...hunk.lines.filter((l) => l.side !== "-").map((l) => def.exec(l.text)?.[1])];
+      const named = [def.exec(hunk.scope)?.[1], ...hunk.lines.filter((l) => l.side !== "removed").map((l) => def.exec(l.text)?.[1])];
       for (const fn of named) if (fn && !fn.startsWith("__") && !fn.startsWith("test") && !changed.has(fn)) changed.set(fn, file.path);
     }
   return changed;
@@ -52,8 +52,8 @@ function changedFunctionsOf(files: FileHunks[]): Map<string, string> {
 
 export function referenceFacts(patch: string | FileHunks[]): ReferenceFacts {
   const files = typeof patch === "string" ? readDiff(patch) : patch;
-  const addedText = sideOf(files, "+").join("\n");
-  const removedText = sideOf(files, "-").join("\n");
+  const addedText = linesOn(files, "added").join("\n");
+  const removedText = linesOn(files, "removed").join("\n");
   const removedDefs = definitions(removedText);
   const newDefinitions = new Set([...definitions(addedText)].filter((d) => !removedDefs.has(d) && !d.startsWith("_")));
   const before = signatures(removedText);

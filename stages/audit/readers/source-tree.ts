@@ -45,10 +45,10 @@ export function patchFiles(patch: string | FileHunks[], headers = false): Map<st
     if (file.status === "deleted" || !file.hunks.length) continue;
     const lines: SourceLine[] = [];
     for (const hunk of file.hunks) {
-      const context = hunk.section.trim();
+      const context = hunk.scope.trim();
       if (headers && hunk.newStart > 1 && /^(async\s+)?def \w+\(/.test(context))
         lines.push({ n: hunk.newStart - 1, text: context, added: false, fromHeader: true });
-      for (const line of hunk.lines) if (line.side !== "-") lines.push({ n: line.newLine!, text: line.text, added: line.side === "+" });
+      for (const line of hunk.lines) if (line.side !== "removed") lines.push({ n: line.newLine!, text: line.text, added: line.side === "added" });
     }
     files.set(file.path, lines);
   }

@@ -1,7 +1,7 @@
 import type { AuditSignals } from "../../../pipeline/schemas/audit.ts";
 import { STRING_LITERAL, stringBodies, wordIn } from "../readers/python-text.ts";
 import type { TaskView } from "../rules/types.ts";
-import { type FileHunks, sideOf } from "../../../pipeline/changes/hunks.ts";
+import { type FileHunks, linesOn } from "../../../pipeline/changes/hunks.ts";
 
 /**
  * General signals of a task, measured the same way on every record and written from no record in
@@ -39,9 +39,9 @@ const named = (requests: string, word: string) => wordIn(word.toLowerCase()).tes
  * before (removed or context lines), no request names, and the base's code does not hold.
  */
 async function leaked(view: TaskView, testLines: string, reference: FileHunks[]): Promise<number> {
-  const fix = sideOf(reference, "+").join("\n");
-  const before = [...sideOf(reference, "-"), ...sideOf(reference, " ")].join("\n");
-  const testBefore = [...sideOf(view.testDiff, "-"), ...sideOf(view.testDiff, " ")].join("\n");
+  const fix = linesOn(reference, "added").join("\n");
+  const before = [...linesOn(reference, "removed"), ...linesOn(reference, "context")].join("\n");
+  const testBefore = [...linesOn(view.testDiff, "removed"), ...linesOn(view.testDiff, "context")].join("\n");
   const requests = view.requestText.toLowerCase();
   const fixNames = identifiers(fix);
   const known = new Set([...identifiers(before), ...identifiers(testBefore)]);
@@ -69,8 +69,8 @@ function namesIn(lines: string[]): Set<string> {
 
 /** The names a diff's added lines bring that neither its removed nor its context lines hold. */
 function namesBrought(patch: FileHunks[]): Set<string> {
-  const before = namesIn([...sideOf(patch, "-"), ...sideOf(patch, " ")]);
-  return new Set([...namesIn(sideOf(patch, "+"))].filter((w) => !before.has(w)));
+  const before = namesIn([...linesOn(patch, "removed"), ...linesOn(patch, "context")]);
+  return new Set([...namesIn(linesOn(patch, "added"))].filter((w) => !before.has(w)));
 }
 
 /**
@@ -97,7 +97,7 @@ export async function taskSignals(view: TaskView): Promise<AuditSignals> {
   const testLines = read.flatMap((at) => at.lines.filter((l) => l.added).map((l) => l.text)).join("\n");
   const calls = new Set([...codeOf(testLines).matchAll(/\.?([A-Za-z_]\w{2,})\s*\(/g)].map((m) => m[1]!).filter((w) => !SCAFFOLDING.has(w)));
   return {
-    reference_lines: reference ? sideOf(reference, "+").length : 0,
+    reference_lines: reference ? linesOn(reference, "added").length : 0,
     open_sentences: view.open.length,
     test_calls: calls.size,
     leaked_names: reference ? await leaked(view, testLines, reference) : 0,

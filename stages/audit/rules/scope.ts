@@ -1,4 +1,4 @@
-import { type FileHunks, sideOf } from "../../../pipeline/changes/hunks.ts";
+import { type FileHunks, linesOn } from "../../../pipeline/changes/hunks.ts";
 import { parseTestId } from "../../../pipeline/test-results/test-ids.ts";
 import { regexText, STRING_LITERAL } from "../readers/python-text.ts";
 import type { SourceLine } from "../readers/source-tree.ts";
@@ -80,7 +80,7 @@ export function unshownCase(view: TestView): Finding[] {
 /** The test functions a test patch adds (an added `def test…` line). */
 function addedTestNames(testDiff: FileHunks[]): string[] {
   const def = /^[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(/;
-  return [...new Set(sideOf(testDiff, "+").flatMap((line) => def.exec(line)?.[1] ?? []))];
+  return [...new Set(linesOn(testDiff, "added").flatMap((line) => def.exec(line)?.[1] ?? []))];
 }
 
 /**
