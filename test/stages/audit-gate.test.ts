@@ -232,6 +232,24 @@ describe("decisions imported from annotations, and an auditor's", () => {
       { task: "a__b-1", verdict: "approve", auditor: "ann", reason: "approve it", contracts: { "t.py::test_x": "public names are listed" } },
       { task: "a__b-2", verdict: "exclude", auditor: "ann", reason: "exclude it", contracts: {} },
     ]);
+    // With the config, the file its audit stage names, resolved against the config's folder.
+    writeFileSync(join(work, "pipeline.yaml"), "stages:\n  audit:\n    decisions: reviewed/mine.yaml\n");
+    const byConfig = await runCli([
+      "audit",
+      "decide",
+      "-c",
+      join(work, "pipeline.yaml"),
+      "--task",
+      "c__d-1",
+      "--verdict",
+      "exclude",
+      "--auditor",
+      "bo",
+      "--reason",
+      "the issue is ambiguous",
+    ]);
+    expect(byConfig.code, byConfig.stderr).toBe(0);
+    expect(readDecisions("mine.yaml", readFileSync(join(work, "reviewed", "mine.yaml"), "utf8")).decisions.map((d) => d.task)).toEqual(["c__d-1"]);
     const refused = await decide("a__b-3", "maybe");
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("--verdict maybe: expected approve or exclude");

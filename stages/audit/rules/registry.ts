@@ -172,7 +172,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unrequested_test",
-    gate: { upstream: HARD, authored: HARD },
+    gate: { upstream: HARD, authored: DECIDED },
     scope: "task",
     family: "linkage",
     severity: 2,
