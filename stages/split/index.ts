@@ -118,7 +118,7 @@ export const splitStage = defineStage({
  * what comes before it), split again; the stages and the upstream implementation are kept for
  * qualify's stage-by-stage runs and reconstruct's requests.
  */
-async function extendedSplit(
+export async function extendedSplit(
   candidate: Candidate,
   upstream: ReturnType<typeof splitReferenceChange>,
   extension: {
