@@ -44,6 +44,8 @@ export interface StageAnswer {
   problems: Problem[];
   /** What holds but a reviewer should know (a source file outside the task's C_t). */
   notes: string[];
+  /** Why it was not checked, when it was not: the stage before it that does not hold. */
+  unchecked?: string;
 }
 
 export interface ExtendCheckReport {
@@ -149,7 +151,7 @@ async function checkStages(checking: Checking, file: { path: string; text: strin
   report.stages.forEach((s, i) => {
     if (split?.extensions?.some((e) => e.field === s.field)) s.checked = "file";
     if (failedAt >= 0 && i === failedAt) s.checked = "file";
-    if (failedAt >= 0 && i > failedAt) s.notes.push(`not checked: it applies over ${report.stages[failedAt]!.field}, which does not hold`);
+    if (failedAt >= 0 && i > failedAt) s.unchecked = `it applies over ${report.stages[failedAt]!.field}, which does not hold`;
   });
   if (!split?.extensions?.length) return;
   for (const stage of split.extensions) answerFor(report, stage.field)!.notes.push(...outsideSources(stage.implementation_patch, upstream.sourceFiles));
@@ -249,7 +251,9 @@ async function qualifyComposed({ project, options, report }: Checking, split: Sp
 /** The audit's hard findings on the composed stages, each on its stage; reconstruct's placement first. */
 async function auditComposed({ project, candidate, mirror, report }: Checking, split: SplitChange, qualified: Qualified): Promise<void> {
   const extensions = split.extensions!;
-  const stageTests = extensions.map((e) => ({ stage: e.index, tests: qualified.stageTests.find((s) => s.stage === e.index)?.tests ?? e.tests }));
+  // Each stage's tests as collected, else as declared (none collected: the audit reads what the file names).
+  const collected = (index: number) => qualified.stageTests.find((s) => s.stage === index)?.tests ?? [];
+  const stageTests = extensions.map((e) => ({ stage: e.index, tests: collected(e.index).length ? collected(e.index) : e.tests }));
   const { requests: upstream } = await upstreamRequests(project, candidate);
   let requests;
   try {
@@ -304,13 +308,13 @@ export function formatExtendCheck(report: ExtendCheckReport): string {
         ? `holds  (tests: ${stage.tests.join(", ")})`
         : stage.checked === "file"
           ? "applies, but was not run"
-          : "not checked";
+          : `not checked${stage.unchecked ? `: ${stage.unchecked}` : ""}`;
     lines.push(`  ${stage.field.padEnd(width)}  ${state}`);
-    for (const problem of stage.problems) lines.push(`      ${problem.cause}: ${problem.message}`);
+    for (const problem of stage.problems) lines.push(said(problem));
     for (const note of stage.notes) lines.push(`      note: ${note}`);
   }
   if (report.problems.length) lines.push("  the file and the task:");
-  for (const problem of report.problems) lines.push(`      ${problem.cause}: ${problem.message}`);
+  for (const problem of report.problems) lines.push(said(problem));
   for (const note of report.notes) lines.push(`  note: ${note}`);
   const holding = report.stages.filter((s) => s.checked === "all" && !s.problems.length).length;
   lines.push(
@@ -318,3 +322,6 @@ export function formatExtendCheck(report: ExtendCheckReport): string {
   );
   return lines.join("\n") + "\n";
 }
+
+/** A problem under its stage: its cause, then its message, git's lines and all, indented. */
+const said = (problem: Problem) => `      ${problem.cause}: ${problem.message.trimEnd().replace(/\n/g, "\n        ")}`;
