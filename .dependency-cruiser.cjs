@@ -108,6 +108,13 @@ module.exports = {
       to: { path: "^cli/commands/", pathNot: "^cli/commands/$1\\.ts$" },
     },
     {
+      name: "audit-stage-imports-its-study",
+      severity: "error",
+      comment: "The audit's study (measuring it against annotations, fitting its risk) stands beside the stage and uses it; the stage never needs the study.",
+      from: { path: "^stages/audit/", pathNot: "^stages/audit/study/" },
+      to: { path: "^stages/audit/study/" },
+    },
+    {
       name: "bench-imports-a-command",
       severity: "error",
       comment: "Benchmarks measure the library, never a command.",

@@ -68,8 +68,10 @@ export interface StageSummary {
   reused: number;
   /** The first few transient failures of an incomplete stage, for the summary. */
   transient?: string[];
-  /** Lines the stage gave for the run's summary (a shortfall, what a rule cost). */
+  /** What the stage said of its run (a model's cost, say). */
   notes?: string[];
+  /** A listing gate's rejects, one line each. */
+  listed?: string[];
   error?: string;
 }
 
@@ -235,11 +237,12 @@ export function formatSummary(summary: RunSummary): string {
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([reason, n]) => `${reason} ${n}`)
         .join(", ");
-      return s.gate
+      const line = s.gate
         ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}`
         : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
+      return [line, ...(s.listed ?? []).map((l) => `  ${l}`)].join("\n  ");
     });
-  const notes = summary.stages.flatMap((s) => (s.notes ?? []).map((n) => `  ${s.stage}: ${n}`));
+  const notes = summary.stages.flatMap((s) => (s.notes ?? []).map((n) => `  ${s.stage}: ${n}${s.status === "up_to_date" ? " (its last run)" : ""}`));
   const sections = [table];
   if (unfinished.length) sections.push(`not finished (the run exits non-zero; run it again once the cause is gone):\n${unfinished.join("\n")}`);
   if (reasons.length) sections.push(`rejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}`);

@@ -45,9 +45,18 @@ export interface StageOutcome {
   rejected: number;
   by_reason?: Record<string, number>;
   reused: number;
-  /** Lines the stage gave for the run's summary. */
-  notes?: string[];
   transient?: string[];
+  /** The stage's notes for the summary. */
+  notes?: string[];
+  /** A listing gate's rejects, one line each: the record, the reason and the message. */
+  listed?: string[];
+}
+
+/** One reject as a gate lists it in the summary: its record, reason and the start of its message. */
+function listedLine(r: Reject): string {
+  const message = r.message.startsWith(`${r.record_id}: `) ? r.message.slice(r.record_id.length + 2) : r.message;
+  const short = message.replace(/\s+/g, " ");
+  return `${r.record_id}: ${r.reason}: ${short.length > 200 ? `${short.slice(0, 199)}…` : short}`;
 }
 
 /** A stage's section of the config, validated; an error names the key. Commands outside a run use it too. */
@@ -189,6 +198,7 @@ async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage
 class Publications {
   readonly files: Record<string, string> = {};
   readonly dirs: string[] = [];
+  readonly notes: string[] = [];
 }
 
 function stageContext(
@@ -243,11 +253,10 @@ function stageContext(
       published.dirs.push(rel);
     },
     metric: (values) => store.appendMetric(stage.name, values),
+    note: (text) => void published.notes.push(text),
+    layout: run.workspace.layout,
     saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
     github: (settings) => openGithubClient(settings, { baseDir: run.baseDir, layout: run.workspace.layout, log }),
-    note(line) {
-      tally.notes.push(line);
-    },
     reject(reject) {
       // A record already counted by mapRecords (rejected after its work) is not counted twice.
       if (!tally.seenIds.has(reject.record_id)) tally.processed++;
@@ -318,7 +327,15 @@ export async function runStage(
   const previous = store.readLock().stages[stage.name];
   if (!force && !recheck && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
     log.info("up to date: inputs, config, settings and code unchanged; no work done");
-    return { stage: stage.name, status: "up_to_date", ...previous.counts, reused: previous.counts.in, notes: previous.notes };
+    const listed = stage.gate?.list ? (await store.readRecords(stage.name, REJECTS)).records.map((r) => listedLine(Reject.parse(r))) : [];
+    return {
+      stage: stage.name,
+      status: "up_to_date",
+      ...previous.counts,
+      reused: previous.counts.in,
+      ...(previous.notes.length ? { notes: previous.notes } : {}),
+      ...(listed.length ? { listed } : {}),
+    };
   }
   const tally = new RecordTally();
   const published = new Publications();
@@ -354,7 +371,7 @@ export async function runStage(
       published: published.files,
       published_dirs: published.dirs.sort(),
       counts,
-      notes: tally.notes,
+      notes: published.notes,
     };
   }
   await store.writeLock(fresh);
@@ -364,7 +381,8 @@ export async function runStage(
     status: incomplete ? "incomplete" : "ran",
     ...counts,
     reused: tally.reused,
-    notes: tally.notes,
     ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}),
+    ...(published.notes.length ? { notes: published.notes } : {}),
+    ...(stage.gate?.list && rejects.length ? { listed: rejects.map(listedLine) } : {}),
   };
 }

@@ -40,11 +40,25 @@ export function extensionDecision(stages: readonly StageToCheck[], sets: TestSet
   const stageTests: { stage: number; tests: string[] }[] = [];
   for (const verdict of stageVerdicts(stages, sets, runs)) {
     const first = verdict.problems[0];
-    if (first) return { kept: false, ...first };
+    if (first) return { kept: false, reason: first.reason, detail: first.detail };
     stageTests.push({ stage: verdict.stage, tests: verdict.tests });
   }
-  const authored = new Set(stageTests.flatMap((s) => s.tests));
-  // The upstream fix's own tests: failing before it, passing in every run with it alone.
+  const upstream = upstreamVerdict(stages, sets, runs);
+  if (upstream) return { kept: false, reason: upstream.reason, detail: upstream.detail };
+  return { kept: true, stageTests };
+}
+
+/**
+ * What is wrong with the upstream fix's own tests among the stages, or undefined: a stage whose
+ * implementation breaks them (`culprit`), or no fail-to-pass test of its own left. Its tests are
+ * those failing before it and passing in every run with it alone, besides every stage's.
+ */
+export function upstreamVerdict(
+  stages: readonly StageToCheck[],
+  sets: TestSets,
+  runs: readonly ThroughRun[],
+): { reason: RejectReason; detail: string; culprit?: StageToCheck } | undefined {
+  const authored = new Set(stages.flatMap((s) => s.tests.flatMap((t) => idsOf(t, sets.designated))));
   const upstream = sets.designated.filter(
     (t) => !authored.has(t) && !sets.passToPass.includes(t) && runs.some((r) => r.through === 0) && runs.every((r) => r.through !== 0 || passes(r.outcomes[t])),
   );
@@ -52,11 +66,15 @@ export function extensionDecision(stages: readonly StageToCheck[], sets: TestSet
   if (broken) return broken;
   if (!upstream.some((t) => sets.failToPass.includes(t)))
     return {
-      kept: false,
       reason: "no_fail_to_pass",
       detail: "no test of the upstream change fails before its fix and passes after it; only the extensions' tests do",
     };
-  return { kept: true, stageTests };
+  return undefined;
+}
+
+/** Qualify's runs of the states after the upstream fix (all but `before`), each with how many stages it holds; `after` holds all `stages`. */
+export function throughRuns(runs: readonly { state: string; through?: number; run: number; outcomes: RunOutcomes }[], stages: number): ThroughRun[] {
+  return runs.flatMap((r) => (r.state === "before" ? [] : [{ through: r.through ?? stages, run: r.run, outcomes: r.outcomes }]));
 }
 
 /** One stage's tests as collected, and what is wrong with them (nothing: the stage is proved). */
@@ -64,7 +82,8 @@ export interface StageVerdict {
   stage: number;
   file: string;
   tests: string[];
-  problems: { reason: RejectReason; detail: string }[];
+  /** Each with the stage to blame when it is another's: a later stage whose implementation breaks these tests. */
+  problems: { reason: RejectReason; detail: string; culprit?: StageToCheck }[];
 }
 
 /**
@@ -91,30 +110,30 @@ export function stageVerdicts(stages: readonly StageToCheck[], sets: TestSets, r
       });
     }
     const broken = laterFailure(stages, verdict.tests, stage.index, runs, `stage ${stage.index}'s`);
-    if (broken && !broken.kept) verdict.problems.push({ reason: broken.reason, detail: broken.detail });
+    if (broken) verdict.problems.push(broken);
     const notF2P = verdict.tests.find((t) => !sets.failToPass.includes(t));
     if (notF2P) verdict.problems.push({ reason: "extension_not_verified", detail: `${field}: ${notF2P} is not fail-to-pass (${whatItIs(notF2P, sets)})` });
     return verdict;
   });
 }
 
-/** The first run of a state after `from` in which one of `tests` (made to pass at `from`) fails, as the reject that names the stage to blame. */
+/** The first run of a state after `from` in which one of `tests` (made to pass at `from`) fails: the stage to blame and why. */
 function laterFailure(
   stages: readonly StageToCheck[],
   tests: readonly string[],
   from: number,
   runs: readonly ThroughRun[],
   owner: string,
-): Decision | undefined {
+): { reason: RejectReason; detail: string; culprit: StageToCheck } | undefined {
   for (const run of [...runs].sort((a, b) => a.through - b.through || a.run - b.run)) {
     if (run.through <= from) continue;
     const test = tests.find((t) => !passes(run.outcomes[t]));
     if (test === undefined) continue;
     const culprit = stages.find((s) => s.index === run.through)!;
     return {
-      kept: false,
       reason: "extension_breaks_earlier_stage",
       detail: `${culprit.file}: field ${culprit.field}.implementation: ${test} (${owner}) fails with ${applied(run.through)} (run ${run.run + 1}): a later stage extends what an earlier one made pass, never replaces it`,
+      culprit,
     };
   }
   return undefined;

@@ -9,7 +9,7 @@ import { RetriesExhausted, withInfrastructureRetries } from "../executors/retrie
 import { RecordError } from "../engine/stage.ts";
 import { PatchDoesNotApply } from "../checkouts/checkout.ts";
 import { classifyTests, keepDecision, type RunOutcomes } from "./outcomes.ts";
-import { extensionDecision, type StageToCheck } from "./extension-checks.ts";
+import { extensionDecision, type StageToCheck, throughRuns } from "./extension-checks.ts";
 import { QualificationRecord } from "../schemas/qualification.ts";
 import { type Crash, rerunInParts, runnerCrash, unreportedStatus } from "./crash-reruns.ts";
 import { type CheckoutPins, fromCommit, fromDirectory, NO_CHECKOUT_PINS, readCheckoutPins } from "../executors/checkout-pins.ts";
@@ -234,9 +234,7 @@ async function qualifyRuns(executor: Executor, input: QualifyTaskInput, log: Log
   let decision: ReturnType<typeof keepDecision> = keepDecision(sets);
   let stageTests: { stage: number; tests: string[] }[] | undefined;
   if (decision.kept && input.extension) {
-    const whole = input.extension.stages.length;
-    const through = runs.flatMap((r) => (r.state === "before" ? [] : [{ through: r.through ?? whole, run: r.run, outcomes: r.outcomes }]));
-    const checked = extensionDecision(input.extension.stages, sets, through);
+    const checked = extensionDecision(input.extension.stages, sets, throughRuns(runs, input.extension.stages.length));
     if (checked.kept) stageTests = checked.stageTests;
     else decision = checked;
   }

@@ -125,7 +125,7 @@ function referenceSplit(candidate: Candidate, rules: Parameters<typeof splitRefe
  * what comes before it), split again; the stages and the upstream implementation are kept for
  * qualify's stage-by-stage runs and reconstruct's requests.
  */
-async function extendedSplit(
+export async function extendedSplit(
   candidate: Candidate,
   upstream: ReturnType<typeof splitReferenceChange>,
   extension: {

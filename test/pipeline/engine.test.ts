@@ -325,6 +325,30 @@ describe("the run summary", () => {
     });
     expect(text.split("rejects by reason:\n")[1]).toBe("  split: 3 rejected (no_source_changes 2, no_test_changes 1)\n  oracle: 0 of 2 task(s) rejected");
   });
+
+  it("lists a listing gate's every reject with its reason, and each stage's notes, marking those of a stage up to date as its last run's", () => {
+    const base = { out: 0, seconds: 0, reused: 0 };
+    const text = formatSummary({
+      ok: true,
+      stages: [
+        {
+          ...base,
+          stage: "audit",
+          status: "ran",
+          in: 4,
+          rejected: 2,
+          by_reason: { unjustified_test: 1, audit_excluded: 1 },
+          gate: "task(s)",
+          listed: ["a-1: audit_excluded: by ann", "b-2: unjustified_test: a test"],
+          notes: ["judge m: $0.01"],
+        },
+        { ...base, stage: "oracle", status: "up_to_date", in: 2, rejected: 0, by_reason: {}, gate: "task(s)", notes: ["ran twice"] },
+      ],
+    });
+    expect(text.split("rejects by reason:\n")[1]).toBe(
+      "  audit: 2 of 4 task(s) rejected (audit_excluded 1, unjustified_test 1)\n    a-1: audit_excluded: by ann\n    b-2: unjustified_test: a test\n  oracle: 0 of 2 task(s) rejected\n\nnotes:\n  audit: judge m: $0.01\n  oracle: ran twice (its last run)",
+    );
+  });
 });
 
 describe("a stage's code identity", () => {

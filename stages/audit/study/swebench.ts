@@ -1,21 +1,23 @@
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { MirrorCache } from "../../pipeline/git.ts";
-import { WorkLayout } from "../../pipeline/work-layout.ts";
-import { AuditRecord, type RiskModel } from "../../pipeline/schemas/audit.ts";
-import type { Candidate } from "../../pipeline/schemas/candidate.ts";
-import type { Logger } from "../../pipeline/logger.ts";
-import type { Annotation } from "./agreement.ts";
+import { resolve } from "node:path";
+import { DiffParseError } from "../../../pipeline/changes/diff.ts";
+import { MirrorCache } from "../../../pipeline/git.ts";
+import { WorkLayout } from "../../../pipeline/work-layout.ts";
+import type { AuditRecord, RiskModel } from "../../../pipeline/schemas/audit.ts";
+import type { Candidate } from "../../../pipeline/schemas/candidate.ts";
+import type { Logger } from "../../../pipeline/logger.ts";
+import type { TaskDecisions } from "../decisions.ts";
+import { type GateSetup, type InForce, rulesInForce } from "../gate.ts";
+import type { CallJudge } from "../judge/client.ts";
+import { judgeCost, type JudgeCost, type JudgeUsage } from "../judge/judge.ts";
+import { adapterFor, openJudge } from "../judge/step.ts";
+import { loadProvenance } from "../rules/provenance.ts";
+import { rulesInUse, type RuleSettings } from "../rules/registry.ts";
+import type { AuditedTask } from "../report.ts";
+import { PatchOnlyTree, type SourceTree, sourcesAt } from "../readers/source-tree.ts";
+import { auditTask } from "../task.ts";
+import type { Annotation } from "../annotations.ts";
 import { type Measured, measure } from "./measure.ts";
-import { assess } from "./risk/model.ts";
-import { type CallJudge, judgeCaller, loadJudgeAdapter } from "./judge/client.ts";
-import { emptyUsage, type JudgeCost, judgeCost, JudgeFailed, judgeRecord, type JudgeUsage } from "./judge/judge.ts";
-import { JudgeAnswerError } from "./judge/prompt.ts";
-import { loadProvenance } from "./rules/provenance.ts";
-import { rulesInUse, type RuleSettings } from "./rules/registry.ts";
-import { alignTask } from "./runner.ts";
-import type { AuditedTask } from "./report.ts";
-import { PatchOnlyTree, type SourceTree, sourcesAt } from "./readers/source-tree.ts";
 
 export interface SwebenchAuditOptions {
   /** The SWE-bench-family file's records, as mine's import reads them (`importSwebench`). */
@@ -29,12 +31,17 @@ export interface SwebenchAuditOptions {
   /** Audit only these instance ids. */
   only?: string[];
   annotations?: Map<string, Annotation>;
-  /** Rules turned off or weighed at another severity. */
+  /** Rules turned off, weighed at another severity, or put in force on a measurement. */
   rules?: RuleSettings;
+  /** Each record's decisions (an auditor's, imported ones); none by default. */
+  decisions?: (id: string) => TaskDecisions;
+  /** Where an auditor records a decision, for the gate's messages. */
+  decisionsFile?: string;
   /** The risk model severities derive from; none: each task's severity is its rules' own. */
   riskModel?: RiskModel;
-  /** A model judge's adapter (a file, or a name under data/audit/judges/). */
+  /** A model judge's adapter (a file, or a name under data/audit/judges/), and its passes. */
   judge?: string;
+  judgePasses?: number;
   /** How the judge is called (the adapter's SDK unless a caller is given). */
   callJudge?: CallJudge;
   log: Logger;
@@ -50,6 +57,10 @@ export interface SwebenchAudit {
   judgeFailures?: string[];
   /** What the verdicts in the records cost when they were asked (the same whether this run asked or read them from the cache). */
   judgeCost?: JudgeCost;
+  /** Records that could not be audited (a patch that is not a diff), each with why. */
+  unaudited: string[];
+  /** The rules the given settings put in force. */
+  inForce: InForce[];
 }
 
 /** Where a repository's history comes from for the audit: a mirror in the folder, GitHub, or nowhere (and why). */
@@ -122,57 +133,65 @@ function treesFor(options: SwebenchAuditOptions, chosen: Candidate[]): (candidat
   };
 }
 
-/** The judge of a run: its adapter, its caller and what it cost; undefined without --judge. */
+/** The judge of a run, or undefined without --judge. */
 function judgeOf(options: SwebenchAuditOptions) {
   if (!options.judge) return undefined;
-  const { adapter } = loadJudgeAdapter(options.judge);
-  return { adapter, call: options.callJudge ?? judgeCaller(adapter), usage: emptyUsage(adapter) };
+  const adapter = adapterFor({ adapter: options.judge });
+  return openJudge({
+    adapter,
+    layout: new WorkLayout(options.workDir),
+    ...(options.judgePasses ? { passes: options.judgePasses } : {}),
+    ...(options.callJudge ? { call: options.callJudge } : {}),
+  });
 }
 
 /**
  * Audits every record of a SWE-bench-family file as a task of one request (its problem
- * statement), with its FAIL_TO_PASS tests and its gold patch as the reference fix. Nothing is
- * built or run: test sources are read from a mirror of the repository at the base commit with the
- * test patch applied, where one can be had. With a judge, each record is also judged by a model;
- * a record the judge fails on is said so and audited without it.
+ * statement), with its FAIL_TO_PASS tests and its gold patch as the reference fix, through the
+ * stage's own `auditTask`: the same rules, judge, risk and gate. Nothing is built or run: test
+ * sources are read from a mirror of the repository at the base commit with the test patch applied,
+ * where one can be had. A record the judge fails on is said so and audited without it.
  */
 export async function auditSwebench(options: SwebenchAuditOptions): Promise<SwebenchAudit> {
   const wanted = options.only?.length ? new Set(options.only) : undefined;
   const chosen = options.candidates.filter((c) => !wanted || wanted.has(c.id));
   const treeOf = treesFor(options, chosen);
   const judge = judgeOf(options);
-  const rules = rulesInUse(options.rules);
+  const provenance = loadProvenance();
+  const inForce = rulesInForce(options.rules ?? {}, provenance, "--rules");
+  const gate: GateSetup = {
+    excludeAtSeverity: 2,
+    judgeGate: "only with a decision",
+    inForce: new Set(inForce.map((f) => f.name)),
+    decisionsFile: options.decisionsFile ?? "a decisions file (--decisions)",
+  };
+  const setup = { rules: rulesInUse(options.rules), ...(options.riskModel ? { riskModel: options.riskModel } : {}), ...(judge ? { judge } : {}), gate };
   const records: AuditRecord[] = [];
   const tasks = new Map<string, AuditedTask>();
-  const judgeFailures: string[] = [];
+  const unaudited: string[] = [];
   for (const candidate of chosen) {
     const task = taskOf(candidate);
-    const reference = candidate.upstream_split?.patch;
-    const { sources, ...findings } = await alignTask({ task, referencePatch: reference, tree: await treeOf(candidate, task.verifier.test_patch) }, rules);
-    let verdict;
-    if (judge) {
-      const inputs = { id: candidate.id, requests: task.requests.map((r) => r.text), tests: sources, referenceDiff: reference ?? "", findings: findings.flags };
-      verdict = await judgeRecord(judge.adapter, judge.call, options.workDir, inputs, judge.usage).catch((error: unknown) => {
-        if (!(error instanceof JudgeFailed || error instanceof JudgeAnswerError)) throw error;
-        judgeFailures.push(error.message);
-        options.log.error(error.message);
-        return undefined;
-      });
+    const input = { task, referencePatch: candidate.upstream_split?.patch, decisions: options.decisions?.(candidate.id) ?? {} };
+    try {
+      records.push(await auditTask({ ...input, tree: await treeOf(candidate, task.verifier.test_patch) }, setup));
+    } catch (error) {
+      if (!(error instanceof DiffParseError)) throw error;
+      unaudited.push(`${candidate.id}: its patches are not a diff the audit can read: ${error.message}`);
+      continue;
     }
-    const record = { task_id: candidate.id, ...findings, ...(verdict ? { judge: verdict } : {}) };
-    const assessed = options.riskModel ? assess(options.riskModel, record) : undefined;
-    records.push(AuditRecord.parse({ ...record, ...(assessed ? { risk: assessed.risk, severity: assessed.severity } : {}) }));
     tasks.set(candidate.id, { repo: candidate.repo, base_commit: candidate.base_commit, requests: task.requests });
   }
+  for (const failure of judge?.unjudged ?? []) options.log.error(failure);
   records.sort((a, b) => (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0));
-  const judged = judge ? { judgeUsage: judge.usage, judgeFailures, judgeCost: judgeCost(judge.adapter, records) } : {};
-  if (!options.annotations) return { records, tasks, ...judged };
+  const judged = judge ? { judgeUsage: judge.usage, judgeFailures: judge.unjudged, judgeCost: judgeCost(judge.adapter, records) } : {};
+  const base = { records, tasks, unaudited, inForce, ...judged };
+  if (!options.annotations) return base;
   const measured = measure({
     records,
     repoOf: (id) => tasks.get(id)!.repo,
     annotations: options.annotations,
     ...(options.riskModel ? { model: options.riskModel } : {}),
-    provenance: loadProvenance(),
+    provenance,
   });
-  return { records, tasks, measured, ...judged };
+  return { ...base, measured };
 }
