@@ -1,6 +1,6 @@
 import { BUILT_STAGES } from "../../../stages/index.ts";
-import { sharedDataForTests } from "../../helpers/shared-data.ts";
-import { existsSync, readFileSync } from "node:fs";
+import { sharedDataForTests, wholeRecord } from "../../helpers/shared-data.ts";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,33 +15,15 @@ import { type FidelityResult, measureFidelity } from "../../../pipeline/fidelity
 import { normaliseTestId, swebenchTestId } from "../../../pipeline/test-results/test-ids.ts";
 import { silentLogger } from "../../../pipeline/logger.ts";
 import { QualificationRecord } from "../../../pipeline/schemas/qualification.ts";
-import { dockerForTests } from "../../helpers/docker.ts";
+import { dockerForTests, installedVersions } from "../../helpers/docker.ts";
 import { MirrorCache } from "../../../pipeline/git.ts";
 import { HeldoutTask } from "../../../pipeline/schemas/heldout.ts";
 import { verifyArtifact } from "../../../pipeline/verifier/verify.ts";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { requalify, writeRequalifyReport } from "../../../pipeline/fidelity/requalify.ts";
 import { checkProfile, formatProfileCheck } from "../../../pipeline/fidelity/repo-check.ts";
 import { fileTempDir } from "../../helpers/tmp.ts";
 import { freePort, startRedis } from "../../helpers/redis.ts";
 import { createFleetNetwork, startWorkerContainer } from "../../helpers/fleet.ts";
-
-/** The versions of `packages` installed in an image's environment, space-separated, read with no network. */
-const installedVersions = (image: string, packages: string[]) =>
-  execFileSync(
-    "docker",
-    [
-      "run",
-      "--rm",
-      "--network",
-      "none",
-      image,
-      "/env/bin/python",
-      "-c",
-      `import importlib.metadata as m; print(${packages.map((p) => `m.version('${p}')`).join(", ")})`,
-    ],
-    { encoding: "utf8" },
-  ).trim();
 
 const SHARED = fileURLToPath(new URL("../../../../shared/data/", import.meta.url));
 const RECORDS = join(SHARED, "swebench-lite-dev.jsonl");
@@ -106,12 +88,7 @@ describe.skipIf(!docker || !sharedDataForTests(RECORDS))("qualify on real reposi
     });
 
   /** A record of the dev file, whole, as a copy's starting point. */
-  const recordOf = (id: string) =>
-    JSON.parse(
-      readFileSync(RECORDS, "utf8")
-        .split("\n")
-        .find((l) => l.includes(`"${id}"`))!,
-    ) as Record<string, string>;
+  const recordOf = (id: string) => wholeRecord(RECORDS, id);
   /** A task's qualification as the work directory holds it now (after the latest run). */
   const qualificationOf = (id: string) =>
     readFileSync(join(workDir, "artifacts", "qualify", "qualifications.jsonl"), "utf8")
