@@ -138,7 +138,7 @@ describe("the queue executor (BullMQ on Redis, workers on other hosts)", () => {
     await server?.stop();
   });
 
-  // The demo's qualify and oracle through a fleet, byte for byte, with verify and `workers`: test/pipeline/fleet.test.ts (workers in containers of their own).
+  // The demo's qualify and oracle through a fleet, byte for byte, with verify and `workers`: test/pipeline/executors/fleet.test.ts (workers in containers of their own).
 
   it("gives a killed worker's job to another worker, which finishes it once, with the same result", async (context) => {
     if (!server) return context.skip();

@@ -3,7 +3,7 @@ import { readAttempt, usageSince } from "../../../pipeline/session/usage.ts";
 
 // Event lines in the shapes the real harnesses printed against the model endpoint (Codex CLI
 // 0.171.0, OpenCode 1.18.33, aider 0.86.2), cut to the fields the readers use. Claude Code's reader
-// runs against the real harness in test/pipeline/demo.test.ts.
+// runs against the real harness in test/pipeline/session/harnesses.test.ts.
 const lines = (...events: unknown[]) => ["a warning the harness printed first", ...events.map((e) => JSON.stringify(e))].join("\n");
 
 describe("reading a harness's own output", () => {

@@ -148,7 +148,7 @@ describe("infrastructure faults", () => {
     expect(await withInfrastructureRetries("t", silentLogger, flaky, [0])).toEqual({ value: "ok", retries: 2 });
     calls = -10;
     const error = await withInfrastructureRetries("t", silentLogger, flaky, [0]).catch((e) => e);
-    // The stage turns this into a reject that is not cached (qualify-failures.test.ts).
+    // The stage turns this into a reject that is not cached (test/pipeline/qualification/failures.test.ts).
     expect(error).toBeInstanceOf(RetriesExhausted);
     expect(error).toMatchObject({ reason: "infrastructure_fault" });
     expect(error.message).toMatch(/the engine restarted \(after 2 retries\)/);
