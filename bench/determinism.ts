@@ -1,6 +1,6 @@
 // The whole demo built and run twice from nothing, in two fresh directories: every artifact and
 // every published file must be byte-identical (SPEC: same inputs and seed, same outputs). The
-// tests check the same on a four-PR corpus (test/pipeline/faults.test.ts); this is the whole demo.
+// tests check the same on a four-PR corpus (test/pipeline/engine/faults.test.ts); this is the whole demo.
 import { WorkLayout } from "../pipeline/work-layout.ts";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -8,7 +8,7 @@ import { buildDemoCorpus, corpusStamp, type CorpusResult } from "../../demo/buil
  * the directory is named by the plan and the generator, as the corpus's own stamp is). A build is
  * 10–20 s of git work and some twenty test files need a corpus; a copy takes a fraction of a second.
  * Built aside and renamed into place, so a file never sees half a corpus: when two files build at
- * once, the first rename wins and the other's build is dropped. test/pipeline/demo-corpus.test.ts
+ * once, the first rename wins and the other's build is dropped. test/demo/corpus.test.ts
  * builds its own, since the build is what it checks.
  */
 export async function demoCorpus(planPath: string, outDir: string): Promise<CorpusResult> {

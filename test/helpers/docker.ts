@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import Docker from "dockerode";
 import { dockerAvailable } from "../../pipeline/executors/docker.ts";
 
@@ -10,3 +11,20 @@ export async function dockerForTests(): Promise<boolean> {
   if (!up && process.env.CI) throw new Error("CI=true but no Docker engine answers: .ci/run must start dockerd");
   return up;
 }
+
+/** The versions of `packages` installed in an image's environment, space-separated, read with no network. */
+export const installedVersions = (image: string, packages: string[]) =>
+  execFileSync(
+    "docker",
+    [
+      "run",
+      "--rm",
+      "--network",
+      "none",
+      image,
+      "/env/bin/python",
+      "-c",
+      `import importlib.metadata as m; print(${packages.map((p) => `m.version('${p}')`).join(", ")})`,
+    ],
+    { encoding: "utf8" },
+  ).trim();

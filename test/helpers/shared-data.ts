@@ -35,3 +35,11 @@ export function sharedRecords(): Map<string, SharedRecord> {
     }
   return records;
 }
+
+/** A record of a SWE-bench file, whole (every field it has), found by its instance id. */
+export const wholeRecord = (file: string, id: string) =>
+  JSON.parse(
+    readFileSync(file, "utf8")
+      .split("\n")
+      .find((l) => l.includes(`"${id}"`))!,
+  ) as Record<string, string>;

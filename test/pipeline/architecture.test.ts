@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import ts from "typescript";
@@ -26,6 +26,33 @@ async function violations(cwd: string, dirs: string[]): Promise<string[]> {
 interface LayoutNames {
   distinct: Set<string>;
   common: Set<string>;
+}
+
+/** The folders whose sources have tests: a test of `pipeline/executors/` is in `test/pipeline/executors/`. */
+const SOURCE_TOPS = ["bin", "cli", "pipeline", "stages", "demo", "bench", "plugins"];
+
+/**
+ * What breaks test/'s layout under `repo`: a test file whose folder is no source folder, and a
+ * TypeScript file (test or helper) over 500 lines. The recorded JSON fixtures are data, not code.
+ */
+function testLayoutProblems(repo: string): string[] {
+  const problems: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(join(repo, dir)).sort()) {
+      const path = join(dir, name);
+      if (statSync(join(repo, path)).isDirectory()) walk(path);
+      else if (name.endsWith(".ts")) {
+        const lines = readFileSync(join(repo, path), "utf8").split("\n").length - 1;
+        if (lines > 500) problems.push(`${path}: ${lines} lines`);
+        const folder = relative("test", dirname(path)) || ".";
+        const source = join(repo, folder);
+        if (name.endsWith(".test.ts") && !(SOURCE_TOPS.includes(folder.split("/")[0]!) && existsSync(source) && statSync(source).isDirectory()))
+          problems.push(`${path}: no source folder ${folder}`);
+      }
+    }
+  };
+  walk("test");
+  return problems;
 }
 
 /** The names WorkLayout gives the entries of a work directory, read from WorkLayout itself. */
@@ -166,6 +193,22 @@ describe("the architecture", () => {
     };
     for (const top of ["pipeline", "stages"]) walk(join(root, top));
     expect(long).toEqual([]);
+  });
+
+  it("keeps each test file at its source folder's path under test/, and every TypeScript file in test/ at 500 lines or fewer", () => {
+    // A planted tree: a test beside no source folder, one at test/'s top, and one too long are found.
+    const planted = tempDir();
+    for (const dir of ["pipeline/engine", "test/pipeline/engine", "test/pipeline/nowhere", "test/helpers"]) mkdirSync(join(planted, dir), { recursive: true });
+    writeFileSync(join(planted, "test/pipeline/engine/engine.test.ts"), "x\n");
+    writeFileSync(join(planted, "test/pipeline/nowhere/lost.test.ts"), "x\n");
+    writeFileSync(join(planted, "test/top.test.ts"), "x\n");
+    writeFileSync(join(planted, "test/helpers/long.ts"), "x\n".repeat(501));
+    expect(testLayoutProblems(planted)).toEqual([
+      "test/helpers/long.ts: 501 lines",
+      "test/pipeline/nowhere/lost.test.ts: no source folder pipeline/nowhere",
+      "test/top.test.ts: no source folder .",
+    ]);
+    expect(testLayoutProblems(root)).toEqual([]);
   });
 
   it("imports point one way: bin → cli → stages → pipeline → pipeline/schemas, folder by folder inside pipeline/, no cycles, no stage importing another", async () => {
