@@ -156,6 +156,11 @@ async function checkStages(checking: Checking, file: { path: string; text: strin
   if (!split?.extensions?.length) return;
   for (const stage of split.extensions) answerFor(report, stage.field)!.notes.push(...outsideSources(stage.implementation_patch, upstream.sourceFiles));
   const qualified = await qualifyComposed(checking, split);
+  // Each stage's tests as qualify's runs collected them, else as its file declares them.
+  for (const stage of split.extensions) {
+    const collected = qualified.stageTests.find((s) => s.stage === stage.index)?.tests ?? [];
+    answerFor(report, stage.field)!.tests = collected.length ? collected : stage.tests;
+  }
   finished(report, qualified.problems);
   await auditComposed(checking, split, qualified);
 }
