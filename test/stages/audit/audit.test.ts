@@ -161,7 +161,10 @@ describe("the audit on the demo corpus", () => {
       `instance_id,false_negative,false_negative_notes,filter_out\n${imported!.task_id},0.0,the listing is part of the API,False\n`,
     );
     const audit = demo.options.stageConfigs.audit as Record<string, unknown>;
-    const options = { ...demo.options, stageConfigs: { ...demo.options.stageConfigs, audit: { ...audit, imported: ["../../audits/annotations.csv"] } } };
+    const options = {
+      ...demo.options,
+      stageConfigs: { ...demo.options.stageConfigs, audit: { ...audit, imported: [String(audit.decisions).replace(/decisions\.yaml$/, "annotations.csv")] } },
+    };
     const summary = await runProjectOnce(options, { only: "audit" });
     expect(summary.ok, formatSummary(summary)).toBe(true);
     const tasks = readFileSync(join(demo.workDir, "artifacts", "audit", "tasks.jsonl"), "utf8");
@@ -170,7 +173,7 @@ describe("the audit on the demo corpus", () => {
     expect(tasks).not.toContain(`"id":"${clean.task_id}"`);
     const rejects = readFileSync(join(demo.workDir, "artifacts", "audit", "rejects.jsonl"), "utf8");
     expect(rejects).toContain(`"reason":"audit_excluded","record_id":"${clean.task_id}"`);
-    expect(formatSummary(summary)).toContain(`    ${clean.task_id}: audit_excluded: excluded by ann (../../audits/decisions.yaml): the issue is ambiguous`);
+    expect(formatSummary(summary)).toContain(`    ${clean.task_id}: audit_excluded: excluded by ann (${String(audit.decisions)}): the issue is ambiguous`);
     expect(records().find((r) => r.task_id === imported!.task_id)!.imported).toMatchObject({
       verdict: "approve",
       reason: "false_negative 0: the listing is part of the API",
