@@ -1,10 +1,11 @@
-import type { AgentSpec, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
+import type { SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import { changesBetween, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
 import { addRouting, addUsage, NO_USAGE } from "./usage.ts";
 
 /** The behaviour the study discusses, from a run's trajectory. */
 export function summarise(
-  agent: Pick<AgentSpec, "name" | "usage">,
+  /** `usage`: the reader of the agent's usage (a harness's output, or a Harbor agent's ATIF trajectory), when it reports any. */
+  agent: { name: string; usage?: string | undefined },
   lines: TrajectoryRequest[],
   workLostFiles: number,
   runnerSeconds: number,
