@@ -118,7 +118,10 @@ export async function replaceDirectoryAtomic(dir: string, files: ReadonlyMap<str
  */
 export async function replaceDirectoryWith(
   dir: string,
-  fill: (write: (path: string, content: string | Uint8Array) => Promise<void>, link: (path: string, existing: string) => Promise<void>) => Promise<void>,
+  fill: (
+    write: (path: string, content: string | Uint8Array, mode?: number) => Promise<void>,
+    link: (path: string, existing: string) => Promise<void>,
+  ) => Promise<void>,
   mayReplace: (existing: string[]) => boolean,
 ): Promise<void> {
   const existing = listTree(dir);
@@ -131,10 +134,10 @@ export async function replaceDirectoryWith(
   await mkdir(staging, { recursive: true });
   try {
     const written = new Set<string>();
-    const write = async (path: string, content: string | Uint8Array) => {
+    const write = async (path: string, content: string | Uint8Array, mode = 0o644) => {
       const target = join(staging, path);
       await mkdir(dirname(target), { recursive: true });
-      const handle = await open(target, "w", 0o644);
+      const handle = await open(target, "w", mode);
       try {
         await handle.writeFile(content);
         await handle.sync();

@@ -18,7 +18,7 @@ import type { Condition } from "../session/run-folder.ts";
 import { sessionCloneSource } from "../session/runs.ts";
 import { InputError } from "../validation.ts";
 import { checkoutArchives, commitMirrorArchive, revisionArchive } from "./archives.ts";
-import { agentDockerfile, environmentFiles, type ImageOptions, verifierDockerfile } from "./images.ts";
+import { agentDockerfile, environmentFiles, type ImageOptions, stepVerifierDockerfile, verifierDockerfile } from "./images.ts";
 import { HARBOR_DATASET, HARBOR_TASK, SHARED_VERIFIER, sharedFile, type SharedKind, taskDirName, VERIFIER_FILES } from "./layout.ts";
 import { observeScript } from "./observe.ts";
 import { solveScript, taskSteps } from "./steps.ts";
@@ -52,7 +52,7 @@ export class HarborExportError extends InputError {
   override name = "HarborExportError";
 }
 
-type Write = (path: string, content: string | Uint8Array) => Promise<void>;
+type Write = (path: string, content: string | Uint8Array, mode?: number) => Promise<void>;
 type Link = (path: string, existing: string) => Promise<void>;
 
 /** The dataset's files stored once: a file's copies in tasks are hard links to `shared/<kind>/<sha256>.tar`. */
@@ -102,7 +102,8 @@ export async function exportHarbor(bench: OpenedBenchmark, options: HarborExport
     resolve(options.out),
     async (write, link) => {
       const store = new SharedStore(write, link);
-      await write(SHARED_VERIFIER.node, node);
+      // An executable: the verifier image runs it as it is copied in (the classic builder's COPY has no --chmod).
+      await write(SHARED_VERIFIER.node, node, 0o755);
       await write(SHARED_VERIFIER.program, program);
       for (const { file, spec } of sessions) {
         options.log.info(`exporting ${spec.session_id} (${options.conditions.join(", ")})`);
@@ -201,6 +202,7 @@ async function writeTask(input: TaskInput): Promise<string> {
     if (reference) await write(`${stepDir}/${HARBOR_TASK.solution}/reference.patch`, reference);
   }
   await write(`${dir}/${HARBOR_TASK.tests}/test.sh`, STEP_TEST_SH);
+  await write(`${dir}/${HARBOR_TASK.tests}/Dockerfile`, stepVerifierDockerfile(input.session.env, options.images));
   await writeAgentImage(input, `${dir}/${HARBOR_TASK.environment}`);
   await writeVerifierImage(input, `${dir}/${HARBOR_TASK.steps}/${steps.at(-1)!.name}/${HARBOR_TASK.tests}`);
   return name;

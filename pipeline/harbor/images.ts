@@ -134,3 +134,18 @@ export function verifierDockerfile(env: EnvironmentSpec, options: ImageOptions, 
     "",
   ].join("\n");
 }
+
+/**
+ * The image of every step's verifier but the last: the base image and the script that writes an
+ * empty reward, nothing else. Its build context is the same for every task of a base image, so
+ * Harbor (which names an image by its context's hash) builds it once; it spares each step a
+ * container of the agent's image, whose context holds the checkouts.
+ */
+export function stepVerifierDockerfile(env: EnvironmentSpec, options: ImageOptions): string {
+  return [
+    "# The verifier of every request but a session's last (switch-swe export harbor): it scores nothing.",
+    `FROM ${baseOf(env, options).image}`,
+    `COPY test.sh ${IN_VERIFIER.tests}/test.sh`,
+    "",
+  ].join("\n");
+}

@@ -12,7 +12,7 @@
  *     task.toml                            one [[steps]] entry per scheduled request, the last one scored
  *     environment/                         the agent's image: the focus task's environment, the five checkouts
  *       Dockerfile, switch-swe/*.sh, checkouts/wNN.tar
- *     tests/test.sh                        every step's verifier but the last: it scores nothing
+ *     tests/Dockerfile, test.sh            every step's verifier but the last: it scores nothing
  *     steps/<NN>-<wXX>-<stageK|final>/
  *       instruction.md                     the request, exactly as `session run` delivers it
  *       solution/solve.sh [reference.patch]  Harbor's oracle: a task's reference at its last request

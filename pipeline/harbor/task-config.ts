@@ -89,7 +89,7 @@ function stepTables(input: TaskConfigInput, step: TaskStep, index: number): Toml
 /**
  * task.toml: one step per scheduled request, each with the request's budget as its timeout, the
  * trial's reward the last step's (`final`), every verifier separate from the agent's container
- * (the last step's built from its tests/, the others from the agent's image, scoring nothing),
+ * (the last step's built from its tests/, the others' from the task's tests/, scoring nothing),
  * after every request the checkouts observed by a collect hook and collected as an artifact, and
  * the session's metadata. The agent never reads it.
  */

@@ -13,7 +13,7 @@ export const VERIFIER_TEST_SH = `#!/bin/sh
 exec ${IN_VERIFIER.tests}/${VERIFIER_FILES.node} ${IN_VERIFIER.tests}/${VERIFIER_FILES.program} ${IN_VERIFIER.tests}/${VERIFIER_FILES.input}
 `;
 
-/** Every other step's verifier (tests/test.sh, in a container of the agent's image): Harbor asks each step for a reward; these score nothing. */
+/** Every other step's verifier (tests/test.sh, in its own small image): Harbor asks each step for a reward; these score nothing. */
 export const STEP_TEST_SH = `#!/bin/sh
 # A request before the session's last (switch-swe export harbor): nothing is scored until the last step,
 # whose own verifier runs switch-swe's verify. Harbor needs a reward file from every step: it holds no reward.

@@ -10,16 +10,10 @@ import { verifierBundle } from "../../pipeline/harbor/verifier-bundle.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { loadAgent } from "../../pipeline/session/agents.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
-import { FOCUS, FOCUS_PATH, harborFixture, type HarborFixture, OTHERS, SESSION } from "./fixture.ts";
+import { files, FOCUS, FOCUS_PATH, harborFixture, type HarborFixture, OTHERS, SESSION } from "./fixture.ts";
 
 let fixture: HarborFixture;
 let out: string;
-
-/** Every file under `dir`, relative to it. */
-export const files = (dir: string): string[] =>
-  readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name]))
-    .sort();
 
 /** A TOML file as Python's own parser reads it (tomllib): what Harbor reads. */
 const readToml = (file: string) =>
@@ -116,8 +110,9 @@ describe("switch-swe export harbor", () => {
             expect(seen).not.toContain(other.message.text.slice(0, 60));
         });
       });
-      // Every step's verifier but the last (Harbor uploads tests/ into a container of the agent's image) scores nothing.
-      expect(files(join(dir, HARBOR_TASK.tests))).toEqual(["test.sh"]);
+      // Every step's verifier but the last (its own image, built from tests/) scores nothing.
+      expect(files(join(dir, HARBOR_TASK.tests))).toEqual(["Dockerfile", "test.sh"]);
+      expect(readFileSync(join(dir, HARBOR_TASK.tests, "Dockerfile"), "utf8")).toMatch(/^FROM switch-swe-base:bookworm\nCOPY test.sh \/tests\/test.sh\n$/m);
       const commands = readFileSync(join(dir, HARBOR_TASK.tests, "test.sh"), "utf8")
         .split("\n")
         .filter((l) => l && !l.startsWith("#"));

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
@@ -32,6 +32,12 @@ interface CorpusRecord {
   test_patch: string;
   problem_statement: string;
 }
+
+/** Every file under `dir`, relative to it. */
+export const files = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)).map((f) => `${e.name}/${f}`) : [e.name]))
+    .sort();
 
 export interface HarborFixture {
   bench: OpenedBenchmark;

@@ -15,8 +15,7 @@ import { writeReport } from "../../pipeline/report/results.ts";
 import { loadAgent } from "../../pipeline/session/agents.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
-import { files } from "./export.test.ts";
-import { F2P, FOCUS, FOCUS_PATH, harborFixture, type HarborFixture, P2P, SESSION } from "./fixture.ts";
+import { F2P, files, FOCUS, FOCUS_PATH, harborFixture, type HarborFixture, P2P, SESSION } from "./fixture.ts";
 
 /*
  * An exported task's two images, built and run as Harbor runs them: the agent's with its
