@@ -5,7 +5,7 @@
 // machine (mounted: Harbor's own install needs a network the containers here lack), the model the
 // endpoint on loopback reached through a forwarder on Docker's bridge. Also: whether the endpoint
 // saw one conversation grow through each trial, read from its log.
-import { mkdirSync } from "node:fs";
+import { chownSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { harborAgentMount } from "../pipeline/harbor/agent-mounts.ts";
 import type { Logger } from "../pipeline/logger.ts";
@@ -15,6 +15,9 @@ import { ModelEndpoint } from "../pipeline/model-endpoint/server.ts";
 import { startContextRelay } from "../pipeline/session/context-relay.ts";
 import { loadAgent } from "../pipeline/session/agents.ts";
 import { bridgeGateway, forwardFromBridge, harbor } from "./harbor-runner.ts";
+
+/** The uid Harbor runs as: the exported tasks' agent user's (agent:1000), whose conversation Harbor's log handling then leaves readable to it. */
+export const HARBOR_UID = 1000;
 
 /** Harbor's agent of each harness, the model name it is given, and the adapter whose harness is mounted for it. */
 export const HARBOR_AGENTS = {
@@ -52,66 +55,73 @@ export async function runAgentJob(job: AgentJob, ctx: AgentJobContext): Promise<
   const started = Date.now();
   // Without a relay, one job of every task; with one, a job per task (and a relay of its own, in the job's directory).
   const batches = job.relay ? job.tasks.map((t) => [t]) : [job.tasks];
+  const gateway = bridgeGateway();
   try {
     for (const tasks of batches) {
-      const jobName = job.relay ? join(job.configuration, tasks[0]!) : job.configuration;
-      const jobDir = join(ctx.jobsDir, jobName);
-      mkdirSync(jobDir, { recursive: true });
-      const relay = job.relay
-        ? await startContextRelay(
-            { program: resolve("plugins/rcm/relay.ts"), mode: job.relay },
-            endpoint.url,
-            join(jobDir, "context-relay"),
-            join(jobDir, "context-relay.log"),
-            ctx.log,
-          )
-        : undefined;
-      const forward = await forwardFromBridge(bridgeGateway(), Number(new URL(relay?.url ?? endpoint.url).port));
-      try {
-        const ran = await harbor(
-          [
-            "harbor",
-            "run",
-            "-p",
-            join(ctx.dataset, "tasks"),
-            ...tasks.flatMap((t) => ["-i", t]),
-            "-n",
-            "1",
-            "--jobs-dir",
-            ctx.jobsDir,
-            "--job-name",
-            jobName,
-            "-y",
-            "--no-delete",
-            "-a",
-            spec.agent,
-            "-m",
-            spec.model,
-            "--resume-trajectory",
-            "--base-url",
-            forward.url,
-            "--api-key-name",
-            "SWITCH_SWE_BENCH_KEY",
-            "--mounts",
-            JSON.stringify([mount]),
-          ],
-          {
-            mounts: ctx.mounts,
-            cwd: ctx.cwd,
-            env: { SWITCH_SWE_BENCH_KEY: "switch-swe-loopback" },
-            log: join(ctx.cwd, `${jobName.replaceAll("/", "__")}.log`),
-          },
-        );
-        codes.push(ran.code);
-      } finally {
-        await forward.close();
-        await relay?.close();
-      }
+      // A job of one task is named for the task (its pattern's `*` left out).
+      const jobName = job.relay ? join(job.configuration, tasks[0]!.replaceAll("*", "")) : job.configuration;
+      codes.push(await runOneJob(job, spec, mount, tasks, jobName, endpoint, gateway, ctx));
     }
   } finally {
     await endpoint.close();
   }
   return { endpoint, codes, seconds: (Date.now() - started) / 1000 };
+}
+
+/** One Harbor job: a relay of its own in front of the endpoint when the configuration has one, the forwarder, Harbor. Resolves to Harbor's exit code. */
+async function runOneJob(
+  job: AgentJob,
+  spec: (typeof HARBOR_AGENTS)[Harness],
+  mount: ReturnType<typeof harborAgentMount>,
+  tasks: string[],
+  jobName: string,
+  endpoint: ModelEndpoint,
+  gateway: string,
+  ctx: AgentJobContext,
+): Promise<number> {
+  const jobDir = join(ctx.jobsDir, jobName);
+  mkdirSync(jobDir, { recursive: true });
+  chownSync(join(ctx.jobsDir, jobName.split("/")[0]!), HARBOR_UID, HARBOR_UID);
+  const relay = job.relay
+    ? await startContextRelay(
+        { program: resolve("plugins/rcm/relay.ts"), mode: job.relay },
+        endpoint.url,
+        join(jobDir, "context-relay"),
+        join(jobDir, "context-relay.log"),
+        ctx.log,
+      )
+    : undefined;
+  try {
+    const forward = await forwardFromBridge(gateway, Number(new URL(relay?.url ?? endpoint.url).port));
+    try {
+      const argv = [
+        "harbor",
+        "run",
+        "-p",
+        join(ctx.dataset, "tasks"),
+        ...tasks.flatMap((t) => ["-i", t]),
+        "-n",
+        "1",
+        "--jobs-dir",
+        ctx.jobsDir,
+        "--job-name",
+        jobName,
+      ];
+      const agent = ["-a", spec.agent, "-m", spec.model, "--resume-trajectory", "--base-url", forward.url, "--api-key-name", "SWITCH_SWE_BENCH_KEY"];
+      const ran = await harbor([...argv, "-y", "--no-delete", ...agent, "--mounts", JSON.stringify([mount])], {
+        mounts: ctx.mounts,
+        cwd: ctx.cwd,
+        env: { SWITCH_SWE_BENCH_KEY: "switch-swe-loopback" },
+        uid: HARBOR_UID,
+        log: join(ctx.cwd, `${jobName.replaceAll("/", "__")}.log`),
+      });
+      return ran.code;
+    } finally {
+      await forward.close();
+    }
+  } finally {
+    await relay?.close();
+  }
 }
 
 /**
