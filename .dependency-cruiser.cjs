@@ -31,6 +31,8 @@ const LAYERS = {
   verifier: ["profiles", "executors", "checkouts", "changes", "test-results"],
   machine: ["profiles", "executors", "checkouts", "changes", "test-results"],
   engine: ["profiles", "executors", "checkouts", "changes", "test-results"],
+  answers: ["profiles", "executors", "checkouts", "changes", "test-results"],
+  qualification: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   project: ["engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   session: ["project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
   fidelity: ["project", "engine", "profiles", "executors", "checkouts", "changes", "test-results"],
@@ -104,6 +106,13 @@ module.exports = {
       comment: "A command parses, calls the library and prints; what two commands share is library code.",
       from: { path: "^cli/commands/([^/]+)\\.ts$" },
       to: { path: "^cli/commands/", pathNot: "^cli/commands/$1\\.ts$" },
+    },
+    {
+      name: "audit-stage-imports-its-study",
+      severity: "error",
+      comment: "The audit's study (measuring it against annotations, fitting its risk) stands beside the stage and uses it; the stage never needs the study.",
+      from: { path: "^stages/audit/", pathNot: "^stages/audit/study/" },
+      to: { path: "^stages/audit/study/" },
     },
     {
       name: "bench-imports-a-command",

@@ -8,12 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../pipeline/logger.ts";
 import { ModelEndpoint } from "../pipeline/model-endpoint/server.ts";
-import { readAnnotations } from "../stages/audit/agreement.ts";
-import { measure } from "../stages/audit/measure.ts";
-import { auditJson } from "../stages/audit/report.ts";
+import { readAnnotations } from "../stages/audit/annotations.ts";
+import { measure } from "../stages/audit/study/measure.ts";
+import { auditJson } from "../stages/audit/study/report.ts";
 import { loadRiskModel } from "../stages/audit/risk/model.ts";
 import { loadProvenance } from "../stages/audit/rules/provenance.ts";
-import { auditSwebench, type SwebenchAuditOptions } from "../stages/audit/swebench.ts";
+import { auditSwebench, type SwebenchAuditOptions } from "../stages/audit/study/swebench.ts";
 import { importSwebench } from "../stages/mine/swebench.ts";
 
 const args = process.argv.slice(2);
@@ -60,7 +60,7 @@ try {
       provenance: loadProvenance(),
     });
     console.log(
-      `agreement and cross-validation (10 folds and one repository left out) over ${measured.in_sample.at(-1)!.records} annotated records: ${((performance.now() - start) / 1000).toFixed(2)} s`,
+      `agreement and cross-validation (10 folds and one repository left out) over ${measured.shipped.at(-1)!.records} annotated records: ${((performance.now() - start) / 1000).toFixed(2)} s`,
     );
   }
   // The judge: three passes a record against the scripted model, then the same records from the cache.

@@ -37,7 +37,9 @@ const time = <T>(fn: () => T): [T, number] => {
   return [value, performance.now() - t];
 };
 
-const [selection, selectMs] = time(() => selectSessions(tasks, { seed: "bench", sizes: { near: 100, far: 100 }, interruptions: 4, minFocusStages: 2 }));
+const selectStart = performance.now();
+const selection = await selectSessions(tasks, { seed: "bench", sizes: { near: 100, far: 100 }, interruptions: 4, minFocusStages: 2 });
+const selectMs = performance.now() - selectStart;
 const byId = new Map(tasks.map((t) => [t.id, t]));
 const [specs, scheduleMs] = time(() =>
   selection.sessions.map((s) => {

@@ -9,6 +9,7 @@ import { InputError } from "../pipeline/validation.ts";
 import { registerDemo } from "./commands/demo.ts";
 import { registerDoctor } from "./commands/doctor.ts";
 import { registerExport } from "./commands/export.ts";
+import { registerExtend } from "./commands/extend.ts";
 import { registerFidelity } from "./commands/fidelity.ts";
 import { registerImages } from "./commands/images.ts";
 import { registerRepoInit } from "./commands/repo-init.ts";
@@ -45,6 +46,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerWorker(program, io, exit);
   registerReport(program, io, exit);
   registerExport(program, io, exit);
+  registerExtend(program, io, exit);
   registerDemo(program, io, exit);
   registerDoctor(program, io, exit);
   registerSchemas(program, io, exit);

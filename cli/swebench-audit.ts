@@ -7,13 +7,18 @@ import { parse } from "yaml";
 import { writeFileAtomic } from "../pipeline/atomic.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { describeFirstIssue } from "../pipeline/validation.ts";
-import { AnnotationsError, readAnnotations } from "../stages/audit/agreement.ts";
+import { decisionBook, DecisionsError, readDecisions } from "../stages/audit/decisions.ts";
+import { describeGate, GateConfigError } from "../stages/audit/gate.ts";
+import { loadMeasurements } from "../stages/audit/measured.ts";
 import { htmlReport } from "../stages/audit/page.ts";
-import { agreementMarkdown, alignmentCsv, auditJson, fixed } from "../stages/audit/report.ts";
+import { alignmentCsv, fixed } from "../stages/audit/report.ts";
+import { agreementHtml, agreementMarkdown, auditJson } from "../stages/audit/study/report.ts";
 import { JudgeSetupError } from "../stages/audit/judge/client.ts";
 import { loadRiskModel, RiskModelError } from "../stages/audit/risk/model.ts";
-import { RuleSettings } from "../stages/audit/rules/registry.ts";
-import { auditSwebench, type SwebenchAudit, type SwebenchAuditOptions } from "../stages/audit/swebench.ts";
+import { RuleSettings, rulesInUse } from "../stages/audit/rules/registry.ts";
+import { AnnotationsError, importedFrom, readAnnotations } from "../stages/audit/annotations.ts";
+import { auditSwebench, type SwebenchAudit, type SwebenchAuditOptions } from "../stages/audit/study/swebench.ts";
+import { precisionText } from "../stages/audit/measured.ts";
 import { type Io, requirePath, UsageError } from "./io.ts";
 
 export interface SwebenchAuditFlags {
@@ -26,6 +31,24 @@ export interface SwebenchAuditFlags {
   rules?: string;
   riskModel?: string;
   judge?: string;
+  decisions?: string;
+  imported?: string[];
+}
+
+/** The decisions the flags name: an auditor's file, and imported ones; a bad file is a usage error naming it. */
+function decisionsFrom(opts: SwebenchAuditFlags) {
+  requirePath("--decisions", opts.decisions, "file");
+  for (const file of opts.imported ?? []) requirePath("--imported", file, "file");
+  try {
+    const local = opts.decisions ? { file: opts.decisions, decisions: readDecisions(opts.decisions, readFileSync(opts.decisions, "utf8")) } : undefined;
+    return decisionBook(
+      local,
+      (opts.imported ?? []).map((file) => ({ file, decisions: importedFrom(file, readFileSync(file, "utf8")) })),
+    );
+  } catch (error) {
+    if (error instanceof DecisionsError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 /** Reads the records, the annotations and the rule settings a SWE-bench audit takes; bad input is a usage error naming the file. */
@@ -61,17 +84,19 @@ export function swebenchInputs(opts: SwebenchAuditFlags, io: Io): { options: Swe
     only: opts.record,
     ...(annotations ? { annotations } : {}),
     rules,
+    decisions: decisionsFrom(opts),
+    ...(opts.decisions ? { decisionsFile: opts.decisions } : {}),
     log,
   };
   return { options, rejects: rejects.map((r) => r.message) };
 }
 
-/** Audits the records; a judge that cannot be set up (its adapter, its key) is a usage error. */
+/** Audits the records; a judge that cannot be set up (its adapter, its key), or a rule put in force on a bad measurement, is a usage error. */
 export async function runAudit(options: SwebenchAuditOptions): Promise<SwebenchAudit> {
   try {
     return await auditSwebench(options);
   } catch (error) {
-    if (error instanceof JudgeSetupError) throw new UsageError(error.message);
+    if (error instanceof JudgeSetupError || error instanceof GateConfigError) throw new UsageError(error.message);
     throw error;
   }
 }
@@ -88,15 +113,30 @@ function riskModelFrom(path: string | undefined) {
   }
 }
 
-/** What the audit prints: records by severity, agreement in the sample and cross-validated, the judge's usage. */
+/** What the audit prints: records by severity, the gate's exclusions, agreement with every figure's method, the judge's usage. */
 function summary(audit: SwebenchAudit, rejects: number): string {
   const bySeverity = [0, 1, 2, 3].map((s) => `${audit.records.filter((r) => r.severity === s).length} at ${s}`).join(", ");
-  const lines = [`${audit.records.length} records audited (${bySeverity}); ${rejects} rejected`];
+  const excluded = audit.records.filter((r) => r.exclusion);
+  const by = [...new Set(excluded.map((r) => r.exclusion!.by))].map((b) => `${b} ${excluded.filter((r) => r.exclusion!.by === b).length}`);
+  const lines = [
+    `${audit.records.length} records audited (${bySeverity}); ${rejects + audit.unaudited.length} rejected`,
+    `the gate excludes ${excluded.length}${by.length ? ` (${by.join(", ")})` : ""}`,
+  ];
   const measured = audit.measured;
-  for (const a of [...(measured?.in_sample.filter((x) => x.scope === "all") ?? []), ...(measured?.cross_validated ?? [])])
+  if (measured) {
+    const g = measured.gate;
     lines.push(
-      `agreement with ${a.records} annotated records (${a.scope === "all" ? "in the sample" : a.scope}): kappa ${fixed(a.kappa)}, AUC of risk ${fixed(a.auc)}; flagged ${a.flagged_of_score0} scored 0, ${a.flagged_of_score3} scored 3`,
+      `the gate against ${g.records} annotated records: excludes ${g.zeros_excluded} of ${g.zeros} scored 0; precision ${precisionText(g.excluded)}; base rate ${fixed(g.base_rate)}`,
     );
+    for (const a of [...measured.shipped.filter((x) => x.scope === "all"), ...measured.cross_validated])
+      lines.push(
+        `the risk against ${a.records} annotated records (${a.scope === "all" ? "as shipped" : a.scope}; ${a.method}): kappa ${fixed(a.kappa)}, AUC ${fixed(a.auc)}; flagged ${a.flagged_of_score0} scored 0, ${a.flagged_of_score3} scored 3`,
+      );
+    for (const t of measured.triage)
+      lines.push(
+        `triage (${t.scheme}; ${t.method}): ${t.read} of ${t.of} tasks read riskiest first find ${t.found} of ${t.unfair} unfair; a random order ${fixed(t.random, 1)}`,
+      );
+  }
   const usage = audit.judgeUsage;
   if (usage)
     lines.push(
@@ -118,17 +158,32 @@ export const swebenchAudit = {
       .option("--record <id...>", "with --swebench: audit only these instance ids")
       .option("--rules <yaml>", "with --swebench: rules turned off or weighed otherwise (`new_name: {severity: 2}`, `open_choice: {enabled: false}`)")
       .option("--risk-model <json>", "with --swebench: the risk model's weights (default: data/audit/risk-model.json; none: the rules' own severities)")
-      .option("--judge <adapter>", "with --swebench: also ask a model for each record's severity (an adapter file, or a name under data/audit/judges/)");
+      .option("--judge <adapter>", "with --swebench: also ask a model for each record's severity (an adapter file, or a name under data/audit/judges/)")
+      .option("--decisions <yaml>", "with --swebench: an auditor's decisions (audits/decisions.yaml's shape), which the gate follows first")
+      .option("--imported <yaml...>", "with --swebench: decisions imported from annotations (`audit import-annotations`), which the gate follows");
   },
   async run(io: Io, opts: SwebenchAuditFlags & { out: string }): Promise<number> {
     const { options, rejects } = swebenchInputs(opts, io);
     const riskModel = riskModelFrom(opts.riskModel);
     const audit = await runAudit({ ...options, ...(riskModel ? { riskModel } : {}), ...(opts.judge ? { judge: opts.judge } : {}) });
-    for (const reject of rejects) io.err(`${reject}\n`);
+    for (const reject of [...rejects, ...audit.unaudited]) io.err(`${reject}\n`);
     const out = resolve(opts.out);
+    const gate = describeGate(
+      rulesInUse(options.rules),
+      audit.inForce,
+      { excludeAtSeverity: 2, judgeGate: "only with a decision", inForce: new Set(audit.inForce.map((f) => f.name)), decisionsFile: opts.decisions ?? "" },
+      { local: resolve(opts.decisions ?? join(out, "decisions.yaml")), imported: (opts.imported ?? []).map((f) => resolve(f)), reportDir: out },
+    );
+    const page = {
+      records: audit.records,
+      tasks: audit.tasks,
+      gate,
+      measurements: loadMeasurements(),
+      ...(audit.measured ? { extra: agreementHtml(audit.measured) } : {}),
+    };
     const files = new Map([
       ["alignment.csv", alignmentCsv(audit.records, audit.tasks)],
-      ["index.html", htmlReport(audit.records, audit.tasks, audit.measured, riskModel)],
+      ["index.html", htmlReport({ ...page, ...(riskModel ? { model: riskModel } : {}) })],
       ["audit.json", auditJson(audit.records, audit.measured, audit.judgeCost)],
       ...(audit.measured ? [["agreement.md", agreementMarkdown(audit.measured)] as [string, string]] : []),
     ]);

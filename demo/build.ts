@@ -9,7 +9,9 @@ import { git } from "../pipeline/git.ts";
 import { fixtureValue, renderModule, renderTestFile, requestText, testNames, type DemoFunction, type FamilyName, type Stage } from "./families.ts";
 import { CorpusPlan, type PullRequestPlan, type RepositoryPlan } from "./plan.ts";
 import { GithubRecorder, type RepoRecords } from "./records.ts";
+import { remapShas, replayConcurrently, wavesOf, type PullHistory } from "./waves.ts";
 import { describeFirstIssue } from "../pipeline/validation.ts";
+import { processAlive } from "../pipeline/process-alive.ts";
 
 export interface CorpusResult {
   dir: string;
@@ -80,7 +82,7 @@ export function demoRepoPath(outDir: string, repo: string): string {
 
 /** Names what a corpus is built from: the plan's text and the generator's sources. */
 export function corpusStamp(planText: string): string {
-  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts", "github-shapes.ts"]
+  const generator = ["build.ts", "families.ts", "records.ts", "plan.ts", "github-shapes.ts", "waves.ts"]
     .map((f) => readFileSync(new URL(`./${f}`, import.meta.url)))
     .join("\0");
   return sha256(planText + "\0" + generator);
@@ -107,6 +109,40 @@ export async function buildDemoCorpus(planPath: string, outDir: string): Promise
     const records = readFileSync(recordsFile, "utf8").split("\n").filter(Boolean).length;
     return { dir: outDir, recordsFile, repositories, records, built: false };
   }
+  const release = await lockCorpus(outDir);
+  try {
+    return await buildCorpus(plan, { outDir, recordsFile, stampFile, stamp, repositories });
+  } finally {
+    await release();
+  }
+}
+
+/**
+ * One build of a corpus directory at a time: a second would remove the first's repositories under
+ * it. Another live process's lock is an error naming it; a dead one's is taken over.
+ */
+async function lockCorpus(outDir: string): Promise<() => Promise<void>> {
+  await mkdir(outDir, { recursive: true });
+  const lock = join(outDir, ".building.pid");
+  for (;;) {
+    try {
+      await writeFile(lock, String(process.pid), { flag: "wx" });
+      return () => rm(lock, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = Number(readFileSync(lock, "utf8").trim());
+      if (holder && processAlive(holder))
+        throw new Error(`${outDir}: another process (pid ${holder}) is building the demo corpus here; wait for it to finish (or stop it)`);
+      await rm(lock, { force: true });
+    }
+  }
+}
+
+async function buildCorpus(
+  plan: CorpusPlan,
+  at: { outDir: string; recordsFile: string; stampFile: string; stamp: string; repositories: string[] },
+): Promise<CorpusResult> {
+  const { outDir, recordsFile, stampFile, stamp, repositories } = at;
   await rm(join(outDir, "repos"), { recursive: true, force: true });
   await rm(join(outDir, "github"), { recursive: true, force: true });
   const tracker = new GithubRecorder(TRACKER, Date.parse(plan.start));
@@ -248,7 +284,10 @@ class RepositoryBuilder {
   }
 
   private run(args: string[], at?: number): Promise<string> {
-    return git(args, { cwd: this.dir, env: at === undefined ? {} : this.env(at) });
+    // git looks no higher than the repository's own directory: should its .git go missing (another
+    // build of the same corpus removed it), git must fail, not commit into an enclosing repository.
+    const ceiling = { GIT_CEILING_DIRECTORIES: dirname(this.dir) };
+    return git(args, { cwd: this.dir, env: at === undefined ? ceiling : { ...ceiling, ...this.env(at) } });
   }
 
   /** Writes the current tree over the working copy and commits it; returns the commit id. */
@@ -297,12 +336,27 @@ class RepositoryBuilder {
 
     const records: string[] = [];
     const intents: PullIntent[] = [];
-    for (const [index, pr] of this.plan.pull_requests.entries()) {
-      const result = await this.pullRequest(pr, index);
-      records.push(result.record);
-      intents.push(result.intent);
+    const moved = new Map<string, string>();
+    for (const wave of wavesOf(this.plan.pull_requests, this.plan.repo)) {
+      const waveBase = (await this.run(["rev-parse", "HEAD"])).trim();
+      const waveStart = this.clock;
+      const histories: PullHistory[] = [];
+      for (const [k, index] of wave.entries()) {
+        // Open at the same time: each an hour after the one before, whatever the others' merges.
+        if (wave.length > 1) this.clock = waveStart + k * HOUR;
+        const result = await this.pullRequest(this.plan.pull_requests[index]!, index, wave.length > 1 ? waveBase : undefined);
+        records.push(result.record);
+        intents.push(result.intent);
+        histories.push(result.history);
+      }
+      if (wave.length > 1) {
+        this.clock = Math.max(...histories.map((h) => h.mergedAt)) + 3 * HOUR;
+        await replayConcurrently((args, at) => this.run(args, at), waveBase, histories, moved, this.plan.repo);
+      }
     }
-    return { records, intents, github: this.gh.records() };
+    // Records were written as the pull requests were built one on another: they name the commits where they now are.
+    const github = JSON.parse(remapShas(JSON.stringify(this.gh.records()), moved)) as RepoRecords;
+    return { records: records.map((r) => remapShas(r, moved)), intents, github };
   }
 
   /** A feature (possibly flaky, or without tests): new functions, refined stage by stage. */
@@ -514,6 +568,26 @@ class RepositoryBuilder {
     return { prAt, commits: commits.map((c) => ({ ...c, tree: trees.get(c.sha)! })), roundAt, head, approvedAt, mergedAt, mergeCommit, diff };
   }
 
+  /** The pull request as a SWE-bench-style record (its base as its records name it). */
+  private swebenchRecord(github: { number: number; problemTitle: string; problemBody: string }, base: string, diff: string, prAt: number): string {
+    const [patch, testPatch] = swebenchStyleSplit(diff);
+    return (
+      canonicalJson({
+        instance_id: `${this.plan.repo.replace("/", "__")}-${github.number}`,
+        repo: this.plan.repo,
+        base_commit: base,
+        patch,
+        test_patch: testPatch,
+        problem_statement: `${github.problemTitle}\n\n${github.problemBody}\n`,
+        created_at: new Date(prAt).toISOString().replace(/\.\d{3}Z$/, "Z"),
+        version: "0.1",
+        environment_setup_commit: base,
+        FAIL_TO_PASS: "[]",
+        PASS_TO_PASS: "[]",
+      }) + "\n"
+    );
+  }
+
   /** The tests the generator meant as fail-to-pass, flaky, order-dependent and unjustified. */
   private intendedTests(pr: PullRequestPlan, plan: StagePlan, intent: PullIntentLists): void {
     if (!plan.hasTests) return;
@@ -537,24 +611,31 @@ class RepositoryBuilder {
   }
 
   /** After the merge, a maintainer makes a flaky or order-dependent test deterministic on main, so later PRs do not inherit it. */
-  private async repairTests(fns: DemoFunction[], mergedAt: number): Promise<void> {
+  private async repairTests(fns: DemoFunction[], mergedAt: number): Promise<{ sha: string; at: number }[]> {
+    const repairs: { sha: string; at: number }[] = [];
     // A maintainer deflakes a flaky test on main right after the merge, so only its own PR sees it.
     const flaky = fns.find((fn) => fn.flaky);
     if (flaky) {
       flaky.flaky = false;
-      await this.commit(`Make test_${flaky.name}_basic deterministic`, mergedAt + 2 * HOUR);
+      repairs.push({ sha: await this.commit(`Make test_${flaky.name}_basic deterministic`, mergedAt + 2 * HOUR), at: mergedAt + 2 * HOUR });
     }
     // Likewise an order-dependent test is made independent on main, so later PRs do not inherit it.
     const dependent = fns.find((fn) => fn.orderDependent);
     if (dependent) {
       dependent.orderDependent = false;
-      await this.commit(`Make test_${dependent.name}_basic independent of test order`, mergedAt + 2 * HOUR);
+      repairs.push({ sha: await this.commit(`Make test_${dependent.name}_basic independent of test order`, mergedAt + 2 * HOUR), at: mergedAt + 2 * HOUR });
     }
+    return repairs;
   }
 
-  private async pullRequest(pr: PullRequestPlan, index: number) {
+  /**
+   * One pull request, built on main as it stands and merged into it. In a wave, `waveBase` is the
+   * commit every pull request of the wave branches from once replayed (waves.ts): its records name it.
+   */
+  private async pullRequest(pr: PullRequestPlan, index: number, waveBase?: string) {
     const t0 = this.clock;
-    const base = (await this.run(["rev-parse", "HEAD"])).trim();
+    const builtOn = (await this.run(["rev-parse", "HEAD"])).trim();
+    const base = waveBase ?? builtOn;
     await this.run(["checkout", "--quiet", "-b", `pr-${index}`]);
     const modules = pr.modules.map((key) => {
       const module = this.modules.get(key);
@@ -566,7 +647,7 @@ class RepositoryBuilder {
     const plan = this.planStages(pr, modules, stages, intent);
     const { fns, title, texts } = plan;
     const issueAt = t0;
-    const { prAt, commits, roundAt, head, approvedAt, mergedAt, mergeCommit, diff } = await this.commitAndMerge(pr, index, plan, stages, t0, base);
+    const { prAt, commits, roundAt, head, approvedAt, mergedAt, mergeCommit, diff } = await this.commitAndMerge(pr, index, plan, stages, t0, builtOn);
     this.intendedTests(pr, plan, intent);
     const github = this.gh.pullRequest({
       plan: pr,
@@ -592,25 +673,23 @@ class RepositoryBuilder {
       },
     });
     this.clock = mergedAt + 3 * HOUR;
-    await this.repairTests(fns, mergedAt);
+    const repairs = await this.repairTests(fns, mergedAt);
 
-    const [patch, testPatch] = swebenchStyleSplit(diff);
-    const record =
-      canonicalJson({
-        instance_id: `${this.plan.repo.replace("/", "__")}-${github.number}`,
-        repo: this.plan.repo,
-        base_commit: base,
-        patch,
-        test_patch: testPatch,
-        problem_statement: `${github.problemTitle}\n\n${github.problemBody}\n`,
-        created_at: new Date(prAt).toISOString().replace(/\.\d{3}Z$/, "Z"),
-        version: "0.1",
-        environment_setup_commit: base,
-        FAIL_TO_PASS: "[]",
-        PASS_TO_PASS: "[]",
-      }) + "\n";
+    const record = this.swebenchRecord(github, base, diff, prAt);
+    const history: PullHistory = {
+      index,
+      number: github.number,
+      base,
+      commits: commits.map((c) => ({ sha: c.sha, at: c.at })),
+      head,
+      merge: pr.merge,
+      mergeCommit,
+      mergedAt,
+      repairs,
+    };
     return {
       record,
+      history,
       intent: {
         repo: this.plan.repo,
         number: github.number,

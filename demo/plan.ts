@@ -8,6 +8,12 @@ export const PullRequestPlan = z.strictObject({
   link: z.enum(["keyword", "keyword_lower", "keyword_colon", "commit_keyword", "cross_repo", "url", "timeline", "sidebar", "none"]),
   merge: z.enum(["merge", "squash"]).default("merge"),
   rename_to: z.string().optional(),
+  /**
+   * Pull requests listed one after another with the same wave are open at the same time: each
+   * branches from main as the wave began, so none's base holds another's change (the sessions'
+   * "unfinished tasks", SPEC §2.7). They must change different files.
+   */
+  wave: z.number().int().positive().optional(),
   extras: z
     .array(z.enum(["conftest", "binary", "unjustified_test", "decoy_mention", "post_merge_comment", "order_dependent", "moved_issues", "many_commits"]))
     .default([]),

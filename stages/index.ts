@@ -1,4 +1,5 @@
 import type { StageDefinition } from "../pipeline/engine/stage.ts";
+import { answersStage } from "./answers/index.ts";
 import { localityStage } from "./locality/index.ts";
 import { mineStage } from "./mine/index.ts";
 import { qualifyStage } from "./qualify/index.ts";
@@ -23,6 +24,7 @@ export const BUILT_STAGES: StageDefinition<any>[] = [
   auditStage,
   oracleStage,
   localityStage,
+  answersStage,
   selectStage,
   scheduleStage,
   validateStage,

@@ -1,13 +1,16 @@
+import { dirname, join } from "node:path";
 import type { Command } from "commander";
 import { writeFileAtomic } from "../../pipeline/atomic.ts";
 import { RiskFeature } from "../../pipeline/schemas/audit.ts";
-import { foldSpread, measure } from "../../stages/audit/measure.ts";
-import { agreementMarkdown, fixed, markdownTable, rulesMarkdown } from "../../stages/audit/report.ts";
-import { DEFAULT_FEATURES, fitRiskModel } from "../../stages/audit/risk/fit.ts";
-import { assess, DEFAULT_LAMBDA } from "../../stages/audit/risk/model.ts";
+import { foldSpread, measure, measurementsOf } from "../../stages/audit/study/measure.ts";
+import { fixed, markdownTable, rulesMarkdown } from "../../stages/audit/report.ts";
+import { agreementMarkdown } from "../../stages/audit/study/report.ts";
+import { DEFAULT_FEATURES, DEFAULT_LAMBDA, fitRiskModel } from "../../stages/audit/study/fit.ts";
+import { assess } from "../../stages/audit/risk/model.ts";
 import { loadProvenance } from "../../stages/audit/rules/provenance.ts";
 import { RULE_COLUMNS, ruleRows } from "../../stages/audit/rules/registry.ts";
 import { runAudit, swebenchInputs } from "../swebench-audit.ts";
+import { registerDecisionCommands } from "../audit-decisions.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
 import { positiveWholeNumber, usageParser } from "../numeric-options.ts";
 
@@ -76,6 +79,10 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
     .option("--judge <adapter>", "also fit a model that reads a model judge's score (the judge judges every record)")
     .option("--fold-draws <n>", "also give the 10-fold figures' mean and spread over n other draws of the folds", positiveWholeNumber)
     .option("--out <json>", "where the weights go", "data/audit/risk-model.json")
+    .option(
+      "--measurements <json>",
+      "where the measurements the page shows go (each rule's precision, the gate's, the triage; default: measurements.json beside --out)",
+    )
     .addHelpText(
       "after",
       "\nExample:\n  switch-swe audit fit-risk --swebench ../shared/data/swebench-lite-test-half.jsonl --mirrors DIR \\\n    --annotations ../shared/data/swebench-lite-test-half.annotations.csv",
@@ -93,6 +100,7 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
           judge?: string;
           foldDraws?: number;
           out: string;
+          measurements?: string;
         }) => {
           const features = featureList(opts.features);
           const { options, rejects } = swebenchInputs(opts, io);
@@ -121,17 +129,22 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
             return { ...r, risk, severity };
           });
           const measureInput = { records, repoOf: (id: string) => audit.tasks.get(id)!.repo, annotations: options.annotations!, model, provenance };
-          io.out(agreementMarkdown(measure(measureInput)));
+          const measured = measure(measureInput);
+          io.out(agreementMarkdown(measured));
+          const measurementsFile = opts.measurements ?? join(dirname(opts.out), "measurements.json");
+          await writeFileAtomic(measurementsFile, JSON.stringify(measurementsOf(measured, opts.swebench, opts.annotations), null, 2) + "\n");
           if (opts.foldDraws !== undefined) io.out(foldSpreadLine(foldSpread(measureInput, opts.foldDraws)));
           if (opts.judge && !judged) io.err(`the judge failed on ${audit.judgeFailures?.length ?? 0} record(s): no model with the judge's score was fitted\n`);
-          io.out(`wrote ${opts.out} (${model.fitted_on.records.length} annotated records, ${model.fitted_on.scored_2_or_more} scored 2 or more)\n`);
+          io.out(
+            `wrote ${opts.out} (${model.fitted_on.records.length} annotated records, ${model.fitted_on.scored_2_or_more} scored 2 or more) and ${measurementsFile}\n`,
+          );
           return opts.judge && !judged ? 1 : 0;
         },
       ),
     );
 }
 
-/** The audit's own subcommands, beside the stage's command: `audit rules` and `audit fit-risk`. */
+/** The audit's own subcommands, beside the stage's command: `audit rules`, `audit fit-risk`, `audit import-annotations` and `audit decide`. */
 export function registerAudit(program: Command, io: Io, exit: ExitCode): void {
   const audit = program.commands.find((c) => c.name() === "audit");
   if (!audit) throw new Error("the audit stage's command must be registered before its subcommands");
@@ -141,4 +154,5 @@ export function registerAudit(program: Command, io: Io, exit: ExitCode): void {
   audit.enablePositionalOptions();
   registerRules(audit, io, exit);
   registerFitRisk(audit, io, exit);
+  registerDecisionCommands(audit, io, exit);
 }

@@ -57,7 +57,9 @@ export function registerDemo(program: Command, io: Io, exit: ExitCode): void {
           throw error;
         });
         try {
-          return await runProject(io, project, { force: opts.force, keepGoing: opts.keepGoing }, Boolean(opts.quiet));
+          // A corpus built anew is a GitHub API with other answers: mine lists it again (each pull request still cached by what GitHub says of it).
+          const recheck = corpus.built ? (["mine"] as const) : [];
+          return await runProject(io, project, { force: opts.force, keepGoing: opts.keepGoing, recheck: [...recheck] }, Boolean(opts.quiet));
         } finally {
           await server?.stop();
         }

@@ -8,6 +8,7 @@ import { runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.
 import { modelTarget, withModelOptions } from "../model-options.ts";
 import { formatVerification } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
+import { checkEmittedSessions, formatSessionChecks } from "../../stages/validate/emitted.ts";
 import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 import { positiveWholeNumber } from "../numeric-options.ts";
@@ -58,6 +59,43 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
       }),
     );
   registerRunAll(session, io, exit, logger);
+  registerCheck(session, io, exit, logger);
+}
+
+function registerCheck(session: Command, io: Io, exit: ExitCode, logger: (quiet: boolean) => ReturnType<typeof createLogger>): void {
+  session
+    .command("check")
+    .description(
+      "check released session files again, as validate does: every invariant, and that no checkout holds the focus's answer (from the repository and the held-out assets, docs/SPEC.md §2.7)",
+    )
+    .argument("[files...]", "session specifications (default: every session the benchmark lists)")
+    .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
+    .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")
+    .option("--json", "print the validation reports as JSON")
+    .option("-q, --quiet", "only warnings and errors")
+    .addHelpText(
+      "after",
+      "\nExit status: 0 every session passes, 1 one is refused, 2 bad input.\n\nExample:\n  switch-swe session check -c data/demo/pipeline.yaml manifests/demo/sessions/session-demo-org__geometry-20.json",
+    )
+    .action(
+      exit.act(async (files: string[], opts) => {
+        requirePath("--config", opts.config, "file");
+        requirePath("--heldout", opts.heldout, "directory");
+        for (const file of files) requirePath("session", file, "file");
+        const benchmark = OpenedBenchmark.open(opts.config, { stages: BUILT_STAGES, heldoutDir: opts.heldout, log: logger(Boolean(opts.quiet)) });
+        const results = await checkEmittedSessions(benchmark, files).finally(() => benchmark.close());
+        io.out(
+          opts.json
+            ? JSON.stringify(
+                results.map((r) => r.report),
+                null,
+                2,
+              ) + "\n"
+            : formatSessionChecks(results),
+        );
+        return results.every((r) => r.report.passed) ? 0 : 1;
+      }),
+    );
 }
 
 function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet: boolean) => ReturnType<typeof createLogger>): void {

@@ -1,4 +1,4 @@
-import { parseGitDiff } from "./diff.ts";
+import { readDiff } from "./hunks.ts";
 
 /**
  * What a test patch does to test functions, read from its lines alone: the pytest node ids of the
@@ -12,7 +12,6 @@ export interface TestPatchReading {
   removed: string[];
 }
 
-const HUNK = /^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@ ?(.*)$/;
 const DEF = /^(\s*)(?:async\s+)?def\s+(test\w*)\s*\(/;
 const CLASS = /^class\s+(\w+)\s*[(:]/;
 
@@ -20,35 +19,25 @@ const CLASS = /^class\s+(\w+)\s*[(:]/;
 export function readTestPatch(patch: string): TestPatchReading {
   const added: string[] = [];
   const removed: string[] = [];
-  for (const file of parseGitDiff(patch)) {
-    if (file.binary) continue;
-    // The class a method belongs to: the last top-level class line seen (context or added), or,
-    // before any in the hunk, the one git names in the hunk header as the enclosing scope.
-    let enclosing: string | undefined;
-    let inHunk = false;
-    for (const line of file.raw.split("\n")) {
-      const hunk = HUNK.exec(line);
-      if (hunk) {
-        inHunk = true;
-        enclosing = CLASS.exec(hunk[1] ?? "")?.[1];
-        continue;
+  for (const file of readDiff(patch)) {
+    for (const hunk of file.hunks) {
+      // The class a method belongs to: the last top-level class line seen (context or added), or,
+      // before any in the hunk, the one git names in the hunk header as the enclosing scope.
+      let enclosing = CLASS.exec(hunk.scope)?.[1];
+      for (const { side, text } of hunk.lines) {
+        if (side === "removed") {
+          removed.push(`${file.path}: ${text}`);
+          continue;
+        }
+        const cls = CLASS.exec(text);
+        if (cls) enclosing = cls[1];
+        else if (/^\S/.test(text)) enclosing = undefined;
+        const def = DEF.exec(text);
+        if (!def || side !== "added") continue;
+        const indented = def[1]!.length > 0;
+        if (indented && !enclosing) continue; // a nested helper named test_*, not a test pytest collects
+        added.push(indented ? `${file.path}::${enclosing}::${def[2]}` : `${file.path}::${def[2]}`);
       }
-      const marker = line[0];
-      // Before the first hunk: the section's header (its ---/+++ lines among them).
-      if (!inHunk || (marker !== " " && marker !== "+" && marker !== "-")) continue;
-      const text = line.slice(1);
-      if (marker === "-") {
-        removed.push(`${file.path}: ${text}`);
-        continue;
-      }
-      const cls = CLASS.exec(text);
-      if (cls) enclosing = cls[1];
-      else if (/^\S/.test(text)) enclosing = undefined;
-      const def = DEF.exec(text);
-      if (!def || marker !== "+") continue;
-      const indented = def[1]!.length > 0;
-      if (indented && !enclosing) continue; // a nested helper named test_*, not a test pytest collects
-      added.push(indented ? `${file.path}::${enclosing}::${def[2]}` : `${file.path}::${def[2]}`);
     }
   }
   return { added, removed };

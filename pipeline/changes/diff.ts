@@ -1,4 +1,5 @@
 import type { FileStatus } from "../schemas/split.ts";
+import { readHunkHeader } from "./hunk-header.ts";
 
 /** One file's section of a git diff, with its raw text kept byte for byte. */
 export interface FileDiff {
@@ -28,7 +29,6 @@ export class DiffParseError extends Error {
   }
 }
 
-const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
 /** A commit header: `git log -p` (`commit <sha>`) or an mbox of `git format-patch` (`From <sha> …`). */
 const COMMIT_HEADER = /^(commit [0-9a-f]{7,40}\b|From [0-9a-f]{40} )/;
 /** Lines only a `diff --git` section's extended header has. */
@@ -111,7 +111,7 @@ function assertNotCombined(line: string, index: number): void {
 
 /** A plain unified diff's file starts with `--- X`, `+++ Y` and a hunk header. */
 function isPlainFileStart(lines: string[], i: number): boolean {
-  return lines[i]!.startsWith("--- ") && (lines[i + 1] ?? "").startsWith("+++ ") && HUNK_HEADER.test(lines[i + 2] ?? "");
+  return lines[i]!.startsWith("--- ") && (lines[i + 1] ?? "").startsWith("+++ ") && readHunkHeader(lines[i + 2] ?? "") !== undefined;
 }
 
 /** Reads hunks from `i` (at an `@@` line) by their line counts; returns the index after them. */
@@ -119,10 +119,10 @@ function readHunks(lines: string[], i: number, name: string): { next: number; hu
   let hunks = 0;
   while (i < lines.length && lines[i]!.startsWith("@@")) {
     assertNotCombined(lines[i]!, i);
-    const match = HUNK_HEADER.exec(lines[i]!);
-    if (!match) throw new DiffParseError(`malformed hunk header ${JSON.stringify(lines[i]!.slice(0, 80))} in ${name}`, i + 1);
-    let oldLeft = match[2] === undefined ? 1 : parseInt(match[2], 10);
-    let newLeft = match[4] === undefined ? 1 : parseInt(match[4], 10);
+    const header = readHunkHeader(lines[i]!);
+    if (!header) throw new DiffParseError(`malformed hunk header ${JSON.stringify(lines[i]!.slice(0, 80))} in ${name}`, i + 1);
+    let oldLeft = header.oldLines;
+    let newLeft = header.newLines;
     hunks++;
     i++;
     while (oldLeft > 0 || newLeft > 0) {
@@ -272,9 +272,9 @@ function readPlainSection(lines: string[], start: number): { file: FileDiff; nex
     throw new DiffParseError(`a plain diff between two different paths (${minus}, ${plus}) is not one file's change`, start + 1);
   const { next, hunks } = readHunks(lines, start + 2, path);
   // `diff -N` shows a missing side as an empty file, not /dev/null: one hunk from or to nothing.
-  const only = hunks === 1 ? HUNK_HEADER.exec(lines[start + 2]!) : null;
-  const fromNothing = minus === "/dev/null" || (only !== null && only[1] === "0" && only[2] === "0");
-  const toNothing = plus === "/dev/null" || (only !== null && only[3] === "0" && only[4] === "0");
+  const only = hunks === 1 ? readHunkHeader(lines[start + 2]!) : undefined;
+  const fromNothing = minus === "/dev/null" || (only !== undefined && only.oldStart === 0 && only.oldLines === 0);
+  const toNothing = plus === "/dev/null" || (only !== undefined && only.newStart === 0 && only.newLines === 0);
   const status: FileStatus = fromNothing ? "added" : toNothing ? "deleted" : "modified";
   // The same content under a git header, so every later step (apply, classify) sees one format.
   const header = [

@@ -43,6 +43,11 @@ export interface RunOptions {
   from?: StageName;
   /** Run this stage alone, from the artifacts already in the work directory. */
   only?: StageName;
+  /**
+   * Run these stages even when their inputs, config and code are unchanged, with their records'
+   * caches: what they read lies outside the pipeline and changed (the demo's GitHub API, rebuilt).
+   */
+  recheck?: StageName[];
 }
 
 /** `incomplete`: the stage ran, but some records failed for reasons that may not recur (see failures.ts). */
@@ -63,6 +68,10 @@ export interface StageSummary {
   reused: number;
   /** The first few transient failures of an incomplete stage, for the summary. */
   transient?: string[];
+  /** What the stage said of its run (a model's cost, say). */
+  notes?: string[];
+  /** A listing gate's rejects, one line each. */
+  listed?: string[];
   error?: string;
 }
 
@@ -169,7 +178,15 @@ async function runStages(store: ArtifactStore, run: RunResources, options: Engin
     const force = Boolean(runOptions.force) || STAGE_ORDER.indexOf(name) >= forceFromIndex;
     const started = performance.now();
     try {
-      const summary = await runStage(store, run, stage, options.stageConfigs[name], force, Boolean(runOptions.keepGoing));
+      const summary = await runStage(
+        store,
+        run,
+        stage,
+        options.stageConfigs[name],
+        force,
+        Boolean(runOptions.keepGoing),
+        Boolean(runOptions.recheck?.includes(name)),
+      );
       summaries.push({ ...summary, seconds: (performance.now() - started) / 1000, ...(stage.gate ? { gate: stage.gate.noun } : {}) });
       if (summary.status === "incomplete") {
         failed = true;
@@ -220,12 +237,15 @@ export function formatSummary(summary: RunSummary): string {
         .sort(([a], [b]) => (a < b ? -1 : 1))
         .map(([reason, n]) => `${reason} ${n}`)
         .join(", ");
-      return s.gate
+      const line = s.gate
         ? `${s.stage}: ${s.rejected} of ${s.in} ${s.gate} rejected${list ? ` (${list})` : ""}`
         : `${s.stage}: ${s.rejected} rejected (${list || "see its rejects.jsonl"})`;
+      return [line, ...(s.listed ?? []).map((l) => `  ${l}`)].join("\n  ");
     });
+  const notes = summary.stages.flatMap((s) => (s.notes ?? []).map((n) => `  ${s.stage}: ${n}${s.status === "up_to_date" ? " (its last run)" : ""}`));
   const sections = [table];
   if (unfinished.length) sections.push(`not finished (the run exits non-zero; run it again once the cause is gone):\n${unfinished.join("\n")}`);
   if (reasons.length) sections.push(`rejects by reason:\n${reasons.map((l) => `  ${l}`).join("\n")}`);
+  if (notes.length) sections.push(`notes:\n${notes.join("\n")}`);
   return sections.join("\n\n");
 }

@@ -18,6 +18,8 @@ export class RecordTally {
   reused = 0;
   readonly seenIds = new Set<string>();
   readonly rejects: Reject[] = [];
+  /** Lines for the run's summary (ctx.note). */
+  readonly notes: string[] = [];
   /** Rejects that may not recur: they make the stage incomplete instead of being results. */
   readonly transient = new Set<Reject>();
 }

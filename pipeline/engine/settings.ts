@@ -72,10 +72,24 @@ export type ExecutionSettings = z.infer<typeof ExecutionSettings>;
 /** Keys of the execution settings that change how fast a stage runs, never what it produces. */
 export const VOLATILE_EXECUTION_KEYS = ["jobs", "infrastructure_backoff_seconds", "queue", "base_images"] as const;
 
-/** The shape of every session: how many interruptions, and the checkouts' paths. */
+/** How every task's answer is kept out of the other checkouts of its session (SPEC §2.7): select keeps it, validate checks it. */
+export const AnswerRuleSettings = z.strictObject({
+  /**
+   * chronology: an interruption whose checkout holds the focus's answer is never drawn. revert:
+   * such interruptions too, where the focus lacks others, with the focus's upstream fix reversed
+   * out of their checkout and their own tests qualified there again (slow: qualify's runs each).
+   */
+  strategy: z.enum(["chronology", "revert"]).default("chronology"),
+  /** report: other tasks' answers in a session's checkouts are counted in each session; exclude: they are kept out too, and validate refuses them. */
+  interruptions: z.enum(["report", "exclude"]).default("report"),
+});
+export type AnswerRuleSettings = z.infer<typeof AnswerRuleSettings>;
+
+/** The shape of every session: how many interruptions, the checkouts' paths, and the answer rule. */
 export const SessionSettings = z.strictObject({
   interruptions: z.number().int().min(1).default(DEFAULT_INTERRUPTIONS),
   checkouts: z.array(z.string().regex(/^\//, "expected an absolute path")).min(2).default(DEFAULT_CHECKOUTS),
+  answer_rule: AnswerRuleSettings.default(AnswerRuleSettings.parse({})),
 });
 export type SessionSettings = z.infer<typeof SessionSettings>;
 

@@ -46,6 +46,17 @@ export interface StageOutcome {
   by_reason?: Record<string, number>;
   reused: number;
   transient?: string[];
+  /** The stage's notes for the summary. */
+  notes?: string[];
+  /** A listing gate's rejects, one line each: the record, the reason and the message. */
+  listed?: string[];
+}
+
+/** One reject as a gate lists it in the summary: its record, reason and the start of its message. */
+function listedLine(r: Reject): string {
+  const message = r.message.startsWith(`${r.record_id}: `) ? r.message.slice(r.record_id.length + 2) : r.message;
+  const short = message.replace(/\s+/g, " ");
+  return `${r.record_id}: ${r.reason}: ${short.length > 200 ? `${short.slice(0, 199)}…` : short}`;
 }
 
 /** A stage's section of the config, validated; an error names the key. Commands outside a run use it too. */
@@ -187,6 +198,7 @@ async function stageKey(store: ArtifactStore, run: RunResources, stage: AnyStage
 class Publications {
   readonly files: Record<string, string> = {};
   readonly dirs: string[] = [];
+  readonly notes: string[] = [];
 }
 
 function stageContext(
@@ -241,6 +253,8 @@ function stageContext(
       published.dirs.push(rel);
     },
     metric: (values) => store.appendMetric(stage.name, values),
+    note: (text) => void published.notes.push(text),
+    layout: run.workspace.layout,
     saveLog: (name, text) => run.workspace.saveLog(stage.name, name, text),
     github: (settings) => openGithubClient(settings, { baseDir: run.baseDir, layout: run.workspace.layout, log }),
     reject(reject) {
@@ -304,14 +318,24 @@ export async function runStage(
   rawConfig: unknown,
   force: boolean,
   keepGoing: boolean,
+  /** Run the stage even though its inputs look unchanged (a source outside the pipeline changed), its records' caches still used. */
+  recheck = false,
 ): Promise<StageOutcome> {
   const log = run.log.child(stage.name);
   const config = parseStageConfig(stage, rawConfig);
   const key = await stageKey(store, run, stage, config);
   const previous = store.readLock().stages[stage.name];
-  if (!force && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
+  if (!force && !recheck && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
     log.info("up to date: inputs, config, settings and code unchanged; no work done");
-    return { stage: stage.name, status: "up_to_date", ...previous.counts, reused: previous.counts.in };
+    const listed = stage.gate?.list ? (await store.readRecords(stage.name, REJECTS)).records.map((r) => listedLine(Reject.parse(r))) : [];
+    return {
+      stage: stage.name,
+      status: "up_to_date",
+      ...previous.counts,
+      reused: previous.counts.in,
+      ...(previous.notes.length ? { notes: previous.notes } : {}),
+      ...(listed.length ? { listed } : {}),
+    };
   }
   const tally = new RecordTally();
   const published = new Publications();
@@ -347,6 +371,7 @@ export async function runStage(
       published: published.files,
       published_dirs: published.dirs.sort(),
       counts,
+      notes: published.notes,
     };
   }
   await store.writeLock(fresh);
@@ -357,5 +382,7 @@ export async function runStage(
     ...counts,
     reused: tally.reused,
     ...(incomplete ? { transient: transientLines.slice(0, 5) } : {}),
+    ...(published.notes.length ? { notes: published.notes } : {}),
+    ...(stage.gate?.list && rejects.length ? { listed: rejects.map(listedLine) } : {}),
   };
 }

@@ -7,6 +7,7 @@ import type { ProfileSet } from "../profiles/load.ts";
 import type { CheckoutOrigin } from "../checkouts/checkout.ts";
 import type { Executor } from "../executors/types.ts";
 import type { Logger } from "../logger.ts";
+import type { WorkLayout } from "../work-layout.ts";
 import type { ExecutionSettings, SessionSettings, SettingName } from "./settings.ts";
 
 /** An artifact a stage writes: a list of records, one JSON object per line, sorted by `key`. */
@@ -131,6 +132,10 @@ export interface StageContext<C> {
   publishDirectory(dir: string, files: ReadonlyMap<string, string>): Promise<void>;
   /** Appends a measurement to logs/metrics.jsonl: figures for benchmarks, kept out of artifacts. */
   metric(values: Record<string, unknown>): void;
+  /** A line for the run's summary, under the stage's name (a shortfall, what a rule cost, what a model's calls cost); kept with the outputs, so that an up-to-date stage says it again. */
+  note(text: string): void;
+  /** The work directory's paths, for what a stage keeps between runs beside its records' cache (a model judge's answers). */
+  readonly layout: WorkLayout;
   /** Saves a diagnostic log (a failed run's output) as logs/<stage>/<name>.log; returns its path. */
   saveLog(name: string, text: string): Promise<string>;
   /** Records a reject found outside mapRecords (for example a malformed input line). */
@@ -164,10 +169,10 @@ export interface StageDefinition<C = unknown, I extends Record<string, InputSpec
    */
   usesSeed?: boolean;
   /**
-   * A gate (the oracle): what it checks is named by `noun`, and every run's summary states how
-   * many it rejected, none included.
+   * A gate (the oracle, the audit): what it checks is named by `noun`, and every run's summary
+   * states how many it rejected, none included; with `list`, each reject too, with its reason.
    */
-  gate?: { noun: string };
+  gate?: { noun: string; list?: boolean };
   /**
    * The pipeline-level settings the stage uses (docs: the config's top level). Only these are
    * handed to it, and only these join its cache key.

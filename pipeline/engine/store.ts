@@ -19,6 +19,8 @@ export const LockEntry = z.object({
   /** Directories published whole (replaced atomically), by path relative to the config file. */
   published_dirs: z.array(z.string()).default([]),
   counts: z.object({ in: z.number(), out: z.number(), rejected: z.number(), by_reason: z.record(z.string(), z.number()).default({}) }),
+  /** What the stage said of its run for the run's summary (a model's cost, say), repeated while it is up to date. */
+  notes: z.array(z.string()).default([]),
 });
 export type LockEntry = z.infer<typeof LockEntry>;
 

@@ -45,14 +45,21 @@ export async function reproducibleTar(dir: string, owner: { uid: number; gid: nu
 
 /**
  * Each checkout of the session, archived as the agent gets it: made by the session runner's own
- * provisioning (provisionSessionCheckouts), its index then written without this machine's file
- * stats (git refreshes them on the first look), owned by the agent's user. By session path.
+ * provisioning (provisionSessionCheckouts, from the commits sessionCheckoutCommits gives, a derived
+ * checkout's among them), its index then written without this machine's file stats (git
+ * refreshes them on the first look), owned by the agent's user. By session path.
  */
-export async function checkoutArchives(spec: SessionSpec, mirror: string, scratch: string, owner: { uid: number; gid: number }): Promise<Map<string, Buffer>> {
+export async function checkoutArchives(
+  spec: SessionSpec,
+  mirror: string,
+  commits: ReadonlyMap<string, string>,
+  scratch: string,
+  owner: { uid: number; gid: number },
+): Promise<Map<string, Buffer>> {
   const dir = await mkdtemp(join(scratch, "harbor-checkouts-"));
   try {
     const dirOf = (path: string) => join(dir, basename(path));
-    await provisionSessionCheckouts(spec, mirror, dirOf);
+    await provisionSessionCheckouts(spec, mirror, commits, dirOf);
     const archives = new Map<string, Buffer>();
     for (const checkout of spec.checkouts) {
       await git(["read-tree", "HEAD"], { cwd: dirOf(checkout.path) });

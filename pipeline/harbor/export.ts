@@ -15,7 +15,7 @@ import type { AgentSpec } from "../schemas/agent.ts";
 import type { SessionSpec } from "../schemas/session.ts";
 import { readListedSessions } from "../session/listed-sessions.ts";
 import type { Condition } from "../session/run-folder.ts";
-import { sessionCloneSource } from "../session/runs.ts";
+import { sessionCheckoutCommits, sessionCloneSource } from "../session/runs.ts";
 import { InputError } from "../validation.ts";
 import { checkoutArchives, commitMirrorArchive, revisionArchive } from "./archives.ts";
 import { agentDockerfile, environmentFiles, type ImageOptions, stepVerifierDockerfile, verifierDockerfile } from "./images.ts";
@@ -144,7 +144,8 @@ async function sessionFiles(bench: OpenedBenchmark, spec: SessionSpec, mirror: s
     ? { script: await revisionLayer(env, mirror, heldout.base_commit, scratch), files: await revisionArchive(mirror, heldout.base_commit, scratch) }
     : undefined;
   return {
-    archives: await checkoutArchives(spec, mirror, scratch, owner),
+    // A derived checkout's commit is made in the mirror, as the session runner makes it.
+    archives: await checkoutArchives(spec, mirror, await sessionCheckoutCommits(bench, spec, mirror), scratch, owner),
     mirror: await commitMirrorArchive(mirror, heldout.base_commit, scratch),
     env,
     ...(revision ? { revision } : {}),

@@ -125,7 +125,8 @@ export function harborTrialBehaviour(
   const fault = lines.find((l) => l.failure?.kind === "infrastructure");
   const withUsage = readings.some((r) => r.trajectory);
   const behaviour = summarise(
-    { name: agent, ...(withUsage ? { usage: "atif" } : {}) },
+    // Every Harbor agent runs in the task's environment.
+    { name: agent, runs: "environment", ...(withUsage ? { usage: "atif" } : {}) },
     withUsage ? lines.map((l) => ({ ...l, usage: l.usage ?? null })) : lines,
     lost,
     0,

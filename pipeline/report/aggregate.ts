@@ -100,6 +100,38 @@ export interface Aggregation {
   workload: WorkloadRow[];
   /** Reports that were not counted, or were counted conservatively, and why. */
   problems: string[];
+  /** Configurations with runs of their agent on the host: development runs, not results to report (SPEC §2.7). */
+  hostRuns: { configuration: string; runs: number; of: number }[];
+}
+
+/** The suspicious findings of the counted reports, per configuration and condition. */
+function suspiciousRows(configurations: readonly string[], seen: Map<string, Map<string, Map<string, LoadedReport[]>>>): SuspiciousRow[] {
+  const suspicious: SuspiciousRow[] = [];
+  for (const configuration of configurations) {
+    for (const condition of ["control", "switched"] as const) {
+      const counted = [...(seen.get(configuration)?.values() ?? [])].flatMap((byCondition) => byCondition.get(condition) ?? []);
+      const row: SuspiciousRow = { configuration, condition, reports: counted.length, reports_flagged: 0, resolved_flagged: 0, by_rule: {} };
+      for (const { report } of counted) {
+        if (!report.suspicious.length) continue;
+        row.reports_flagged++;
+        if (report.resolved) row.resolved_flagged++;
+        for (const finding of report.suspicious) row.by_rule[finding.rule] = (row.by_rule[finding.rule] ?? 0) + 1;
+      }
+      row.by_rule = Object.fromEntries(Object.entries(row.by_rule).sort(([a], [b]) => (a < b ? -1 : 1)));
+      suspicious.push(row);
+    }
+  }
+  return suspicious;
+}
+
+/** Each configuration with runs of its agent on the host, and how many of its runs. */
+function hostRunsOf(configurations: readonly string[], reports: readonly LoadedReport[]): Aggregation["hostRuns"] {
+  return configurations
+    .map((configuration) => {
+      const mine = reports.filter((r) => r.configuration === configuration);
+      return { configuration, runs: mine.filter((r) => r.report.behaviour?.agent_runs === "host").length, of: mine.length };
+    })
+    .filter((h) => h.runs > 0);
 }
 
 /** Resolution in percent over the group's fixed denominator. */
@@ -138,21 +170,7 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
     byCondition.set(report.condition, [...(byCondition.get(report.condition) ?? []), loaded]);
   }
   const rows: GroupRow[] = [];
-  const suspicious: SuspiciousRow[] = [];
-  for (const configuration of configurations) {
-    for (const condition of ["control", "switched"] as const) {
-      const counted = [...(seen.get(configuration)?.values() ?? [])].flatMap((byCondition) => byCondition.get(condition) ?? []);
-      const row: SuspiciousRow = { configuration, condition, reports: counted.length, reports_flagged: 0, resolved_flagged: 0, by_rule: {} };
-      for (const { report } of counted) {
-        if (!report.suspicious.length) continue;
-        row.reports_flagged++;
-        if (report.resolved) row.resolved_flagged++;
-        for (const finding of report.suspicious) row.by_rule[finding.rule] = (row.by_rule[finding.rule] ?? 0) + 1;
-      }
-      row.by_rule = Object.fromEntries(Object.entries(row.by_rule).sort(([a], [b]) => (a < b ? -1 : 1)));
-      suspicious.push(row);
-    }
-  }
+  const suspicious = suspiciousRows(configurations, seen);
   for (const configuration of configurations) {
     const bySession = seen.get(configuration) ?? new Map();
     const outcome = (sessionId: string, condition: "control" | "switched"): "resolved" | "unresolved" | "missing" => {
@@ -189,7 +207,14 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
   }
   // A duplicate is found once per group it belongs to; say it once.
   const behaviour = behaviourRows(sessions, configurations, seen);
-  return { rows, suspicious, behaviour, workload: workloadRows(sessions, configurations, seen), problems: [...new Set(problems)] };
+  return {
+    rows,
+    suspicious,
+    behaviour,
+    workload: workloadRows(sessions, configurations, seen),
+    problems: [...new Set(problems)],
+    hostRuns: hostRunsOf(configurations, reports),
+  };
 }
 
 const median = (values: number[]): number | null => {

@@ -67,6 +67,11 @@ export function renderMarkdown(aggregation: Aggregation): string {
     });
     lines.push(`| ${configuration} | ${cells.join(" | ")} |`);
   }
+  if (aggregation.hostRuns.length)
+    lines.push(
+      "",
+      `**Development runs.** ${aggregation.hostRuns.map((h) => `${h.configuration}: ${h.runs} of ${h.of} run(s)`).join("; ")} had the agent on the host, where it sees the whole machine (the benchmark's held-out assets included). Figures to report come from runs in the focus task's environment (the \`*-environment.yaml\` adapters, or the Harbor export).`,
+    );
   lines.push(
     "",
     "## Coverage",

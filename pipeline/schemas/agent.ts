@@ -290,6 +290,12 @@ export type TrajectoryRequest = z.infer<typeof TrajectoryRequest>;
 /** What a session run did, from its trajectory: the behaviour the study discusses beside resolution. */
 export const SessionBehaviour = z.object({
   agent: z.string(),
+  /**
+   * Where the agent ran: in the focus task's environment (what results are reported from), or on
+   * the host, for developing adapters: there it sees the whole machine, the benchmark's held-out
+   * assets included (SPEC §2.7). Absent in reports written before it was recorded.
+   */
+  agent_runs: z.enum(["host", "environment"]).optional(),
   requests: z.number().int().nonnegative(),
   /** Requests that changed a checkout other than the active one, and the files they changed there. */
   cross_task_write_requests: z.number().int().nonnegative(),

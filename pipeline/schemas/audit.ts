@@ -35,6 +35,21 @@ export type AuditFlag = z.infer<typeof AuditFlag>;
 /** 0 fine, 1 minor gaps, 2 substantial, 3 severe: the annotators' scale. */
 export const Severity = z.number().int().min(0).max(3);
 
+/**
+ * Where that scale turns from gaps to unfairness: a score of 2 or more is what SWE-bench Verified
+ * excluded, a finding of 2 or more is substantial, a severity of 2 or more is flagged, and every
+ * agreement figure counts a record unfair from here.
+ */
+export const SUBSTANTIAL = 2;
+
+/**
+ * What a rule's finding does at the audit's gate, with no decision on the task: it excludes the
+ * task by itself; it excludes it when the task's severity reaches the config's
+ * `exclude_at_severity`; or it only shows and ranks the task for an auditor, who decides.
+ */
+export const Gate = z.enum(["excludes alone", "at severity", "only with a decision"]);
+export type Gate = z.infer<typeof Gate>;
+
 export const AuditFlagRecord = z.object({
   flag: AuditFlag,
   subject: z.string(),
@@ -43,6 +58,10 @@ export const AuditFlagRecord = z.object({
   severity: Severity,
   /** Lines a person can check: the file (at the base with the test patch applied), line number and text. */
   evidence: z.array(z.object({ file: z.string(), line: z.number().int().positive(), text: z.string() })).default([]),
+  /** What the finding does at the gate: its rule's gate for the kind of stage it concerns, or the config's. */
+  gate: Gate,
+  /** It concerns a benchmark-authored stage (its request, or a test the stage declares), audited by its own hard checks. */
+  authored: z.literal(true).optional(),
 });
 export type AuditFlagRecord = z.infer<typeof AuditFlagRecord>;
 
@@ -106,7 +125,31 @@ export const AuditRecord = z.object({
     }),
   ),
   flags: z.array(AuditFlagRecord),
+  /** An auditor's decision, from the config's decisions file: it covers the whole task. */
   decision: z.object({ verdict: z.enum(["approve", "exclude"]), auditor: z.string(), reason: z.string() }).optional(),
+  /** A decision imported from human annotations (`audit import-annotations`): it covers the upstream stage. */
+  imported: z
+    .strictObject({
+      verdict: z.enum(["approve", "exclude"]),
+      reason: z.string(),
+      annotators: z.string(),
+      scores: z.strictObject({
+        false_negative: Severity,
+        underspecified: Severity,
+        other_major_issues: z.number().int().min(0).max(1),
+        filter_out: z.boolean(),
+      }),
+      file: z.string(),
+    })
+    .optional(),
+  /** Why the gate excluded the task, when it did: the reject's reason, what decided, and the message. */
+  exclusion: z
+    .strictObject({
+      reason: z.enum(["audit_excluded", "unjustified_test", "unfair_verifier"]),
+      by: z.enum(["local decision", "imported decision", "hard finding", "rule in force", "judge in force"]),
+      message: z.string(),
+    })
+    .optional(),
 });
 export type AuditRecord = z.infer<typeof AuditRecord>;
 
@@ -154,8 +197,10 @@ export const RiskModel = z.strictObject({
 });
 export type RiskModel = z.infer<typeof RiskModel>;
 
-/** data/audit/rules.yaml: per rule, the records it was written from and the commits that wrote it. */
+/** data/audit/rules.yaml: per rule, the records it was written from and the commits that wrote it; and every record the audit's authors looked at. */
 export const RuleProvenance = z.strictObject({
+  /** Records every rule's author had read (both SWE-bench Lite files held here): no measurement on them is out of sample. */
+  looked_at: z.strictObject({ why: z.string(), files: z.array(z.string()), records: z.array(z.string()) }),
   rules: z.partialRecord(AuditFlag, z.strictObject({ written_from: z.array(z.string()), commits: z.array(z.string()) })),
 });
 export type RuleProvenance = z.infer<typeof RuleProvenance>;
@@ -178,3 +223,82 @@ export const JudgeAdapter = z.strictObject({
   max_output_tokens: z.number().int().positive().default(1024),
 });
 export type JudgeAdapter = z.infer<typeof JudgeAdapter>;
+
+/**
+ * How a figure was measured against human annotations: on records the audit's authors looked at
+ * (in sample), by cross-validation on those records (every weight and threshold fitted without
+ * the record it scores), or on records nobody here looked at (unseen).
+ */
+export const MeasurementMethod = z.enum(["in sample", "cross-validated on the given records", "unseen"]);
+export type MeasurementMethod = z.infer<typeof MeasurementMethod>;
+
+/**
+ * A measurement that puts a rule (or the model judge) in force at the gate: the annotated records
+ * it was measured on, those it fired on as it is gated, and those of them annotators scored
+ * `false_negative` 2 or more. The audit computes the precision's Wilson interval and the base rate
+ * itself, and refuses a measurement on records the rule's author looked at, or whose lower bound
+ * is not above the base rate.
+ */
+export const Measurement = z.strictObject({
+  records_file: z.string().min(1),
+  annotations_file: z.string().min(1),
+  records: z.array(z.string()).min(1),
+  fired: z.array(z.string()).min(1),
+  unfair: z.array(z.string()),
+  /** How many of `records` annotators scored 2 or more. */
+  scored_2_or_more: z.number().int().nonnegative(),
+});
+export type Measurement = z.infer<typeof Measurement>;
+
+/** A precision with its 95 % Wilson interval, and how it was measured. */
+export const MeasuredPrecision = z.strictObject({
+  /** Records it fired on, and how many of them annotators scored 2 or more. */
+  fired: z.number().int().nonnegative(),
+  unfair: z.number().int().nonnegative(),
+  precision: z.number().min(0).max(1).nullable(),
+  interval: z.tuple([z.number(), z.number()]).nullable(),
+  method: MeasurementMethod,
+});
+export type MeasuredPrecision = z.infer<typeof MeasuredPrecision>;
+
+/**
+ * data/audit/measurements.json: the audit measured against the annotated records it was built on
+ * (`switch-swe audit fit-risk` writes it), for the auditors' page: each rule's precision, the
+ * shipped gate's exclusions, the risk's agreement and how many tasks an auditor reads, in its
+ * order, to find half of the unfair ones; every figure with how it was measured.
+ */
+export const AuditMeasurements = z.strictObject({
+  why: z.string(),
+  records_file: z.string(),
+  annotations_file: z.string(),
+  annotated: z.number().int().nonnegative(),
+  scored_2_or_more: z.number().int().nonnegative(),
+  rules: z.partialRecord(AuditFlag, MeasuredPrecision),
+  /** What the gate shipped excludes of the annotated records with no decision. */
+  gate: MeasuredPrecision.extend({ zeros_excluded: z.number().int().nonnegative(), zeros: z.number().int().nonnegative() }),
+  /** The risk's order: tasks read, riskiest first, until half of the unfair ones are found; a random order's expectation beside. */
+  triage: z.array(
+    z.strictObject({
+      scheme: z.string(),
+      method: MeasurementMethod,
+      read: z.number().int().nonnegative(),
+      of: z.number().int().nonnegative(),
+      found: z.number().int().nonnegative(),
+      unfair: z.number().int().nonnegative(),
+      random: z.number().nonnegative(),
+    }),
+  ),
+  /** The risk's bands against the annotations (flagged: severity 2 or more). */
+  agreement: z.array(
+    z.strictObject({
+      scope: z.string(),
+      method: MeasurementMethod,
+      records: z.number().int().nonnegative(),
+      kappa: z.number().nullable(),
+      auc: z.number().nullable(),
+      flagged_of_score0: z.string(),
+      flagged_of_score3: z.string(),
+    }),
+  ),
+});
+export type AuditMeasurements = z.infer<typeof AuditMeasurements>;

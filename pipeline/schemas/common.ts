@@ -13,7 +13,20 @@ export type TaskId = z.infer<typeof TaskId>;
 
 export const IsoTimestamp = z.iso.datetime({ offset: true });
 
-export const StageName = z.enum(["mine", "split", "qualify", "reconstruct", "audit", "oracle", "locality", "select", "schedule", "validate", "emit"]);
+export const StageName = z.enum([
+  "mine",
+  "split",
+  "qualify",
+  "reconstruct",
+  "audit",
+  "oracle",
+  "locality",
+  "answers",
+  "select",
+  "schedule",
+  "validate",
+  "emit",
+]);
 export type StageName = z.infer<typeof StageName>;
 export const STAGE_ORDER: readonly StageName[] = StageName.options;
 

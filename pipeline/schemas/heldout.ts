@@ -19,5 +19,15 @@ export const HeldoutTask = z.object({
   environment: EnvironmentRecipe,
   /** Dependencies resolve as of this instant (null: today), exactly as when the task was qualified. */
   environment_as_of: z.string().nullable(),
+  /**
+   * The upstream change as the repository's history holds it (its source and test files, no
+   * benchmark-authored stage), and where it was merged: what the answer rule reverses out of a
+   * later checkout and looks for in history (SPEC §2.7).
+   */
+  upstream: z.object({
+    patch: z.string(),
+    pull_number: z.number().int().positive().nullable(),
+    merge_commit: CommitSha.nullable(),
+  }),
 });
 export type HeldoutTask = z.infer<typeof HeldoutTask>;

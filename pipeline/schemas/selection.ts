@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LocalityClass, RepoName, TaskId } from "./common.ts";
+import { CommitSha, LocalityClass, RepoName, TaskId } from "./common.ts";
 
 /** One session chosen by select: its focus, locality group, interruptions and case seed. */
 export const SelectedSession = z.object({
@@ -10,7 +10,31 @@ export const SelectedSession = z.object({
   case_seed: z.string(),
   /** How many of the interruptions have a single request (taken because too few eligible ones had two or more): they cannot be resumed. */
   single_request_interruptions: z.number().int().min(0),
+  /** Interruption checkouts made from their base with the focus's upstream fix reversed out (the answer rule's revert strategy, SPEC §2.7). */
+  derived_checkouts: z.array(z.object({ task_id: TaskId, without: z.array(TaskId).min(1), commit: CommitSha })),
+  /** Where a checkout of the session holds an interruption's answer (reported; kept out when the config's rule says so). */
+  interruption_answers: z.array(z.object({ task_id: TaskId, checkout_task: TaskId })),
 });
+
+/** A candidate interruption the answer rule kept out of a focus's session, and why (select's `exclusions`). */
+export const RuleExclusionRecord = z.object({
+  focus: TaskId,
+  group: LocalityClass,
+  task: TaskId,
+  reason: z.enum(["holds_focus_answer", "revert_not_viable", "answers_cross"]),
+  detail: z.string(),
+});
+export type RuleExclusionRecord = z.infer<typeof RuleExclusionRecord>;
+
+/** One try of the revert strategy: a candidate's base with a focus's upstream fix reversed out (select's `reverts`). */
+export const RevertRecord = z.object({
+  focus: TaskId,
+  task_id: TaskId,
+  viable: z.boolean(),
+  commit: CommitSha.optional(),
+  reason: z.string().optional(),
+});
+export type RevertRecord = z.infer<typeof RevertRecord>;
 
 /** Stage 7's output. */
 export const Selection = z.object({

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { LocalityClass, RepoName, TaskId } from "./common.ts";
+import { CommitSha, LocalityClass, RepoName, TaskId } from "./common.ts";
 
 /**
  * What the agent is sent: the repository, the active checkout and the cleaned requirement text,
@@ -36,7 +36,20 @@ export const SessionSpec = z.object({
   interruptions: z.array(TaskId),
   locality: LocalityClass,
   seeds: z.object({ benchmark: z.string(), case: z.string() }),
-  checkouts: z.array(z.object({ path: z.string(), task_id: TaskId, base_commit: z.string() })),
+  checkouts: z.array(
+    z.object({
+      path: z.string(),
+      task_id: TaskId,
+      base_commit: z.string(),
+      /**
+       * A checkout whose base holds the focus's fix, with that fix reversed out (SPEC §2.7, the
+       * revert strategy): its files are `commit`, the base with the upstream change of each task
+       * of `without` reversed (their held-out `upstream.patch`), which a runner makes again and
+       * checks against this id (pipeline/checkouts/derived.ts).
+       */
+      derived: z.object({ without: z.array(TaskId).min(1), commit: CommitSha }).optional(),
+    }),
+  ),
   budget: z.object({
     per_request_seconds: z.number().int().positive(),
     timeout_continuations: z.number().int().nonnegative(),

@@ -27,6 +27,8 @@ export type ChangedFile = z.infer<typeof ChangedFile>;
 export const ExtensionStage = z.object({
   /** 1-based among the task's extensions, in the order they apply. */
   index: z.number().int().positive(),
+  /** Where it is in its file (`stages.0`, `upstream_commits.stages.1`): what every message about it names. */
+  field: z.string(),
   /** The reviewed file it comes from (relative to the config), and who wrote it and why. */
   file: z.string(),
   author: z.string(),
@@ -38,6 +40,12 @@ export const ExtensionStage = z.object({
   test_patch: z.string().min(1),
   /** The tests its test patch adds (`path::name`, `path::Class::name`): each must be fail-to-pass, failing until this stage. */
   tests: z.array(z.string()).min(1),
+  /**
+   * A stage from the pull request's own history: its implementation and tests are the upstream
+   * commits from the stage before up to this commit; only its request is written (provenance
+   * `upstream_commit`).
+   */
+  commit: CommitSha.optional(),
 });
 export type ExtensionStage = z.infer<typeof ExtensionStage>;
 
@@ -63,6 +71,15 @@ export const SplitChange = z.object({
    * this is the upstream change's own implementation, which the extensions' patches apply over.
    */
   upstream_implementation_patch: z.string().optional(),
+  /**
+   * The upstream change as the repository's history holds it (its source and test files, every
+   * commit of the pull request, no benchmark-authored stage): what the answer rule looks for in
+   * history and reverses out of a later checkout.
+   */
+  upstream_patch: z.string(),
   extensions: z.array(ExtensionStage).optional(),
+  /** The pull request the change comes from, and the commit GitHub says merged it (null: unknown): where the answer rule looks for the fix in history. */
+  pull_number: z.number().int().positive().nullable().default(null),
+  merge_commit: CommitSha.nullable().default(null),
 });
 export type SplitChange = z.infer<typeof SplitChange>;

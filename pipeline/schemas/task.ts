@@ -3,7 +3,8 @@ import { CommitSha, IsoTimestamp, RepoName, TaskId } from "./common.ts";
 import { EnvironmentRecipe } from "./repo-profile.ts";
 
 export const ProvenanceSource = z.object({
-  kind: z.enum(["issue", "pr_body", "review", "review_comment", "issue_comment", "authored"]),
+  /** `upstream_commit`: a stage whose code and tests are a commit of the pull request, its request written by the benchmark's maintainers. */
+  kind: z.enum(["issue", "pr_body", "review", "review_comment", "issue_comment", "authored", "upstream_commit"]),
   record_id: z.string(),
   url: z.string().optional(),
   author: z.string(),
@@ -15,6 +16,13 @@ export const ProvenanceSource = z.object({
 
 export const Provenance = z.object({
   sources: z.array(ProvenanceSource).min(1),
+  /**
+   * Code the upstream text held that reproduces the reference implementation, taken out and
+   * replaced by a neutral sentence (SPEC §2.4): what each was and how many reference lines it held.
+   */
+  excerpts_removed: z.array(z.object({ kind: z.enum(["code_block", "lines"]), reference_lines: z.number().int().positive() })).optional(),
+  /** A quote of the reference a maintainer approved, with why (a curation file's `approve_quote`): validate lets it pass. */
+  quote_approved: z.object({ reviewer: z.string(), reason: z.string(), file: z.string() }).optional(),
   /** Set when a maintainer's curation file changed this request; never applied silently. */
   curation: z.object({ action: z.enum(["edit", "merge", "drop", "add"]), reviewer: z.string(), reason: z.string(), file: z.string() }).optional(),
 });

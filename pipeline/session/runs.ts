@@ -12,6 +12,7 @@ import { type Logger, silentLogger } from "../logger.ts";
 import type { AgentSpec } from "../schemas/agent.ts";
 import { SessionIndex, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
+import { checkoutCommit } from "../checkouts/derived.ts";
 import { readJsonFile } from "../validation.ts";
 import { DEFAULT_TOOLS_DIR } from "./agents.ts";
 import { checkRunDir, type Condition, reportFileOf, runDirOf, takeRunDir } from "./run-folder.ts";
@@ -68,6 +69,7 @@ export async function runAndScoreSession(benchmark: OpenedBenchmark, options: Sc
   const source = benchmark.cloneSource(spec.repo, sessionCloneSource(spec, options.session));
   let mirror = "";
   for (const checkout of spec.checkouts) mirror = await benchmark.workspace.mirrors.ensure(spec.repo, source, checkout.base_commit);
+  const checkoutCommits = await sessionCheckoutCommits(benchmark, spec, mirror);
   const runDir = runDirOf(benchmark, options, spec.session_id, options.condition);
   const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
   const kept =
@@ -78,7 +80,7 @@ export async function runAndScoreSession(benchmark: OpenedBenchmark, options: Sc
     options.log.info(
       `session ${spec.session_id} (${options.condition}): its verification met an infrastructure fault; verifying the kept focus checkout again (the agent is not run again)`,
     );
-  const run = kept ?? (await runAgent(benchmark, options, { spec, mirror, runDir, reportFile }));
+  const run = kept ?? (await runAgent(benchmark, options, { spec, mirror, checkoutCommits, runDir, reportFile }));
   const { report } = await verifySubmission(benchmark, {
     session: options.session,
     checkout: run.focusCheckout,
@@ -91,7 +93,22 @@ export async function runAndScoreSession(benchmark: OpenedBenchmark, options: Sc
 }
 
 /** Runs the agent through the session from freshly provisioned checkouts; the behaviour names the trajectory relative to the report. */
-async function runAgent(benchmark: OpenedBenchmark, options: ScoredRunOptions, at: { spec: SessionSpec; mirror: string; runDir: string; reportFile: string }) {
+/** Each checkout's commit (a derived one made again from the held-out upstream patches it reverses, and checked): what the checkouts are provisioned from. */
+export async function sessionCheckoutCommits(benchmark: OpenedBenchmark, spec: SessionSpec, mirror: string): Promise<Map<string, string>> {
+  const commits = new Map<string, string>();
+  for (const checkout of spec.checkouts)
+    commits.set(
+      checkout.path,
+      await checkoutCommit(mirror, checkout, (taskId) => benchmark.requireHeldout(taskId, `whose fix ${checkout.path} reverses`).upstream.patch),
+    );
+  return commits;
+}
+
+async function runAgent(
+  benchmark: OpenedBenchmark,
+  options: ScoredRunOptions,
+  at: { spec: SessionSpec; mirror: string; checkoutCommits: ReadonlyMap<string, string>; runDir: string; reportFile: string },
+) {
   const { spec, runDir } = at;
   const environment = options.agent.runs === "environment" ? await agentImage(benchmark, spec, at.mirror) : undefined;
   // Only the scripted test agents may read held-out assets; a command agent is never given them.
@@ -105,6 +122,7 @@ async function runAgent(benchmark: OpenedBenchmark, options: ScoredRunOptions, a
     agent: options.agent,
     runDir,
     mirror: at.mirror,
+    checkoutCommits: at.checkoutCommits,
     heldout,
     log: options.log,
     environment,

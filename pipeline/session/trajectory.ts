@@ -1,11 +1,11 @@
-import type { SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
+import type { AgentSpec, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import { changesBetween, snapshot, type HashCache, type Snapshot } from "../checkouts/snapshot.ts";
 import { addRouting, addUsage, NO_USAGE } from "./usage.ts";
 
 /** The behaviour the study discusses, from a run's trajectory. */
 export function summarise(
-  /** `usage`: the reader of the agent's usage (a harness's output, or a Harbor agent's ATIF trajectory), when it reports any. */
-  agent: { name: string; usage?: string | undefined },
+  /** `usage`: the reader of the agent's usage (a harness's output, or a Harbor agent's ATIF trajectory), when it reports any; `runs`: where the agent ran. */
+  agent: { name: string; usage?: string | undefined; runs: AgentSpec["runs"] },
   lines: TrajectoryRequest[],
   workLostFiles: number,
   runnerSeconds: number,
@@ -19,6 +19,7 @@ export function summarise(
   const routing = lines.reduce<ReturnType<typeof addRouting>>((sum, l) => addRouting(sum, l.routing), null);
   return {
     agent: agent.name,
+    agent_runs: agent.runs,
     requests: lines.length,
     cross_task_write_requests: lines.filter((l) => elsewhere(l).length > 0).length,
     cross_task_write_files: lines.reduce((n, l) => n + elsewhere(l).reduce((m, [, c]) => m + c.added.length + c.modified.length + c.deleted.length, 0), 0),

@@ -21,6 +21,8 @@ export interface AgentRunOptions {
   runDir: string;
   /** A bare mirror of the session's repository holding every checkout's base commit. */
   mirror: string;
+  /** The commit each checkout (by path) is provisioned from: its base, or its derived commit made in `mirror` (pipeline/checkouts/derived.ts). */
+  checkoutCommits: ReadonlyMap<string, string>;
   /**
    * Held-out assets by task id, for the scripted test agents that replay reference patches only.
    * A command agent never gets them, and nothing of them enters the workspace otherwise.

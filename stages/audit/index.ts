@@ -1,87 +1,114 @@
-import { parse } from "yaml";
-import { z } from "zod";
-import { describeFirstIssue } from "../../pipeline/validation.ts";
-import { PipelineError } from "../../pipeline/engine/engine.ts";
-import { describeInvalid } from "../../pipeline/decode.ts";
-import { AuditRecord } from "../../pipeline/schemas/audit.ts";
-import { Task } from "../../pipeline/schemas/task.ts";
-import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
-import { alignTask } from "./runner.ts";
-import { alignmentCsv, type AuditedTask } from "./report.ts";
+import { z } from "zod";
+import { PipelineError } from "../../pipeline/engine/engine.ts";
+import { type ExternalFile, defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
+import { describeInvalid } from "../../pipeline/decode.ts";
+import { AuditRecord } from "../../pipeline/schemas/audit.ts";
+import { SplitChange } from "../../pipeline/schemas/split.ts";
+import { Task } from "../../pipeline/schemas/task.ts";
+import { importedFrom } from "./annotations.ts";
+import { decisionBook, DecisionsError, readDecisions } from "./decisions.ts";
+import { checkMeasurement, describeGate, GateConfigError, type InForce, rulesInForce } from "./gate.ts";
+import { JudgeSetupError } from "./judge/client.ts";
+import { adapterFor, JudgeConfig, openJudge } from "./judge/step.ts";
 import { htmlReport } from "./page.ts";
 import { PatchOnlyTree, type SourceTree, sourcesAt } from "./readers/source-tree.ts";
-import { assess, loadRiskModel } from "./risk/model.ts";
+import { alignmentCsv, type AuditedTask } from "./report.ts";
+import { loadMeasurements } from "./measured.ts";
+import { loadRiskModel } from "./risk/model.ts";
+import { loadProvenance } from "./rules/provenance.ts";
 import { RuleSettings, rulesInUse } from "./rules/registry.ts";
+import { auditTask, type AuditSetup } from "./task.ts";
 
 export { alignTask } from "./runner.ts";
-
-/** Auditors' sign-off: `audits/decisions.yaml`. */
-export const Decisions = z.strictObject({
-  decisions: z
-    .array(
-      z.strictObject({
-        task: z.string(),
-        verdict: z.enum(["approve", "exclude"]),
-        auditor: z.string().min(1),
-        reason: z.string().min(1),
-        /** Public contracts that justify F2P tests no request mentions, by test id. */
-        contracts: z.record(z.string(), z.string()).default({}),
-      }),
-    )
-    .default([]),
-});
+export { Decisions } from "./decisions.ts";
 
 export const AuditConfig = z.strictObject({
+  /** An auditor's decisions, one a task (`switch-swe audit decide` writes them); no file yet means no auditor has decided anything. */
   decisions: z.string().default("audits/decisions.yaml"),
+  /**
+   * Decisions imported from human annotations, each covering a task's upstream stage: files
+   * `switch-swe audit import-annotations` writes, or annotations CSVs imported as they are read.
+   */
+  imported: z.array(z.string()).default([]),
   /** Where the report goes, a folder of its own, replaced whole on each run: `<report_dir>/alignment.csv` and `<report_dir>/index.html`. */
   report_dir: z.string().default("audits/report"),
+  /** For a rule whose gate is `at severity`: the task's severity (0–3) from which its finding excludes. */
+  exclude_at_severity: z.number().int().min(1).max(3).default(2),
   /**
-   * A task whose severity (0–3, the annotators' scale) reaches this, and on which some rule found
-   * something substantial (a finding of 2 or more, with the lines that show it), is excluded unless
-   * an auditor approves it; 4 excludes none for severity. A risk without such evidence only puts the
-   * task first on the page for an auditor to read. A test no request links to is excluded either
-   * way (SPEC §2.5).
+   * Rules turned off, weighed at another severity, or put in force on a measurement out of sample:
+   * `{open_choice: {enabled: false}, new_name: {severity: 2}, exact_message: {gate: excludes alone, measured: {...}}}`.
    */
-  exclude_at_severity: z.number().int().min(1).max(4).default(2),
-  /** Rules turned off, or whose findings weigh another severity: `{open_choice: {enabled: false}, new_name: {severity: 2}}`. */
   rules: RuleSettings,
   /**
    * Where a task's severity comes from: the band its risk falls in (the risk model shipped in
    * data/audit/risk-model.json), or its rules alone (the highest of its flags', 3 when two kinds of
-   * substantial flag meet).
+   * substantial flag meet). Either ranks; neither excludes by itself.
    */
   severity_from: z.enum(["risk", "rules"]).default("risk"),
+  /** A model judge: adapter, endpoint, model, passes and budget; its verdicts rank unless a measurement puts them in force. */
+  judge: JudgeConfig.optional(),
 });
+export type AuditConfig = z.infer<typeof AuditConfig>;
+
+/** A file the engine read for the stage, by the path the config gives; its text, refusing bytes that are not UTF-8. */
+function fileText(files: ExternalFile[], path: string): string | undefined {
+  const file = files.find((f) => f.path === path);
+  if (file?.invalid?.length) throw new PipelineError(`${file.path}: not valid UTF-8 at ${describeInvalid(file.invalid)}`);
+  return file?.text;
+}
+
+/** Every decision the config names: the auditor's file (absent: none yet) and the imported ones. */
+function decisionsOf(config: AuditConfig, files: ExternalFile[]) {
+  try {
+    const local = fileText(files, config.decisions);
+    return decisionBook(
+      local === undefined ? undefined : { file: config.decisions, decisions: readDecisions(config.decisions, local) },
+      config.imported.map((path) => ({ file: path, decisions: importedFrom(path, fileText(files, path) ?? "") })),
+    );
+  } catch (error) {
+    if (error instanceof DecisionsError) throw new PipelineError(error.message);
+    throw error;
+  }
+}
+
+/** The rules and the judge the config puts in force, each measurement checked against the records the audit's authors read. */
+function inForceOf(config: AuditConfig): InForce[] {
+  const provenance = loadProvenance();
+  try {
+    const judge = config.judge;
+    const judged =
+      judge?.measured && judge.gate !== "only with a decision"
+        ? [checkMeasurement("the judge", judge.gate, judge.measured, new Set(provenance.looked_at.records), "stages.audit.judge.measured")]
+        : [];
+    return [...rulesInForce(config.rules, provenance, "stages.audit.rules"), ...judged];
+  } catch (error) {
+    if (error instanceof GateConfigError) throw new PipelineError(`config key ${error.message}`);
+    throw error;
+  }
+}
 
 export const auditStage = defineStage({
   name: "audit",
-  summary: "link every FAIL_TO_PASS test to the request that justifies it; flag the rest; apply auditors' decisions; write the report",
+  summary:
+    "link every FAIL_TO_PASS test to the request that justifies it; flag the rest; rank tasks by risk; exclude on human decisions and hard findings; write the report",
   example: "switch-swe audit --config data/demo/pipeline.yaml",
-  version: "1",
+  version: "2",
   module: import.meta.url,
   configSchema: AuditConfig,
+  gate: { noun: "task(s)", list: true },
   inputs: { tasks: input("reconstruct", "tasks", Task), splits: input("split", "splits", SplitChange) },
   outputs: [
     { name: "records", schema: AuditRecord, key: (r: AuditRecord) => r.task_id },
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
   ],
   // No decisions file yet means no auditor has decided anything.
-  externalFiles: (config) => [{ path: config.decisions, optional: true }],
+  externalFiles: (config) => [{ path: config.decisions, optional: true }, ...config.imported],
   async run(ctx, { tasks, splits }) {
-    const file = ctx.files[0] ?? { path: ctx.config.decisions, text: "decisions: []\n" };
-    if (file.invalid?.length) throw new PipelineError(`${file.path}: not valid UTF-8 at ${describeInvalid(file.invalid)}`);
-    let raw: unknown;
-    try {
-      raw = parse(file.text) ?? {};
-    } catch (error) {
-      throw new PipelineError(`${file.path}: not valid YAML: ${(error as Error).message.split("\n")[0]}`);
-    }
-    const parsed = Decisions.safeParse(raw);
-    if (!parsed.success) throw new PipelineError(`${file.path}: ${describeFirstIssue(parsed.error, raw)}`);
-    const decisions = new Map(parsed.data.decisions.map((d) => [d.task, d]));
+    const config = ctx.config;
+    const decided = decisionsOf(config, ctx.files);
+    const inForce = inForceOf(config);
     const references = new Map(splits.map((s) => [s.task_id, s.implementation_patch]));
     // Test sources come from the repository the earlier stages mirrored, at the task's base with its test patch applied.
     const treeFor = async (task: Task): Promise<SourceTree> => {
@@ -89,62 +116,53 @@ export const auditStage = defineStage({
       if (!existsSync(join(mirror, "HEAD"))) return new PatchOnlyTree(task.verifier.test_patch, `no mirror of ${task.snapshot.repo} in the work directory`);
       return sourcesAt(mirror, task.snapshot.base_commit, task.verifier.test_patch);
     };
-    const rules = rulesInUse(ctx.config.rules);
-    const riskModel = ctx.config.severity_from === "risk" ? loadRiskModel() : undefined;
+    let judge;
+    try {
+      judge = config.judge
+        ? openJudge({ adapter: adapterFor(config.judge, ctx.resolvePath), layout: ctx.layout, passes: config.judge.passes, budgetUsd: config.judge.budget_usd })
+        : undefined;
+    } catch (error) {
+      if (error instanceof JudgeSetupError) throw new PipelineError(`config key stages.audit.judge: ${error.message}`);
+      throw error;
+    }
+    const rules = rulesInUse(config.rules);
+    const riskModel = config.severity_from === "risk" ? loadRiskModel() : undefined;
+    const judgeGate = inForce.some((f) => f.name === "the judge") ? config.judge!.gate : "only with a decision";
+    const gate = { excludeAtSeverity: config.exclude_at_severity, judgeGate, inForce: new Set(inForce.map((f) => f.name)), decisionsFile: config.decisions };
+    const setup: AuditSetup = { rules, ...(riskModel ? { riskModel } : {}), ...(judge ? { judge } : {}), gate };
     const results = await ctx.mapRecords(tasks, {
       id: (t) => t.id,
       cache: false,
       work: async (task): Promise<{ record: AuditRecord; task?: Task }> => {
-        const decision = decisions.get(task.id);
-        const findings = await alignTask({ task, referencePatch: references.get(task.id), tree: await treeFor(task), contracts: decision?.contracts }, rules);
-        // The gate's severity: the band of the task's risk (the hard rule, an unjustified test, excludes by itself below).
-        const assessed = riskModel ? assess(riskModel, { task_id: task.id, ...findings }) : undefined;
-        // Parsing leaves out what is no part of the record (the tests' sources the runner read).
-        const record = AuditRecord.parse({
-          task_id: task.id,
-          ...findings,
-          ...(assessed ? { risk: assessed.risk, severity: assessed.severity } : {}),
-          ...(decision ? { decision: { verdict: decision.verdict, auditor: decision.auditor, reason: decision.reason } } : {}),
-        });
+        const record = await auditTask({ task, referencePatch: references.get(task.id), tree: await treeFor(task), decisions: decided(task.id) }, setup);
+        if (judgeGate !== "only with a decision" && !record.judge && !record.decision && !record.imported)
+          throw new RecordError("transient_failure", `${task.id}: the judge is in force and left it unjudged: ${judge!.unjudged.at(-1)}`, {}, false);
         // An excluded task keeps its audit record: the report shows why it left.
-        if (decision?.verdict === "exclude")
-          throw new RecordError("audit_excluded", `${task.id}: excluded by ${decision.auditor}: ${decision.reason}`, { file: file.path }, true, { record });
-        const { flags } = record;
-        const unjustified = flags.filter((f) => f.flag === "unjustified_test");
-        if (unjustified.length && decision?.verdict !== "approve") {
-          throw new RecordError(
-            "unjustified_test",
-            `${task.id}: ${unjustified.length} fail-to-pass test(s) no request justifies: ${unjustified.map((f) => f.subject).join(", ")}; approve with a public contract in ${file.path}, or curate the requests`,
-            { field: "verifier.fail_to_pass" },
-            true,
-            { record },
-          );
-        }
-        // The risk says how severe; a substantial finding is the evidence the gate acts on without an auditor.
-        const severe = flags.filter((f) => f.severity >= 2);
-        if (record.severity >= ctx.config.exclude_at_severity && severe.length && decision?.verdict !== "approve") {
-          throw new RecordError(
-            "unfair_verifier",
-            `${task.id}: severity ${record.severity}${record.risk === undefined ? "" : ` (risk ${record.risk})`}: ${severe.map((f) => `${f.flag} (${f.subject}: ${f.detail})`).join("; ")}; approve in ${file.path} if a reasonable solution would pass, or curate the requests`,
-            { field: "verifier.fail_to_pass" },
-            true,
-            { record },
-          );
+        const { exclusion } = record;
+        if (exclusion) {
+          const where =
+            exclusion.by === "local decision"
+              ? { file: config.decisions }
+              : exclusion.by === "imported decision"
+                ? { file: record.imported!.file }
+                : { field: "verifier.fail_to_pass" };
+          throw new RecordError(exclusion.reason, exclusion.message, where, true, { record });
         }
         return { record, task };
       },
     });
+    if (judge) ctx.note(judge.summary());
     const records = results.map((r) => r.record).sort((a, b) => (a.task_id < b.task_id ? -1 : 1));
-    const passed = results.flatMap((r) => (r.task ? [r.task] : []));
     const byId = new Map<string, AuditedTask>(tasks.map((t) => [t.id, { repo: t.snapshot.repo, base_commit: t.snapshot.base_commit, requests: t.requests }]));
+    const description = describeGate(rules, inForce, setup.gate, { local: config.decisions, imported: config.imported, reportDir: config.report_dir });
     // Published whole, as emit's folder is: nothing an earlier run (or anyone) left there survives.
     await ctx.publishDirectory(
-      ctx.config.report_dir,
+      config.report_dir,
       new Map([
         ["alignment.csv", alignmentCsv(records, byId)],
-        ["index.html", htmlReport(records, byId, undefined, riskModel)],
+        ["index.html", htmlReport({ records, tasks: byId, gate: description, measurements: loadMeasurements(), ...(riskModel ? { model: riskModel } : {}) })],
       ]),
     );
-    return { records, tasks: passed };
+    return { records, tasks: results.flatMap((r) => (r.task ? [r.task] : [])) };
   },
 });

@@ -1,54 +1,18 @@
-import type { AuditRecord, RiskModel } from "../../pipeline/schemas/audit.ts";
-import type { Measured } from "./measure.ts";
+import type { AuditMeasurements, AuditRecord, RiskModel } from "../../pipeline/schemas/audit.ts";
+import type { GateDescription } from "./gate.ts";
+import { precisionText } from "./measured.ts";
+import { esc, figuresSection, gateSection, rulesSection, SCRIPT, STYLE } from "./page-sections.ts";
 import type { AuditedTask } from "./report.ts";
-import { measuredTables } from "./report.ts";
 import { modelFor, shares } from "./risk/model.ts";
-import { RULES } from "./rules/registry.ts";
 
 /**
- * The auditors' page: a static file that needs no server. Tasks riskiest first, each with its
- * risk and what each signal adds to it, its stages with provenance, its F2P tests with their
- * evidence and every flag with the line that shows it; the rules' legend; the agreement with
- * annotations where there were some.
+ * The auditors' page: a static file that needs no server. It says first what excludes a task in
+ * this run and how its figures were measured; then the tasks nobody has decided, riskiest first,
+ * each with what each signal adds to its risk, every fired rule with the line that shows it and
+ * its measured precision, its stages with provenance and its F2P tests with their evidence; then
+ * the tasks the gate excluded, and the decided ones, imported and local apart; the rules' page;
+ * a study's own figures where it gives some.
  */
-
-function esc(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-}
-
-const STYLE = `
-:root{--ink:#1d2330;--muted:#5f6b7a;--line:#e3e7ee;--bg:#f6f7fa;--accent:#2f5fd0;--warn:#b5470b;--ok:#2e7d4f}
-*{box-sizing:border-box}body{margin:0;font:15px/1.5 -apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;color:var(--ink);background:var(--bg)}
-header{position:sticky;top:0;z-index:1;background:#fff;border-bottom:1px solid var(--line);padding:14px 28px}
-h1{font-size:20px;margin:0 0 6px}.summary{color:var(--muted);font-size:14px}
-.filters{display:flex;gap:12px;margin-top:10px;flex-wrap:wrap}.filters label{font-size:13px;color:var(--muted)}
-select,input{font:inherit;padding:4px 8px;border:1px solid var(--line);border-radius:6px;background:#fff}
-main{max-width:1100px;margin:20px auto;padding:0 20px}
-article{background:#fff;border:1px solid var(--line);border-radius:10px;margin-bottom:14px;padding:14px 18px}
-article h2{font-size:16px;margin:0;display:flex;gap:10px;align-items:center;flex-wrap:wrap}
-.repo{color:var(--muted);font-weight:400;font-size:13px}
-.sev{font-size:12px;padding:1px 8px;border-radius:10px;background:#eef2fb;color:var(--muted)}.sev2,.sev3{background:#fdebd9;color:var(--warn);font-weight:600}
-.line{font-size:12px;margin:2px 0 0 4px;color:var(--ink)}.line .where{color:var(--muted)}.line code{background:var(--bg);padding:0 4px;border-radius:4px;white-space:pre-wrap}
-.agreement{background:#fff;border:1px solid var(--line);border-radius:10px;padding:10px 18px;margin-bottom:14px}.agreement td,.agreement th{text-align:right}.agreement td:first-child,.agreement th:first-child{text-align:left}
-.flag{font-size:12px;padding:1px 8px;border-radius:10px;background:#fdebd9;color:var(--warn)}
-.clean{font-size:12px;padding:1px 8px;border-radius:10px;background:#e3f3e9;color:var(--ok)}
-.decision{font-size:12px;color:var(--muted)}
-.risk{font-size:12px;padding:1px 8px;border-radius:10px;background:#eef2fb;color:var(--ink);font-weight:600}.shares{font-size:12px;color:var(--muted);margin-top:4px}.shares .up{color:var(--warn)}.shares .down{color:var(--ok)}
-.legend td:first-child{font-family:ui-monospace,Menlo,monospace;white-space:nowrap}
-ol.stages{padding-left:22px}ol.stages li{margin:8px 0}
-.text{white-space:pre-wrap;background:var(--bg);border-radius:6px;padding:8px 10px;font-size:14px}
-.prov{font-size:12px;color:var(--muted);margin-top:4px}.prov a{color:var(--accent);text-decoration:none;margin-right:8px}
-table{border-collapse:collapse;width:100%;font-size:13px;margin-top:8px}th,td{border-top:1px solid var(--line);padding:5px 6px;text-align:left;vertical-align:top}
-td.test{font-family:ui-monospace,Menlo,monospace;word-break:break-all}.token{font-family:ui-monospace,Menlo,monospace;background:#eef2fb;border-radius:4px;padding:0 4px;margin-right:4px}
-tr.unjustified td{background:#fff6ef}.stage{font-size:11px;color:var(--muted);margin-right:4px}ul.flags{margin:8px 0 0;padding-left:18px;color:var(--warn);font-size:13px}
-details>summary{cursor:pointer;color:var(--muted);font-size:13px;margin-top:8px}
-`;
-
-const SCRIPT = `
-const flag=document.getElementById('flag'),repo=document.getElementById('repo'),q=document.getElementById('q'),shown=document.getElementById('shown');
-function apply(){let n=0;for(const a of document.querySelectorAll('article')){const ok=(!flag.value||a.dataset.flags.split(' ').includes(flag.value)||(flag.value==='none'&&!a.dataset.flags))&&(!repo.value||a.dataset.repo===repo.value)&&(!q.value||a.textContent.toLowerCase().includes(q.value.toLowerCase()));a.hidden=!ok;if(ok)n++}shown.textContent=n}
-for(const el of [flag,repo,q])el.addEventListener('input',apply);apply();
-`;
 
 /** A request's text and the links to where it came from. */
 function stageItem(r: AuditedTask["requests"][number]): string {
@@ -89,67 +53,88 @@ function shareLine(record: AuditRecord, file?: RiskModel): string {
   return parts.length ? `<div class="shares">what raises or lowers its risk: ${parts.join(" · ")}</div>` : "";
 }
 
-function flagList(record: AuditRecord): string {
+/** Every fired rule with the lines that show it, its gate, and its precision as measured. */
+function flagList(record: AuditRecord, measurements?: AuditMeasurements): string {
   if (!record.flags.length) return "";
+  const measured = (flag: string) => {
+    const m = measurements?.rules[flag as keyof AuditMeasurements["rules"]];
+    return m ? `precision ${precisionText(m)}` : "never fired on the annotated records";
+  };
   const item = (f: AuditRecord["flags"][number]) =>
-    `<li><b>${esc(f.flag.replaceAll("_", " "))}</b> (${f.severity}) — ${esc(f.subject)}: ${esc(f.detail)}${f.evidence
+    `<li data-flag="${esc(f.flag)}"><b>${esc(f.flag.replaceAll("_", " "))}</b> (${f.severity}) — ${esc(f.subject)}: ${esc(f.detail)}${f.evidence
       .map((e) => `<div class="line"><span class="where">${esc(e.file)}:${e.line}</span> <code>${esc(e.text)}</code></div>`)
-      .join("")}</li>`;
+      .join("")}<div class="measured">${esc(measured(f.flag))}</div><div class="gate">${f.authored ? "authored stage; " : ""}${esc(f.gate)}</div></li>`;
   return `<ul class="flags">${record.flags.map(item).join("")}</ul>`;
 }
 
-function card(record: AuditRecord, task: AuditedTask, model?: RiskModel): string {
+/** Which part of the page a task belongs to. */
+function sectionOf(record: AuditRecord): "local" | "imported" | "excluded" | "undecided" {
+  if (record.decision) return "local";
+  if (record.imported) return "imported";
+  return record.exclusion ? "excluded" : "undecided";
+}
+
+function card(record: AuditRecord, task: AuditedTask, options: PageOptions): string {
   const flags = [...new Set(record.flags.map((f) => f.flag))];
-  const decision = record.decision
-    ? `<span class="decision">${esc(record.decision.verdict)} by ${esc(record.decision.auditor)}: ${esc(record.decision.reason)}</span>`
-    : "";
+  const decided = [
+    record.decision ? `<span class="decision">${esc(record.decision.verdict)} by ${esc(record.decision.auditor)}: ${esc(record.decision.reason)}</span>` : "",
+    record.imported
+      ? `<span class="decision">imported: ${esc(record.imported.verdict)} (false_negative ${record.imported.scores.false_negative}${record.imported.scores.filter_out ? ", filter_out" : ""})</span>`
+      : "",
+  ].join("");
   const risk = record.risk === undefined ? "" : `<span class="risk">risk ${record.risk.toFixed(2)}</span>`;
   const judge = record.judge ? `<span class="decision">judge: ${record.judge.severity} (${esc(record.judge.model)})</span>` : "";
   const tags = flags.length ? flags.map((f) => `<span class="flag">${esc(f.replaceAll("_", " "))}</span>`).join("") : `<span class="clean">aligned</span>`;
-  return `<article id="${esc(record.task_id)}" data-repo="${esc(task.repo)}" data-severity="${record.severity}" data-flags="${esc(flags.join(" "))}">
-<h2>${esc(record.task_id)} <span class="repo">${esc(task.repo)} @ ${esc(task.base_commit.slice(0, 12))}</span>${risk}<span class="sev sev${record.severity}">severity ${record.severity}</span>${tags}${judge}${decision}</h2>${shareLine(record, model)}${flagList(record)}
+  const excluded = record.exclusion
+    ? `<div class="excluded">excluded (${esc(record.exclusion.reason)}, ${esc(record.exclusion.by)}): ${esc(record.exclusion.message)}</div>`
+    : "";
+  const notes = record.imported ? `<div class="prov">the annotators (${esc(record.imported.annotators)}): ${esc(record.imported.reason)}</div>` : "";
+  return `<article id="${esc(record.task_id)}" data-section="${sectionOf(record)}" data-risk="${record.risk ?? ""}" data-repo="${esc(task.repo)}" data-severity="${record.severity}" data-flags="${esc(flags.join(" "))}">
+<h3>${esc(record.task_id)} <span class="repo">${esc(task.repo)} @ ${esc(task.base_commit.slice(0, 12))}</span>${risk}<span class="sev sev${record.severity}">severity ${record.severity}</span>${tags}${judge}${decided}</h3>${excluded}${notes}${shareLine(record, options.model)}${flagList(record, options.measurements)}
 <ol class="stages">${task.requests.map(stageItem).join("")}</ol>
 <details${record.flags.length ? " open" : ""}><summary>${record.links.length} fail-to-pass test(s) and their evidence</summary><table><thead><tr><th>test</th><th>justified by stage</th><th>evidence</th></tr></thead><tbody>${record.links.map((l) => linkRow(record, l)).join("")}</tbody></table></details>
 </article>`;
-}
-
-function htmlTable(columns: string[], rows: string[][], cls = ""): string {
-  const head = columns.map((c) => `<th>${esc(c)}</th>`).join("");
-  const body = rows.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join("")}</tr>`).join("");
-  return `<table${cls ? ` class="${cls}"` : ""}><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
-}
-
-/** The rules' legend, from the registry. */
-function legend(): string {
-  const rows = RULES.map((r) => [r.flag, r.scope, r.severityNote ? `${r.severity} (${r.severityNote})` : String(r.severity), r.asks]);
-  return `<details class="agreement"><summary>The rules: what each flag asks</summary>${htmlTable(["flag", "scope", "severity", "asks"], rows, "legend")}</details>`;
-}
-
-function agreementSection(measured?: Measured): string {
-  if (!measured) return "";
-  const tables = measuredTables(measured)
-    .map((t) => `<p class="summary">${esc(t.title)}:</p>${htmlTable(t.columns, t.rows)}`)
-    .join("");
-  return `<section class="agreement"><h2>Agreement with human annotations</h2><p class="summary">Flagged: severity ≥ 2 against <code>false_negative</code> ≥ 2; weighted kappa: severity against the 0–3 score (quadratic weights); AUC: the risk against scores of 2 or more.</p>${tables}</section>`;
 }
 
 /** Riskiest first; without risks, in the records' order. */
 const byRisk = (records: AuditRecord[]) =>
   [...records].sort((a, b) => (b.risk ?? 0) - (a.risk ?? 0) || (a.task_id < b.task_id ? -1 : a.task_id > b.task_id ? 1 : 0));
 
-/** A static page an auditor can read and filter: tasks riskiest first, with their stages, provenance, F2P tests, evidence and flags. */
-export function htmlReport(records: AuditRecord[], tasks: Map<string, AuditedTask>, measured?: Measured, model?: RiskModel): string {
+export interface PageOptions {
+  records: AuditRecord[];
+  tasks: Map<string, AuditedTask>;
+  gate: GateDescription;
+  /** The shipped measurements: each rule's precision, the triage, how each was measured. */
+  measurements?: AuditMeasurements;
+  /** A section of this run's own figures (a study's agreement with the annotations it was given), already as HTML. */
+  extra?: string;
+  model?: RiskModel;
+}
+
+const PARTS: { section: ReturnType<typeof sectionOf>; title: string }[] = [
+  { section: "undecided", title: "Undecided tasks, riskiest first: read these" },
+  { section: "excluded", title: "Excluded by the gate, with no decision" },
+  { section: "imported", title: "Decided by imported annotations" },
+  { section: "local", title: "Decided by an auditor" },
+];
+
+/** A static page an auditor can read and filter. */
+export function htmlReport(options: PageOptions): string {
+  const { records, tasks } = options;
   const flagNames = [...new Set(records.flatMap((r) => r.flags.map((f) => f.flag)))].sort();
   const repos = [...new Set(records.map((r) => tasks.get(r.task_id)?.repo ?? ""))].sort();
-  const counts = flagNames.map((f) => `${records.filter((r) => r.flags.some((x) => x.flag === f)).length} ${f.replaceAll("_", " ")}`);
-  const cards = byRisk(records).map((record) => card(record, tasks.get(record.task_id)!, model));
+  const count = (section: string) => records.filter((r) => sectionOf(r) === section).length;
+  const parts = PARTS.map(({ section, title }) => {
+    const cards = byRisk(records.filter((r) => sectionOf(r) === section)).map((r) => card(r, tasks.get(r.task_id)!, options));
+    return `<section id="${section}"><h2 class="part">${esc(title)} (${cards.length})</h2>${cards.join("\n")}</section>`;
+  });
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>switch-swe alignment audit</title><style>${STYLE}</style></head>
 <body><header><h1>Requirement ↔ verifier alignment</h1>
-<div class="summary">${records.length} tasks${records.some((r) => r.risk !== undefined) ? ", riskiest first" : ""} · ${records.reduce((n, r) => n + r.links.length, 0)} fail-to-pass tests · ${counts.join(" · ") || "no flags"} · showing <b id="shown">${records.length}</b></div>
+<div class="summary">${records.length} tasks: ${count("undecided")} undecided${records.some((r) => r.risk !== undefined) ? ", riskiest first" : ""} · ${count("excluded")} excluded by the gate · ${count("imported")} decided by imported annotations · ${count("local")} by an auditor · ${records.reduce((n, r) => n + r.links.length, 0)} fail-to-pass tests · showing <b id="shown">${records.length}</b></div>
 <div class="filters"><label>flag <select id="flag"><option value="">all</option><option value="none">no flag</option>${flagNames.map((f) => `<option value="${f}">${f.replaceAll("_", " ")}</option>`).join("")}</select></label>
 <label>repository <select id="repo"><option value="">all</option>${repos.map((r) => `<option>${esc(r)}</option>`).join("")}</select></label>
 <label>search <input id="q" type="search" placeholder="task, test or text"></label></div></header>
-<main>${agreementSection(measured)}${legend()}${cards.join("\n")}</main><script>${SCRIPT}</script></body></html>
+<main>${gateSection(options.gate, { imported: count("imported"), local: count("local") })}${figuresSection(options.measurements)}${options.extra ?? ""}${rulesSection(options.measurements, options.gate.inForce)}${parts.join("\n")}</main><script>${SCRIPT}</script></body></html>
 `;
 }

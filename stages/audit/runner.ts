@@ -1,4 +1,5 @@
-import type { AuditFlagRecord, AuditRecord } from "../../pipeline/schemas/audit.ts";
+import { type AuditFlagRecord, type AuditRecord, SUBSTANTIAL } from "../../pipeline/schemas/audit.ts";
+import { type FileHunks, linesOn, readDiff } from "../../pipeline/changes/hunks.ts";
 import { linkTest } from "./readers/linkage.ts";
 import { locateTest } from "./readers/locate.ts";
 import { referenceFacts } from "./readers/reference.ts";
@@ -40,11 +41,20 @@ export type AuditFindings = Pick<AuditRecord, "links" | "flags" | "severity" | "
   sources: { id: string; file?: string; source?: string }[];
 };
 
-/** The task's severity from its rules alone: the highest of its flags', 3 when two kinds of substantial (2+) flag meet. */
+/** The task's severity from its rules alone: the highest of its flags', 3 when two kinds of substantial flag meet. */
 export function taskSeverity(flags: AuditFlagRecord[]): number {
   const top = Math.max(0, ...flags.map((f) => f.severity));
-  const substantial = new Set(flags.filter((f) => f.severity >= 2).map((f) => f.flag));
+  const substantial = new Set(flags.filter((f) => f.severity >= SUBSTANTIAL).map((f) => f.flag));
   return substantial.size >= 2 ? 3 : top;
+}
+
+/**
+ * What of a task a benchmark-authored stage owns: the tests its stages declare and the stages
+ * themselves ("stage N", as request rules name them). A finding on them is gated as authored.
+ */
+function authoredSubjects(task: AuditedTaskInput): Set<string> {
+  const authored = task.requests.filter((r) => r.tests !== undefined);
+  return new Set([...authored.flatMap((r) => r.tests ?? []), ...authored.map((r) => `stage ${r.stage}`)]);
 }
 
 /** Cases of one parametrized test share their lines: a flag with the same kind and evidence is said once. */
@@ -60,14 +70,19 @@ function onceEach(flags: AuditFlagRecord[]): AuditFlagRecord[] {
   });
 }
 
-/** A rule's findings as flags: its flag, and the config's severity, else the finding's, else the rule's. */
-function asFlags(use: RuleInUse, findings: Finding[]): AuditFlagRecord[] {
+/**
+ * A rule's findings as flags: its flag; the config's severity, else the finding's, else the rule's;
+ * and its gate for the kind of stage the finding concerns.
+ */
+function asFlags(use: RuleInUse, findings: Finding[], authored: Set<string>): AuditFlagRecord[] {
   return findings.map((f) => ({
     flag: use.rule.flag,
     subject: f.subject,
     detail: f.detail,
     severity: use.severity ?? f.severity ?? use.rule.severity,
     evidence: f.evidence,
+    gate: authored.has(f.subject) ? use.gate.authored : use.gate.upstream,
+    ...(authored.has(f.subject) ? { authored: true as const } : {}),
   }));
 }
 
@@ -83,13 +98,13 @@ const testRule = using((r): r is TestRule => r.scope === "test" && r.family !== 
 const lineRule = using((r): r is LineRule => r.scope === "line");
 
 /** Every fail-to-pass test read from the tree and linked to the requests. */
-async function readTests(subject: AuditSubject, tree: SourceTree): Promise<ReadTest[]> {
+async function readTests(subject: AuditSubject, tree: SourceTree, testDiff: FileHunks[]): Promise<ReadTest[]> {
   const { task, contracts = {} } = subject;
   const tests: ReadTest[] = [];
   for (const id of task.verifier.fail_to_pass) {
     const contract = contracts[id];
     const located = await locateTest(id, tree);
-    const { wanted, ...link } = linkTest(id, located, task.requests, task.verifier.test_patch);
+    const { wanted, ...link } = linkTest(id, located, task.requests, testDiff);
     tests.push({
       id,
       ...(located ? { located } : {}),
@@ -108,8 +123,9 @@ async function readTests(subject: AuditSubject, tree: SourceTree): Promise<ReadT
  */
 async function testFlags(rules: RuleInUse[], view: TaskView, test: ReadTest): Promise<AuditFlagRecord[]> {
   const flags: AuditFlagRecord[] = [];
+  const authored = authoredSubjects(view.task);
   if (!test.located) {
-    for (const use of rules.filter(unreadRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, test })));
+    for (const use of rules.filter(unreadRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, test }), authored));
     return flags;
   }
   if (test.contract) return flags;
@@ -118,11 +134,12 @@ async function testFlags(rules: RuleInUse[], view: TaskView, test: ReadTest): Pr
   const testView: TestView = { ...view, test: { ...test, located }, added };
   const asked = (use: RuleInUse) => !use.rule.needsReference || view.facts !== undefined;
   const judging = rules.filter(testRule).filter(asked);
-  for (const use of judging.filter((u) => u.rule.family === "linkage")) flags.push(...asFlags(use, await use.rule.check(testView)));
+  for (const use of judging.filter((u) => u.rule.family === "linkage")) flags.push(...asFlags(use, await use.rule.check(testView), authored));
   const lineRules = rules.filter(lineRule).filter(asked);
   const seen = new Map(lineRules.map((u) => [u, new Set<string>()]));
-  for (const line of added) for (const use of lineRules) flags.push(...asFlags(use, await use.rule.check({ ...testView, line, seen: seen.get(use)! })));
-  for (const use of judging.filter((u) => u.rule.family === "fairness")) flags.push(...asFlags(use, await use.rule.check(testView)));
+  for (const line of added)
+    for (const use of lineRules) flags.push(...asFlags(use, await use.rule.check({ ...testView, line, seen: seen.get(use)! }), authored));
+  for (const use of judging.filter((u) => u.rule.family === "fairness")) flags.push(...asFlags(use, await use.rule.check(testView), authored));
   return flags;
 }
 
@@ -136,31 +153,30 @@ async function testFlags(rules: RuleInUse[], view: TaskView, test: ReadTest): Pr
 export async function alignTask(subject: AuditSubject, rules: RuleInUse[] = rulesInUse()): Promise<AuditFindings> {
   const { task } = subject;
   const tree = subject.tree ?? new PatchOnlyTree(task.verifier.test_patch, "no repository was given");
-  const testPatchRemoved = task.verifier.test_patch
-    .split("\n")
-    .filter((l) => l.startsWith("-") && !l.startsWith("---"))
-    .map((l) => l.slice(1))
-    .join("\n");
-  const tests = await readTests(subject, tree);
+  const testDiff = readDiff(task.verifier.test_patch);
+  const referenceDiff = subject.referencePatch ? readDiff(subject.referencePatch) : undefined;
+  const tests = await readTests(subject, tree, testDiff);
   const view: TaskView = {
     task,
     tree,
     requestText: task.requests.map((r) => r.text).join("\n\n"),
-    ...(subject.referencePatch ? { facts: referenceFacts(subject.referencePatch) } : {}),
-    testPatchRemoved,
+    testDiff,
+    ...(referenceDiff ? { referenceDiff, facts: referenceFacts(referenceDiff) } : {}),
+    testPatchRemoved: linesOn(testDiff, "removed").join("\n"),
     open: openSentences(task.requests),
     tests,
   };
   const flags: AuditFlagRecord[] = [];
+  const authored = authoredSubjects(task);
   const taskRules = rules.filter(taskRule);
-  for (const use of taskRules.filter((u) => u.rule.family === "reading")) flags.push(...asFlags(use, await use.rule.check(view)));
+  for (const use of taskRules.filter((u) => u.rule.family === "reading")) flags.push(...asFlags(use, await use.rule.check(view), authored));
   for (const test of tests) flags.push(...(await testFlags(rules, view, test)));
-  for (const use of taskRules.filter((u) => u.rule.family !== "reading")) flags.push(...asFlags(use, await use.rule.check(view)));
+  for (const use of taskRules.filter((u) => u.rule.family !== "reading")) flags.push(...asFlags(use, await use.rule.check(view), authored));
   const verified = new Set(tests.flatMap((t) => t.link.stages));
   for (const request of task.requests)
-    for (const use of rules.filter(requestRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, request, verified })));
+    for (const use of rules.filter(requestRule)) flags.push(...asFlags(use, await use.rule.check({ ...view, request, verified }), authored));
   const distinct = onceEach(flags);
-  const signals = await taskSignals(view, subject.referencePatch);
+  const signals = await taskSignals(view);
   const sources = tests.map((t) => ({ id: t.id, ...(t.located ? { file: t.located.file, source: t.located.lines.map((l) => l.text).join("\n") } : {}) }));
   return { links: tests.map((t) => t.link), flags: distinct, severity: taskSeverity(distinct), source: tree.kind, signals, sources };
 }

@@ -32,6 +32,11 @@ export function heldoutTask(task: Task, split: SplitChange, env: EnvironmentSpec
     test_command: task.verifier.test_command,
     environment: env.recipe,
     environment_as_of: env.asOf,
+    upstream: {
+      patch: split.upstream_patch,
+      pull_number: split.pull_number,
+      merge_commit: split.merge_commit,
+    },
   });
 }
 

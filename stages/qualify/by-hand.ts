@@ -14,7 +14,7 @@ import { Project } from "../../pipeline/project/project.ts";
 import { readSplitArtifacts } from "../../pipeline/project/split-artifacts.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
-import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "./qualify-task.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
 
 export interface ByHandOptions {
   /** The stages a config is read with (the command line's registry). */
@@ -51,34 +51,53 @@ function readSplitFile(file: string): SplitChange {
   return parsed.data;
 }
 
+/** A task of a pipeline: its split, its profile and its environment. */
+export interface PlannedTask {
+  split: SplitChange;
+  loaded: LoadedProfile;
+  envFor: (offer: PythonOffer) => EnvironmentSpec;
+  resolvePath: (p: string) => string;
+}
+
+/**
+ * A split of a pipeline's task (the pipeline's own record, or one made anew from the task's
+ * record) with its profile, and its environment planned exactly as the qualify stage plans it:
+ * over the pipeline's splits, this one in place of the task's.
+ */
+export function inPipeline(
+  pipeline: Project,
+  split: SplitChange,
+  { splits, candidates, profiles, errors }: Pick<Awaited<ReturnType<typeof readSplitArtifacts>>, "splits" | "candidates" | "profiles" | "errors">,
+): PlannedTask {
+  const loaded = profiles.get(split.repo);
+  if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${pipeline.settings.profiles_dir}`);
+  const envFor = (offer: PythonOffer) => {
+    const planned = environmentsForTasks([...splits.filter((s) => s.task_id !== split.task_id), split], candidates, profiles, offer);
+    const unavailable = planned.unavailable.get(split.task_id);
+    if (unavailable) throw new RecordError("build_failed", `${split.task_id}: ${unavailable.message}`, { field: "environment.python" });
+    return planned.environments.get(split.task_id)!;
+  };
+  return { split, loaded, envFor, resolvePath: (p) => resolve(pipeline.baseDir, p) };
+}
+
 /**
  * The task, its profile and its environment. With a config, exactly as the qualify stage resolves
  * them (the same function over the pipeline's splits and candidates: overrides by version, the
  * as-of date of the earliest pull request sharing the recipe); without, from the split file, a
  * profile, and --version / --as-of as given.
  */
-async function resolveTask(options: ByHandOptions): Promise<{
-  split: SplitChange;
-  loaded: LoadedProfile;
-  envFor: (offer: PythonOffer) => EnvironmentSpec;
-  resolvePath: (p: string) => string;
-  /** The pipeline the task is qualified in: the config's settings (its container limits included), working in --work-dir. */
-  project: Project;
-}> {
+async function resolveTask(options: ByHandOptions): Promise<
+  PlannedTask & {
+    /** The pipeline the task is qualified in: the config's settings (its container limits included), working in --work-dir. */
+    project: Project;
+  }
+> {
   if (options.config) {
     const pipeline = Project.open(options.config, { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) });
     const { splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
     if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
-    const loaded = profiles.get(split.repo);
-    if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${pipeline.settings.profiles_dir}`);
-    const envFor = (offer: PythonOffer) => {
-      const planned = environmentsForTasks(splits.some((s) => s.task_id === split.task_id) ? splits : [...splits, split], candidates, profiles, offer);
-      const unavailable = planned.unavailable.get(split.task_id);
-      if (unavailable) throw new RecordError("build_failed", `${split.task_id}: ${unavailable.message}`, { field: "environment.python" });
-      return planned.environments.get(split.task_id)!;
-    };
-    return { split, loaded, envFor, resolvePath: (p) => resolve(pipeline.baseDir, p), project: workingIn(pipeline, options) };
+    return { ...inPipeline(pipeline, split, { splits, candidates, profiles, errors }), project: workingIn(pipeline, options) };
   }
   const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
@@ -125,20 +144,38 @@ function workingIn(pipeline: Project, options: ByHandOptions): Project {
  * and the sets.
  */
 export async function qualifyByHand(options: ByHandOptions) {
-  const { split, loaded, envFor, resolvePath, project } = await resolveTask(options);
-  const { workspace } = project;
+  const { project, ...task } = await resolveTask(options);
   try {
-    const executor = await workspace.executor();
-    const env = envFor(await executor.pythonOffer());
-    const mirror = await workspace.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
-    const testArgs = options.fullSuite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
-    const checkout = (patches: { name: string; text: string }[]) => workspace.checkout(mirror, split.base_commit, patches);
-    const saveLog = (name: string, text: string) => workspace.saveLog("qualify", name, text);
-    const input = qualifyTaskInput(split, { env, testArgs, runs: options.runs, checkout, mirror, saveLog });
-    return qualificationRecord(input, executor.kind, await qualifyTask(executor, input, options.log));
+    const { input, executor, result } = await qualifyPlanned(project, task, {
+      runs: options.runs,
+      fullSuite: options.fullSuite,
+      logGroup: "qualify",
+      log: options.log,
+    });
+    return qualificationRecord(input, executor, result);
   } finally {
     await project.close();
   }
+}
+
+/**
+ * Qualifies a planned task in a project's workspace (its executor, mirrors and scratch), every
+ * state as the qualify stage runs it; a failed run's log goes under logs/<logGroup>/.
+ */
+export async function qualifyPlanned(
+  project: Project,
+  { split, loaded, envFor, resolvePath }: PlannedTask,
+  run: { runs: number; fullSuite: boolean; logGroup: string; log: Logger },
+) {
+  const { workspace } = project;
+  const executor = await workspace.executor();
+  const env = envFor(await executor.pythonOffer());
+  const mirror = await workspace.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
+  const testArgs = run.fullSuite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
+  const checkout = (patches: { name: string; text: string }[]) => workspace.checkout(mirror, split.base_commit, patches);
+  const saveLog = (name: string, text: string) => workspace.saveLog(run.logGroup, name, text);
+  const input = qualifyTaskInput(split, { env, testArgs, runs: run.runs, checkout, mirror, saveLog });
+  return { input, executor: executor.kind, result: await qualifyTask(executor, input, run.log) };
 }
 
 /** A table for a terminal: one row a test, one column a run of each state, then its set. */

@@ -6,10 +6,10 @@ import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { parseWholeNumber } from "../../pipeline/validation.ts";
-import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "./qualify-task.ts";
+import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
 import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
-export { classifyTests, keepDecision } from "./outcomes.ts";
+export { classifyTests, keepDecision } from "../../pipeline/qualification/outcomes.ts";
 
 export const QualifyConfig = z.strictObject({
   /** Runs of each state; a test whose outcome differs between them is unstable. */

@@ -21,8 +21,8 @@ export function withAuthoredStages(
     if ((stage.after ?? last) > last)
       throw new RecordError(
         "invalid_extension",
-        `${taskId}: ${stage.file}: field stages.${stage.index - 1}.after: ${stage.after}, but the task has ${last} upstream stage(s)`,
-        { file: stage.file, field: `stages.${stage.index - 1}.after` },
+        `${taskId}: ${stage.file}: field ${stage.field}.after: ${stage.after}, but the task has ${last} upstream stage(s)`,
+        { file: stage.file, field: `${stage.field}.after` },
       );
   }
   for (let position = 1; position <= last; position++) {
@@ -30,13 +30,11 @@ export function withAuthoredStages(
     for (const stage of authoredAfter(position)) {
       const tests = stageTests.find((s) => s.stage === stage.index)?.tests;
       if (!tests?.length) throw new Error(`${taskId}: qualify kept the task without the tests of its extension's stage ${stage.index}`);
-      out.push({
-        text: stage.request,
-        provenance: {
-          sources: [{ kind: "authored", record_id: `extension:${stage.file}#${stage.index}`, author: stage.author, file: stage.file, reason: stage.reason }],
-        },
-        tests,
-      });
+      // A stage of the pull request's own commits: upstream code and tests, a written request.
+      const source = stage.commit
+        ? { kind: "upstream_commit" as const, record_id: stage.commit, author: stage.author, file: stage.file, reason: stage.reason }
+        : { kind: "authored" as const, record_id: `extension:${stage.file}#${stage.index}`, author: stage.author, file: stage.file, reason: stage.reason };
+      out.push({ text: stage.request, provenance: { sources: [source] }, tests });
     }
   }
   return out.map((r, i) => ({ ...r, stage: i + 1 }));

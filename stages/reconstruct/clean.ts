@@ -1,19 +1,27 @@
+import { EXCERPT_REMOVED, normalizeCodeLine, removeReferenceExcerpts, type RemovedExcerpt } from "../../pipeline/reference-quotes.ts";
+
 /**
  * Cleans request text: drops HTML comments, issue-template checklists and their headings, and
- * code that spells out the fix (diff and suggestion blocks, code blocks whose lines the
- * implementation patch adds); keeps prose, public names, error messages and reproduction steps.
+ * code that spells out the fix (diff and suggestion blocks, code blocks most of whose lines the
+ * implementation patch adds, and any block or run of lines reproducing two of its lines or more,
+ * which a neutral sentence replaces: pipeline/reference-quotes.ts); keeps prose, public names,
+ * error messages and reproduction steps. `reference` is referenceLines of the implementation
+ * patch; `removed` says what was taken out, for the request's provenance.
  */
-export function cleanRequestText(text: string, addedLines: ReadonlySet<string>): string {
+export function cleanRequestText(text: string, reference: ReadonlySet<string>): { text: string; removed: RemovedExcerpt[] } {
+  const removed: RemovedExcerpt[] = [];
   let out = text.replace(/\r\n/g, "\n").replace(/<!--[\s\S]*?-->/g, "");
   out = out.replace(/```(\w*)\n([\s\S]*?)```/g, (block, lang: string, code: string) => {
     if (lang === "diff" || lang === "suggestion" || lang === "patch") return "";
-    const lines = code
-      .split("\n")
-      .map((l) => l.trim())
-      .filter(Boolean);
-    const spellsOutFix = lines.length > 0 && lines.filter((l) => addedLines.has(l)).length / lines.length >= 0.5;
-    return spellsOutFix ? "" : block;
+    const lines = code.split("\n").map(normalizeCodeLine).filter(Boolean);
+    const quoted = lines.filter((l) => reference.has(l)).length;
+    if (!quoted || quoted / lines.length < 0.5) return block;
+    removed.push({ kind: "code_block", reference_lines: new Set(lines.filter((l) => reference.has(l))).size });
+    return EXCERPT_REMOVED;
   });
+  const excerpts = removeReferenceExcerpts(out, reference);
+  out = excerpts.text;
+  removed.push(...excerpts.removed);
   const kept: string[] = [];
   for (const line of out.split("\n")) {
     if (/^\s*[-*]\s*\[[ xX]\]/.test(line)) continue; // template checklists
@@ -31,19 +39,11 @@ export function cleanRequestText(text: string, addedLines: ReadonlySet<string>):
     }
     result.push(line);
   }
-  return result
-    .join("\n")
-    .replace(/\n{3,}/g, "\n\n")
-    .trim();
-}
-
-/** Lines the implementation patch adds, trimmed: code identical to one of them spells out the fix. */
-export function addedLines(implementationPatch: string): Set<string> {
-  return new Set(
-    implementationPatch
-      .split("\n")
-      .filter((l) => l.startsWith("+") && !l.startsWith("+++"))
-      .map((l) => l.slice(1).trim())
-      .filter((l) => l.length > 3),
-  );
+  return {
+    text: result
+      .join("\n")
+      .replace(/\n{3,}/g, "\n\n")
+      .trim(),
+    removed,
+  };
 }

@@ -8,6 +8,8 @@ const Action = z.discriminatedUnion("action", [
   z.strictObject({ action: z.literal("drop"), stage: z.number().int().positive() }),
   z.strictObject({ action: z.literal("merge"), stages: z.array(z.number().int().positive()).min(2) }),
   z.strictObject({ action: z.literal("add"), after: z.number().int().min(0), text: z.string().min(1) }),
+  /** A request that quotes the reference on purpose (an API the user names in code, say): validate lets the quote pass, with this reason. */
+  z.strictObject({ action: z.literal("approve_quote"), stage: z.number().int().positive(), reason: z.string().min(1) }),
 ]);
 
 /** A maintainer's reviewed change to one task's reconstruction: `data/curation/<task>.yaml`. */
@@ -53,6 +55,9 @@ export function applyCuration(requests: Request[], curation: CurationFile, file:
       const r = find(action.stage, index);
       r.text = action.text.trim();
       r.provenance = { ...r.provenance, curation: note("edit") };
+    } else if (action.action === "approve_quote") {
+      const r = find(action.stage, index);
+      r.provenance = { ...r.provenance, quote_approved: { reviewer: curation.reviewer, reason: action.reason, file } };
     } else if (action.action === "drop") {
       find(action.stage, index);
       out = out.filter((r) => r.stage !== action.stage);

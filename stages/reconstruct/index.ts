@@ -8,7 +8,7 @@ import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { CommentClassRecord, Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { describeInvalid } from "../../pipeline/decode.ts";
-import { addedLines } from "./clean.ts";
+import { referenceLines } from "../../pipeline/reference-quotes.ts";
 import { applyCuration, CurationError, parseCuration } from "./curation.ts";
 import { reconstructRequests } from "./reconstruct.ts";
 import { withAuthoredStages } from "./authored.ts";
@@ -56,7 +56,7 @@ export const reconstructStage = defineStage({
         const split = splits.get(q.task_id)!;
         const loaded = profiles.get(split.repo);
         if (!loaded) throw new RecordError("unknown_repository", `${q.task_id}: field repo: no profile for ${split.repo}`, { field: "repo" });
-        const result = reconstructRequests(candidate, addedLines(split.implementation_patch));
+        const result = reconstructRequests(candidate, referenceLines(split.implementation_patch));
         let requests = result.requests;
         const curation = curations.get(q.task_id);
         if (curation) {

@@ -2,6 +2,10 @@ import type { Candidate, DiscussionItem } from "../../pipeline/schemas/candidate
 import type { Request } from "../../pipeline/schemas/task.ts";
 import { classifyDiscussion, REQUEST_CLASSES, type Classified } from "./classify.ts";
 import { cleanRequestText } from "./clean.ts";
+import type { RemovedExcerpt } from "../../pipeline/reference-quotes.ts";
+
+/** The excerpts a request lost, for its provenance (nothing when none). */
+const excerpts = (removed: RemovedExcerpt[]) => (removed.length ? { excerpts_removed: removed } : {});
 
 export interface CommentRecord {
   task_id: string;
@@ -68,16 +72,18 @@ export function reconstructRequests(candidate: Candidate, added: ReadonlySet<str
     const items = rounds.get(round)!;
     const seen = new Set<string>();
     const parts: string[] = [];
+    const removed: RemovedExcerpt[] = [];
     for (const c of items) {
-      const text = cleanRequestText(askOf(c.item), added);
-      const key = text.replace(/\s+/g, " ").toLowerCase();
-      if (!text || seen.has(key)) continue;
+      const cleaned = cleanRequestText(askOf(c.item), added);
+      const key = cleaned.text.replace(/\s+/g, " ").toLowerCase();
+      if (!cleaned.text || seen.has(key)) continue;
       seen.add(key);
-      parts.push(text);
+      parts.push(cleaned.text);
+      removed.push(...cleaned.removed);
     }
     if (!parts.length) continue;
     const stage = requests.length + 1;
-    requests.push({ stage, text: parts.join("\n\n"), provenance: { sources: items.map((c) => source(c.item)) } });
+    requests.push({ stage, text: parts.join("\n\n"), provenance: { sources: items.map((c) => source(c.item)), ...excerpts(removed) } });
     for (const c of items) comments.find((r) => r.item_id === c.item.id)!.stage = stage;
   }
   return { requests, comments };
@@ -95,10 +101,12 @@ function firstRequest(candidate: Candidate, added: ReadonlySet<string>): Request
     // A SWE-bench-family record's own problem statement is what it was qualified against: it stays
     // stage 1 when enrichment found its pull request's history. The linked issues (their text as
     // GitHub has it now) and the pull request are provenance, never a replacement.
+    const cleaned = cleanRequestText(candidate.problem_statement!, added);
     return {
       stage: 1,
-      text: cleanRequestText(candidate.problem_statement!, added),
+      text: cleaned.text,
       provenance: {
+        ...excerpts(cleaned.removed),
         sources: [
           { kind: "issue", record_id: `${candidate.id}:problem_statement`, author: "unknown" },
           ...issues.map((i) => ({ kind: "issue" as const, record_id: `${i.repo}#${i.number}`, url: i.url, author: i.author, created_at: i.created_at })),
@@ -110,10 +118,12 @@ function firstRequest(candidate: Candidate, added: ReadonlySet<string>): Request
     };
   } else if (issues.length) {
     const [first, ...others] = issues;
+    const cleaned = cleanRequestText(`${first!.title}\n\n${first!.body}`, added);
     return {
       stage: 1,
-      text: cleanRequestText(`${first!.title}\n\n${first!.body}`, added),
+      text: cleaned.text,
       provenance: {
+        ...excerpts(cleaned.removed),
         sources: [first!, ...others].map((i) => ({
           kind: "issue" as const,
           record_id: `${i.repo}#${i.number}`,
@@ -124,10 +134,14 @@ function firstRequest(candidate: Candidate, added: ReadonlySet<string>): Request
       },
     };
   } else if (pr) {
+    const cleaned = cleanRequestText(`${pr.title}\n\n${pr.body}`, added);
     return {
       stage: 1,
-      text: cleanRequestText(`${pr.title}\n\n${pr.body}`, added),
-      provenance: { sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }] },
+      text: cleaned.text,
+      provenance: {
+        ...excerpts(cleaned.removed),
+        sources: [{ kind: "pr_body", record_id: `${candidate.repo}#${pr.number}`, url: pr.url, author: pr.author, created_at: pr.created_at }],
+      },
     };
   }
   return undefined;

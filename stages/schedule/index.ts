@@ -68,7 +68,15 @@ export const scheduleStage = defineStage({
           locality: session.locality,
           seeds: { benchmark: ctx.seed, case: session.case_seed },
           checkouts: members
-            .map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: tasks.get(id)!.snapshot.base_commit }))
+            .map((id) => {
+              const derived = session.derived_checkouts.find((d) => d.task_id === id);
+              return {
+                path: checkout.get(id)!,
+                task_id: id,
+                base_commit: tasks.get(id)!.snapshot.base_commit,
+                ...(derived ? { derived: { without: derived.without, commit: derived.commit } } : {}),
+              };
+            })
             .sort((a, b) => (a.path < b.path ? -1 : 1)),
           budget: { per_request_seconds: ctx.config.per_request_seconds, timeout_continuations: ctx.config.timeout_continuations },
           conditions: { control: schedules.control.map(toRequest), switched: schedules.switched.map(toRequest) },

@@ -36,6 +36,15 @@ function shuffle<T>(items: T[], rng: Rng): T[] {
 }
 
 /**
+ * How much of an interruption a session works on: most of it (its last request at most is left
+ * for later), so the interruptions are real work between focus returns, as the study's sessions
+ * of 22 requests are; two requests or more where it is to be suspended and resumed.
+ */
+function prefixLength(stages: number, resumable: boolean, rng: Rng): number {
+  return pickInt(rng, Math.max(resumable ? 2 : 1, stages - 1), stages);
+}
+
+/**
  * SPEC §2.8. Control: the focus's stages, then finalization. Switched: the same, with an ordered
  * prefix of every interruption's requests divided into chunks placed in the gaps between focus
  * stages (in increasing gap order), such that every gap holds interruption work and an
@@ -51,7 +60,7 @@ export function buildSchedules(input: ScheduleInput): Schedules {
   // With two or more gaps, an interruption of two or more requests is suspended and resumed: its
   // prefix has at least two requests, so it can be cut into two chunks.
   const resumable = (t: { stages: number }) => gaps >= 2 && t.stages >= 2;
-  const items = input.interruptions.map((t) => ({ ...t, prefix: pickInt(rng, resumable(t) ? 2 : 1, t.stages) }));
+  const items = input.interruptions.map((t) => ({ ...t, prefix: prefixLength(t.stages, resumable(t), rng) }));
   // Enough prefix to put work in every gap: grow prefixes (within each task's stages) if needed.
   const capacity = () => items.reduce((n, t) => n + Math.min(t.prefix, gaps), 0);
   for (const t of shuffle(items, rng)) while (capacity() < gaps && t.prefix < t.stages) t.prefix++;

@@ -13,22 +13,35 @@ import { describeFirstIssue } from "../../pipeline/validation.ts";
  * satisfies it (a git diff over the reference fix and the earlier stages' implementations) and
  * regression tests (a git diff over the reference tests and the earlier stages' tests).
  */
-export const ExtensionFile = z.strictObject({
-  task: z.string().min(1),
-  author: z.string().min(1),
-  reason: z.string().min(1),
-  stages: z
-    .array(
-      z.strictObject({
-        /** Placed after this upstream stage (as reconstructed and curated); absent: after the last one. */
-        after: z.number().int().min(1).optional(),
-        request: z.string().trim().min(1),
-        implementation: z.string().min(1),
-        tests: z.string().min(1),
-      }),
-    )
-    .min(1),
-});
+export const ExtensionFile = z
+  .strictObject({
+    task: z.string().min(1),
+    author: z.string().min(1),
+    reason: z.string().min(1),
+    /**
+     * Stages from the pull request's own history (SPEC §2.4): its first stage ends at a commit of
+     * the pull request, each later stage is the commits after it up to the one named, with a request
+     * written for it; the rest of the upstream change, and the file's own stages, come after.
+     */
+    upstream_commits: z
+      .strictObject({
+        first_stage_until: z.string().min(7),
+        stages: z.array(z.strictObject({ commit: z.string().min(7), request: z.string().trim().min(1) })).min(1),
+      })
+      .optional(),
+    stages: z
+      .array(
+        z.strictObject({
+          /** Placed after this upstream stage (as reconstructed and curated); absent: after the last one. */
+          after: z.number().int().min(1).optional(),
+          request: z.string().trim().min(1),
+          implementation: z.string().min(1),
+          tests: z.string().min(1),
+        }),
+      )
+      .default([]),
+  })
+  .refine((f) => f.stages.length > 0 || f.upstream_commits, { message: "a file adds at least one stage: stages, or upstream_commits", path: ["stages"] });
 export type ExtensionFile = z.infer<typeof ExtensionFile>;
 
 /** An extension file that is not what it must be: the message names the file and the field. */
@@ -74,9 +87,14 @@ export function checkExtension(
   file: ExtensionFile,
   rules: ClassificationRules,
   upstreamTests: readonly string[],
+  /** Stages that come before these (the pull request's own commits): these are numbered after them. */
+  before: readonly ExtensionStage[] = [],
 ): ExtensionStage[] {
   if (file.task !== taskId) throw new ExtensionError(`${path}: field task: names ${file.task}, but the file is ${taskId}'s`, "task");
-  const seen = new Map<string, string>(upstreamTests.map((t) => [t, "the upstream test patch"]));
+  const seen = new Map<string, string>([
+    ...upstreamTests.map((t): [string, string] => [t, "the upstream test patch"]),
+    ...before.flatMap((s) => s.tests.map((t): [string, string] => [t, `${s.field} of this file`])),
+  ]);
   let lastAfter = 1;
   return file.stages.map((stage, i) => {
     const where = `stages.${i}`;
@@ -120,7 +138,8 @@ export function checkExtension(
       seen.set(test, `stage ${i + 1} of this file`);
     }
     return {
-      index: i + 1,
+      index: before.length + i + 1,
+      field: where,
       file: path,
       author: file.author,
       reason: file.reason,
@@ -138,8 +157,8 @@ export function referencePatches(upstreamDiff: string, stages: readonly Extensio
   return [
     { name: "the upstream reference change", text: upstreamDiff },
     ...stages.flatMap((s) => [
-      { name: `stages.${s.index - 1}.implementation`, text: s.implementation_patch },
-      { name: `stages.${s.index - 1}.tests`, text: s.test_patch },
+      { name: `${s.field}.implementation`, text: s.implementation_patch },
+      { name: `${s.field}.tests`, text: s.test_patch },
     ]),
   ];
 }

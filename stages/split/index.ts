@@ -2,7 +2,8 @@ import { basename } from "node:path";
 import { z } from "zod";
 import { cloneSourceOf, profileFileName } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
-import { SplitChange } from "../../pipeline/schemas/split.ts";
+import { type ExtensionStage, SplitChange } from "../../pipeline/schemas/split.ts";
+import { upstreamCommitStages } from "./upstream-commits.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { DiffParseError } from "../../pipeline/changes/diff.ts";
 import type { composePatches } from "../../pipeline/git.ts";
@@ -50,24 +51,7 @@ export const splitStage = defineStage({
             `there is no profile ${ctx.profiles.dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
           throw new RecordError("unknown_repository", `${candidate.id}: field repo: ${why}`, { field: "repo" });
         }
-        let result;
-        try {
-          result = splitReferenceChange(candidate.reference_diff, loaded.profile.classification);
-        } catch (error) {
-          if (error instanceof DiffParseError)
-            throw new RecordError("unparsable_diff", `${candidate.id}: field reference_diff: ${error.message}`, { field: "reference_diff" });
-          throw error;
-        }
-        if (!result.sourceFiles.length)
-          throw new RecordError(
-            "no_source_changes",
-            `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`,
-            { field: "reference_diff" },
-          );
-        if (!result.testPatch)
-          throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, {
-            field: "reference_diff",
-          });
+        const result = referenceSplit(candidate, loaded.profile.classification);
         if (ctx.config.check_apply) {
           const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
           for (const [name, patch] of [
@@ -83,13 +67,27 @@ export const splitStage = defineStage({
         }
         const classification = { profile: loaded.file, profile_sha256: loaded.sha256 };
         const extension = extensions.get(candidate.id);
-        if (!extension)
-          return SplitChange.parse({ task_id: candidate.id, repo: candidate.repo, base_commit: candidate.base_commit, ...splitFields(result), classification });
         const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
+        const compose = (patches: { name: string; text: string }[]) => ctx.mirrors.compose(mirror, candidate.base_commit, patches);
+        if (!extension)
+          return SplitChange.parse({
+            task_id: candidate.id,
+            repo: candidate.repo,
+            base_commit: candidate.base_commit,
+            ...splitFields(result),
+            classification,
+            upstream_patch: await historyPatch(candidate.id, compose, result),
+            ...pullRequestFacts(candidate),
+          });
         return extendedSplit(
           candidate,
           result,
-          { file: extension, rules: loaded.profile.classification, mirror, compose: ctx.mirrors.compose.bind(ctx.mirrors) },
+          {
+            file: extension,
+            rules: loaded.profile.classification,
+            compose,
+            git: (args) => ctx.mirrors.git(mirror, args),
+          },
           classification,
         );
       },
@@ -98,33 +96,63 @@ export const splitStage = defineStage({
   },
 });
 
+/** The reference change split by the profile's classes; a change with no source file or no test file is rejected, saying why. */
+function referenceSplit(candidate: Candidate, rules: Parameters<typeof splitReferenceChange>[1]): ReturnType<typeof splitReferenceChange> {
+  let result;
+  try {
+    result = splitReferenceChange(candidate.reference_diff, rules);
+  } catch (error) {
+    if (error instanceof DiffParseError)
+      throw new RecordError("unparsable_diff", `${candidate.id}: field reference_diff: ${error.message}`, { field: "reference_diff" });
+    throw error;
+  }
+  if (!result.sourceFiles.length)
+    throw new RecordError(
+      "no_source_changes",
+      `${candidate.id}: the reference change modifies no source file (only ${result.files.map((f) => `${f.path} [${f.class}]`).join(", ") || "nothing"})`,
+      { field: "reference_diff" },
+    );
+  if (!result.testPatch)
+    throw new RecordError("no_test_changes", `${candidate.id}: the reference change has no test file, so it has no held-out tests`, {
+      field: "reference_diff",
+    });
+  return result;
+}
+
 /**
  * A task with benchmark-authored extensions: its reference becomes the upstream change and every
  * stage's implementation and tests, composed over the base (so each stage is proved to apply over
  * what comes before it), split again; the stages and the upstream implementation are kept for
  * qualify's stage-by-stage runs and reconstruct's requests.
  */
-async function extendedSplit(
+export async function extendedSplit(
   candidate: Candidate,
   upstream: ReturnType<typeof splitReferenceChange>,
   extension: {
     file: { path: string; text: string; invalid?: unknown[] };
     rules: Parameters<typeof splitReferenceChange>[1];
-    mirror: string;
-    compose: (mirror: string, commit: string, patches: { name: string; text: string }[]) => ReturnType<typeof composePatches>;
+    compose: (patches: { name: string; text: string }[]) => ReturnType<typeof composePatches>;
+    git: (args: string[]) => Promise<string>;
   },
   classification: SplitChange["classification"],
 ): Promise<SplitChange> {
   const { path, text } = extension.file;
-  let stages;
+  let stages: ExtensionStage[];
+  let cut: Awaited<ReturnType<typeof upstreamCommitStages>>;
+  let first = upstream;
   try {
     if (extension.file.invalid?.length) throw new ExtensionError(`${path}: not valid UTF-8 at ${describeInvalid(extension.file.invalid as never)}`, "(file)");
-    stages = checkExtension(path, candidate.id, parseExtension(path, text), extension.rules, readTestPatch(upstream.testPatch).added);
+    const parsed = parseExtension(path, text);
+    // Stages from the pull request's own commits come first; the record's request then asks for the first part alone.
+    cut = await upstreamCommitStages(extension.git, path, candidate.base_commit, parsed, extension.rules);
+    if (cut) first = splitReferenceChange(cut.firstDiff, extension.rules);
+    const fromHistory = cut?.stages ?? [];
+    stages = [...fromHistory, ...checkExtension(path, candidate.id, parsed, extension.rules, readTestPatch(first.testPatch).added, fromHistory)];
   } catch (error) {
     if (error instanceof ExtensionError) throw new RecordError("invalid_extension", `${candidate.id}: ${error.message}`, { file: path, field: error.field });
     throw error;
   }
-  const composed = await extension.compose(extension.mirror, candidate.base_commit, referencePatches(candidate.reference_diff, stages));
+  const composed = await extension.compose(referencePatches(cut?.firstDiff ?? candidate.reference_diff, stages));
   if (!composed.ok)
     throw new RecordError(
       "patch_does_not_apply",
@@ -138,7 +166,34 @@ async function extendedSplit(
     base_commit: candidate.base_commit,
     ...splitFields(whole),
     classification,
-    upstream_implementation_patch: upstream.implementationPatch,
+    upstream_implementation_patch: first.implementationPatch,
+    upstream_patch: cut?.historyPatch ?? (await historyPatch(candidate.id, extension.compose, upstream)),
     extensions: stages,
+    ...pullRequestFacts(candidate),
   });
+}
+
+/**
+ * The upstream change's source and test files as one full-index diff over the base (made by git
+ * from the two patches): the answer rule reverses it three ways from its blobs.
+ */
+async function historyPatch(
+  id: string,
+  compose: (patches: { name: string; text: string }[]) => ReturnType<typeof composePatches>,
+  change: { implementationPatch: string; testPatch: string },
+): Promise<string> {
+  const composed = await compose([
+    { name: "implementation", text: change.implementationPatch },
+    { name: "test", text: change.testPatch },
+  ]);
+  if (!composed.ok)
+    throw new RecordError("patch_does_not_apply", `${id}: the ${composed.name} patch does not apply to the base: ${composed.error}`, {
+      field: "reference_diff",
+    });
+  return composed.diff;
+}
+
+/** Where the change was merged, as mining found it: the answer rule's way into history. */
+function pullRequestFacts(candidate: Candidate): Pick<SplitChange, "pull_number" | "merge_commit"> {
+  return { pull_number: candidate.pull_number, merge_commit: candidate.pull_request?.merge_commit_sha ?? null };
 }

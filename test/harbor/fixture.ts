@@ -114,6 +114,7 @@ export async function harborFixture(dir: string): Promise<HarborFixture> {
       test_command: "python -m pytest",
       environment: { python: "3.11", pip_requirements: ["pytest"] },
       environment_as_of: "2024-03-06T09:00:00Z",
+      upstream: { patch: r.patch + r.test_patch, pull_number: null, merge_commit: null },
     });
   };
   for (const id of tasks) writeFileSync(join(emitted, "heldout", `${id}.json`), JSON.stringify(heldoutOf(id), null, 2));

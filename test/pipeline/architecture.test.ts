@@ -209,6 +209,9 @@ describe("the architecture", () => {
     file("pipeline/report/render.ts", 'import { verify } from "../verifier/verify.ts";\nexport const render = verify;\n');
     file("pipeline/canonical.ts", 'import { checkout } from "./checkouts/checkout.ts";\nexport const canonical = checkout;\n');
     file("pipeline/machine/doctor.ts", 'import { shape } from "../session/shape.ts";\nexport const doctor = shape;\n');
+    // the audit's stage reaching into its study (the study may use the stage)
+    file("stages/audit/study/report.ts", "export const report = 1;\n");
+    file("stages/audit/page.ts", 'import type { report } from "./study/report.ts";\nexport const page = 1 as unknown as typeof report;\n');
     // commands, the demo and the benchmarks
     file("cli/commands/run.ts", "export const run = 1;\n");
     file("cli/commands/demo.ts", 'import { run } from "./run.ts";\nexport const demo = run;\n');
@@ -233,6 +236,7 @@ describe("the architecture", () => {
     file("pipeline/session/score.ts", 'import type { Workspace } from "../executors/workspace.ts";\nexport const score = (w: Workspace) => w;\n');
     file("cli/commands/report.ts", 'import { loadConfig } from "../../pipeline/project/config.ts";\nexport const report = loadConfig;\n');
     expect(await violations(dir, ["bin", "cli", "pipeline", "stages", "demo", "bench", "plugins"])).toEqual([
+      "audit-stage-imports-its-study: stages/audit/page.ts → stages/audit/study/report.ts",
       "bench-imports-a-command: bench/speed.ts → cli/commands/run.ts",
       "bin-only-starts-the-cli: bin/start.ts → pipeline/engine.ts",
       "checkouts-imports-only-below: pipeline/checkouts/checkout.ts → pipeline/executors/retries.ts",

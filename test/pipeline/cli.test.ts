@@ -38,6 +38,7 @@ const SUBCOMMANDS = [
   "verify",
   "report",
   "doctor",
+  "extend",
   "schemas",
   "repo",
   "demo",

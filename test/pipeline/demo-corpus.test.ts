@@ -3,6 +3,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
 import { buildDemoCorpus, demoRepoPath, type PullIntent } from "../../demo/build.ts";
 import { git } from "../../pipeline/git.ts";
 import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
@@ -47,6 +48,52 @@ describe("the demo corpus", () => {
     const again = tempDir();
     await buildDemoCorpus(plan, again);
     expect(await fingerprint(again)).toBe(await fingerprint(dir));
+  });
+
+  it("has pull requests open at the same time: each of a wave branches from main as the wave began, before any of the others is merged", async () => {
+    const planned = (parse(readFileSync(plan, "utf8")) as { repositories: { repo: string; pull_requests: { wave?: number }[] }[] }).repositories;
+    let waves = 0;
+    for (const repoPlan of planned) {
+      const repoDir = demoRepoPath(dir, repoPlan.repo);
+      const pulls = Object.values(github[`${repoPlan.repo.replace("/", "__")}.json`].pulls as Record<string, any>).sort((a, b) => a.number - b.number);
+      const record = new Map(records.map((r) => [r.id, r]));
+      // The plan's pull requests in order, with their wave: the GitHub records number them in the same order.
+      const inWave = new Map<number, any[]>();
+      pulls.forEach((pull, i) => {
+        const wave = repoPlan.pull_requests[i]?.wave;
+        if (wave !== undefined) inWave.set(wave, [...(inWave.get(wave) ?? []), pull]);
+      });
+      for (const members of inWave.values()) {
+        waves++;
+        const bases = new Set(members.map((p) => record.get(`${repoPlan.repo.replace("/", "__")}-${p.number}`)!.base_commit));
+        expect(bases.size, `${repoPlan.repo}: one base for a wave`).toBe(1);
+        const [base] = bases;
+        for (const a of members)
+          for (const b of members) {
+            if (a === b) continue;
+            // No base of the wave holds another's merge, and every head branches off the wave's base.
+            await expect(git(["merge-base", "--is-ancestor", a.merge_commit_sha, base!], { cwd: repoDir })).rejects.toThrow();
+            expect((await git(["merge-base", a.head.sha, b.head.sha], { cwd: repoDir })).trim()).toBe(base);
+          }
+      }
+    }
+    expect(waves).toBeGreaterThanOrEqual(4);
+  });
+
+  it("is built by one process at a time, and never commits into a repository around it", async () => {
+    // The corpus inside a git repository of its own, as a clone's .switch-swe/ is.
+    const outer = tempDir();
+    await git(["init", "--quiet"], { cwd: outer });
+    await git(["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "--quiet", "--allow-empty", "-m", "outer"], { cwd: outer });
+    const out = join(outer, "corpus");
+    const [first, second] = await Promise.allSettled([buildDemoCorpus(plan, out), buildDemoCorpus(plan, out)]);
+    const refused = [first, second].filter((r) => r.status === "rejected");
+    expect(refused).toHaveLength(1);
+    expect(String((refused[0] as PromiseRejectedResult).reason)).toMatch(
+      new RegExp(`another process \\(pid ${process.pid}\\) is building the demo corpus here`),
+    );
+    expect((await git(["rev-list", "--count", "HEAD"], { cwd: outer })).trim()).toBe("1");
+    expect(await fingerprint(out)).toBe(await fingerprint(dir));
   });
 
   it("has three repositories of different shapes with 15+ merged pull requests each, merged both ways", async () => {

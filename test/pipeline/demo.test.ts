@@ -72,9 +72,9 @@ describe("the demo", () => {
   });
 
   it("runs every stage over the whole corpus, and a re-run does no work", async () => {
-    expect(a.corpus.records).toBe(50);
+    expect(a.corpus.records).toBe(62);
     expect(a.summary.ok, formatSummary(a.summary)).toBe(true);
-    expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 50, rejected: 0 });
+    expect(a.summary.stages.find((s) => s.stage === "mine")).toMatchObject({ out: 62, rejected: 0 });
     expect(Object.keys(a.published).length).toBeGreaterThan(10);
     const again = await runProjectOnce({ ...a.options, stageConfigs: { ...a.options.stageConfigs } });
     expect(again.stages.filter((s) => s.status !== "up_to_date")).toEqual([]);

@@ -61,6 +61,7 @@ function makeStages(calls: { mine: string[]; split: string[] }, splitUsesSeed = 
           return { id: i.id, value: i.value * ctx.config.factor };
         },
       });
+      if (ctx.config.factor > 2) ctx.note(`a factor of ${ctx.config.factor} leaves ${doubled.length} record(s) past the usual range`);
       return { doubled };
     },
   });
@@ -104,6 +105,19 @@ describe("engine cache", () => {
       { id: "a", value: 2 },
       { id: "b", value: 4 },
     ]);
+  });
+
+  it("shows what a stage notes in the run's summary, again while it is up to date, and a rechecked stage runs with its records' caches", async () => {
+    const t = setup(["a=1", "b=2"]);
+    const first = await runProjectOnce(t.options({ split: { factor: 3 } }));
+    expect(formatSummary(first)).toContain("notes:\n  split: a factor of 3 leaves 2 record(s) past the usual range");
+    const again = await runProjectOnce(t.options({ split: { factor: 3 } }));
+    expect(again.stages.find((s) => s.stage === "split")!.status).toBe("up_to_date");
+    expect(formatSummary(again)).toContain("split: a factor of 3 leaves 2 record(s)");
+    // recheck: the stage runs although nothing changed, and reuses every record's cached result.
+    const rechecked = await runProjectOnce(t.options({ split: { factor: 3 } }), { recheck: ["mine"] });
+    expect(rechecked.stages.find((s) => s.stage === "mine")).toMatchObject({ status: "ran", reused: 2 });
+    expect(t.calls.mine).toEqual(["a", "b"]);
   });
 
   it("reruns a stage whose config changed, and only that stage onwards", async () => {
@@ -310,6 +324,30 @@ describe("the run summary", () => {
       ],
     });
     expect(text.split("rejects by reason:\n")[1]).toBe("  split: 3 rejected (no_source_changes 2, no_test_changes 1)\n  oracle: 0 of 2 task(s) rejected");
+  });
+
+  it("lists a listing gate's every reject with its reason, and each stage's notes, marking those of a stage up to date as its last run's", () => {
+    const base = { out: 0, seconds: 0, reused: 0 };
+    const text = formatSummary({
+      ok: true,
+      stages: [
+        {
+          ...base,
+          stage: "audit",
+          status: "ran",
+          in: 4,
+          rejected: 2,
+          by_reason: { unjustified_test: 1, audit_excluded: 1 },
+          gate: "task(s)",
+          listed: ["a-1: audit_excluded: by ann", "b-2: unjustified_test: a test"],
+          notes: ["judge m: $0.01"],
+        },
+        { ...base, stage: "oracle", status: "up_to_date", in: 2, rejected: 0, by_reason: {}, gate: "task(s)", notes: ["ran twice"] },
+      ],
+    });
+    expect(text.split("rejects by reason:\n")[1]).toBe(
+      "  audit: 2 of 4 task(s) rejected (audit_excluded 1, unjustified_test 1)\n    a-1: audit_excluded: by ann\n    b-2: unjustified_test: a test\n  oracle: 0 of 2 task(s) rejected\n\nnotes:\n  audit: judge m: $0.01\n  oracle: ran twice (its last run)",
+    );
   });
 });
 

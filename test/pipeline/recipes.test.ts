@@ -17,7 +17,7 @@ import { BuildFailed, buildFailure, InfrastructureFault, summariseBuildLog } fro
 import type { TestStatus } from "../../pipeline/schemas/common.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { EnvironmentRecipe, RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
-import { designatedTestFiles, runFailure } from "../../stages/qualify/qualify-task.ts";
+import { designatedTestFiles, runFailure } from "../../pipeline/qualification/qualify-task.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
 const profile = (environment: Record<string, unknown>, overrides: unknown[] = []) =>

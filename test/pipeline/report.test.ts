@@ -133,23 +133,53 @@ describe("the results report", () => {
       ["agent-b", "near", 4, 25, 25, 0, 3, 3],
       ["agent-b", "far", 4, 25, 25, 0, 3, 3],
     ]);
-    const csv = renderCsv({ rows, suspicious, behaviour: [], workload: [], problems });
+    const csv = renderCsv({ rows, suspicious, behaviour: [], workload: [], problems, hostRuns: [] });
     expect(csv.split("\n")[0]).toBe(
       "configuration,group,sessions,uninterrupted_resolved,switched_resolved,uninterrupted_pct,switched_pct,gap_pp,uninterrupted_missing,switched_missing",
     );
     expect(csv).toContain("agent-a,overall,8,5,3,62.5,37.5,25.0,0,1\n");
     expect(csv).toContain("agent-b,far,4,1,1,25.0,25.0,0.0,3,3\n");
-    const md = renderMarkdown({ rows, suspicious, behaviour: [], workload: [], problems });
+    const md = renderMarkdown({ rows, suspicious, behaviour: [], workload: [], problems, hostRuns: [] });
     expect(md).toContain("| agent-a | Unint. | 8 | 1 | 1 | atexit 1, runtime 1 |");
     expect(md).toContain("| agent-a | 62.5 | 37.5 | 25.0 | 75.0 | 50.0 | 25.0 | 50.0 | 25.0 | 25.0 |");
     expect(md).toContain("Overall 8 sessions, Near 4, Far 4");
-    const svg = renderSvg({ rows, suspicious, behaviour: [], workload: [], problems });
+    const svg = renderSvg({ rows, suspicious, behaviour: [], workload: [], problems, hostRuns: [] });
     expect(svg.startsWith("<svg")).toBe(true);
     expect(svg).toContain("agent-a, Near, switched: 50.0%");
     expect(svg).toContain("gap 25.0 pp");
     // a title and an axis label a reader sees, not only a tooltip
     expect(svg).toContain('font-weight="bold">Table 1: resolution, uninterrupted vs switched</text>');
     expect(svg).toMatch(/transform="rotate\(-90 [\d.]+ [\d.]+\)"[^>]*>focus tasks resolved \(%\)<\/text>/);
+  });
+
+  it("marks runs whose agent ran on the host as development runs, never as results to report", () => {
+    const behaviour = (runs: "host" | "environment") => ({
+      agent: "a",
+      agent_runs: runs,
+      requests: 1,
+      cross_task_write_requests: 0,
+      cross_task_write_files: 0,
+      focus_recovery_seconds: [],
+      work_lost_files: 0,
+      continuations_used: 0,
+      timed_out_requests: 0,
+      runner_seconds: 0,
+      trajectory: "t.jsonl",
+    });
+    const loaded = (configuration: string, n: number, condition: "control" | "switched", runs: "host" | "environment") => ({
+      configuration,
+      file: `${configuration}/${n}.${condition}.json`,
+      report: VerificationReport.parse({ ...report(n, condition, true), behaviour: behaviour(runs) }),
+    });
+    const aggregation = aggregateResults(SESSIONS.slice(0, 2), [
+      loaded("dev", 1, "control", "host"),
+      loaded("dev", 1, "switched", "environment"),
+      loaded("study", 2, "control", "environment"),
+      loaded("study", 2, "switched", "environment"),
+    ]);
+    expect(aggregation.hostRuns).toEqual([{ configuration: "dev", runs: 1, of: 2 }]);
+    expect(renderMarkdown(aggregation)).toContain("**Development runs.** dev: 1 of 2 run(s) had the agent on the host");
+    expect(renderMarkdown({ ...aggregation, hostRuns: [] })).not.toContain("Development runs");
   });
 
   it("shows Table 2's tokens in the unit that shows them: millions as the study, else thousands, else whole tokens", () => {
@@ -167,6 +197,7 @@ describe("the results report", () => {
         suspicious: [],
         behaviour: [],
         problems: [],
+        hostRuns: [],
         workload: [{ configuration: "agent", unint: cell(tokens), switch_all: cell(tokens * 2), switch_focus: cell(tokens / 2) }],
       });
     expect(table(3_400_000)).toContain("| Tokens (M): Unint. |");
@@ -181,6 +212,7 @@ describe("the results report", () => {
       suspicious: [],
       behaviour: [],
       problems: [],
+      hostRuns: [],
       workload: [{ configuration: "agent", unint: cell(1), switch_all: cell(1), switch_focus: cell(1) }],
     });
     expect(svg).toContain('font-weight="bold">Table 2: mean model and tool calls per run</text>');

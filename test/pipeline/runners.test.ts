@@ -8,7 +8,7 @@ import { LocalExecutor } from "../../pipeline/executors/local.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { BuildFailed } from "../../pipeline/executors/types.ts";
-import { NETWORK_FAILURE } from "../../stages/qualify/qualify-task.ts";
+import { NETWORK_FAILURE } from "../../pipeline/qualification/qualify-task.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
 
 /** The machine's Python, which the local executor builds environments from. */

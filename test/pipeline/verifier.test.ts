@@ -15,7 +15,7 @@ import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import { verifyArtifact, type VerifyOutcome } from "../../pipeline/verifier/verify.ts";
 import { freshCheckout } from "../../pipeline/checkouts/checkout.ts";
-import { qualifyTask } from "../../stages/qualify/qualify-task.ts";
+import { qualifyTask } from "../../pipeline/qualification/qualify-task.ts";
 import { oracleTask } from "../../stages/oracle/index.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
@@ -152,6 +152,7 @@ beforeAll(async () => {
     test_command: "python -m pytest",
     environment: env.recipe,
     environment_as_of: env.asOf,
+    upstream: { patch: record.patch + record.test_patch, pull_number: null, merge_commit: null },
   });
   fixture = { heldout, env, mirror, profile, scratch };
 });

@@ -3,11 +3,12 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { silentLogger } from "../../pipeline/logger.ts";
-import { agreement, readAnnotations } from "../../stages/audit/agreement.ts";
+import { readAnnotations } from "../../stages/audit/annotations.ts";
+import { agreement } from "../../stages/audit/study/agreement.ts";
 import { alignTask, type AuditSubject } from "../../stages/audit/runner.ts";
 import { openSentences } from "../../stages/audit/readers/requests.ts";
 import { PatchOnlyTree, RepositoryTree } from "../../stages/audit/readers/source-tree.ts";
-import { auditSwebench } from "../../stages/audit/swebench.ts";
+import { auditSwebench } from "../../stages/audit/study/swebench.ts";
 import { importSwebench } from "../../stages/mine/swebench.ts";
 import { parseTestId } from "../../pipeline/test-results/test-ids.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
@@ -608,7 +609,7 @@ describe("agreement with human annotations", () => {
       ...Array.from({ length: 2 }, () => ({ severity: 1, score: 2 })),
       ...Array.from({ length: 3 }, () => ({ severity: 0, score: 0 })),
     ];
-    const a = agreement("all", pairs);
+    const a = agreement("all", "in sample", pairs);
     expect(a).toMatchObject({ records: 10, both: 4, audit_only: 1, annotators_only: 2, neither: 3, flagged_of_score0: "1 of 4", flagged_of_score3: "4 of 4" });
     expect(a.precision).toBeCloseTo(0.8);
     expect(a.recall).toBeCloseTo(4 / 6);
@@ -616,6 +617,7 @@ describe("agreement with human annotations", () => {
     expect(
       agreement(
         "same",
+        "in sample",
         [0, 1, 2, 3].map((s) => ({ severity: s, score: s })),
       ).weighted_kappa,
     ).toBeCloseTo(1);
@@ -626,7 +628,7 @@ describe("agreement with human annotations", () => {
       { severity: 1, score: 2, risk: 0.2 },
       { severity: 0, score: 1, risk: 0.3 },
     ];
-    expect(agreement("risk", risks).auc).toBeCloseTo(0.75);
+    expect(agreement("risk", "in sample", risks).auc).toBeCloseTo(0.75);
     expect(a.auc).toBeNull();
   });
 
@@ -672,7 +674,7 @@ describe("switch-swe audit --swebench", () => {
   it("writes the report, audit.json and the agreement, and says what it measured", () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("4 records audited");
-    expect(result.stdout).toContain("agreement with 3 annotated records (in the sample): kappa 1.00");
+    expect(result.stdout).toContain("the risk against 3 annotated records (as shipped; in sample): kappa 1.00");
     const json = JSON.parse(readFileSync(join(out, "audit.json"), "utf8")) as {
       records: { instance_id: string; severity: number; flags: { kind: string; test: string; evidence: unknown[] }[] }[];
       agreement: { scope: string }[];
@@ -684,13 +686,15 @@ describe("switch-swe audit --swebench", () => {
       ["sqlfluff__sqlfluff-1625", false],
     ]);
     expect(json.agreement.map((a) => a.scope)).toEqual(["django/django", "pylint-dev/pylint", "all"]);
-    expect(readFileSync(join(out, "agreement.md"), "utf8")).toContain("| all | 3 | 2 | 0 | 0 | 1 |");
-    // Per rule: where it fires, and the annotated records it was written from (pylint-6506 for unrequested_exception).
-    expect(readFileSync(join(out, "agreement.md"), "utf8")).toContain("| unrequested_exception | 0 | 0 | 0 | 1 | 1.00 | 1 | 0 | — |");
+    expect(readFileSync(join(out, "agreement.md"), "utf8")).toContain("| all | in sample | 3 | 2 | 0 | 0 | 1 |");
+    // Per rule: where it fires, its precision and how it was measured, and the annotated records it was written from (pylint-6506 for unrequested_exception).
+    expect(readFileSync(join(out, "agreement.md"), "utf8")).toContain(
+      "| unrequested_exception | 0 | 0 | 0 | 1 | 1.00 [0.21, 1.00], 1 of 1, in sample | 1 | 0 | — |",
+    );
     const page = readFileSync(join(out, "index.html"), "utf8");
     // Every flag's evidence is on the page, where a person can check it.
     expect(page).toContain("tests/config/test_config.py:67");
-    expect(page).toContain("Agreement with human annotations");
+    expect(page).toContain("Agreement of this audit with the annotations given");
     expect(readFileSync(join(out, "alignment.csv"), "utf8")).toMatch(/^task,repo,severity,test,/);
   });
 

@@ -2,11 +2,12 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import seedrandom from "seedrandom";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type AuditRecord, RiskModel } from "../../pipeline/schemas/audit.ts";
+import { AuditMeasurements, type AuditRecord, RiskModel } from "../../pipeline/schemas/audit.ts";
 import { fitLogistic, predict } from "../../stages/audit/risk/logistic.ts";
-import { type Blind, featureValue, fitRisk, loadRiskModel, riskOf, severityOfRisk } from "../../stages/audit/risk/model.ts";
-import { auc } from "../../stages/audit/risk/statistics.ts";
-import { drawSeed, folds, kFold } from "../../stages/audit/risk/validation.ts";
+import { type Blind, featureValue, loadRiskModel, riskOf, severityOfRisk } from "../../stages/audit/risk/model.ts";
+import { fitRisk } from "../../stages/audit/study/fit.ts";
+import { auc } from "../../stages/audit/study/statistics.ts";
+import { drawSeed, folds, kFold } from "../../stages/audit/study/validation.ts";
 import { alignTask } from "../../stages/audit/runner.ts";
 import { ModelEndpoint } from "../../pipeline/model-endpoint/server.ts";
 import { runCli } from "../helpers/cli-in-process.ts";
@@ -19,7 +20,14 @@ const signals = { reference_lines: 3, open_sentences: 0, test_calls: 4, leaked_n
 function record(id: string, flags: [string, number][], over: Partial<typeof signals> = {}): Pick<AuditRecord, "task_id" | "flags" | "links" | "signals"> {
   return {
     task_id: id,
-    flags: flags.map(([flag, severity]) => ({ flag: flag as AuditRecord["flags"][number]["flag"], subject: "t", detail: "", severity, evidence: [] })),
+    flags: flags.map(([flag, severity]) => ({
+      flag: flag as AuditRecord["flags"][number]["flag"],
+      subject: "t",
+      detail: "",
+      severity,
+      evidence: [],
+      gate: "only with a decision" as const,
+    })),
     links: [{ test: "t", stages: [], evidence: [] }],
     signals: { ...signals, ...over },
   };
@@ -204,6 +212,8 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
       join(work, "w"),
       "--out",
       model(),
+      "--measurements",
+      join(work, "measurements.json"),
       "--fold-draws",
       "3",
     ]);
@@ -216,7 +226,16 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
     expect(written.model.features).toEqual(loadRiskModel().model.features);
     expect(fit.stdout).toContain("| 10 folds by record |");
     expect(fit.stdout).toContain("| one repository left out |");
-    expect(fit.stdout).toContain("| rule | scored 0 | scored 1 | scored 2 | scored 3 | share scored 2+ | written from |");
+    expect(fit.stdout).toContain("| rule | scored 0 | scored 1 | scored 2 | scored 3 | precision (share scored 2+) [95 % Wilson], measured | written from |");
+    // What the page shows, with how each figure was measured: every rule's author read these records.
+    const measurements = AuditMeasurements.parse(JSON.parse(readFileSync(join(work, "measurements.json"), "utf8")));
+    expect(measurements.annotated).toBe(24);
+    expect(Object.values(measurements.rules).every((r) => r.method === "in sample")).toBe(true);
+    expect(measurements.triage.map((t) => [t.scheme, t.method])).toEqual([
+      ["the shipped risk", "in sample"],
+      ["10 folds by record", "cross-validated on the given records"],
+      ["one repository left out", "cross-validated on the given records"],
+    ]);
     // The spread of the 10-fold figures over other draws of the folds: how much of one row is luck.
     expect(fit.stdout).toMatch(
       /10 folds by record over 3 other draws of the folds: kappa -?\d\.\d\d ± \d\.\d\d, AUC of risk \d\.\d\d ± \d\.\d\d; flagged \d+\.\d of \d+ scored 0, \d+\.\d of \d+ scored 3 \(means\)/,
@@ -247,9 +266,11 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
       expect(r.risk).toBeLessThan(1);
       expect(r.severity).toBe(written.model.thresholds.filter((t) => r.risk >= t).length);
     }
-    // The page puts the riskiest first.
+    // The page puts the riskiest of the undecided tasks first.
     const page = readFileSync(join(out, "index.html"), "utf8");
-    const order = [...page.matchAll(/<span class="risk">risk ([\d.]+)<\/span>/g)].map((m) => Number(m[1]));
+    const undecided = page.slice(page.indexOf('<section id="undecided">'), page.indexOf('<section id="excluded">'));
+    const order = [...undecided.matchAll(/<span class="risk">risk ([\d.]+)<\/span>/g)].map((m) => Number(m[1]));
+    expect(order.length).toBeGreaterThan(10);
     expect(order).toEqual([...order].sort((a, b) => b - a));
     expect(page).toContain("what raises or lowers its risk");
   });

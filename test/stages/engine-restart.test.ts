@@ -14,7 +14,7 @@ import { freshCheckout } from "../../pipeline/checkouts/checkout.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { RepoProfile } from "../../pipeline/schemas/repo-profile.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
-import { designatedTestFiles, qualifyTask } from "../../stages/qualify/qualify-task.ts";
+import { designatedTestFiles, qualifyTask } from "../../pipeline/qualification/qualify-task.ts";
 import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { dockerForTests } from "../helpers/docker.ts";
 import { PrivateDockerd } from "../helpers/private-dockerd.ts";

@@ -13,7 +13,7 @@ import { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
 import type { Task } from "../../pipeline/schemas/task.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
-import { extensionDecision } from "../../stages/qualify/extension-checks.ts";
+import { extensionDecision } from "../../pipeline/qualification/extension-checks.ts";
 import { withAuthoredStages } from "../../stages/reconstruct/authored.ts";
 import { checkExtension, ExtensionError, parseExtension } from "../../stages/split/extensions.ts";
 import { fileTempDir } from "../helpers/tmp.ts";
@@ -63,7 +63,7 @@ async function calcRepository(dir: string) {
   await snapshot("mul+again", { "calc/ops.py": MUL, "tests/test_ops.py": AGAIN_TESTS });
   const diff = async (from: string, to: string, path: string) =>
     run(["diff", "--full-index", from === "base" ? base : states.get(from)!, states.get(to)!, "--", path]);
-  return { base, diff };
+  return { base, diff, states };
 }
 
 describe("reading an authored stage's test patch", () => {
@@ -161,8 +161,8 @@ describe("qualify's stage-by-stage checks", () => {
     unstable: [],
   });
   const stages = [
-    { index: 1, file: "e.yaml", tests: ["t::one"] },
-    { index: 2, file: "e.yaml", tests: ["t::two"] },
+    { index: 1, field: "stages.0", file: "e.yaml", tests: ["t::one"] },
+    { index: 2, field: "stages.1", file: "e.yaml", tests: ["t::two"] },
   ];
   const run = (through: number, passing: string[], r = 0) => ({
     through,
@@ -186,11 +186,11 @@ describe("qualify's stage-by-stage checks", () => {
   });
 
   it("takes a parametrized test's instances as the declared test", () => {
-    const decision = extensionDecision([stages[0]!, { index: 2, file: "e.yaml", tests: ["t::two"] }], sets(["t::up", "t::one", "t::two[a]"]), [
-      run(0, ["t::up"]),
-      run(1, ["t::up", "t::one"]),
-      run(2, ["t::up", "t::one", "t::two[a]"]),
-    ]);
+    const decision = extensionDecision(
+      [stages[0]!, { index: 2, field: "stages.1", file: "e.yaml", tests: ["t::two"] }],
+      sets(["t::up", "t::one", "t::two[a]"]),
+      [run(0, ["t::up"]), run(1, ["t::up", "t::one"]), run(2, ["t::up", "t::one", "t::two[a]"])],
+    );
     expect(decision).toMatchObject({ kept: true, stageTests: [{ stage: 1 }, { stage: 2, tests: ["t::two[a]"] }] });
   });
 
@@ -236,6 +236,7 @@ describe("authored stages among the upstream requests", () => {
   }));
   const stage = (index: number, after: number | null) => ({
     index,
+    field: `stages.${index - 1}`,
     file: "ext/t.yaml",
     author: "A. Maintainer",
     reason: "coverage",
@@ -284,7 +285,7 @@ describe("extensions through split, qualify and reconstruct, on a real repositor
     dir = fileTempDir();
     const repo = join(dir, "repo");
     mkdirSync(repo);
-    const { base, diff } = await calcRepository(repo);
+    const { base, diff, states } = await calcRepository(repo);
     const upstream = { patch: await diff("base", "sub", "calc/ops.py"), test_patch: await diff("sub", "sub+tests", "tests/test_ops.py") };
     const stage1 = {
       request: "sub also takes a third number and subtracts it too.",
@@ -308,7 +309,16 @@ describe("extensions through split, qualify and reconstruct, on a real repositor
       environment_setup_commit: base,
       created_at: "2024-01-01T00:00:00Z",
     });
-    writeFileSync(join(dir, "records.jsonl"), [1, 2, 3, 4, 5].map((n) => JSON.stringify(record(n))).join("\n") + "\n");
+    // 6 and 7: one pull request whose commits are sub (with its tests), then sub's third number (with its test).
+    const wholePull = async (n: number) => ({
+      ...record(n),
+      patch: await diff("base", "sub3", "calc/ops.py"),
+      test_patch: await diff("base", "sub3+tests", "tests/test_ops.py"),
+    });
+    writeFileSync(
+      join(dir, "records.jsonl"),
+      [...[1, 2, 3, 4, 5].map((n) => JSON.stringify(record(n))), JSON.stringify(await wholePull(6)), JSON.stringify(await wholePull(7))].join("\n") + "\n",
+    );
     const extension = (n: number, stages: unknown[]) =>
       writeFileSync(
         join(dir, "extensions", `acme__calc-${n}.yaml`),
@@ -327,6 +337,27 @@ describe("extensions through split, qualify and reconstruct, on a real repositor
       "-def sub(a, b, c=0):\n-    return a - b - c\n+def sub(a, b, c=0):\n+    return a - b\n",
     );
     extension(5, [stage1, { ...stage2, implementation: breaking }]);
+    // 6: its pull request's second commit is a stage of its own (upstream code, a written request), then mul, authored.
+    writeFileSync(
+      join(dir, "extensions", "acme__calc-6.yaml"),
+      stringify({
+        task: "acme__calc-6",
+        author: "A. Maintainer",
+        reason: "the pull request's own second commit adds a behaviour and its test",
+        upstream_commits: { first_stage_until: states.get("sub+tests"), stages: [{ commit: states.get("sub3+tests"), request: stage1.request }] },
+        stages: [stage2],
+      }),
+    );
+    // 7: a stage commit that comes before the first stage's end.
+    writeFileSync(
+      join(dir, "extensions", "acme__calc-7.yaml"),
+      stringify({
+        task: "acme__calc-7",
+        author: "A. Maintainer",
+        reason: "a cut out of order",
+        upstream_commits: { first_stage_until: states.get("sub3+tests"), stages: [{ commit: states.get("sub+tests"), request: stage1.request }] },
+      }),
+    );
     mkdirSync(join(dir, "repos"));
     writeFileSync(
       join(dir, "repos", "acme__calc.json"),
@@ -397,6 +428,30 @@ describe("extensions through split, qualify and reconstruct, on a real repositor
     expect(why.get("acme__calc-5")).toMatch(
       /^extension_breaks_earlier_stage: acme__calc-5: extensions\/acme__calc-5\.yaml: field stages\.1\.implementation: tests\/test_ops\.py::test_sub_three \(stage 1's\) fails/,
     );
-    expect([...tasks.keys()]).toEqual(["acme__calc-1"]);
+    expect(why.get("acme__calc-7")).toMatch(
+      /^invalid_extension: acme__calc-7: extensions\/acme__calc-7\.yaml: field upstream_commits\.stages\.0\.commit: [0-9a-f]{40} does not come after the stage before it/,
+    );
+    expect([...tasks.keys()]).toEqual(["acme__calc-1", "acme__calc-6"]);
+  });
+
+  it("takes a stage from the pull request's own commits: upstream code and tests, a written request, provenance upstream_commit", () => {
+    const split = splits.get("acme__calc-6")!;
+    expect(split.extensions!.map((e) => [e.field, e.commit ?? null, e.tests])).toEqual([
+      ["upstream_commits.stages.0", expect.stringMatching(/^[0-9a-f]{40}$/), ["tests/test_ops.py::test_sub_three"]],
+      ["stages.0", null, ["tests/test_ops.py::TestMul::test_mul"]],
+    ]);
+    // The record's own request asks for the first commit's change alone; history holds the whole pull request.
+    expect(split.upstream_implementation_patch).toContain("+def sub(a, b):");
+    expect(split.upstream_implementation_patch).not.toContain("c=0");
+    expect(split.upstream_patch).toContain("+def sub(a, b, c=0):");
+    expect(split.upstream_patch).toContain("+def test_sub_three");
+    expect(qualifications.get("acme__calc-6")!.kept).toBe(true);
+    const task = tasks.get("acme__calc-6")!;
+    expect(task.requests.map((r) => [r.provenance.sources[0]!.kind, r.tests ?? []])).toEqual([
+      ["issue", []],
+      ["upstream_commit", ["tests/test_ops.py::test_sub_three"]],
+      ["authored", ["tests/test_ops.py::TestMul::test_mul"]],
+    ]);
+    expect(task.requests[1]!.provenance.sources[0]!.record_id).toBe(split.extensions![0]!.commit);
   });
 });

@@ -6,7 +6,7 @@ import { demoCorpus } from "../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import type { Candidate } from "../../pipeline/schemas/candidate.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
-import { addedLines } from "../../stages/reconstruct/clean.ts";
+import { referenceLines } from "../../pipeline/reference-quotes.ts";
 import { reconstructRequests } from "../../stages/reconstruct/reconstruct.ts";
 import { prepareDemoCopy, type DemoCopy } from "../helpers/demo-copy.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
@@ -53,7 +53,7 @@ describe("SWE-bench-family records enriched from GitHub", () => {
     return new Map(
       read<Candidate>(c, "mine", "candidates")
         .filter((x) => splits.has(x.id))
-        .map((x) => [x.id, reconstructRequests(x, addedLines(splits.get(x.id)!.implementation_patch)).requests]),
+        .map((x) => [x.id, reconstructRequests(x, referenceLines(splits.get(x.id)!.implementation_patch)).requests]),
     );
   };
 

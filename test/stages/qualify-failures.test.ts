@@ -4,8 +4,8 @@ import type { Executor, TestRunRequest, TestRunResult } from "../../pipeline/exe
 import { silentLogger } from "../../pipeline/logger.ts";
 import { EnvironmentRecipe } from "../../pipeline/schemas/repo-profile.ts";
 import { RecordError } from "../../pipeline/engine/stage.ts";
-import { qualificationRecord, qualifyTask, type QualifyTaskInput } from "../../stages/qualify/qualify-task.ts";
-import { rerunInParts } from "../../stages/qualify/crash-reruns.ts";
+import { qualificationRecord, qualifyTask, type QualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
+import { rerunInParts } from "../../pipeline/qualification/crash-reruns.ts";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyTests, keepDecision } from "../../stages/qualify/outcomes.ts";
+import { classifyTests, keepDecision } from "../../pipeline/qualification/outcomes.ts";
 
 describe("qualification sets", () => {
   it("sorts tests into F2P, P2P, P2F, F2F and unstable over repeated runs", () => {

@@ -174,6 +174,7 @@ describe.skipIf(!docker || !sharedDataForTests(RECORDS))("qualify on real reposi
         test_command: "python -m pytest",
         environment: env.recipe,
         environment_as_of: env.asOf,
+        upstream: { patch: record.patch + record.test_patch, pull_number: null, merge_commit: null },
       });
       const verify = (artifact: string) => verifyArtifact(executor, { task, env, mirror, artifact, rules: profile.classification, scratch }, silentLogger);
       const reference = await verify(record.patch);

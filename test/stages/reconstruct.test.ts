@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { Candidate, DiscussionItem } from "../../pipeline/schemas/candidate.ts";
 import type { Request } from "../../pipeline/schemas/task.ts";
 import { classifyDiscussion } from "../../stages/reconstruct/classify.ts";
-import { addedLines, cleanRequestText } from "../../stages/reconstruct/clean.ts";
+import { cleanRequestText } from "../../stages/reconstruct/clean.ts";
+import { EXCERPT_REMOVED, quotedReferenceLines, referenceLines } from "../../pipeline/reference-quotes.ts";
 import { applyCuration, parseCuration } from "../../stages/reconstruct/curation.ts";
 import { reconstructRequests } from "../../stages/reconstruct/reconstruct.ts";
 
@@ -47,10 +48,50 @@ describe("comment classes", () => {
 
 describe("cleaning", () => {
   it("drops HTML comments, checklists, empty template headings and code that spells out the fix", () => {
-    const added = addedLines("+++ b/m.py\n+def area(r):\n+    return 3.14 * r * r\n");
+    const added = referenceLines("+++ b/m.py\n+def area(r):\n+    return 3.14 * r * r\n");
     const text =
       "<!-- template -->\nArea is wrong for `area(2)`: expected 12.56.\n\n```python\ndef area(r):\n    return 3.14 * r * r\n```\n\n```diff\n-a\n+b\n```\n\nSteps:\n```python\nprint(area(2))\n```\n\n### Checklist\n- [x] searched\n- [ ] can help\n";
-    expect(cleanRequestText(text, added)).toBe("Area is wrong for `area(2)`: expected 12.56.\n\nSteps:\n```python\nprint(area(2))\n```");
+    expect(cleanRequestText(text, added)).toEqual({
+      text: `Area is wrong for \`area(2)\`: expected 12.56.\n\n${EXCERPT_REMOVED}\n\nSteps:\n\`\`\`python\nprint(area(2))\n\`\`\``,
+      removed: [{ kind: "code_block", reference_lines: 1 }],
+    });
+  });
+
+  it("takes out a proposed fix written with other spacing and comments, fenced or not, and keeps the report's own example", () => {
+    // sympy__sympy-24152's problem statement proposes the fix in a block with "#added" comments and other spacing.
+    const reference = referenceLines(
+      [
+        "+                    c_part, nc_part = tp.args_cnc()",
+        "+                    # Check for TensorProduct object: is the one object in nc_part, if any:",
+        "+                    if len(nc_part) == 1 and isinstance(nc_part[0], TensorProduct):",
+        "+                        nc_part = (nc_part[0]._eval_expand_tensorproduct(), )",
+        "+                    add_args.append(Mul(*c_part)*Mul(*nc_part))",
+      ].join("\n"),
+    );
+    const example = "```\nP = TensorProduct(2*U - V, U + V)\nprint(P.expand(tensorproduct=True))\n```";
+    const proposal = [
+      "```",
+      "    def _eval_expand_tensorproduct(self, **hints):",
+      "                for aa in args[i].args:",
+      "                    c_part, nc_part = tp.args_cnc() #added",
+      "                    if len(nc_part)==1 and isinstance(nc_part[0], TensorProduct): #modified",
+      "                        nc_part = (nc_part[0]._eval_expand_tensorproduct(), ) #modified",
+      "                    add_args.append(Mul(*c_part)*Mul(*nc_part)) #modified",
+      "                break",
+      "```",
+    ].join("\n");
+    const text = `The expansion stops incomplete:\n${example}\n\nI propose this fix in TensorProduct._eval_expand_tensorproduct():\n${proposal}\nThe fix splits off commutative factors.`;
+    expect(quotedReferenceLines(text, reference)).toHaveLength(4);
+    const cleaned = cleanRequestText(text, reference);
+    expect(cleaned.removed).toEqual([{ kind: "code_block", reference_lines: 4 }]);
+    expect(cleaned.text).toContain(example);
+    expect(cleaned.text).toContain("TensorProduct._eval_expand_tensorproduct()");
+    expect(quotedReferenceLines(cleaned.text, reference)).toEqual([]);
+    // The same lines pasted as a diff without a fence go too; one quoted line alone is no excerpt.
+    const unfenced = `Try:\n+    c_part, nc_part = tp.args_cnc()\n+    add_args.append(Mul(*c_part)*Mul(*nc_part))\nthanks`;
+    expect(cleanRequestText(unfenced, reference)).toEqual({ text: `Try:\n${EXCERPT_REMOVED}\nthanks`, removed: [{ kind: "lines", reference_lines: 2 }] });
+    const single = "It fails where `c_part, nc_part = tp.args_cnc()` should be called.";
+    expect(cleanRequestText(single, reference)).toEqual({ text: single, removed: [] });
   });
 });
 

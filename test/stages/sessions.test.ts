@@ -6,11 +6,13 @@ import { assignCheckouts, buildSchedules, type Slot } from "../../stages/schedul
 import { selectSessions, type SelectableTask } from "../../stages/select/select.ts";
 import { benchmarkProfile } from "../../stages/emit/profile.ts";
 import { validateSession } from "../../stages/validate/validate.ts";
+import { quoteCheck } from "../../stages/validate/answers.ts";
+import type { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 
 const PATHS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
 
 /** A session spec as the schedule stage builds it, from synthetic tasks. */
-function specFor(session: ReturnType<typeof selectSessions>["sessions"][number], tasks: Map<string, SelectableTask>): SessionSpec {
+function specFor(session: Awaited<ReturnType<typeof selectSessions>>["sessions"][number], tasks: Map<string, SelectableTask>): SessionSpec {
   const schedules = buildSchedules({
     focus: { id: session.focus, stages: tasks.get(session.focus)!.stages },
     interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.stages })),
@@ -60,13 +62,13 @@ function pool(entries: { dir: string; file: string; extra?: string; stages: numb
 }
 
 describe("schedules", () => {
-  it("never break an invariant, whatever the pool, focus shape and seed", () => {
+  it("never break an invariant, whatever the pool, focus shape and seed", async () => {
     let checked = 0;
-    fc.assert(
-      fc.property(fc.array(taskArb, { minLength: 6, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 8 }), (entries, seed) => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(taskArb, { minLength: 6, maxLength: 40 }), fc.string({ minLength: 1, maxLength: 8 }), async (entries, seed) => {
         const tasks = pool(entries);
         const byId = new Map(tasks.map((t) => [t.id, t]));
-        const { sessions } = selectSessions(tasks, { seed, sizes: { near: 5, far: 5 }, interruptions: 4, minFocusStages: 2 });
+        const { sessions } = await selectSessions(tasks, { seed, sizes: { near: 5, far: 5 }, interruptions: 4, minFocusStages: 2 });
         for (const session of sessions) {
           checked++;
           const spec = specFor(session, byId);
@@ -102,23 +104,26 @@ describe("schedules", () => {
     expect(r.control.map((s) => (s.finalization ? "A_submit" : `${s.task}${s.stage}`))).toEqual(["A1", "A2", "A3", "A_submit"]);
   });
 
-  it("gives the same sessions for the same seed and other, still valid ones for another seed", () => {
+  it("gives the same sessions for the same seed and other, still valid ones for another seed", async () => {
     const tasks = pool(Array.from({ length: 30 }, (_, i) => ({ dir: ["pkg", "lib", "pkg/a"][i % 3]!, file: `f${i}.py`, stages: 2 + (i % 3), repo: "o/one" })));
     const byId = new Map(tasks.map((t) => [t.id, t]));
-    const run = (seed: string) =>
-      selectSessions(tasks, { seed, sizes: { near: 4, far: 4 }, interruptions: 4, minFocusStages: 2 }).sessions.map((s) => specFor(s, byId));
-    expect(JSON.stringify(run("a"))).toBe(JSON.stringify(run("a")));
-    const other = run("b");
-    expect(JSON.stringify(other)).not.toBe(JSON.stringify(run("a")));
+    const run = async (seed: string) =>
+      (await selectSessions(tasks, { seed, sizes: { near: 4, far: 4 }, interruptions: 4, minFocusStages: 2 })).sessions.map((s) => specFor(s, byId));
+    expect(JSON.stringify(await run("a"))).toBe(JSON.stringify(await run("a")));
+    const other = await run("b");
+    expect(JSON.stringify(other)).not.toBe(JSON.stringify(await run("a")));
     for (const spec of other) expect(validateSession(spec, new Map(tasks.map((t) => [t.id, t])), PATHS, 4).every((c) => c.passed)).toBe(true);
     expect(benchmarkProfile(other)).toMatchObject({ repositories: 1, interruptions_per_session: 4 });
   });
 });
 
+const validationPool = pool(Array.from({ length: 12 }, (_, i) => ({ dir: ["pkg", "lib"][i % 2]!, file: `f${i}.py`, stages: 3, repo: "o/one" })));
+const validationSession = (await selectSessions(validationPool, { seed: "v", sizes: { near: 1, far: 0 }, interruptions: 4, minFocusStages: 2 })).sessions[0]!;
+
 describe("validation catches every kind of broken session", () => {
-  const tasks = pool(Array.from({ length: 12 }, (_, i) => ({ dir: ["pkg", "lib"][i % 2]!, file: `f${i}.py`, stages: 3, repo: "o/one" })));
+  const tasks = validationPool;
   const others = pool([{ dir: "pkg", file: "f0.py", stages: 3, repo: "o/two" }]).map((t) => ({ ...t, id: "o__two-99" }));
-  const session = selectSessions(tasks, { seed: "v", sizes: { near: 1, far: 0 }, interruptions: 4, minFocusStages: 2 }).sessions[0]!;
+  const session = validationSession;
   // A task of the same repository that modifies the focus's own files: never eligible with it.
   const overlapping = { ...tasks.find((t) => t.id === session.focus)!, id: "o__one-98" };
   const all = new Map([...tasks, ...others, overlapping].map((t) => [t.id, t]));
@@ -165,5 +170,41 @@ describe("validation catches every kind of broken session", () => {
     ],
   ])("%s", (check, mutate) => {
     expect(failing(mutate)).toContain(check);
+  });
+});
+
+describe("validation refuses a message that quotes its task's reference", () => {
+  const reference =
+    "diff --git a/pkg/f0.py b/pkg/f0.py\n--- a/pkg/f0.py\n+++ b/pkg/f0.py\n@@ -1 +1,3 @@\n-x = 1\n+total = sum(values) / len(values)\n+return round(total, precision)\n";
+  const spec = (text: string) => {
+    const s = specFor(validationSession, new Map(validationPool.map((t) => [t.id, t])));
+    for (const r of s.conditions.switched) if (r.task_id === s.focus && r.stage === 1) r.message.text = text;
+    return s;
+  };
+  const heldout = new Map([[validationSession.focus, { implementation_patch: reference } as HeldoutTask]]);
+  const requests = (approved: boolean) =>
+    new Map([
+      [
+        validationSession.focus,
+        [
+          {
+            stage: 1,
+            text: "",
+            provenance: {
+              sources: [{ kind: "issue" as const, record_id: "1", author: "a" }],
+              ...(approved ? { quote_approved: { reviewer: "r", reason: "the user's API", file: "c.yaml" } } : {}),
+            },
+          },
+        ],
+      ],
+    ]);
+  it("two reference lines, with other spacing and a comment: refused naming the task and stage, unless a curation file approved it", () => {
+    const quoting = spec("Please make mean() use:\n    total = sum(values)/len(values)  # this\n    return round(total,precision)\n");
+    const refused = quoteCheck(quoting, heldout, requests(false));
+    expect(refused).toMatchObject({ check: "no_reference_quotes", passed: false });
+    expect(refused.detail).toContain(`${validationSession.focus} stage 1 quotes 2 lines of its reference implementation`);
+    expect(quoteCheck(quoting, heldout, requests(true)).passed).toBe(true);
+    // One line, in prose, is no quote.
+    expect(quoteCheck(spec("It should divide by `len(values)` as in total = sum(values) / len(values)."), heldout, requests(false)).passed).toBe(true);
   });
 });

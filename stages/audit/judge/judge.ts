@@ -2,12 +2,12 @@ import { existsSync, readFileSync } from "node:fs";
 import { writeFileAtomic } from "../../../pipeline/atomic.ts";
 import { sha256 } from "../../../pipeline/canonical.ts";
 import { JudgeVerdict, type JudgeAdapter } from "../../../pipeline/schemas/audit.ts";
-import { WorkLayout } from "../../../pipeline/work-layout.ts";
+import type { WorkLayout } from "../../../pipeline/work-layout.ts";
 import type { CallJudge } from "./client.ts";
 import { consensus, type JudgeInputs, judgePrompt, PASSES, PROMPT_VERSION, readAnswer } from "./prompt.ts";
 
 /**
- * The judge's protocol: three passes over the same inputs, each read and checked, and their
+ * The judge's protocol: passes over the same inputs (three unless the config says), each read and checked, and their
  * consensus. A record's verdict is cached in the work directory under the hash of the model, the
  * prompt version and the prompts; a pass that fails or answers malformed is an error naming the
  * record and the pass, and nothing of that record is cached.
@@ -57,27 +57,39 @@ export class JudgeFailed extends Error {
   override name = "JudgeFailed";
 }
 
-/** The cache key: model, prompt version and every pass's prompt. */
-export function judgeKey(adapter: JudgeAdapter, inputs: JudgeInputs): string {
-  const prompts = Array.from({ length: PASSES }, (_, i) => judgePrompt(inputs, i + 1));
+/** The cache key: model, prompt version and every pass's prompt (the task's content, and how many passes). */
+export function judgeKey(adapter: JudgeAdapter, inputs: JudgeInputs, passes = PASSES): string {
+  const prompts = Array.from({ length: passes }, (_, i) => judgePrompt(inputs, i + 1, passes));
   return sha256(JSON.stringify({ protocol: adapter.protocol, model: adapter.model, prompt_version: PROMPT_VERSION, prompts }));
 }
 
-/** One record's verdict: from the cache, or three passes of the model (then cached). */
-export async function judgeRecord(adapter: JudgeAdapter, call: CallJudge, workDir: string, inputs: JudgeInputs, usage: JudgeUsage): Promise<JudgeVerdict> {
-  const file = new WorkLayout(workDir).judgeAnswers(judgeKey(adapter, inputs));
-  if (existsSync(file)) {
-    const cached = JudgeVerdict.safeParse(JSON.parse(readFileSync(file, "utf8")));
-    if (cached.success) {
-      usage.cached += 1;
-      return cached.data;
-    }
+/** Where a record's verdict is cached, and whether it is there. */
+export function cachedVerdict(adapter: JudgeAdapter, layout: WorkLayout, inputs: JudgeInputs, passes = PASSES): { file: string; verdict?: JudgeVerdict } {
+  const file = layout.judgeAnswers(judgeKey(adapter, inputs, passes));
+  if (!existsSync(file)) return { file };
+  const cached = JudgeVerdict.safeParse(JSON.parse(readFileSync(file, "utf8")));
+  return cached.success ? { file, verdict: cached.data } : { file };
+}
+
+/** One record's verdict: from the cache, or `passes` passes of the model (then cached). */
+export async function judgeRecord(
+  adapter: JudgeAdapter,
+  call: CallJudge,
+  layout: WorkLayout,
+  inputs: JudgeInputs,
+  usage: JudgeUsage,
+  passes = PASSES,
+): Promise<JudgeVerdict> {
+  const { file, verdict: cached } = cachedVerdict(adapter, layout, inputs, passes);
+  if (cached) {
+    usage.cached += 1;
+    return cached;
   }
-  const passes: JudgeVerdict["passes"] = [];
+  const answers: JudgeVerdict["passes"] = [];
   let input = 0;
   let output = 0;
-  for (let pass = 1; pass <= PASSES; pass++) {
-    const { system, user } = judgePrompt(inputs, pass);
+  for (let pass = 1; pass <= passes; pass++) {
+    const { system, user } = judgePrompt(inputs, pass, passes);
     let answer;
     try {
       answer = await call(system, user);
@@ -91,13 +103,13 @@ export async function judgeRecord(adapter: JudgeAdapter, call: CallJudge, workDi
     usage.input_tokens += answer.input_tokens;
     usage.output_tokens += answer.output_tokens;
     usage.cost_usd += (answer.input_tokens * adapter.price_per_million.input + answer.output_tokens * adapter.price_per_million.output) / 1e6;
-    passes.push(readAnswer(inputs, pass, answer.text));
+    answers.push(readAnswer(inputs, pass, answer.text));
   }
   const verdict: JudgeVerdict = {
     model: adapter.model,
     prompt_version: PROMPT_VERSION,
-    severity: consensus(passes.map((p) => p.severity)),
-    passes,
+    severity: consensus(answers.map((p) => p.severity)),
+    passes: answers,
     usage: { input_tokens: input, output_tokens: output },
   };
   await writeFileAtomic(file, JSON.stringify(verdict, null, 2) + "\n");

@@ -11,6 +11,7 @@ import type { AuditFlagRecord } from "../../../pipeline/schemas/audit.ts";
 /** Changes whenever the prompt or the reading of answers changes: it keys the cache. */
 export const PROMPT_VERSION = "judge-1";
 
+/** The passes asked of a record unless the config says otherwise. */
 export const PASSES = 3;
 
 /** What the judge reads of one record. */
@@ -41,7 +42,7 @@ function capped(text: string, max: number): string {
 }
 
 /** The prompt of one pass: the same inputs, the pass named so that each is a sample of its own. */
-export function judgePrompt(inputs: JudgeInputs, pass: number): { system: string; user: string } {
+export function judgePrompt(inputs: JudgeInputs, pass: number, passes = PASSES): { system: string; user: string } {
   const tests = inputs.tests
     .map((t) => `### ${t.id}${t.file ? ` (${t.file})` : ""}\n${t.source ? "```python\n" + capped(t.source, 200) + "\n```" : "(its source was not found)"}`)
     .join("\n\n");
@@ -51,7 +52,7 @@ export function judgePrompt(inputs: JudgeInputs, pass: number): { system: string
         .join("\n")
     : "(none)";
   const user = [
-    `Task ${inputs.id}. Pass ${pass} of ${PASSES}: judge independently.`,
+    `Task ${inputs.id}. Pass ${pass} of ${passes}: judge independently.`,
     `## Requests\n\n${inputs.requests.map((r, i) => `### Request ${i + 1}\n${r}`).join("\n\n")}`,
     `## Fail-to-pass tests\n\n${tests}`,
     `## Reference diff\n\n\`\`\`diff\n${capped(inputs.referenceDiff, 400)}\n\`\`\``,

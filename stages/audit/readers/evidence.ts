@@ -1,3 +1,4 @@
+import { fileOf, type FileHunks, type HunkLine, readDiff } from "../../../pipeline/changes/hunks.ts";
 import { STRING_LITERAL, stringBodies } from "./python-text.ts";
 
 /**
@@ -58,30 +59,29 @@ const SCAFFOLDING = new Set([
   "request",
 ]);
 
-/** The part of a patch that changes `file` (from its `diff --git` line to the next). */
-function patchSection(patch: string, file: string): string | undefined {
-  return patch.split(/^(?=diff --git )/m).find((s) => s.split("\n")[0]!.endsWith(` b/${file}`));
+/** The lines a test patch's hunks show of `file`, in order: its section of the patch, hunk headers aside. */
+function linesOfFile(testPatch: string | FileHunks[], file: string): HunkLine[] | undefined {
+  const files = typeof testPatch === "string" ? readDiff(testPatch) : testPatch;
+  return fileOf(files, file)?.hunks.flatMap((h) => h.lines);
 }
 
 /**
  * One test function as the test patch leaves it (context and added lines, from its `def` to the
  * next top-level statement), and the lines the patch removed from it.
  */
-export function testSource(testPatch: string, file: string, name: string): { source: string; added: string; removed: string } | undefined {
-  const section = patchSection(testPatch, file);
-  if (!section) return undefined;
-  const body = section.split("\n").filter((l) => /^[ +-]/.test(l) && !l.startsWith("+++") && !l.startsWith("---"));
+export function testSource(testPatch: string | FileHunks[], file: string, name: string): { source: string; added: string; removed: string } | undefined {
+  const body = linesOfFile(testPatch, file);
+  if (!body) return undefined;
   const def = new RegExp(`^\\s*(async\\s+)?def ${name}\\(`);
-  const start = body.findIndex((l) => l[0] !== "-" && def.test(l.slice(1)));
+  const start = body.findIndex((l) => l.side !== "removed" && def.test(l.text));
   if (start < 0) return undefined;
-  const source = [body[start]!.slice(1)];
+  const source = [body[start]!.text];
   const added: string[] = [];
   const removed: string[] = [];
-  for (const line of body.slice(start + 1)) {
-    const text = line.slice(1);
-    if (line[0] !== "-" && /^\S/.test(text)) break;
-    (line[0] === "-" ? removed : source).push(text);
-    if (line[0] === "+") added.push(text);
+  for (const { side, text } of body.slice(start + 1)) {
+    if (side !== "removed" && /^\S/.test(text)) break;
+    (side === "removed" ? removed : source).push(text);
+    if (side === "added") added.push(text);
   }
   return { source: source.join("\n"), added: added.join("\n"), removed: removed.join("\n") };
 }
@@ -94,36 +94,33 @@ export function testSource(testPatch: string, file: string, name: string): { sou
  * old body as removed lines; linkage keeps `testSource`'s reading, which judges such a test whole
  * (reading it this way there made django-11848's rewritten test unlinked).
  */
-export function removedFromTest(testPatch: string, file: string, name: string): string[] {
-  const section = patchSection(testPatch, file);
-  if (!section) return [];
+export function removedFromTest(testPatch: string | FileHunks[], file: string, name: string): string[] {
+  const files = typeof testPatch === "string" ? readDiff(testPatch) : testPatch;
+  const hunks = fileOf(files, file)?.hunks ?? [];
   const removed: string[] = [];
   let inside = false;
   // The indentation of the test's `def`; unknown (null) when a hunk header named it, as git strips it there.
   let indent: number | null = null;
-  for (const line of section.split("\n")) {
-    if (line.startsWith("@@")) {
-      const header = /^@@[^@]*@@\s*(?:async\s+)?def\s+(\w+)/.exec(line);
-      // A header names the function its hunk starts in; a hunk without one starts where the last left off.
-      if (header) {
-        inside = header[1] === name;
-        indent = null;
+  for (const hunk of hunks) {
+    const header = /^\s*(?:async\s+)?def\s+(\w+)/.exec(hunk.scope);
+    // A header names the function its hunk starts in; a hunk without one starts where the last left off.
+    if (header) {
+      inside = header[1] === name;
+      indent = null;
+    }
+    for (const { side, text } of hunk.lines) {
+      const trimmed = text.trimStart();
+      if (!trimmed || trimmed.startsWith("#") || trimmed.startsWith("@")) continue;
+      const own = text.length - trimmed.length;
+      const def = /^(?:async\s+)?def\s+(\w+)/.exec(trimmed);
+      if (def && (!inside || indent === null || own <= indent)) {
+        inside = def[1] === name;
+        indent = own;
+        continue;
       }
-      continue;
+      if (inside && (indent === null ? own === 0 || trimmed.startsWith("class ") : own <= indent)) inside = false;
+      if (inside && side === "removed") removed.push(text);
     }
-    if (!/^[ +-]/.test(line) || line.startsWith("+++") || line.startsWith("---")) continue;
-    const text = line.slice(1);
-    const trimmed = text.trimStart();
-    if (!trimmed || trimmed.startsWith("#") || trimmed.startsWith("@")) continue;
-    const own = text.length - trimmed.length;
-    const def = /^(?:async\s+)?def\s+(\w+)/.exec(trimmed);
-    if (def && (!inside || indent === null || own <= indent)) {
-      inside = def[1] === name;
-      indent = own;
-      continue;
-    }
-    if (inside && (indent === null ? own === 0 || trimmed.startsWith("class ") : own <= indent)) inside = false;
-    if (inside && line[0] === "-") removed.push(text);
   }
   return removed;
 }

@@ -1,3 +1,4 @@
+import type { FileHunks } from "../../../pipeline/changes/hunks.ts";
 import type { Request } from "../../../pipeline/schemas/task.ts";
 import { changedEvidence, mentions, testSource } from "./evidence.ts";
 import type { LocatedTest } from "./locate.ts";
@@ -33,7 +34,7 @@ function mentionedBy(request: Request, evidence: { subject: string[]; behaviour:
 }
 
 /** What the located test checks: for a test the patch only changed, what the change added. */
-function evidenceOfTest(located: LocatedTest, testPatch: string) {
+function evidenceOfTest(located: LocatedTest, testPatch: FileHunks[]) {
   const defAt = located.lines.indexOf(located.defLine);
   const ordered = [...located.lines.slice(defAt), ...located.lines.slice(0, defAt)];
   const fromPatch = testSource(testPatch, located.file, located.name);
@@ -45,7 +46,7 @@ function evidenceOfTest(located: LocatedTest, testPatch: string) {
 }
 
 /** The stages that justify a test, with their evidence; a test whose source was not read is linked by declarations alone. */
-export function linkTest(test: string, located: LocatedTest | undefined, requests: Request[], testPatch: string): TestLink {
+export function linkTest(test: string, located: LocatedTest | undefined, requests: Request[], testPatch: FileHunks[]): TestLink {
   const evidence = located ? evidenceOfTest(located, testPatch) : undefined;
   const found: TestLink["evidence"] = [];
   const stages: number[] = [];

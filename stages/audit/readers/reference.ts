@@ -1,3 +1,4 @@
+import { type FileHunks, linesOn, readDiff } from "../../../pipeline/changes/hunks.ts";
 import { stringBodies } from "./python-text.ts";
 
 /**
@@ -37,12 +38,22 @@ function signatures(text: string): Map<string, Set<string>> {
   return out;
 }
 
-export function referenceFacts(patch: string): ReferenceFacts {
-  const lines = patch.split("\n");
-  const added = lines.filter((l) => l.startsWith("+") && !l.startsWith("+++")).map((l) => l.slice(1));
-  const removed = lines.filter((l) => l.startsWith("-") && !l.startsWith("---")).map((l) => l.slice(1));
-  const addedText = added.join("\n");
-  const removedText = removed.join("\n");
+/** Functions the fix changes: named in a hunk's header or defined on its added or context lines, each with its file. */
+function changedFunctionsOf(files: FileHunks[]): Map<string, string> {
+  const changed = new Map<string, string>();
+  const def = /^\s*(?:async\s+)?def\s+(\w+)/;
+  for (const file of files)
+    for (const hunk of file.hunks) {
+      const named = [def.exec(hunk.scope)?.[1], ...hunk.lines.filter((l) => l.side !== "removed").map((l) => def.exec(l.text)?.[1])];
+      for (const fn of named) if (fn && !fn.startsWith("__") && !fn.startsWith("test") && !changed.has(fn)) changed.set(fn, file.path);
+    }
+  return changed;
+}
+
+export function referenceFacts(patch: string | FileHunks[]): ReferenceFacts {
+  const files = typeof patch === "string" ? readDiff(patch) : patch;
+  const addedText = linesOn(files, "added").join("\n");
+  const removedText = linesOn(files, "removed").join("\n");
   const removedDefs = definitions(removedText);
   const newDefinitions = new Set([...definitions(addedText)].filter((d) => !removedDefs.has(d) && !d.startsWith("_")));
   const before = signatures(removedText);
@@ -58,14 +69,7 @@ export function referenceFacts(patch: string): ReferenceFacts {
   const newLiteralNames = new Set(
     [...literals(addedText)].filter((s) => ((/^[A-Za-z_][\w-]{2,}$/.test(s) && !s.startsWith("__")) || /^--?[A-Za-z][\w-]*$/.test(s)) && !oldLiterals.has(s)),
   );
-  const changedFunctions = new Map<string, string>();
-  let file = "";
-  for (const l of lines) {
-    const diff = /^diff --git a\/\S+ b\/(\S+)/.exec(l);
-    if (diff) file = diff[1]!;
-    const fn = /^@@.*@@\s*(?:async\s+)?def\s+(\w+)/.exec(l)?.[1] ?? /^[+ ]\s*(?:async\s+)?def\s+(\w+)/.exec(l)?.[1];
-    if (fn && !fn.startsWith("__") && !fn.startsWith("test") && !changedFunctions.has(fn)) changedFunctions.set(fn, file);
-  }
+  const changedFunctions = changedFunctionsOf(files);
   const addedStrings = stringBodies(addedText).join("");
   return { addedText, addedStrings, removedText, newDefinitions, newParameters, newLiteralNames, changedFunctions };
 }

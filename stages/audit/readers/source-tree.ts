@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { transientCause } from "../../../pipeline/failures.ts";
 import { git, GitError, hasCommit } from "../../../pipeline/git.ts";
+import { type FileHunks, readDiff } from "../../../pipeline/changes/hunks.ts";
 
 /** One line of a file as the audit sees it: its number in the file and whether the test patch added it. */
 export interface SourceLine {
@@ -38,32 +39,18 @@ export interface SourceTree {
  * git writes it) starts with that `def` line, indented one level above the hunk's shallowest line,
  * so that a test the patch changes below its `def` can still be found in the patch alone.
  */
-export function patchFiles(patch: string, headers = false): Map<string, SourceLine[]> {
+export function patchFiles(patch: string | FileHunks[], headers = false): Map<string, SourceLine[]> {
   const files = new Map<string, SourceLine[]>();
-  let current: SourceLine[] | undefined;
-  let n = 0;
-  for (const line of patch.split("\n")) {
-    if (line.startsWith("diff --git ")) {
-      current = undefined;
-      continue;
+  for (const file of typeof patch === "string" ? readDiff(patch) : patch) {
+    if (file.status === "deleted" || !file.hunks.length) continue;
+    const lines: SourceLine[] = [];
+    for (const hunk of file.hunks) {
+      const context = hunk.scope.trim();
+      if (headers && hunk.newStart > 1 && /^(async\s+)?def \w+\(/.test(context))
+        lines.push({ n: hunk.newStart - 1, text: context, added: false, fromHeader: true });
+      for (const line of hunk.lines) if (line.side !== "removed") lines.push({ n: line.newLine!, text: line.text, added: line.side === "added" });
     }
-    if (line.startsWith("+++ ")) {
-      const path = line.slice(4).trim();
-      current = path === "/dev/null" ? undefined : [];
-      if (current) files.set(path.replace(/^b\//, ""), current);
-      continue;
-    }
-    if (line.startsWith("--- ")) continue;
-    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@ ?(.*)$/.exec(line);
-    if (hunk) {
-      n = Number(hunk[1]);
-      const context = hunk[2]!.trim();
-      if (headers && current && n > 1 && /^(async\s+)?def \w+\(/.test(context)) current.push({ n: n - 1, text: context, added: false, fromHeader: true });
-      continue;
-    }
-    if (!current) continue;
-    if (line.startsWith("+")) current.push({ n: n++, text: line.slice(1), added: true });
-    else if (line.startsWith(" ") || line === "") current.push({ n: n++, text: line.slice(1), added: false });
+    files.set(file.path, lines);
   }
   return files;
 }

@@ -1,16 +1,16 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { AuditRecord, FittedRisk, RiskFeature } from "../../../pipeline/schemas/audit.ts";
-import { RiskModel } from "../../../pipeline/schemas/audit.ts";
+import { RiskModel, SUBSTANTIAL } from "../../../pipeline/schemas/audit.ts";
 import { describeFirstIssue } from "../../../pipeline/validation.ts";
-import { fitLogistic, predict } from "./logistic.ts";
-import { binaryKappa, weightedKappa } from "./statistics.ts";
+import { predict } from "./logistic.ts";
 
 /**
  * The calibrated risk of a task: the probability that annotators would score its tests unfair
  * (`false_negative` ≥ 2), from a small logistic model over the rules' findings and the general
  * signals; the task's severity is the band its risk falls in. The weights are data
- * (data/audit/risk-model.json), fitted by `switch-swe audit fit-risk` over annotated records.
+ * (data/audit/risk-model.json), fitted by `switch-swe audit fit-risk` over annotated records
+ * (study/fit.ts). The risk ranks tasks for an auditor: it never excludes one.
  */
 
 /** What the model reads of an audited record. */
@@ -18,11 +18,11 @@ export type RiskInput = Pick<AuditRecord, "task_id" | "flags" | "links" | "signa
 
 /** The rules whose findings do not count on a record: those written from it (cross-validation's blinding). */
 export type Blind = (flag: string, record: string) => boolean;
-const SEES_ALL: Blind = () => false;
+export const SEES_ALL: Blind = () => false;
 
-/** Kinds of finding that weigh on fairness, substantial on their own (severity 2 or more). */
+/** Kinds of finding that weigh on fairness, substantial on their own. */
 function findings(record: RiskInput, blind: Blind): Set<string> {
-  return new Set(record.flags.filter((f) => f.severity >= 2 && !blind(f.flag, record.task_id)).map((f) => f.flag));
+  return new Set(record.flags.filter((f) => f.severity >= SUBSTANTIAL && !blind(f.flag, record.task_id)).map((f) => f.flag));
 }
 
 /** Each feature of a record, as the model reads it: counts damped (log, capped), shares as they are. */
@@ -55,7 +55,7 @@ export function featureValue(feature: RiskFeature, record: RiskInput, blind: Bli
 
 export const featureRow = (model: Pick<FittedRisk, "features">, record: RiskInput, blind?: Blind) => model.features.map((f) => featureValue(f, record, blind));
 
-const weightsOf = (model: FittedRisk) => ({ intercept: model.intercept, weights: model.features.map((f) => model.weights[f] ?? 0) });
+export const weightsOf = (model: FittedRisk) => ({ intercept: model.intercept, weights: model.features.map((f) => model.weights[f] ?? 0) });
 
 /** The record's risk under the model. */
 export function riskOf(model: FittedRisk, record: RiskInput, blind?: Blind): number {
@@ -73,70 +73,6 @@ export function shares(model: FittedRisk, record: RiskInput): { feature: RiskFea
 /** The severity band of a risk. */
 export function severityOfRisk(model: Pick<FittedRisk, "thresholds">, risk: number): number {
   return model.thresholds.filter((t) => risk >= t).length;
-}
-
-/** Where a threshold may fall: between neighbouring risks, or below or above them all. */
-function cuts(risks: number[]): number[] {
-  const sorted = [...new Set(risks)].sort((a, b) => a - b);
-  return [sorted[0]! - 1e-9, ...sorted.slice(1).map((r, i) => (r + sorted[i]!) / 2), sorted.at(-1)! + 1e-9];
-}
-
-/** The cut at which flagging agrees best with scores of 2 or more (Cohen's kappa); the lowest on a tie. */
-function flaggingCut(risks: number[], scores: number[]): number {
-  let best = { kappa: -Infinity, at: 0.5 };
-  for (const at of cuts(risks)) {
-    const kappa = binaryKappa(
-      risks.map((r) => r >= at),
-      scores.map((s) => s >= 2),
-    );
-    if (kappa !== null && kappa > best.kappa + 1e-12) best = { kappa, at };
-  }
-  return best.at;
-}
-
-/**
- * The cuts of severity 1 (at or below the flagging cut) and 3 (at or above it) at which the bands
- * agree best with the 0–3 scores (quadratically weighted kappa); the lowest on a tie.
- */
-function bandCuts(risks: number[], scores: number[], two: number): [number, number, number] {
-  const all = cuts(risks);
-  const band = (t: [number, number, number]) => weightedKappa(risks.map((r, i) => [t.filter((c) => r >= c).length, scores[i]!]));
-  let best: { kappa: number; at: [number, number, number] } = { kappa: -Infinity, at: [two, two, two] };
-  for (const one of all.filter((c) => c <= two))
-    for (const three of all.filter((c) => c >= two)) {
-      const kappa = band([one, two, three]);
-      if (kappa !== null && kappa > best.kappa + 1e-12) best = { kappa, at: [one, two, three] };
-    }
-  return best.at;
-}
-
-export const DEFAULT_LAMBDA = 10;
-
-/**
- * Fits the model to annotated records: the weights (logistic, L2 penalty `lambda`), then the three
- * severity thresholds: 2 for the best kappa of flagging against scores of 2 or more, 1 and 3 below
- * and above it for the best weighted kappa of the bands against the scores. `blind` leaves out findings of rules written
- * from a record, so that a weight says what a rule is worth on records it was not written from.
- */
-export function fitRisk(features: RiskFeature[], records: { input: RiskInput; score: number }[], blind: Blind, lambda = DEFAULT_LAMBDA): FittedRisk {
-  const rows = records.map((r) => features.map((f) => featureValue(f, r.input, blind)));
-  const fit = fitLogistic(
-    rows,
-    records.map((r) => r.score >= 2),
-    lambda,
-  );
-  const model = {
-    features,
-    lambda,
-    intercept: fit.intercept,
-    weights: Object.fromEntries(features.map((f, j) => [f, fit.weights[j]!])),
-    means: Object.fromEntries(features.map((f, j) => [f, fit.means[j]!])),
-    thresholds: [0, 0, 0] as [number, number, number],
-  };
-  const risks = rows.map((row) => predict(fit, row));
-  const scores = records.map((r) => r.score);
-  model.thresholds = bandCuts(risks, scores, flaggingCut(risks, scores));
-  return model;
 }
 
 const rounded = (x: number) => Math.round(x * 10000) / 10000;

@@ -1,6 +1,7 @@
 import type { AuditSignals } from "../../../pipeline/schemas/audit.ts";
 import { STRING_LITERAL, stringBodies, wordIn } from "../readers/python-text.ts";
 import type { TaskView } from "../rules/types.ts";
+import { type FileHunks, linesOn } from "../../../pipeline/changes/hunks.ts";
 
 /**
  * General signals of a task, measured the same way on every record and written from no record in
@@ -21,14 +22,6 @@ const SCAFFOLDING = new Set(
   ).split(" "),
 );
 
-/** The lines of one side of a diff (`+` added, `-` removed, ` ` context), without the file headers. */
-function sideOf(patch: string, mark: "+" | "-" | " "): string[] {
-  return patch
-    .split("\n")
-    .filter((l) => l.startsWith(mark) && !l.startsWith(`${mark}${mark}${mark}`))
-    .map((l) => l.slice(1));
-}
-
 /** Code without its string literals and comments. */
 const codeOf = (text: string) => text.replace(STRING_LITERAL, " ").replace(/#.*$/gm, "");
 
@@ -45,10 +38,10 @@ const named = (requests: string, word: string) => wordIn(word.toLowerCase()).tes
  * requests: identifiers and string literals the fix adds, that neither side of either patch had
  * before (removed or context lines), no request names, and the base's code does not hold.
  */
-async function leaked(view: TaskView, testLines: string, reference: string): Promise<number> {
-  const fix = sideOf(reference, "+").join("\n");
-  const before = [...sideOf(reference, "-"), ...sideOf(reference, " ")].join("\n");
-  const testBefore = [...sideOf(view.task.verifier.test_patch, "-"), ...sideOf(view.task.verifier.test_patch, " ")].join("\n");
+async function leaked(view: TaskView, testLines: string, reference: FileHunks[]): Promise<number> {
+  const fix = linesOn(reference, "added").join("\n");
+  const before = [...linesOn(reference, "removed"), ...linesOn(reference, "context")].join("\n");
+  const testBefore = [...linesOn(view.testDiff, "removed"), ...linesOn(view.testDiff, "context")].join("\n");
   const requests = view.requestText.toLowerCase();
   const fixNames = identifiers(fix);
   const known = new Set([...identifiers(before), ...identifiers(testBefore)]);
@@ -75,9 +68,9 @@ function namesIn(lines: string[]): Set<string> {
 }
 
 /** The names a diff's added lines bring that neither its removed nor its context lines hold. */
-function namesBrought(patch: string): Set<string> {
-  const before = namesIn([...sideOf(patch, "-"), ...sideOf(patch, " ")]);
-  return new Set([...namesIn(sideOf(patch, "+"))].filter((w) => !before.has(w)));
+function namesBrought(patch: FileHunks[]): Set<string> {
+  const before = namesIn([...linesOn(patch, "removed"), ...linesOn(patch, "context")]);
+  return new Set([...namesIn(linesOn(patch, "added"))].filter((w) => !before.has(w)));
 }
 
 /**
@@ -88,7 +81,7 @@ function namesBrought(patch: string): Set<string> {
  * geometric mean of the two sizes keeps a long test patch from overlapping by chance alone (a raw
  * count of shared names fired on the records whose tests bring many names, at every score).
  */
-function sharedNames(testPatch: string, reference: string, requests: string): number {
+function sharedNames(testPatch: FileHunks[], reference: FileHunks[], requests: string): number {
   const lower = requests.toLowerCase();
   const unsaid = (names: Set<string>) => new Set([...names].filter((w) => !lower.includes(w.toLowerCase())));
   const tests = unsaid(namesBrought(testPatch));
@@ -98,16 +91,17 @@ function sharedNames(testPatch: string, reference: string, requests: string): nu
 }
 
 /** The task's general signals, from its read tests, its requests and its reference fix. */
-export async function taskSignals(view: TaskView, referencePatch: string | undefined): Promise<AuditSignals> {
+export async function taskSignals(view: TaskView): Promise<AuditSignals> {
+  const reference = view.referenceDiff;
   const read = view.tests.flatMap((t) => (t.located ? [t.located] : []));
   const testLines = read.flatMap((at) => at.lines.filter((l) => l.added).map((l) => l.text)).join("\n");
   const calls = new Set([...codeOf(testLines).matchAll(/\.?([A-Za-z_]\w{2,})\s*\(/g)].map((m) => m[1]!).filter((w) => !SCAFFOLDING.has(w)));
   return {
-    reference_lines: referencePatch ? sideOf(referencePatch, "+").length : 0,
+    reference_lines: reference ? linesOn(reference, "added").length : 0,
     open_sentences: view.open.length,
     test_calls: calls.size,
-    leaked_names: referencePatch ? await leaked(view, testLines, referencePatch) : 0,
+    leaked_names: reference ? await leaked(view, testLines, reference) : 0,
     tests_added: read.length ? rounded(read.filter((at) => at.defLine.added).length / read.length) : 0,
-    shared_names: referencePatch ? rounded(sharedNames(view.task.verifier.test_patch, referencePatch, view.requestText)) : 0,
+    shared_names: reference ? rounded(sharedNames(view.testDiff, reference, view.requestText)) : 0,
   };
 }

@@ -42,7 +42,7 @@ const ASSERTION = /^\s*(?:assert\b|self\.assert\w*\s*\(|(?:with\s+)?(?:pytest\.)
 export function changedExpectation(view: TestView): Finding[] {
   const { id, located, link } = view.test;
   if (link.stages.length) return [];
-  const before = removedFromTest(view.task.verifier.test_patch, located.file, located.name).find((l) => ASSERTION.test(l));
+  const before = removedFromTest(view.testDiff, located.file, located.name).find((l) => ASSERTION.test(l));
   if (!before) return [];
   // The assertion that took its place: the first the patch added to the test.
   const line = located.lines.find((l) => l.added && ASSERTION.test(l.text)) ?? located.lines.find((l) => l.added) ?? located.defLine;
@@ -64,17 +64,22 @@ export function changedExpectation(view: TestView): Finding[] {
 }
 
 /**
- * Tests that check more than the requests ask: where some F2P test checks what a request asks,
- * another that no request mentions checks what "the issue does not ask", in the annotators' words
- * (django-12915: two tests check the `get_response_async` the issue asks for, a third a whole
- * static file response). Where no test links to any request, the requests' words are not their
- * tests' at all, and an unlinked test says nothing of fairness. Evidence: the unlinked test's `def`.
+ * Tests that check more than the requests ask: where some F2P test checks what an upstream
+ * request asks in its own words, another that no request mentions checks what "the issue does not
+ * ask", in the annotators' words (django-12915: two tests check the `get_response_async` the
+ * issue asks for, a third a whole static file response). Where no test links to any request, the
+ * requests' words are not their tests' at all, and an unlinked test says nothing of fairness. A
+ * benchmark-authored stage's declared tests are linked by their declaration, not by the issue's
+ * words: they show nothing of how the issue speaks, and are never the unlinked test (the stage's
+ * own checks read them). Evidence: the unlinked test's `def`.
  */
 export function unrequestedTest(view: TaskView): Finding[] {
-  const linked = view.tests.find((t) => t.link.stages.length);
+  const declared = new Set(view.task.requests.flatMap((r) => r.tests ?? []));
+  const upstream = new Set(view.task.requests.filter((r) => r.tests === undefined).map((r) => r.stage));
+  const linked = view.tests.find((t) => !declared.has(t.id) && t.link.stages.some((s) => upstream.has(s)));
   if (!linked) return [];
   return view.tests.flatMap((t) =>
-    t.located && !t.contract && !t.link.stages.length
+    t.located && !t.contract && !declared.has(t.id) && !t.link.stages.length
       ? [
           {
             subject: t.id,

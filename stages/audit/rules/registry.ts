@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AuditFlag, Severity } from "../../../pipeline/schemas/audit.ts";
+import { AuditFlag, Gate, Measurement, Severity } from "../../../pipeline/schemas/audit.ts";
 import { untestedAlternative } from "./alternatives.ts";
 import { changedExpectation, notSubstantive, unjustifiedTest, unrequestedTest, unverifiedStage } from "./linkage.ts";
 import { openChoice } from "./open-choice.ts";
@@ -15,10 +15,24 @@ import type { Rule } from "./types.ts";
  * what it looks at, what its finding alone weighs, the question it asks and a record it fires on;
  * its check is the function named beside it. `switch-swe audit rules` prints this table, and
  * docs/AUDITING.md's is made from it.
+ *
+ * Its gate says what its finding does with no decision on the task, on an upstream stage (a
+ * request from the record's issue or discussion) and on a benchmark-authored one. Only findings a
+ * reader can check in the files exclude by themselves: a test no request names beside tests the
+ * requests do name (`unrequested_test`), and, on an authored stage, whose request the benchmark
+ * wrote to be complete, a test that checks a name, message, exception, code or literal form its
+ * request never states, or a stage none of whose declared tests is fail-to-pass. Every other
+ * finding only ranks the task for an auditor: each rule was written looking at the annotated
+ * records it could be measured on (docs/AUDITING.md), so none is shown to generalise.
  */
+/** The gates a rule's finding can have by default (a config may put a measured rule in force). */
+const HARD = "excludes alone" as const;
+const DECIDED = "only with a decision" as const;
+
 export const RULES: readonly Rule[] = [
   {
     flag: "no_repository",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "task",
     family: "reading",
     severity: 0,
@@ -28,6 +42,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "source_not_found",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "test",
     family: "reading",
     severity: 0,
@@ -37,6 +52,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unjustified_test",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "test",
     family: "linkage",
     severity: 1,
@@ -46,6 +62,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "changed_expectation",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "test",
     family: "linkage",
     severity: 2,
@@ -55,6 +72,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "new_name",
+    gate: { upstream: DECIDED, authored: HARD },
     scope: "line",
     family: "fairness",
     severity: 3,
@@ -66,6 +84,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "exact_message",
+    gate: { upstream: DECIDED, authored: HARD },
     scope: "line",
     family: "fairness",
     severity: 2,
@@ -76,6 +95,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unrequested_exception",
+    gate: { upstream: DECIDED, authored: HARD },
     scope: "line",
     family: "fairness",
     severity: 2,
@@ -86,6 +106,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unrequested_warning",
+    gate: { upstream: DECIDED, authored: HARD },
     scope: "line",
     family: "fairness",
     severity: 2,
@@ -96,6 +117,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unrequested_code",
+    gate: { upstream: DECIDED, authored: HARD },
     scope: "line",
     family: "fairness",
     severity: 2,
@@ -106,6 +128,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "exact_format",
+    gate: { upstream: DECIDED, authored: HARD },
     scope: "test",
     family: "fairness",
     severity: 2,
@@ -116,6 +139,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unrequested_behaviour",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "test",
     family: "fairness",
     severity: 2,
@@ -126,6 +150,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unshown_case",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "test",
     family: "fairness",
     severity: 2,
@@ -136,6 +161,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "open_choice",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "test",
     family: "fairness",
     severity: 2,
@@ -146,6 +172,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unrequested_test",
+    gate: { upstream: HARD, authored: DECIDED },
     scope: "task",
     family: "linkage",
     severity: 2,
@@ -155,6 +182,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unchanged_test",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "task",
     family: "fairness",
     severity: 2,
@@ -164,6 +192,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "untested_alternative",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "task",
     family: "fairness",
     severity: 2,
@@ -173,6 +202,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "not_substantive",
+    gate: { upstream: DECIDED, authored: DECIDED },
     scope: "request",
     family: "linkage",
     severity: 1,
@@ -182,6 +212,7 @@ export const RULES: readonly Rule[] = [
   },
   {
     flag: "unverified_stage",
+    gate: { upstream: DECIDED, authored: HARD },
     scope: "request",
     family: "linkage",
     severity: 1,
@@ -191,14 +222,31 @@ export const RULES: readonly Rule[] = [
   },
 ];
 
-/** The config's word on rules: one turned off, or its findings weighed at another severity. */
-export const RuleSettings = z.partialRecord(AuditFlag, z.strictObject({ enabled: z.boolean().default(true), severity: Severity.optional() })).default({});
+/**
+ * The config's word on rules: one turned off, its findings weighed at another severity, or its
+ * gate replaced (for upstream and authored stages alike). A gate that excludes needs the
+ * measurement that shows the rule is right where it fires (gate.ts checks it before a run).
+ */
+export const RuleSettings = z
+  .partialRecord(
+    AuditFlag,
+    z
+      .strictObject({ enabled: z.boolean().default(true), severity: Severity.optional(), gate: Gate.optional(), measured: Measurement.optional() })
+      .refine((s) => s.gate === undefined || s.gate === "only with a decision" || s.measured !== undefined, {
+        message: "a gate that excludes needs `measured`: the annotated records the rule was measured on, those it fired on and those of them scored 2 or more",
+        path: ["measured"],
+      }),
+  )
+  .default({});
 export type RuleSettings = z.infer<typeof RuleSettings>;
 
-/** A rule as a run asks it: enabled or not, and the severity its findings carry where the config sets one. */
+/** A rule as a run asks it: the severity its findings carry where the config sets one, and its gate on each kind of stage. */
 export interface RuleInUse {
   rule: Rule;
   severity?: number;
+  gate: Rule["gate"];
+  /** The config put it in force (or out of it): the gate is the config's, not the registry's. */
+  configured?: { measured?: Measurement };
 }
 
 /** The rules a run asks, in the registry's order, with the config's settings applied. */
@@ -206,13 +254,34 @@ export function rulesInUse(settings: RuleSettings = {}): RuleInUse[] {
   return RULES.flatMap((rule) => {
     const setting = settings[rule.flag];
     if (setting?.enabled === false) return [];
-    return [{ rule, ...(setting?.severity === undefined ? {} : { severity: setting.severity }) }];
+    const gate = setting?.gate ? { upstream: setting.gate, authored: setting.gate } : rule.gate;
+    return [
+      {
+        rule,
+        gate,
+        ...(setting?.severity === undefined ? {} : { severity: setting.severity }),
+        ...(setting?.gate ? { configured: setting.measured ? { measured: setting.measured } : {} } : {}),
+      },
+    ];
   });
 }
 
 /** The registry as rows (flag, scope, family, severity, what it asks, example), as `audit rules` prints it. */
 export function ruleRows(): string[][] {
-  return RULES.map((r) => [r.flag, r.scope, r.family, r.severityNote ? `${r.severity} (${r.severityNote})` : String(r.severity), r.asks, r.example]);
+  return RULES.map((r) => [
+    r.flag,
+    r.scope,
+    r.family,
+    r.severityNote ? `${r.severity} (${r.severityNote})` : String(r.severity),
+    gateText(r.gate),
+    r.asks,
+    r.example,
+  ]);
 }
 
-export const RULE_COLUMNS = ["flag", "scope", "family", "severity", "asks", "example"];
+/** A rule's gate in a few words: one, or upstream and authored apart. */
+export function gateText(gate: Rule["gate"]): string {
+  return gate.upstream === gate.authored ? gate.upstream : `${gate.upstream}; authored: ${gate.authored}`;
+}
+
+export const RULE_COLUMNS = ["flag", "scope", "family", "severity", "gate", "asks", "example"];

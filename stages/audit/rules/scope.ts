@@ -1,3 +1,4 @@
+import { type FileHunks, linesOn } from "../../../pipeline/changes/hunks.ts";
 import { parseTestId } from "../../../pipeline/test-results/test-ids.ts";
 import { regexText, STRING_LITERAL } from "../readers/python-text.ts";
 import type { SourceLine } from "../readers/source-tree.ts";
@@ -76,9 +77,10 @@ export function unshownCase(view: TestView): Finding[] {
   return [{ subject: id, detail, evidence: [{ file: located.file, line: other.line.n, text: other.line.text.trim() }] }];
 }
 
-/** The test functions a test patch adds (a `+def test…` line). */
-function addedTestNames(testPatch: string): string[] {
-  return [...new Set([...testPatch.matchAll(/^\+[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(/gm)].map((m) => m[1]!))];
+/** The test functions a test patch adds (an added `def test…` line). */
+function addedTestNames(testDiff: FileHunks[]): string[] {
+  const def = /^[ \t]*(?:async[ \t]+)?def[ \t]+(test\w*)[ \t]*\(/;
+  return [...new Set(linesOn(testDiff, "added").flatMap((line) => def.exec(line)?.[1] ?? []))];
 }
 
 /**
@@ -93,7 +95,7 @@ export function unchangedTest(view: TaskView): Finding[] {
   if (!located.length || located.length !== view.task.verifier.fail_to_pass.length) return [];
   if (located.some(({ test, at }) => parseTestId(test)?.caseId !== undefined || at.lines.some((l) => l.added))) return [];
   const deciding = new Set(located.map(({ at }) => at.name));
-  const own = addedTestNames(view.task.verifier.test_patch).filter((n) => !deciding.has(n));
+  const own = addedTestNames(view.testDiff).filter((n) => !deciding.has(n));
   if (!own.length) return [];
   return located.map(({ test, at }) => ({
     subject: test,

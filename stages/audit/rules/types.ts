@@ -1,4 +1,5 @@
-import type { AuditFlag, AuditFlagRecord, AuditRecord } from "../../../pipeline/schemas/audit.ts";
+import type { FileHunks } from "../../../pipeline/changes/hunks.ts";
+import type { AuditFlag, AuditFlagRecord, AuditRecord, Gate } from "../../../pipeline/schemas/audit.ts";
 import type { Request, Task } from "../../../pipeline/schemas/task.ts";
 import type { LocatedTest } from "../readers/locate.ts";
 import type { ReferenceFacts } from "../readers/reference.ts";
@@ -43,6 +44,10 @@ export interface TaskView {
   tree: SourceTree;
   /** Every request's text, joined. */
   requestText: string;
+  /** The test patch, read into files and hunks. */
+  testDiff: FileHunks[];
+  /** The reference fix's diff, read into files and hunks; undefined when the task has none. */
+  referenceDiff?: FileHunks[];
   /** What the reference fix defines and writes; undefined when the task has none. */
   facts?: ReferenceFacts;
   /** The lines the test patch removed, joined: what the tests held before the fix. */
@@ -76,8 +81,8 @@ export interface LineView extends TestView {
   seen: Set<string>;
 }
 
-/** What a rule found: the runner adds the rule's flag and, unless the finding says otherwise, its severity. */
-export type Finding = Omit<AuditFlagRecord, "flag" | "severity"> & { severity?: number };
+/** What a rule found: the runner adds the rule's flag, its gate and, unless the finding says otherwise, its severity. */
+export type Finding = Omit<AuditFlagRecord, "flag" | "severity" | "gate" | "authored"> & { severity?: number };
 
 interface RuleFacts {
   flag: AuditFlag;
@@ -92,6 +97,8 @@ interface RuleFacts {
   example: string;
   /** It compares the tests with the reference fix: without one it is not asked. */
   needsReference?: boolean;
+  /** What its finding does at the gate with no decision, on an upstream stage and on a benchmark-authored one. */
+  gate: { upstream: Gate; authored: Gate };
 }
 
 type Check<V> = (view: V) => Finding[] | Promise<Finding[]>;
