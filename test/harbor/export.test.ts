@@ -1,13 +1,16 @@
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { derivedCommit } from "../../pipeline/checkouts/derived.ts";
 import { buildNetworkSettings } from "../../pipeline/executors/types.ts";
 import { exportHarbor, type HarborExportOptions } from "../../pipeline/harbor/export.ts";
 import { caBundleFromEnvironment } from "../../pipeline/harbor/images.ts";
 import { HARBOR_TASK, OBSERVED, SHARED_VERIFIER, VERIFIER_FILES } from "../../pipeline/harbor/layout.ts";
 import { verifierBundle } from "../../pipeline/harbor/verifier-bundle.ts";
+import { git } from "../../pipeline/git.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
+import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { loadAgent } from "../../pipeline/session/agents.ts";
 import { fileTempDir, tempDir } from "../helpers/tmp.ts";
 import { files, FOCUS, FOCUS_PATH, harborFixture, type HarborFixture, OTHERS, SESSION } from "./fixture.ts";
@@ -140,5 +143,50 @@ describe("switch-swe export harbor", () => {
     expect(caBundleFromEnvironment({ SSL_CERT_FILE: "/a.pem", PIP_CERT: "/b.pem" })).toEqual({ variable: "SSL_CERT_FILE", file: "/a.pem" });
     expect(caBundleFromEnvironment({ REQUESTS_CA_BUNDLE: "/c.pem" })).toEqual({ variable: "REQUESTS_CA_BUNDLE", file: "/c.pem" });
     expect(caBundleFromEnvironment({})).toBeUndefined();
+  });
+
+  it("makes a derived checkout as the session runner does: the later base with the reversed fix taken out, at the commit the session names", async () => {
+    // A checkout at the commit that merged the focus's fix must have it reversed out (the answer rule).
+    const source = join(fixture.sessionsDir, fixture.spec.clone_url!);
+    const later = fixture.heldout.upstream.merge_commit!;
+    const mirror = await fixture.bench.workspace.mirrors.ensure(fixture.spec.repo, fixture.bench.cloneSource(fixture.spec.repo, source), later);
+    const made = await derivedCommit(mirror, later, [{ taskId: FOCUS, patch: fixture.heldout.upstream.patch }]);
+    if (!made.ok) throw new Error(made.error);
+    const id = `${SESSION}-derived`;
+    const spec = SessionSpec.parse({
+      ...fixture.spec,
+      session_id: id,
+      checkouts: fixture.spec.checkouts.map((c) =>
+        c.path === "/workspace/w04" ? { ...c, base_commit: later, derived: { without: [FOCUS], commit: made.commit } } : c,
+      ),
+    });
+    const index = join(fixture.sessionsDir, "index.json");
+    const listed = readFileSync(index, "utf8");
+    writeFileSync(join(fixture.sessionsDir, `${id}.json`), JSON.stringify(spec, null, 2));
+    writeFileSync(index, JSON.stringify({ ...JSON.parse(listed), sessions: [{ session_id: id, file: `${id}.json`, focus: FOCUS, locality: "far" }] }));
+    const dir = tempDir();
+    try {
+      await exportHarbor(fixture.bench, { ...exportOptions(join(dir, "harbor")), conditions: ["control"] });
+    } finally {
+      writeFileSync(index, listed);
+    }
+    const tree = async (at: string) => (await git(["rev-parse", `${at}^{tree}`], { cwd: mirror })).trim();
+    for (const [path, commit] of [
+      ["w04", made.commit],
+      ["w03", fixture.spec.checkouts[3]!.base_commit],
+    ] as const) {
+      const unpacked = join(dir, path);
+      mkdirSync(unpacked);
+      execFileSync("tar", [
+        "--no-same-owner",
+        "-xf",
+        join(dir, "harbor", "tasks", `${id}.control`, HARBOR_TASK.environment, "checkouts", `${path}.tar`),
+        "-C",
+        unpacked,
+      ]);
+      // The checkout's one commit holds exactly the files of the commit the session runner provisions.
+      expect((await git(["rev-parse", "HEAD^{tree}"], { cwd: unpacked })).trim(), path).toBe(await tree(commit));
+    }
+    expect(await tree(made.commit)).not.toBe(await tree(later));
   });
 });

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { silentLogger } from "../../pipeline/logger.ts";
@@ -101,6 +102,13 @@ export async function harborFixture(dir: string): Promise<HarborFixture> {
     join(sessionsDir, "index.json"),
     JSON.stringify({ benchmark: "demo", sessions: [{ session_id: SESSION, file: `${SESSION}.json`, focus: FOCUS, locality: "far" }] }),
   );
+  // The focus's upstream change as history holds it (the squashed commit of its pull request, full index), as a derived checkout reverses it.
+  const repo = join(demo.corpus.dir, "repos", "demo-org__geometry");
+  const merged = execFileSync("git", ["log", "-1", "--format=%H", "--fixed-strings", `--grep=(#${FOCUS.split("-").pop()})`], {
+    cwd: repo,
+    encoding: "utf8",
+  }).trim();
+  const focusUpstream = execFileSync("git", ["diff", "--full-index", "--binary", `${merged}~1`, merged], { cwd: repo, encoding: "utf8" });
   const heldoutOf = (id: string) => {
     const r = records.get(id)!;
     return HeldoutTask.parse({
@@ -114,7 +122,10 @@ export async function harborFixture(dir: string): Promise<HarborFixture> {
       test_command: "python -m pytest",
       environment: { python: "3.11", pip_requirements: ["pytest"] },
       environment_as_of: "2024-03-06T09:00:00Z",
-      upstream: { patch: r.patch + r.test_patch, pull_number: null, merge_commit: null },
+      upstream:
+        id === FOCUS
+          ? { patch: focusUpstream, pull_number: null, merge_commit: merged }
+          : { patch: r.patch + r.test_patch, pull_number: null, merge_commit: null },
     });
   };
   for (const id of tasks) writeFileSync(join(emitted, "heldout", `${id}.json`), JSON.stringify(heldoutOf(id), null, 2));
