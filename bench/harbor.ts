@@ -157,8 +157,11 @@ try {
       await b.close();
     }
   };
+  /** Mean seconds a trial: the whole trial, its environment's setup, and its steps' agent and verifier phases summed. */
   const trialTimes = (job: string) => {
-    const phases = { environment_setup: [] as number[], agent_execution: [] as number[], verifier: [] as number[] };
+    type Phase = { started_at?: string; finished_at?: string } | null | undefined;
+    const secondsOf = (p: Phase) => (p?.started_at && p.finished_at ? (Date.parse(p.finished_at) - Date.parse(p.started_at)) / 1000 : 0);
+    const phases = { trial: [] as number[], environment: [] as number[], agent: [] as number[], verifier: [] as number[] };
     const walk = (d: string) => {
       for (const trial of readdirSync(d)) {
         const file = join(d, trial, "result.json");
@@ -166,16 +169,22 @@ try {
           if (lstatSync(join(d, trial)).isDirectory() && existsSync(join(d, trial, "config.json"))) walk(join(d, trial));
           continue;
         }
-        const result = JSON.parse(readFileSync(file, "utf8")) as Record<string, { started_at?: string; finished_at?: string } | undefined>;
-        for (const phase of Object.keys(phases) as (keyof typeof phases)[]) {
-          const p = result[phase];
-          if (p?.started_at && p.finished_at) phases[phase].push((Date.parse(p.finished_at) - Date.parse(p.started_at)) / 1000);
-        }
+        const result = JSON.parse(readFileSync(file, "utf8")) as {
+          started_at?: string;
+          finished_at?: string;
+          environment_setup?: Phase;
+          step_results?: { agent_execution?: Phase; verifier?: Phase }[] | null;
+        };
+        const steps = result.step_results ?? [];
+        phases.trial.push(secondsOf(result));
+        phases.environment.push(secondsOf(result.environment_setup));
+        phases.agent.push(steps.reduce((n, s) => n + secondsOf(s.agent_execution), 0));
+        phases.verifier.push(steps.reduce((n, s) => n + secondsOf(s.verifier), 0));
       }
     };
     walk(join(jobsDir, job));
     const mean = (xs: number[]) => (xs.length ? (xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(1) : "-");
-    return `mean s a trial: environment ${mean(phases.environment_setup)}, agent ${mean(phases.agent_execution)}, verifier ${mean(phases.verifier)}`;
+    return `mean s a trial: ${mean(phases.trial)} (environment ${mean(phases.environment)}, the steps' agents ${mean(phases.agent)}, the steps' verifiers ${mean(phases.verifier)})`;
   };
   const resolvedOf = (reports: { report: VerificationReport }[], condition: string) =>
     reports.filter((r) => r.report.condition === condition && r.report.resolved).length;
