@@ -6,7 +6,7 @@
  *
  * and inside pipeline/, each folder imports only the folders below it:
  *
- *   model-endpoint, export
+ *   model-endpoint, harbor (the Harbor wing: export, and reading Harbor's jobs back into the report)
  *   → session, fidelity, report
  *     → project (a config and its work directory, opened once by every entrance)
  *       → engine (the stage engine), verifier, machine (what this machine has for a run)
@@ -38,7 +38,7 @@ const LAYERS = {
   fidelity: ["project", "engine", "profiles", "executors", "checkouts", "changes", "test-results"],
   report: ["session"],
   "model-endpoint": ["session", "project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
-  export: ["session", "project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
+  harbor: ["report", "session", "project", "engine", "verifier", "profiles", "executors", "checkouts", "changes", "test-results"],
 };
 
 const folderRules = Object.entries(LAYERS).map(([folder, below]) => ({

@@ -6,7 +6,7 @@
 // Paths are mounted at their own paths, because the engine resolves the bind mounts Harbor asks
 // for (a trial's agent/ and verifier/) on this machine.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync, copyFileSync } from "node:fs";
 import { createServer, createConnection, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -43,15 +43,26 @@ export function ensureHarborImage(caBundle: string): number {
   }
 }
 
-/** Runs a command in the Harbor container; `mounts` are mounted at their own paths. Resolves to its exit status and output. */
+/**
+ * Runs a command in the Harbor container; `mounts` are mounted at their own paths. Resolves to its
+ * exit status and output. `uid`: Harbor runs as that user (with the Docker socket's group), as a
+ * researcher's Harbor runs as theirs. It matters: after every step Harbor's local Docker
+ * environment gives the trial's log directories (the agent's conversation among them) to the user
+ * it runs as, so an agent of another uid cannot read its own conversation at the next step.
+ */
 export function harbor(
   args: string[],
-  options: { mounts: string[]; cwd: string; env?: Record<string, string>; log?: string },
+  options: { mounts: string[]; cwd: string; env?: Record<string, string>; log?: string; uid?: number },
 ): Promise<{ code: number; output: string; seconds: number }> {
   const started = Date.now();
+  const user =
+    options.uid === undefined
+      ? []
+      : ["--user", `${options.uid}:${options.uid}`, "--group-add", String(statSync("/var/run/docker.sock").gid), "-e", "HOME=/tmp"];
   const argv = [
     "run",
     "--rm",
+    ...user,
     "-v",
     "/var/run/docker.sock:/var/run/docker.sock",
     ...options.mounts.flatMap((m) => ["-v", `${m}:${m}`]),
@@ -88,11 +99,17 @@ export function egressControlAvailable(): boolean {
   );
 }
 
-/** The address of this machine on Docker's default bridge: where a task's container reaches this machine. */
+/**
+ * The address of this machine on Docker's default bridge: where a task's container reaches this
+ * machine. The bridge's IPAM says it, or (an engine that records only the subnet, as 20.10 may)
+ * the subnet's first address is the bridge's, as Docker assigns it.
+ */
 export function bridgeGateway(): string {
-  const out = spawnSync("docker", ["network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"], { encoding: "utf8" });
-  const gateway = out.stdout.trim();
-  if (out.status !== 0 || !/^\d+\.\d+\.\d+\.\d+$/.test(gateway)) throw new Error(`cannot read the bridge network's gateway: ${out.stderr}`);
+  const out = spawnSync("docker", ["network", "inspect", "bridge", "--format", "{{json (index .IPAM.Config 0)}}"], { encoding: "utf8" });
+  const config = out.status === 0 ? (JSON.parse(out.stdout) as { Gateway?: string; Subnet?: string }) : {};
+  const subnet = /^(\d+\.\d+\.\d+)\.0\/\d+$/.exec(config.Subnet ?? "");
+  const gateway = config.Gateway || (subnet ? `${subnet[1]}.1` : "");
+  if (!/^\d+\.\d+\.\d+\.\d+$/.test(gateway)) throw new Error(`cannot read the bridge network's gateway: ${out.stdout}${out.stderr}`);
   return gateway;
 }
 

@@ -1,51 +1,45 @@
 // The demo benchmark run by Harbor (docs/HARBOR.md): the demo built from its corpus, exported as a
-// Harbor dataset (switch-swe export harbor), checked with Harbor's own task lint, then run with
-// Harbor's local Docker environment: Harbor's oracle over every task (the reference resolves each
-// focus task), Harbor's nop agent over every task (nothing resolves), and one real harness through
-// the session agent (switch_swe_harbor) against the scripted `solve` model on loopback, for one
-// switched session and its control, beside `session run-all` of the same harness in the focus
-// task's environment on the same sessions. `report --harbor` then builds the tables from each job,
-// and the verdicts and usage of the two runners are printed side by side. Harbor runs in a
-// container (bench/harbor-runner.ts); every step's seconds are printed.
-// Usage: npm run bench:harbor [-- --harness claude-code --session session-demo-org__geometry-20 --sessions 4|ID,ID --jobs 2 --steps lint,oracle,nop,harness --keep DIR]
-// --sessions exports a sample (a count: the harness's session and the next ones of the benchmark's list; or ids, the harness's session added), default all.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+// Harbor dataset of multi-step tasks (switch-swe export harbor), its size measured (on disk, and
+// as it would be with each task holding its own copies), checked with Harbor's own task lint, then
+// run with Harbor's local Docker environment: Harbor's oracle through the steps over every task (it
+// resolves each focus task), Harbor's nop agent over every task (nothing resolves), Harbor's own
+// installed agents (Claude Code, Codex CLI, OpenCode) resuming their conversation from step to
+// step against the scripted `solve` model on one switched session and its control, beside
+// `session run-all` of the same harness on the same session; and Claude Code and Codex CLI with
+// switch-swe's context relay (+Router, +RCM) between them and the model, so that Table 3 comes
+// from Harbor jobs. `report --harbor` builds the tables from each job. Harbor runs in a container
+// (bench/harbor-runner.ts); every step's seconds are printed.
+// Usage: npm run bench:harbor [-- --session ID --sessions N|ID,ID --jobs 2 --steps size,lint,oracle,nop,agents,relays --harnesses claude-code,codex,opencode --keep DIR]
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { exportHarbor } from "../pipeline/export/harbor.ts";
+import { BenchmarkLayout } from "../pipeline/benchmark-layout.ts";
 import { buildNetworkSettings } from "../pipeline/executors/types.ts";
+import { exportHarbor } from "../pipeline/harbor/export.ts";
+import { loadHarborReports } from "../pipeline/harbor/job.ts";
+import { taskDirName } from "../pipeline/harbor/layout.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { benchmarkKnowledge } from "../pipeline/model-endpoint/knowledge.ts";
 import { ModelEndpoint } from "../pipeline/model-endpoint/server.ts";
 import { OpenedBenchmark } from "../pipeline/project/benchmark.ts";
 import { runProjectOnce } from "../pipeline/project/project.ts";
-import { loadHarborReports } from "../pipeline/report/harbor-job.ts";
 import { writeReport, writeResultsReport } from "../pipeline/report/results.ts";
 import { SessionIndex } from "../pipeline/schemas/session.ts";
 import type { VerificationReport } from "../pipeline/schemas/verification.ts";
-import { installAgent } from "../pipeline/session/install.ts";
 import { DEFAULT_TOOLS_DIR, loadAgent } from "../pipeline/session/agents.ts";
+import { installAgent } from "../pipeline/session/install.ts";
 import { runAllSessions } from "../pipeline/session/runs.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
-import { BenchmarkLayout } from "../pipeline/benchmark-layout.ts";
-import {
-  bridgeGateway,
-  egressControlAvailable,
-  ensureHarborImage,
-  forwardFromBridge,
-  harbor,
-  harborTaskImages,
-  HARBOR_VERSION,
-  removeImagesSince,
-} from "./harbor-runner.ts";
+import { conversationGrowth, type Harness, HARBOR_AGENTS, runAgentJob } from "./harbor-agents.ts";
+import { egressControlAvailable, ensureHarborImage, harbor, harborTaskImages, HARBOR_VERSION, removeImagesSince } from "./harbor-runner.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1]! : fallback;
 };
-const harness = arg("harness", "claude-code");
-const steps = new Set(arg("steps", "lint,oracle,nop,harness").split(","));
+const steps = new Set(arg("steps", "size,lint,oracle,nop,agents,relays").split(","));
+const harnesses = arg("harnesses", "claude-code,codex,opencode").split(",") as Harness[];
 const jobs = arg("jobs", "2");
 const keep = process.argv.includes("--keep") ? resolve(arg("keep", "")) : undefined;
 const toolsDir = resolve(DEFAULT_TOOLS_DIR);
@@ -55,19 +49,43 @@ const log = createLogger({ level: "warn", write: (line) => process.stderr.write(
 const dir = keep ?? mkdtempSync(join(tmpdir(), "switch-swe-bench-harbor-"));
 const imagesBefore = harborTaskImages();
 mkdirSync(dir, { recursive: true });
-/** The sessions to export: every one (undefined), a count starting at the harness's session (in the list's order, wrapping), or ids. */
+const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
+
+/** The sessions to export: every one (undefined), a count starting at the agents' session (in the list's order, wrapping), or ids. */
 function sampleOf(all: string[], first: string, spec: string): string[] | undefined {
   if (!spec) return undefined;
   if (!/^\d+$/.test(spec)) return [...new Set([first, ...spec.split(",")])];
   const start = all.indexOf(first);
   return Array.from({ length: Math.min(Number(spec), all.length) }, (_, i) => all[(start + i) % all.length]!);
 }
-const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
+
+/** Bytes under `root`: as stored (a hard-linked file once), and as it would be with every path a copy of its own. */
+function sizes(root: string): { stored: number; copies: number; files: number } {
+  const seen = new Set<number>();
+  let stored = 0;
+  let copies = 0;
+  let files = 0;
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const path = join(d, name);
+      const stat = lstatSync(path);
+      if (stat.isDirectory()) walk(path);
+      else {
+        files++;
+        copies += stat.size;
+        if (!seen.has(stat.ino)) (seen.add(stat.ino), (stored += stat.size));
+      }
+    }
+  };
+  walk(root);
+  return { stored, copies, files };
+}
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 try {
   let t = Date.now();
   const built = ensureHarborImage(caBundle);
-  console.log(`Harbor ${HARBOR_VERSION} in ${"switch-swe-harbor"}: ${built ? `image built in ${built.toFixed(0)} s` : "image present"}`);
+  console.log(`Harbor ${HARBOR_VERSION} in switch-swe-harbor: ${built ? `image built in ${built.toFixed(0)} s` : "image present"}`);
   t = Date.now();
   const demo = await prepareDemoCopy(join(dir, "demo-copy"));
   const run = await runProjectOnce(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
@@ -94,14 +112,23 @@ try {
     out: dataset,
     sessions: sample,
     conditions: ["control", "switched"],
-    adapters: [resolve("data/agents", `${harness}-environment.yaml`)],
+    messages: loadAgent("data/agents/claude-code.yaml"),
     images: { caBundle: readFileSync(caBundle, "utf8") },
     agentUser: { name: "agent", uid: 1000 },
-    pollSeconds: 1,
     verifierNetwork,
     log,
   }).finally(() => opened.close());
-  console.log(`export: ${exported.tasks.length} tasks in ${seconds(t)} s`);
+  const exportedSessions = exported.tasks.length / 2;
+  console.log(`export: ${exported.tasks.length} tasks (${exportedSessions} sessions) in ${seconds(t)} s`);
+  if (steps.has("size")) {
+    const all = sizes(dataset);
+    const shared = sizes(join(dataset, "shared"));
+    const verifier = sizes(join(dataset, "shared", "verifier"));
+    console.log(
+      `size: ${mb(all.stored)} on disk (${all.files} paths), ${mb(all.copies)} with every task holding its own copies; per session ${mb(all.stored / exportedSessions)} stored, ` +
+        `${mb((all.stored - verifier.stored) / exportedSessions)} without the verifier's Node and program (${mb(verifier.stored)}, stored once); shared/ ${mb(shared.stored)}`,
+    );
+  }
 
   const tasks = join(dataset, "tasks");
   const mounts = [dir, toolsDir];
@@ -130,19 +157,34 @@ try {
       await b.close();
     }
   };
+  /** Mean seconds a trial: the whole trial, its environment's setup, and its steps' agent and verifier phases summed. */
   const trialTimes = (job: string) => {
-    const phases = { environment_setup: [] as number[], agent_execution: [] as number[], verifier: [] as number[] };
-    for (const trial of readdirSync(join(jobsDir, job))) {
-      const file = join(jobsDir, job, trial, "result.json");
-      if (!existsSync(file)) continue;
-      const result = JSON.parse(readFileSync(file, "utf8")) as Record<string, { started_at?: string; finished_at?: string } | undefined>;
-      for (const phase of Object.keys(phases) as (keyof typeof phases)[]) {
-        const p = result[phase];
-        if (p?.started_at && p.finished_at) phases[phase].push((Date.parse(p.finished_at) - Date.parse(p.started_at)) / 1000);
+    type Phase = { started_at?: string; finished_at?: string } | null | undefined;
+    const secondsOf = (p: Phase) => (p?.started_at && p.finished_at ? (Date.parse(p.finished_at) - Date.parse(p.started_at)) / 1000 : 0);
+    const phases = { trial: [] as number[], environment: [] as number[], agent: [] as number[], verifier: [] as number[] };
+    const walk = (d: string) => {
+      for (const trial of readdirSync(d)) {
+        const file = join(d, trial, "result.json");
+        if (!existsSync(file)) {
+          if (lstatSync(join(d, trial)).isDirectory() && existsSync(join(d, trial, "config.json"))) walk(join(d, trial));
+          continue;
+        }
+        const result = JSON.parse(readFileSync(file, "utf8")) as {
+          started_at?: string;
+          finished_at?: string;
+          environment_setup?: Phase;
+          step_results?: { agent_execution?: Phase; verifier?: Phase }[] | null;
+        };
+        const steps = result.step_results ?? [];
+        phases.trial.push(secondsOf(result));
+        phases.environment.push(secondsOf(result.environment_setup));
+        phases.agent.push(steps.reduce((n, s) => n + secondsOf(s.agent_execution), 0));
+        phases.verifier.push(steps.reduce((n, s) => n + secondsOf(s.verifier), 0));
       }
-    }
+    };
+    walk(join(jobsDir, job));
     const mean = (xs: number[]) => (xs.length ? (xs.reduce((a, b) => a + b, 0) / xs.length).toFixed(1) : "-");
-    return `mean s a trial: environment ${mean(phases.environment_setup)}, agent ${mean(phases.agent_execution)}, verifier ${mean(phases.verifier)}`;
+    return `mean s a trial: ${mean(phases.trial)} (environment ${mean(phases.environment)}, the steps' agents ${mean(phases.agent)}, the steps' verifiers ${mean(phases.verifier)})`;
   };
   const resolvedOf = (reports: { report: VerificationReport }[], condition: string) =>
     reports.filter((r) => r.report.condition === condition && r.report.resolved).length;
@@ -157,92 +199,80 @@ try {
     });
     const r = await report(agent);
     console.log(
-      `harbor run -a ${agent}, ${exported.tasks.length} tasks, -n ${jobs}: exit ${ran.code} in ${seconds(t)} s; resolved control ${resolvedOf(r.reports, "control")}/${exported.tasks.length / 2}, switched ${resolvedOf(r.reports, "switched")}/${exported.tasks.length / 2}; ${r.problems.length} problem(s)${r.problems.length ? `: ${r.problems[0]}` : ""}; ${trialTimes(agent)}`,
+      `harbor run -a ${agent}, ${exported.tasks.length} tasks, -n ${jobs}: exit ${ran.code} in ${seconds(t)} s; resolved control ${resolvedOf(r.reports, "control")}/${exportedSessions}, switched ${resolvedOf(r.reports, "switched")}/${exportedSessions}; ${r.problems.length} problem(s)${r.problems.length ? `: ${r.problems.slice(0, 3).join(" | ")}` : ""}; ${trialTimes(agent)}`,
     );
   }
 
-  if (steps.has("harness")) await compareHarness();
-
-  async function compareHarness() {
-    const agent = loadAgent(join("data", "agents", `${harness}-environment.yaml`));
-    await installAgent(agent, toolsDir);
-    const b = bench();
-    const knowledge = await benchmarkKnowledge(b).finally(() => b.close());
-    // One endpoint for each runner: its prompt cache lives as long as it does, so a shared one would
-    // serve the second runner's first requests from the first runner's calls (the same tokens, split
-    // otherwise between input and cached input). One trial at a time, as run-all's one job.
-    const endpoint = await ModelEndpoint.start({ script: "solve", knowledge });
-    const forward = await forwardFromBridge(bridgeGateway(), Number(new URL(endpoint.url).port));
-    const runAllEndpoint = await ModelEndpoint.start({ script: "solve", knowledge });
-    try {
+  const opened2 = bench();
+  const knowledge = await benchmarkKnowledge(opened2).finally(() => opened2.close());
+  const sessionTasks = [taskDirName(session, "control"), taskDirName(session, "switched")].map((n) => `*${n}`);
+  const agentContext = { dataset, jobsDir, toolsDir, mounts, cwd: dir, knowledge, log };
+  if (steps.has("agents"))
+    for (const harness of harnesses) {
       rmSync(join(jobsDir, harness), { recursive: true, force: true });
-      for (const old of ["run-all", "run-all-work"]) rmSync(join(dir, old), { recursive: true, force: true });
-      t = Date.now();
-      const ran = await harbor(
-        [
-          "harbor",
-          "run",
-          "-p",
-          tasks,
-          "-i",
-          `*${session}.*`,
-          "-n",
-          "1",
-          "--jobs-dir",
-          jobsDir,
-          "--job-name",
-          harness,
-          "-y",
-          "--no-delete",
-          "--agent",
-          "switch_swe_harbor.agent:SwitchSweSession",
-          "--agent-kwarg",
-          `harness=${harness}`,
-          "--agent-kwarg",
-          `tools_dir=${toolsDir}`,
-          "--agent-kwarg",
-          `model_url=${forward.url}`,
-          "--agent-kwarg",
-          "model_key_env=SWITCH_SWE_BENCH_KEY",
-        ],
-        { mounts, cwd: dir, env: { PYTHONPATH: dataset, SWITCH_SWE_BENCH_KEY: "switch-swe-loopback" }, log: join(dir, `${harness}.log`) },
-      );
-      const harborSeconds = seconds(t);
-      const harborCalls = endpoint.calls.length;
+      const ran = await runAgentJob({ harness, configuration: harness, tasks: sessionTasks }, agentContext);
+      const growth = conversationGrowth(ran.endpoint, knowledge);
       const viaHarbor = await report(harness);
+      console.log(
+        `Harbor's ${harness} (--resume-trajectory), session ${session}: exit ${ran.codes.join(",")} in ${ran.seconds.toFixed(1)} s, ${ran.endpoint.calls.length} model calls; ` +
+          `requests each call's conversation carries: ${growth.requestsSeen.join(" ")} (${growth.restarts} restart(s): 1 is the second trial's)`,
+      );
+      for (const problem of viaHarbor.problems) console.log(`  report problem: ${problem}`);
+      await compareWithRunAll(harness, viaHarbor.reports);
+      console.log(`\nreport --harbor (${harness}):\n${viaHarbor.table}`);
+    }
+  if (steps.has("relays"))
+    for (const harness of harnesses.filter((h) => h !== "opencode"))
+      for (const relay of ["router", "rcm"] as const) {
+        const configuration = `${harness}-${relay}`;
+        rmSync(join(jobsDir, configuration), { recursive: true, force: true });
+        const ran = await runAgentJob({ harness, configuration, relay, tasks: sessionTasks }, agentContext);
+        const viaHarbor = await report(configuration);
+        console.log(
+          `Harbor's ${harness} through switch-swe's relay (${relay}), session ${session}: exit ${ran.codes.join(",")} in ${ran.seconds.toFixed(1)} s, ${ran.endpoint.calls.length} model calls; resolved control ${resolvedOf(viaHarbor.reports, "control")}/1, switched ${resolvedOf(viaHarbor.reports, "switched")}/1; ${viaHarbor.problems.length} problem(s)`,
+        );
+        for (const problem of viaHarbor.problems) console.log(`  report problem: ${problem}`);
+      }
+  if (steps.has("relays") || steps.has("agents")) {
+    const all = await report(".");
+    console.log(`\nreport --harbor over every job:\n${all.table}`);
+  }
+
+  /** The same session run by `session run-all` with the same harness in the focus task's environment, its own endpoint; verdicts and usage side by side. */
+  async function compareWithRunAll(harness: Harness, viaHarbor: { report: VerificationReport }[]) {
+    const agent = loadAgent(join("data", "agents", HARBOR_AGENTS[harness].adapter));
+    await installAgent(agent, toolsDir);
+    const endpoint = await ModelEndpoint.start({ script: "solve", knowledge });
+    try {
+      for (const old of [`run-all-${harness}`, `run-all-work-${harness}`]) rmSync(join(dir, old), { recursive: true, force: true });
       t = Date.now();
       const direct = await runAllSessions(bench(), {
         manifest,
         conditions: ["control", "switched"],
         agent,
-        out: join(dir, "run-all", harness),
-        work: join(dir, "run-all-work"),
+        out: join(dir, `run-all-${harness}`, harness),
+        work: join(dir, `run-all-work-${harness}`),
         jobs: 1,
         log,
         only: [session],
-        model: { url: runAllEndpoint.url, key: "switch-swe-loopback" },
+        model: { url: endpoint.url, key: "switch-swe-loopback" },
         toolsDir,
       });
-      console.log(
-        `${harness} ${agent.install!.version}, session ${session}, solve script: harbor run exit ${ran.code} in ${harborSeconds} s (${harborCalls} model calls); run-all in ${seconds(t)} s (${runAllEndpoint.calls.length} model calls); ${trialTimes(harness)}`,
-      );
-      for (const problem of viaHarbor.problems) console.log(`  report problem: ${problem}`);
+      console.log(`  session run-all (${agent.name}) in ${seconds(t)} s, ${endpoint.calls.length} model calls`);
       for (const condition of ["control", "switched"] as const) {
-        const h = viaHarbor.reports.find((r) => r.report.condition === condition)?.report;
+        const h = viaHarbor.find((r) => r.report.condition === condition)?.report;
         const d = direct.ran.find((r) => r.condition === condition);
         const usage = (r?: VerificationReport) => JSON.stringify(r?.behaviour?.usage?.all ?? null);
         console.log(`  ${condition}: harbor ${h?.resolved ? "resolved" : "not resolved"}, run-all ${d?.resolved ? "resolved" : "not resolved"}`);
+        console.log(`    usage harbor  ${usage(h)}\n    usage run-all ${usage(d)}`);
         console.log(
-          `    usage harbor  ${usage(h)}\n    usage run-all ${usage(d)}\n    same usage: ${usage(h) === usage(d)}; Switch-Focus same: ${JSON.stringify(h?.behaviour?.usage?.focus_resumed) === JSON.stringify(d?.behaviour?.usage?.focus_resumed)}`,
+          `    cross-task writes harbor ${h?.behaviour?.cross_task_write_requests ?? "-"}, run-all ${d?.behaviour?.cross_task_write_requests ?? "-"}; requests ${h?.behaviour?.requests ?? "-"} / ${d?.behaviour?.requests ?? "-"}`,
         );
       }
-      console.log(`\nreport --harbor (${harness}):\n${viaHarbor.table}`);
-      const runAllReport = await writeResultsReport(join(dir, "run-all"), sessionsDir, join(dir, "reports", "run-all"));
-      console.log(`report --results (run-all):\n${readFileSync(runAllReport.files[0]!, "utf8")}`);
+      const runAllReport = await writeResultsReport(join(dir, `run-all-${harness}`), sessionsDir, join(dir, "reports", `run-all-${harness}`));
+      console.log(`  report --results (run-all):\n${readFileSync(runAllReport.files[0]!, "utf8")}`);
     } finally {
-      await forward.close();
       await endpoint.close();
-      await runAllEndpoint.close();
     }
   }
 } finally {

@@ -1,5 +1,5 @@
 import { readdirSync, renameSync, rmSync } from "node:fs";
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { link as linkFile, mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { writingTo } from "./failures.ts";
 
@@ -118,7 +118,10 @@ export async function replaceDirectoryAtomic(dir: string, files: ReadonlyMap<str
  */
 export async function replaceDirectoryWith(
   dir: string,
-  fill: (write: (path: string, content: string | Uint8Array) => Promise<void>) => Promise<void>,
+  fill: (
+    write: (path: string, content: string | Uint8Array, mode?: number) => Promise<void>,
+    link: (path: string, existing: string) => Promise<void>,
+  ) => Promise<void>,
   mayReplace: (existing: string[]) => boolean,
 ): Promise<void> {
   const existing = listTree(dir);
@@ -131,10 +134,10 @@ export async function replaceDirectoryWith(
   await mkdir(staging, { recursive: true });
   try {
     const written = new Set<string>();
-    const write = async (path: string, content: string | Uint8Array) => {
+    const write = async (path: string, content: string | Uint8Array, mode = 0o644) => {
       const target = join(staging, path);
       await mkdir(dirname(target), { recursive: true });
-      const handle = await open(target, "w", 0o644);
+      const handle = await open(target, "w", mode);
       try {
         await handle.writeFile(content);
         await handle.sync();
@@ -143,7 +146,15 @@ export async function replaceDirectoryWith(
       }
       written.add(path);
     };
-    await fill(write);
+    // A file the tree holds in several places, stored once: `path` is made a hard link to `existing`, written before.
+    const link = async (path: string, existing: string) => {
+      if (!written.has(existing)) throw new Error(`${existing}: not written before ${path} links to it`);
+      const target = join(staging, path);
+      await mkdir(dirname(target), { recursive: true });
+      await linkFile(join(staging, existing), target);
+      written.add(path);
+    };
+    await fill(write, link);
     await write(PUBLISH_MARKER, JSON.stringify({ files: [...written].sort() }, null, 2) + "\n");
     for (const sub of new Set([...written].map((p) => dirname(join(staging, p))))) await fsyncDirectory(sub);
   } catch (error) {

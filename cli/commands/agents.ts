@@ -1,4 +1,6 @@
 import type { Command } from "commander";
+import { resolve } from "node:path";
+import { harborAgentMount } from "../../pipeline/harbor/agent-mounts.ts";
 import { installAgent } from "../../pipeline/session/install.ts";
 import { DEFAULT_TOOLS_DIR, loadAgent } from "../../pipeline/session/agents.ts";
 import { type ExitCode, type Io, requirePath } from "../io.ts";
@@ -19,6 +21,24 @@ export function registerAgents(program: Command, io: Io, exit: ExitCode): void {
           const { dir, installed } = await installAgent(agent, opts.toolsDir);
           io.out(`${agent.name}: ${agent.install!.package} ${agent.install!.version} ${installed ? "installed in" : "already in"} ${dir}\n`);
         }
+        return 0;
+      }),
+    );
+  agents
+    .command("harbor-mounts")
+    .description(
+      "Harbor's --mounts for its own agents of these harnesses, each mounting the one installed here, so Harbor skips its install from the network (docs/HARBOR.md)",
+    )
+    .argument("<adapter...>", "agent descriptions (data/agents/*-environment.yaml) of installed harnesses")
+    .option("--tools-dir <dir>", "where the harnesses were installed", DEFAULT_TOOLS_DIR)
+    .addHelpText(
+      "after",
+      '\nExample:\n  harbor run -p tasks -a claude-code --mounts "$(switch-swe agents harbor-mounts data/agents/claude-code-environment.yaml)" ...',
+    )
+    .action(
+      exit.act(async (adapters: string[], opts) => {
+        for (const file of adapters) requirePath("<adapter>", file, "file");
+        io.out(JSON.stringify(adapters.map((file) => harborAgentMount(loadAgent(file), resolve(opts.toolsDir)))) + "\n");
         return 0;
       }),
     );

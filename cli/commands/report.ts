@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { silentLogger } from "../../pipeline/logger.ts";
 import { Project } from "../../pipeline/project/project.ts";
-import { loadHarborReports } from "../../pipeline/report/harbor-job.ts";
+import { loadHarborReports } from "../../pipeline/harbor/job.ts";
 import { writeReport, writeResultsReport } from "../../pipeline/report/results.ts";
 import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";

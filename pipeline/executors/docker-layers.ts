@@ -6,10 +6,8 @@ import { DEBIAN_FOR_PYTHON } from "./base-images.ts";
 import { demultiplex, engineFault, holdLifeline, withLifeline } from "./containers.ts";
 import { BuildFailed, buildFailure, buildNetworkSettings, InfrastructureFault, saveBuildLog } from "./types.ts";
 
-/** Where an environment's pieces sit inside its image. */
-export const IN_IMAGE = { venv: "/env", config: "/opt/switch-swe", cache: "/uv-cache", work: "/work", baseFiles: "/opt/switch-swe/base-files.txt" };
-/** The PATH of every container made from an environment's image. */
-export const RUN_PATH = "PATH=/env/bin:/usr/local/bin:/usr/bin:/bin";
+import { IN_IMAGE, RUN_PATH } from "./in-image.ts";
+export { IN_IMAGE, RUN_PATH };
 
 /** The Python versions the Debian base images give, for messages. */
 export const describeSuites = () =>

@@ -34,18 +34,13 @@ import { type BaseRevision } from "../checkouts/checkout.ts";
 
 import { BASE_REPOSITORY, BaseImages, DEBIAN_FOR_PYTHON } from "./base-images.ts";
 import { demultiplex, engineFault, holdLifeline, waitOrKill, withLifeline } from "./containers.ts";
-import { buildLayer, describeSuites, IN_IMAGE, type LayerSettings, RUN_PATH } from "./docker-layers.ts";
+import { buildLayer, describeSuites, type LayerSettings } from "./docker-layers.ts";
+import { GUARDED_RUN_ENV, IN_IMAGE, RUN_ENV, RUN_USER } from "./in-image.ts";
 export { demultiplex, dockerAvailable } from "./containers.ts";
 export { BASE_REPOSITORY, buildBaseImage, DEBIAN_FOR_PYTHON } from "./base-images.ts";
 export const ENV_REPOSITORY = "switch-swe-env";
 export const REVISION_REPOSITORY = "switch-swe-rev";
 const LABEL = "org.switch-swe.environment";
-/**
- * A guarded run's tests (a submission's) run as this user (Debian's `nobody`), with no
- * capabilities: the environment, the runner and its configuration belong to root and cannot be
- * changed by the code under test. A revision image's prepared checkout belongs to it.
- */
-export const RUN_USER = "65534:65534";
 
 /**
  * The base image for a Python version, and the interpreter in it: the Debian suite whose python3 is
@@ -65,11 +60,8 @@ export interface DockerLimits {
 
 export const DEFAULT_LIMITS: DockerLimits = { memoryBytes: 2 * 1024 ** 3, pids: 512, cpus: 1 };
 
-/** A test run's whole environment (a guarded run's adds who it runs as): nothing from the host's. */
-export const RUN_ENV = [RUN_PATH, "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"];
-export const GUARDED_RUN_ENV = [...RUN_ENV, "USER=nobody", "LOGNAME=nobody"];
-/** Where an environment's pieces sit inside its image (the Harbor export builds the same layout). */
-export { IN_IMAGE };
+/** Where an environment's pieces sit inside its image, who a guarded run runs as, a run's environment (in-image.ts). */
+export { GUARDED_RUN_ENV, IN_IMAGE, RUN_ENV, RUN_USER };
 
 export interface DockerExecutorOptions {
   limits?: DockerLimits;

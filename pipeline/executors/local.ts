@@ -252,25 +252,8 @@ export class LocalExecutor implements Executor {
       const script = runScript(request.env.recipe, request.tests, layout, Boolean(request.guarded));
       const env = { ...BASE_ENV, PATH: `${join(venv, "bin")}:${BASE_ENV.PATH}`, HOME: results, VIRTUAL_ENV: venv };
       if (request.guarded) {
-        // The runner takes its token on standard input, so the script is a file; the channel is fd 3.
         await writeFile(join(results, "run.sh"), script);
-        const token = channelToken();
-        let reader: ChannelReader | undefined;
-        const done = await runProcess("bash", [join(results, "run.sh")], {
-          cwd: request.checkoutDir,
-          env,
-          timeoutSeconds: request.timeoutSeconds,
-          input: `${token}\n`,
-          ownPidNamespace: true,
-          killWhenOrphaned: true,
-          channel: (chunk, stop) => {
-            reader ??= new ChannelReader(token, stop);
-            reader.push(chunk);
-          },
-        });
-        // A run that timed out has nothing to say: its channel is not read.
-        const channel = done.timedOut ? undefined : (reader?.channel ?? { records: [], finished: false, foreign: [] });
-        return { timedOut: done.timedOut, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output, ...(channel ? { channel } : {}) };
+        return await runGuardedScript(join(results, "run.sh"), { cwd: request.checkoutDir, env, timeoutSeconds: request.timeoutSeconds });
       }
       const done = await runProcess("bash", ["-s"], {
         cwd: request.checkoutDir,
@@ -289,4 +272,32 @@ export class LocalExecutor implements Executor {
       await rm(results, { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * A guarded run's script, run on this machine in a PID namespace of its own: the runner takes its
+ * token on standard input (so the script is a file) and reports on fd 3, read as it arrives; the
+ * run is killed at the runner's finish record. A run that timed out has nothing to say: its
+ * channel is not read.
+ */
+export async function runGuardedScript(
+  scriptFile: string,
+  options: { cwd: string; env: Record<string, string>; timeoutSeconds: number },
+): Promise<TestRunResult> {
+  const token = channelToken();
+  let reader: ChannelReader | undefined;
+  const done = await runProcess("bash", [scriptFile], {
+    cwd: options.cwd,
+    env: options.env,
+    timeoutSeconds: options.timeoutSeconds,
+    input: `${token}\n`,
+    ownPidNamespace: true,
+    killWhenOrphaned: true,
+    channel: (chunk, stop) => {
+      reader ??= new ChannelReader(token, stop);
+      reader.push(chunk);
+    },
+  });
+  const channel = done.timedOut ? undefined : (reader?.channel ?? { records: [], finished: false, foreign: [] });
+  return { timedOut: done.timedOut, exitCode: done.code, wallSeconds: done.seconds, outputTail: done.output, ...(channel ? { channel } : {}) };
 }

@@ -110,7 +110,7 @@ const BUILD_PASSTHROUGH = [
   "UV_EXTRA_INDEX_URL",
   "UV_DEFAULT_INDEX",
 ];
-const CA_CANDIDATES = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE"];
+export const CA_CANDIDATES = ["SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE"];
 
 /**
  * What an environment build needs from the host to reach the package index: proxy and index

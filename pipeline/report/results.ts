@@ -93,7 +93,7 @@ export async function writeResultsReport(
   return writeReport(resultsDir, loadReports(resultsDir), sessionsDir, outDir, contextManagers);
 }
 
-/** The tables of reports already loaded (from a results directory, or a Harbor job: harbor-job.ts) from `source`. */
+/** The tables of reports already loaded (from a results directory, or Harbor's jobs: pipeline/harbor/job.ts) from `source`. */
 export async function writeReport(
   source: string,
   loaded: { reports: LoadedReport[]; problems: string[] },

@@ -25,8 +25,7 @@ export async function driveAgent(given: AgentRunOptions): Promise<AgentRunResult
   await mkdir(logs, { recursive: true });
   // The session's absolute paths (/workspace/w00, ...) map to directories of the same names here.
   const hostPath = (path: string) => join(workspace, basename(path));
-  for (const checkout of spec.checkouts)
-    await provisionCheckout(given.mirror, given.checkoutCommits.get(checkout.path) ?? checkout.base_commit, hostPath(checkout.path));
+  await provisionSessionCheckouts(spec, given.mirror, given.checkoutCommits, hostPath);
   const focusPath = focusPathOf(spec);
   const hashes: HashCache = new Map();
   const snapshots = new Map<string, Snapshot>();
@@ -57,6 +56,21 @@ export async function driveAgent(given: AgentRunOptions): Promise<AgentRunResult
     ...(requests.conversation ? { conversation: requests.conversation } : {}),
   };
   return { focusCheckout: focusCheckoutIn(runDir, spec), trajectoryFile, behaviour };
+}
+
+/**
+ * The session's checkouts, each made as the agent gets it (its commit's files, committed once: the
+ * base, or for a derived checkout the commit `commits` gives, made by sessionCheckoutCommits), at
+ * `dirOf(its session path)`: the one place a checkout is made from a session spec, for the session
+ * runner and the Harbor export alike.
+ */
+export async function provisionSessionCheckouts(
+  spec: SessionSpec,
+  mirror: string,
+  commits: ReadonlyMap<string, string>,
+  dirOf: (path: string) => string,
+): Promise<void> {
+  for (const checkout of spec.checkouts) await provisionCheckout(mirror, commits.get(checkout.path) ?? checkout.base_commit, dirOf(checkout.path));
 }
 
 const focusPathOf = (spec: SessionSpec) => spec.checkouts.find((c) => c.task_id === spec.focus)!.path;

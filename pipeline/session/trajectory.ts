@@ -4,7 +4,8 @@ import { addRouting, addUsage, NO_USAGE } from "./usage.ts";
 
 /** The behaviour the study discusses, from a run's trajectory. */
 export function summarise(
-  agent: Pick<AgentSpec, "name" | "usage" | "runs">,
+  /** `usage`: the reader of the agent's usage (a harness's output, or a Harbor agent's ATIF trajectory), when it reports any; `runs`: where the agent ran. */
+  agent: { name: string; usage?: string | undefined; runs: AgentSpec["runs"] },
   lines: TrajectoryRequest[],
   workLostFiles: number,
   runnerSeconds: number,
