@@ -124,7 +124,7 @@ describe("SWE-bench-family records enriched from GitHub", () => {
     const log = { ...offline.options.log, warn: (m: string) => lines.push(m), child: () => log } as typeof offline.options.log;
     await runProjectOnce({ ...offline.options, log }, { only: "mine" });
     await runProjectOnce(offline.options, { only: "split" });
-    expect(lines.some((l) => /50 SWE-bench-family record\(s\) not enriched from GitHub: no token/.test(l))).toBe(true);
+    expect(lines.some((l) => /62 SWE-bench-family record\(s\) not enriched from GitHub: no token/.test(l))).toBe(true);
     expect([...requestsOf(offline).values()].every((r) => r.length === 1)).toBe(true);
     // and no request was sent for them
     expect(offline.server.log).toEqual([]);

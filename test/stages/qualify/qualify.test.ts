@@ -60,7 +60,7 @@ describe("qualify on the demo corpus", () => {
 
   beforeAll(async () => {
     demo = await demoRunCopy();
-    expect(demo.summary.stages.find((s) => s.stage === "qualify")).toMatchObject({ status: "ran", in: 41 });
+    expect(demo.summary.stages.find((s) => s.stage === "qualify")).toMatchObject({ status: "ran", in: 53 });
     intents = new Map(
       (JSON.parse(readFileSync(join(demo.corpus.dir, "intents.json"), "utf8")) as PullIntent[]).map((i) => [`${i.repo.replace("/", "__")}-${i.number}`, i]),
     );
@@ -70,7 +70,7 @@ describe("qualify on the demo corpus", () => {
   it("finds every intended F2P test, excludes flaky ones as unstable, flags regressions", () => {
     const extensions = demoExtensions();
     expect(extensions.size).toBeGreaterThan(0);
-    expect(local.records).toHaveLength(41);
+    expect(local.records).toHaveLength(53);
     for (const record of local.records) {
       const intent = intents.get(record.task_id)!;
       // The pull request's F2P tests, and those of the task's benchmark-authored stages.
