@@ -12,16 +12,18 @@ import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { BenchmarkLayout } from "../pipeline/benchmark-layout.ts";
 import { HeldoutTask } from "../pipeline/schemas/heldout.ts";
 import { SessionSpec } from "../pipeline/schemas/session.ts";
 
 const { values } = parseArgs({ options: { manifests: { type: "string" }, uid: { type: "string", default: "1000" }, limit: { type: "string" } } });
 if (!values.manifests) throw new Error("--manifests DIR: the emitted benchmark (its sessions/ and heldout/) the Harbor dataset was exported from");
 const manifests = values.manifests;
+const layout = new BenchmarkLayout(manifests, join(manifests, "heldout"));
 const sessions = new Map(
-  readdirSync(join(manifests, "sessions"))
+  readdirSync(layout.sessionsDir)
     .filter((f) => f.startsWith("session-") && f.endsWith(".json"))
-    .map((f) => SessionSpec.parse(JSON.parse(readFileSync(join(manifests, "sessions", f), "utf8"))))
+    .map((f) => SessionSpec.parse(JSON.parse(readFileSync(join(layout.sessionsDir, f), "utf8"))))
     .map((s) => [s.session_id, s]),
 );
 
@@ -46,7 +48,7 @@ for (const image of images) {
     continue;
   }
   const focus = spec.focus;
-  const task = HeldoutTask.parse(JSON.parse(readFileSync(join(manifests, "heldout", `${focus}.json`), "utf8")));
+  const task = HeldoutTask.parse(JSON.parse(readFileSync(join(layout.heldoutDir, `${focus}.json`), "utf8")));
   const names = [
     ...new Set([...`${task.implementation_patch}\n${task.test_patch}`.matchAll(/^\+\s*(?:def|class)\s+([A-Za-z_]\w*)/gm)].map((m) => m[1]!)),
   ].sort();

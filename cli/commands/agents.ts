@@ -33,7 +33,7 @@ export function registerAgents(program: Command, io: Io, exit: ExitCode): void {
     .option("--tools-dir <dir>", "where the harnesses were installed", DEFAULT_TOOLS_DIR)
     .addHelpText(
       "after",
-      '\nExample:\n  harbor run -p tasks -a claude-code --mounts "$(switch-swe agents harbor-mounts data/agents/claude-code-environment.yaml)" ...',
+      '\nExample:\n  switch-swe agents harbor-mounts data/agents/claude-code-environment.yaml\n  harbor run -p tasks -a claude-code --mounts "$(switch-swe agents harbor-mounts data/agents/claude-code-environment.yaml)" ...',
     )
     .action(
       exit.act(async (adapters: string[], opts) => {
