@@ -156,11 +156,7 @@ async function checkStages(checking: Checking, file: { path: string; text: strin
   if (!split?.extensions?.length) return;
   for (const stage of split.extensions) answerFor(report, stage.field)!.notes.push(...outsideSources(stage.implementation_patch, upstream.sourceFiles));
   const qualified = await qualifyComposed(checking, split);
-  // Each stage's tests as qualify's runs collected them, else as its file declares them.
-  for (const stage of split.extensions) {
-    const collected = qualified.stageTests.find((s) => s.stage === stage.index)?.tests ?? [];
-    answerFor(report, stage.field)!.tests = collected.length ? collected : stage.tests;
-  }
+  for (const { field, tests } of stageTestsOf(split, qualified)) answerFor(report, field)!.tests = tests;
   finished(report, qualified.problems);
   await auditComposed(checking, split, qualified);
 }
@@ -253,12 +249,18 @@ async function qualifyComposed({ project, options, report }: Checking, split: Sp
   }
 }
 
+/** Each stage's tests as qualify's runs collected them, else as its file declares them (none collected: the audit reads what the file names). */
+function stageTestsOf(split: SplitChange, qualified: Qualified): { stage: number; field: string; tests: string[] }[] {
+  return split.extensions!.map((e) => {
+    const collected = qualified.stageTests.find((s) => s.stage === e.index)?.tests ?? [];
+    return { stage: e.index, field: e.field, tests: collected.length ? collected : e.tests };
+  });
+}
+
 /** The audit's hard findings on the composed stages, each on its stage; reconstruct's placement first. */
 async function auditComposed({ project, candidate, mirror, report }: Checking, split: SplitChange, qualified: Qualified): Promise<void> {
   const extensions = split.extensions!;
-  // Each stage's tests as collected, else as declared (none collected: the audit reads what the file names).
-  const collected = (index: number) => qualified.stageTests.find((s) => s.stage === index)?.tests ?? [];
-  const stageTests = extensions.map((e) => ({ stage: e.index, tests: collected(e.index).length ? collected(e.index) : e.tests }));
+  const stageTests = stageTestsOf(split, qualified);
   const { requests: upstream } = await upstreamRequests(project, candidate);
   let requests;
   try {
