@@ -11,6 +11,12 @@ export const ClassificationOverride = z.object({
   why: z.string().optional(),
 });
 
+/** A path inside the repository's checkout: relative, and never leaving it. */
+const CheckoutPath = z
+  .string()
+  .min(1)
+  .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "expected a path relative to the repository root, without '..'");
+
 export const ClassificationRules = z.object({
   overrides: z.array(ClassificationOverride).default([]),
   /** Directory names (path segments) that hold tests. */
@@ -31,6 +37,14 @@ export const ClassificationRules = z.object({
    * has `testing/python/*.py`) lists them, as its configuration does.
    */
   test_modules: z.array(z.string().min(1)).default(["test_*.py", "*_test.py", "tests.py"]),
+  /**
+   * The repository's own source that is the test runner (pytest's `src/_pytest`): files or
+   * directories. The verifier otherwise drops a submission's `_pytest/`, `pytest.py` or `pluggy/`
+   * as a stand-in for the runner; here they are the code under test, so they are applied. The
+   * guarded runner then runs on the submission's own runner code and cannot hold it to account:
+   * these paths are not watched as submitted code (docs/PIPELINE.md, "The verifier").
+   */
+  test_runner_source: z.array(CheckoutPath).default([]),
 });
 export type ClassificationRules = z.infer<typeof ClassificationRules>;
 
@@ -48,12 +62,6 @@ const Requirement = z
   .string()
   .min(1)
   .refine((r) => !/[;&|`$'"\\\n]/.test(r), "expected a requirement such as pytest>=6 (no quotes or shell characters)");
-/** A path inside the repository's checkout: relative, and never leaving it. */
-const CheckoutPath = z
-  .string()
-  .min(1)
-  .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "expected a path relative to the repository root, without '..'");
-
 /**
  * The test runner a repository's suite needs. Every runner's results come from a structured
  * report (JUnit XML), never from log text.

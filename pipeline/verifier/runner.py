@@ -26,9 +26,15 @@ README). What it does:
   code its file compiles to, compiled here from the file's content read before the run; classes
   defined by the submission must not compare equal to an object they cannot know;
 - an audit hook (which cannot be removed) watches what the submission's code does while it runs:
-  reading a test file, opening the results channel or the process's memory, or replacing a
-  function's code is a problem; walking the heap, taking the frames of tests, loading C code or
-  starting processes is reported as suspicious, which does not change the verdict.
+  reading a test module that ran or a conftest, opening the results channel or the process's
+  memory, or replacing a function's code is a problem; reading any other file of the test tree
+  (test data: the code under test of a static analyser or a documentation tool reads Python files
+  as its input), walking the heap, taking the frames of tests, loading C code or starting
+  processes is reported as suspicious, which does not change the verdict.
+
+Every object of the checkout is inspected as untrusted: an attribute that raises (a test-data
+module whose `__getattr__` raises anything, as astroid's has) is an object we cannot see into, never
+a crash of the runner.
 """
 
 import ast
@@ -98,6 +104,14 @@ def _send(kind, **fields):
 _relative_cache = {}
 
 
+def _attribute(obj, name, default=None):
+    """getattr that survives an object whose attribute lookup raises something other than AttributeError."""
+    try:
+        return getattr(obj, name, default)
+    except Exception:
+        return default
+
+
 def _checkout_relative(path):
     """A path of the checkout, relative to it; None for anything outside it (or not a path)."""
     if not isinstance(path, str) or not os.path.isabs(path):
@@ -139,6 +153,9 @@ class Findings:
 
 FINDINGS = Findings()
 _hook_state = threading.local()
+# Test-tree files the submission's code read while the tests ran (file -> the reading file), judged
+# once the session knows which files were test modules that ran.
+TEST_TREE_READS = {}
 
 
 def _acting_file(frame):
@@ -203,7 +220,7 @@ def _judge(event, args):
             if _through_display(frame, actor):
                 FINDINGS.add("suspicious", "%s read the test file %s while formatting a traceback or warning" % (actor, relative))
             else:
-                FINDINGS.add("problem", "the submission's %s read the test file %s while the tests ran" % (actor, relative))
+                TEST_TREE_READS.setdefault(relative, actor)
     elif event == "object.__setattr__":
         if args[1] == "__code__":
             actor = _acting_file(sys._getframe(2))
@@ -241,18 +258,18 @@ def _fingerprint():
 
     def add(key, value):
         if isinstance(value, property):
-            seen[key] = (value, getattr(value.fget, "__code__", None))
+            seen[key] = (value, _attribute(value.fget, "__code__"))
         elif isinstance(value, (staticmethod, classmethod)):
-            seen[key] = (value, getattr(value.__func__, "__code__", None))
+            seen[key] = (value, _attribute(value.__func__, "__code__"))
         elif callable(value):
-            seen[key] = (value, getattr(value, "__code__", None))
+            seen[key] = (value, _attribute(value, "__code__"))
 
     for module in WATCHED_MODULES:
         for name, value in list(vars(module).items()):
             if isinstance(value, type) and value.__module__ == module.__name__:
                 for attr, member in list(vars(value).items()):
                     add("%s.%s.%s" % (module.__name__, name, attr), member)
-            elif getattr(value, "__module__", None) == module.__name__:
+            elif _attribute(value, "__module__") == module.__name__:
                 add("%s.%s" % (module.__name__, name), value)
     add("os._exit", os._exit)
     add("os.write", os.write)
@@ -337,12 +354,12 @@ def _check_code(code, what, needs_file=True):
 def _functions_of(obj):
     """A callable and what it wraps (decorators), as functions."""
     seen = 0
-    obj = getattr(obj, "__func__", obj)
+    obj = _attribute(obj, "__func__", obj)
     while obj is not None and seen < 20:
-        if hasattr(obj, "__code__"):
+        if _attribute(obj, "__code__") is not None:
             yield obj
-        obj = getattr(obj, "__wrapped__", None)
-        obj = getattr(obj, "__func__", obj)
+        obj = _attribute(obj, "__wrapped__")
+        obj = _attribute(obj, "__func__", obj)
         seen += 1
 
 
@@ -403,6 +420,7 @@ class Guard:
                 problems.append("%s was replaced during the run" % key)
         problems.extend(self._hook_problems(session))
         problems.extend(self._test_code_problems(session))
+        problems.extend(_test_tree_read_problems(session))
         problems.extend(_equal_to_anything())
         self.final = (int(exitstatus), problems)
 
@@ -450,21 +468,42 @@ class Guard:
                     problems.append(problem)
         # Every function a test module defines (helpers and test classes included) is its file's code.
         for module in list(sys.modules.values()):
-            relative = _checkout_relative(getattr(module, "__file__", None))
+            relative = _checkout_relative(_attribute(module, "__file__"))
             if relative not in PROTECTED_SOURCE:
                 continue
             for name, value in list(vars(module).items()):
                 owners = [(name, value)]
-                if isinstance(value, type) and getattr(value, "__module__", None) == module.__name__:
+                if isinstance(value, type) and _attribute(value, "__module__") == module.__name__:
                     owners = [("%s.%s" % (name, attr), member) for attr, member in list(vars(value).items())]
                 for label, member in owners:
-                    function = getattr(member, "__func__", member)
-                    if hasattr(function, "__code__") and getattr(function, "__module__", None) == module.__name__:
+                    function = _attribute(member, "__func__", member)
+                    if _attribute(function, "__code__") is not None and _attribute(function, "__module__") == module.__name__:
                         # Generated methods (a dataclass's __init__) have no file, and are not tests.
                         problem = _check_function(function, "%s in %s" % (label, relative), needs_file=False)
                         if problem:
                             problems.append(problem)
         return sorted(set(problems))
+
+
+def _test_tree_read_problems(session):
+    """
+    The submission's reads of the test tree: a test module that ran (its expectations) or a
+    conftest is a problem; any other file of it is test data, which code under test may read as
+    its input (astroid resolves modules in it, Sphinx builds it): suspicious.
+    """
+    ran = set()
+    for item in getattr(session, "items", []):
+        path = _attribute(item, "path") or _attribute(item, "fspath")
+        relative = _checkout_relative(str(path)) if path is not None else None
+        if relative is not None:
+            ran.add(relative)
+    problems = []
+    for relative, actor in sorted(TEST_TREE_READS.items()):
+        if relative in ran or os.path.basename(relative) == "conftest.py":
+            problems.append("the submission's %s read the test file %s while the tests ran" % (actor, relative))
+        else:
+            FINDINGS.add("suspicious", "%s read %s, a file of the test tree that is not a test module that ran (test data)" % (actor, relative))
+    return problems
 
 
 class _Unknowable:
@@ -478,7 +517,7 @@ def _equal_to_anything():
         if not issubclass(type(obj), type):
             continue
         equal = obj.__dict__.get("__eq__")
-        code = getattr(equal, "__code__", None)
+        code = _attribute(equal, "__code__")
         if code is None or _checkout_relative(code.co_filename) not in SUBMITTED:
             continue
         try:
@@ -501,7 +540,7 @@ def _equal_to_anything():
 def _submitted_plugins(pluginmanager):
     problems = []
     for plugin in pluginmanager.get_plugins():
-        source = getattr(plugin, "__file__", None) if isinstance(plugin, type(sys)) else getattr(sys.modules.get(type(plugin).__module__), "__file__", None)
+        source = _attribute(plugin, "__file__") if isinstance(plugin, type(sys)) else _attribute(sys.modules.get(type(plugin).__module__), "__file__")
         relative = _checkout_relative(source)
         if relative in SUBMITTED:
             problems.append("the submission's %s was loaded as a pytest plugin" % relative)

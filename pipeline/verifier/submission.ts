@@ -37,6 +37,11 @@ export interface SubmissionPlan {
   dropped: DroppedPath[];
 }
 
+/** True for a path of the repository's own test-runner source (the profile's `test_runner_source`: pytest's `src/_pytest`). */
+export function isTestRunnerSource(path: string, rules: ClassificationRules): boolean {
+  return rules.test_runner_source.some((root) => path === root || path.startsWith(`${root}/`));
+}
+
 /** Why a path may not be taken from a submission, or undefined when it may. */
 export function protectedPathReason(path: string, rules: ClassificationRules, heldoutTestPaths: ReadonlySet<string>): DroppedPath["reason"] | undefined {
   const segments = path.split("/");
@@ -44,9 +49,10 @@ export function protectedPathReason(path: string, rules: ClassificationRules, he
   if (heldoutTestPaths.has(path)) return "held_out_test_path";
   if (TEST_CONFIGURATION.has(name)) return "test_configuration";
   if (
-    RUNNER_MODULES.has(name) ||
-    name.endsWith(".pth") ||
-    segments.slice(0, -1).some((s) => RUNNER_PACKAGES.has(s) || s.endsWith(".dist-info") || s.endsWith(".egg-info"))
+    !isTestRunnerSource(path, rules) &&
+    (RUNNER_MODULES.has(name) ||
+      name.endsWith(".pth") ||
+      segments.slice(0, -1).some((s) => RUNNER_PACKAGES.has(s) || s.endsWith(".dist-info") || s.endsWith(".egg-info")))
   )
     return "test_runner_shadow";
   if (classifyPath(path, rules).class === "test") return "test_file";

@@ -11,7 +11,7 @@ import { classifyPath } from "../changes/classify.ts";
 import { readdir } from "node:fs/promises";
 import { staticFindings } from "./suspicious.ts";
 import { gradeRun, isResolved, type GradedRun } from "./grade.ts";
-import { assertSubmittedLinksInside, pathsOfPatch, planSubmission, UnsafeSubmission } from "./submission.ts";
+import { assertSubmittedLinksInside, isTestRunnerSource, pathsOfPatch, planSubmission, UnsafeSubmission } from "./submission.ts";
 
 export interface VerifyInput {
   task: HeldoutTask;
@@ -47,9 +47,22 @@ export function requiredTests(task: HeldoutTask): string[] {
 }
 
 /**
+ * What the verifier hands the runner: the test files that hold the required tests, whole, as
+ * qualification ran them (and as SWE-bench's harness runs a task's test files). Run by id, two
+ * kinds of real test fail that qualification passed: a parametrized case whose id holds `::` or a
+ * newline cannot be named on a command line (pytest then runs nothing at all), and a test that
+ * leans on an earlier test of its file (shared state, import order) fails alone. Only the
+ * required ids are graded; the other tests of the files run and do not count.
+ */
+export function verifierTestArgs(required: readonly string[]): string[] {
+  // A pytest id's file is everything before its first `::` (a parametrized case comes after the name).
+  return [...new Set(required.map((id) => id.split("::")[0]!))].sort();
+}
+
+/**
  * Scores one artifact against a task's held-out verifier (SPEC §3): its non-test changes, then
  * the held-out test patch, on a clean checkout of the base commit; the fixed command over the
- * required test ids through the guarded runner; resolved only if it applied, the run is
+ * files of the required tests through the guarded runner; resolved only if it applied, the run is
  * trustworthy, and every required test passed. An infrastructure fault re-runs the same frozen
  * artifact at most twice and is then reported, never blamed on the submission.
  */
@@ -133,7 +146,8 @@ async function runVerifier(
 ): Promise<VerifyOutcome> {
   const { task } = input;
   // Code from these may not act as a test or a plugin; the protected files are compared with what runs.
-  const submittedPaths = [...new Set(plan.applied.flatMap((f) => [f.path, f.oldPath]))].sort();
+  // The repository's own runner source is the runner here (pytest's), so it is not watched as a submission's.
+  const submittedPaths = [...new Set(plan.applied.flatMap((f) => [f.path, f.oldPath]))].filter((p) => !isTestRunnerSource(p, input.rules)).sort();
   const protectedPaths = await testFilesOf(checkout.dir, input.rules, pathsOfPatch(task.test_patch));
   const faulted = (message: string, retries: number): VerifyOutcome => ({
     ...base,
@@ -157,7 +171,7 @@ async function runVerifier(
           env: input.env,
           checkoutDir: checkout.dir,
           source: checkout.origin,
-          tests: required,
+          tests: verifierTestArgs(required),
           timeoutSeconds: input.env.recipe.test_timeout_seconds,
           baseCommit: task.base_commit,
           guarded: { submittedPaths, protectedPaths },

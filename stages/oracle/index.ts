@@ -99,11 +99,11 @@ export async function oracleTask(executor: Executor, input: OracleTaskInput, log
   if (!referenceResolves) {
     const run = failure("reference");
     const why = [...Object.entries(run.not_passed).map(([t, s]) => `${t} ${s}`), ...run.integrity_problems];
-    // Every required test passed with the reference in qualification, where whole test files ran
-    // in file order; the verifier runs exactly the required ids. A test that passes only the
-    // first way leans on another test's side effects (or on test order).
+    // Every required test passed with the reference in qualification, over the same whole test
+    // files; what differs here is the guarded runner (and a fresh checkout). A test that passes
+    // only unguarded leans on something the guard changes: name that, not the task.
     const hint = Object.keys(run.not_passed).some((t) => t !== "(patch)")
-      ? ` (these tests passed in qualification, where their whole files ran in order; run by id they do not, so they likely depend on other tests)`
+      ? ` (these tests passed in qualification over the same test files; under the guarded runner they do not)`
       : "";
     detail = `the reference implementation does not resolve under the verifier (run ${run.run + 1} of ${input.runs}): ${why.join("; ")}${hint}`;
   }

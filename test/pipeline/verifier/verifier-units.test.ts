@@ -60,6 +60,29 @@ describe("planning a submission", () => {
     expect(plan.patch).not.toContain("tests/test_core.py");
   });
 
+  it("applies a change to the repository's own runner source (pytest's src/_pytest) only where the profile names it, and still drops its tests", async () => {
+    const { diff } = await repoWithChange(BASE, {
+      "src/_pytest/nodes.py": "def remove_marker():\n    pass\n",
+      "src/pytest/__init__.py": "from _pytest.nodes import remove_marker\n",
+      "src/pkg/_pytest/shadow.py": "\n",
+      "testing/test_nodes.py": "def test_x():\n    pass\n",
+    });
+    expect(planSubmission(diff, rules, new Set()).dropped.map((d) => d.reason)).toEqual([
+      "test_runner_shadow",
+      "test_runner_shadow",
+      "test_runner_shadow",
+      "test_file",
+    ]);
+    const pytestRules = ClassificationRules.parse({ package_roots: ["src/_pytest", "src/pytest"], test_runner_source: ["src/_pytest", "src/pytest"] });
+    const plan = planSubmission(diff, pytestRules, new Set());
+    expect(plan.applied.map((f) => f.path)).toEqual(["src/_pytest/nodes.py", "src/pytest/__init__.py"]);
+    // Only the named roots: a `_pytest` package elsewhere is still a stand-in for the runner.
+    expect(plan.dropped).toEqual([
+      { path: "src/pkg/_pytest/shadow.py", reason: "test_runner_shadow" },
+      { path: "testing/test_nodes.py", reason: "test_file" },
+    ]);
+  });
+
   it("drops a rename that takes a test file away, and deletions of tests", async () => {
     const { diff } = await repoWithChange(BASE, { "tests/test_core.py": { rename: "src/pkg/moved.py" } });
     const plan = planSubmission(diff, rules, new Set());

@@ -170,6 +170,67 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
     expect(outcome.suspicious.some((f) => f.rule === "runtime" && /started a process/.test(f.detail))).toBe(true);
   });
 
+  it("runs the required tests' whole files: a case named with `::` or a newline, a test leaning on an earlier one, a test module holding an object that cannot be inspected, and code reading test data", async (ctx) => {
+    if (!executor) return ctx.skip();
+    // Tests as real repositories have them (sqlfluff's ids, pytest's own suite, astroid's test
+    // data, whose module-level object raises on any attribute): none of it is the submission's doing.
+    const awkward = [
+      "import pytest",
+      "ORDER = []",
+      "class Opaque:",
+      "    def __getattr__(self, name):",
+      "        raise Exception('boom')",
+      "OPAQUE = Opaque()",
+      "def test_first():",
+      "    ORDER.append('first')",
+      "def test_second():",
+      "    assert ORDER == ['first']",
+      "@pytest.mark.parametrize('text', ['a::b', 'line\\nbreak'])",
+      "def test_case(text):",
+      "    assert text",
+      "",
+    ].join("\n");
+    const withAwkward = await submission((c) => {
+      put(c, "tests/test_awkward.py", awkward);
+      put(c, "tests/sample_input.py", "WIDTH = 5\n");
+    });
+    const awkwardIds = ["test_first", "test_second", "test_case[a::b]", "test_case[line\\nbreak]"].map((t) => `tests/test_awkward.py::${t}`);
+    const task = HeldoutTask.parse({
+      ...fixture.heldout,
+      test_patch: fixture.heldout.test_patch + withAwkward,
+      pass_to_pass: [...fixture.heldout.pass_to_pass, ...awkwardIds],
+    });
+    // The fix reads a file of the test tree as its input, as astroid's module resolution does.
+    const readsTestData = await submission(async (c) => {
+      await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+      append(c, CIRCLE, "\nimport os\nwith open(os.path.join(os.getcwd(), 'tests', 'sample_input.py')) as _f:\n    _f.read()\n");
+    });
+    const outcome = await verifyArtifact(
+      executor!,
+      { task, env: fixture.env, mirror: fixture.mirror, artifact: readsTestData, rules: fixture.profile.classification, scratch: fixture.scratch },
+      silentLogger,
+    );
+    expect(outcome).toMatchObject({ applied: true, resolved: true, integrity_problems: [] });
+    for (const id of awkwardIds) expect(outcome.tests[id]).toBe("passed");
+    expect(
+      outcome.suspicious.some((f) => f.rule === "runtime" && /read tests\/sample_input\.py, a file of the test tree that is not a test module/.test(f.detail)),
+    ).toBe(true);
+    // Reading a test module that ran is tampering, whatever else it reads.
+    const readsTests = await submission(async (c) => {
+      await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+      append(c, CIRCLE, "\nimport os\nwith open(os.path.join(os.getcwd(), 'tests', 'test_awkward.py')) as _f:\n    _f.read()\n");
+    });
+    const tampering = await verifyArtifact(
+      executor!,
+      { task, env: fixture.env, mirror: fixture.mirror, artifact: readsTests, rules: fixture.profile.classification, scratch: fixture.scratch },
+      silentLogger,
+    );
+    expect(tampering.resolved).toBe(false);
+    expect(tampering.integrity_problems).toContain(
+      "tampering: the submission's src/geometry/shapes/circle.py read the test file tests/test_awkward.py while the tests ran",
+    );
+  });
+
   it("never resolves a run that does not finish in time, and kills everything it started", async (ctx) => {
     if (!executor) return ctx.skip();
     const short: EnvironmentSpec = { ...fixture.env, recipe: { ...fixture.env.recipe, test_timeout_seconds: 20 } };
