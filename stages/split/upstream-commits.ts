@@ -22,8 +22,8 @@ const diffArgs = ["diff", "--binary", "--full-index", "-M"];
  * Stages from real history (an extension file's `upstream_commits`): the pull request's commits
  * after `first_stage_until`, each stage the commits from the one before up to its `commit`, its
  * implementation and tests split by the profile's classes and only its request written. Each
- * commit must lie on the way from the base, in order; each stage must add a test function of its
- * own and remove none (what every stage must, requirements being cumulative).
+ * commit must lie on the way from the base, in order, with no merge between; each stage must add a
+ * test function of its own and remove none (what every stage must, requirements being cumulative).
  */
 export async function upstreamCommitStages(
   git: Git,
@@ -53,6 +53,7 @@ export async function upstreamCommitStages(
       `${path}: field upstream_commits.first_stage_until: ${cut.first_stage_until} does not come after the task's base ${base}`,
       "upstream_commits.first_stage_until",
     );
+  await refuseMerges(git, path, base, previous, "upstream_commits.first_stage_until", cut.first_stage_until);
   const firstDiff = await git([...diffArgs, base, previous]);
   const stages: ExtensionStage[] = [];
   for (const [i, stage] of cut.stages.entries()) {
@@ -63,6 +64,7 @@ export async function upstreamCommitStages(
         `${path}: field ${field}.commit: ${stage.commit} does not come after the stage before it (${previous.slice(0, 12)})`,
         `${field}.commit`,
       );
+    await refuseMerges(git, path, previous, commit, `${field}.commit`, stage.commit);
     const change = splitReferenceChange(await git([...diffArgs, previous, commit]), rules);
     if (!change.implementationPatch)
       throw new ExtensionError(`${path}: field ${field}.commit: the commits up to ${stage.commit} change no source file`, `${field}.commit`);
@@ -94,4 +96,18 @@ export async function upstreamCommitStages(
   }
   const whole = splitReferenceChange(await git([...diffArgs, base, previous]), rules);
   return { firstDiff, stages, historyPatch: whole.implementationPatch + whole.testPatch };
+}
+
+/**
+ * A merge on the way (the main line merged into the pull request's branch) would make the diff
+ * between two of its commits carry other pull requests' work as this stage's implementation and
+ * tests: such a cut is refused, naming the merge.
+ */
+async function refuseMerges(git: Git, path: string, from: string, to: string, field: string, named: string): Promise<void> {
+  const merges = (await git(["rev-list", "--merges", "--ancestry-path", `${from}..${to}`])).split("\n").filter(Boolean);
+  if (merges.length)
+    throw new ExtensionError(
+      `${path}: field ${field}: the commits up to ${named} include merge commit ${merges.at(-1)!.slice(0, 12)}, which brings in changes that are not the pull request's own`,
+      field,
+    );
 }
