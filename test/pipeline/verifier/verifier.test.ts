@@ -200,31 +200,24 @@ describe.each(["local", "docker"] as const)("the verifier with the %s executor",
       test_patch: fixture.heldout.test_patch + withAwkward,
       pass_to_pass: [...fixture.heldout.pass_to_pass, ...awkwardIds],
     });
-    // The fix reads a file of the test tree as its input, as astroid's module resolution does.
-    const readsTestData = await submission(async (c) => {
-      await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
-      append(c, CIRCLE, "\nimport os\nwith open(os.path.join(os.getcwd(), 'tests', 'sample_input.py')) as _f:\n    _f.read()\n");
-    });
-    const outcome = await verifyArtifact(
-      executor!,
-      { task, env: fixture.env, mirror: fixture.mirror, artifact: readsTestData, rules: fixture.profile.classification, scratch: fixture.scratch },
-      silentLogger,
-    );
+    // The reference fix, reading a file of the checkout's test tree when its module is imported.
+    const fixReading = async (file: string) => {
+      const artifact = await submission(async (c) => {
+        await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
+        append(c, CIRCLE, `\nimport os\nwith open(os.path.join(os.getcwd(), 'tests', '${file}')) as _f:\n    _f.read()\n`);
+      });
+      const { env, mirror, profile, scratch } = fixture;
+      return verifyArtifact(executor!, { task, env, mirror, artifact, rules: profile.classification, scratch }, silentLogger);
+    };
+    // Test data read as the code's input, as astroid's module resolution does: suspicious only.
+    const outcome = await fixReading("sample_input.py");
     expect(outcome).toMatchObject({ applied: true, resolved: true, integrity_problems: [] });
     for (const id of awkwardIds) expect(outcome.tests[id]).toBe("passed");
     expect(
       outcome.suspicious.some((f) => f.rule === "runtime" && /read tests\/sample_input\.py, a file of the test tree that is not a test module/.test(f.detail)),
     ).toBe(true);
     // Reading a test module that ran is tampering, whatever else it reads.
-    const readsTests = await submission(async (c) => {
-      await git(["apply", "-"], { cwd: c, input: fixture.heldout.implementation_patch });
-      append(c, CIRCLE, "\nimport os\nwith open(os.path.join(os.getcwd(), 'tests', 'test_awkward.py')) as _f:\n    _f.read()\n");
-    });
-    const tampering = await verifyArtifact(
-      executor!,
-      { task, env: fixture.env, mirror: fixture.mirror, artifact: readsTests, rules: fixture.profile.classification, scratch: fixture.scratch },
-      silentLogger,
-    );
+    const tampering = await fixReading("test_awkward.py");
     expect(tampering.resolved).toBe(false);
     expect(tampering.integrity_problems).toContain(
       "tampering: the submission's src/geometry/shapes/circle.py read the test file tests/test_awkward.py while the tests ran",
