@@ -66,9 +66,9 @@ export function sessionCloneSource(spec: SessionSpec, sessionFile: string): stri
 export async function runAndScoreSession(benchmark: OpenedBenchmark, options: ScoredRunOptions): Promise<VerificationReport> {
   const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
   benchmark.profile(spec.repo);
-  const source = benchmark.cloneSource(spec.repo, sessionCloneSource(spec, options.session));
+  const source = sessionCloneSource(spec, options.session);
   let mirror = "";
-  for (const checkout of spec.checkouts) mirror = await benchmark.workspace.mirrors.ensure(spec.repo, source, checkout.base_commit);
+  for (const checkout of spec.checkouts) mirror = await benchmark.mirrorAt(spec.repo, checkout.base_commit, source);
   const checkoutCommits = await sessionCheckoutCommits(benchmark, spec, mirror);
   const runDir = runDirOf(benchmark, options, spec.session_id, options.condition);
   const reportFile = reportFileOf(options.out, spec.session_id, options.condition);

@@ -43,7 +43,7 @@ export async function verifySubmission(
   }
   const profile = benchmark.profile(spec.repo);
   const { workspace } = benchmark;
-  const mirror = await workspace.mirrors.ensure(spec.repo, benchmark.cloneSource(spec.repo), heldout.base_commit);
+  const mirror = await benchmark.mirrorAt(spec.repo, heldout.base_commit);
   let artifact: string;
   let excluded: string[] = [];
   if (options.artifact) {

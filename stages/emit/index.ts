@@ -1,6 +1,6 @@
 import { stringify } from "csv-stringify/sync";
 import { isAbsolute, relative } from "node:path";
-import { cloneSourceOf, type ProfileSet } from "../../pipeline/profiles/load.ts";
+import type { TaskResources } from "../../pipeline/profiles/resources.ts";
 import { z } from "zod";
 import { BenchmarkLayout, BenchmarkLocations, RELEASED } from "../../pipeline/benchmark-layout.ts";
 import { canonicalJson } from "../../pipeline/canonical.ts";
@@ -79,8 +79,8 @@ const json = (value: unknown) => canonicalJson(value, 2) + "\n";
  * local clone or bundle as a path relative to that directory (never absolute: the same inputs give
  * the same bytes on any machine, and the benchmark can travel with its data).
  */
-export function cloneUrlFor(repo: string, profiles: ProfileSet, resolvePath: (p: string) => string, fromDir: string): string {
-  const source = cloneSourceOf(repo, profiles.profiles.get(repo), resolvePath);
+export function cloneUrlFor(repo: string, resources: TaskResources, fromDir: string): string {
+  const source = resources.cloneSource(repo);
   return isAbsolute(source) ? relative(fromDir, source) || "." : source;
 }
 
@@ -192,7 +192,7 @@ export const emitStage = defineStage({
     // The released benchmark is one directory, replaced whole: nothing of an earlier run survives.
     const out = ctx.config.out_dir;
     const layout = new BenchmarkLayout(ctx.resolvePath(out), ctx.resolvePath(ctx.config.heldout_dir));
-    const cloneUrl = (repo: string, dir: string) => cloneUrlFor(repo, ctx.profiles, ctx.resolvePath, dir);
+    const cloneUrl = (repo: string, dir: string) => cloneUrlFor(repo, ctx.resources, dir);
     const manifest = await ctx.mapRecords(used, {
       id: (id) => id,
       cache: false,

@@ -2,7 +2,6 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
 import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
@@ -156,20 +155,15 @@ export const oracleStage = defineStage({
       }),
       work: async (task) => {
         const split = splits.get(task.id);
-        const loaded = profiles.get(task.snapshot.repo);
-        if (!split || !loaded)
-          throw new RecordError(
-            "unknown_repository",
-            `${task.id}: field repo: ${errors.get(task.snapshot.repo) ?? `no split record or no profile for ${task.snapshot.repo}`}`,
-            { field: "repo" },
-          );
+        const loaded = ctx.resources.profileOf(task.snapshot.repo);
+        if (!split) throw new RecordError("malformed_record", `${task.id}: no split record of this task`);
         const env = environments.get(task.id);
         if (!env)
           throw new RecordError("build_failed", `${task.id}: ${unavailable.get(task.id)?.message ?? "no environment was planned"}`, {
             field: "environment.python",
           });
         const heldout = heldoutTask(task, split, env);
-        const mirror = await ctx.mirrors.ensure(task.snapshot.repo, cloneSourceOf(task.snapshot.repo, loaded, ctx.resolvePath), task.snapshot.base_commit);
+        const mirror = await ctx.resources.mirrorAt(task.snapshot.repo, task.snapshot.base_commit);
         const record = await oracleTask(
           executor,
           {

@@ -9,7 +9,8 @@ import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../.
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 
 import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf, type LoadedProfile, loadProfiles, profileFileName } from "../../pipeline/profiles/load.ts";
+import { type LoadedProfile, loadProfiles, profileFileName } from "../../pipeline/profiles/load.ts";
+import { TaskResources } from "../../pipeline/profiles/resources.ts";
 import { Project } from "../../pipeline/project/project.ts";
 import { readSplitArtifacts } from "../../pipeline/project/split-artifacts.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
@@ -56,7 +57,8 @@ export interface PlannedTask {
   split: SplitChange;
   loaded: LoadedProfile;
   envFor: (offer: PythonOffer) => EnvironmentSpec;
-  resolvePath: (p: string) => string;
+  /** Its repository's profile and mirrors, in the work directory it is qualified in. */
+  resources: TaskResources;
 }
 
 /**
@@ -69,15 +71,19 @@ export function inPipeline(
   split: SplitChange,
   { splits, candidates, profiles, errors }: Pick<Awaited<ReturnType<typeof readSplitArtifacts>>, "splits" | "candidates" | "profiles" | "errors">,
 ): PlannedTask {
-  const loaded = profiles.get(split.repo);
-  if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${pipeline.settings.profiles_dir}`);
+  const resources = new TaskResources(
+    { profiles, errors, dir: pipeline.settings.profiles_dir },
+    () => pipeline.workspace.mirrors,
+    (p) => resolve(pipeline.baseDir, p),
+  );
+  const loaded = resources.profileOf(split.repo);
   const envFor = (offer: PythonOffer) => {
     const planned = environmentsForTasks([...splits.filter((s) => s.task_id !== split.task_id), split], candidates, profiles, offer);
     const unavailable = planned.unavailable.get(split.task_id);
     if (unavailable) throw new RecordError("build_failed", `${split.task_id}: ${unavailable.message}`, { field: "environment.python" });
     return planned.environments.get(split.task_id)!;
   };
-  return { split, loaded, envFor, resolvePath: (p) => resolve(pipeline.baseDir, p) };
+  return { split, loaded, envFor, resources };
 }
 
 /**
@@ -97,7 +103,9 @@ async function resolveTask(options: ByHandOptions): Promise<
     const { splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
     if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
-    return { ...inPipeline(pipeline, split, { splits, candidates, profiles, errors }), project: workingIn(pipeline, options) };
+    // Planned over the pipeline's splits, its mirrors those of the work directory it is qualified in.
+    const project = workingIn(pipeline, options);
+    return { ...inPipeline(project, split, { splits, candidates, profiles, errors }), project };
   }
   const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
@@ -113,19 +121,19 @@ async function resolveTask(options: ByHandOptions): Promise<
       throw error;
     }
   };
-  return {
-    split,
-    loaded,
-    envFor,
-    resolvePath: (p) => resolve(dirname(profilePath), p),
-    project: workingIn(
-      Project.of(
-        { name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} },
-        { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) },
-      ),
-      options,
+  const project = workingIn(
+    Project.of(
+      { name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} },
+      { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) },
     ),
-  };
+    options,
+  );
+  const resources = new TaskResources(
+    { profiles, errors },
+    () => project.workspace.mirrors,
+    (p) => resolve(dirname(profilePath), p),
+  );
+  return { split, loaded, envFor, resources, project };
 }
 
 /**
@@ -164,13 +172,13 @@ export async function qualifyByHand(options: ByHandOptions) {
  */
 export async function qualifyPlanned(
   project: Project,
-  { split, loaded, envFor, resolvePath }: PlannedTask,
+  { split, loaded, envFor, resources }: PlannedTask,
   run: { runs: number; fullSuite: boolean; logGroup: string; log: Logger },
 ) {
   const { workspace } = project;
   const executor = await workspace.executor();
   const env = envFor(await executor.pythonOffer());
-  const mirror = await workspace.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
+  const mirror = await resources.mirrorAt(split.repo, split.base_commit);
   const testArgs = run.fullSuite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
   const checkout = (patches: { name: string; text: string }[]) => workspace.checkout(mirror, split.base_commit, patches);
   const saveLog = (name: string, text: string) => workspace.saveLog(run.logGroup, name, text);

@@ -1,6 +1,5 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
@@ -47,17 +46,11 @@ export const qualifyStage = defineStage({
         test_modules: profiles.get(s.repo)?.profile.classification.test_modules ?? null,
       }),
       work: async (split) => {
-        const loaded = profiles.get(split.repo);
-        if (!loaded)
-          throw new RecordError(
-            "unknown_repository",
-            `${split.task_id}: field repo: ${errors.get(split.repo) ?? `no profile for ${split.repo} in ${ctx.profiles.dir}`}`,
-            { field: "repo" },
-          );
+        const loaded = ctx.resources.profileOf(split.repo);
         const noPython = unavailable.get(split.task_id);
         if (noPython) throw new RecordError("build_failed", `${split.task_id}: ${noPython.message}`, { field: "environment.python" });
         const env = environments.get(split.task_id)!;
-        const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
+        const mirror = await ctx.resources.mirrorAt(split.repo, split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
         const checkout = (patches: { name: string; text: string }[]) => ctx.checkout(mirror, split.base_commit, patches);
         const task = qualifyTaskInput(split, {

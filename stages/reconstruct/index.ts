@@ -54,8 +54,7 @@ export const reconstructStage = defineStage({
       work: (q) => {
         const candidate = candidates.get(q.task_id)!;
         const split = splits.get(q.task_id)!;
-        const loaded = profiles.get(split.repo);
-        if (!loaded) throw new RecordError("unknown_repository", `${q.task_id}: field repo: no profile for ${split.repo}`, { field: "repo" });
+        const loaded = ctx.resources.profileOf(split.repo);
         const result = reconstructRequests(candidate, referenceLines(split.implementation_patch));
         let requests = result.requests;
         const curation = curations.get(q.task_id);

@@ -24,9 +24,8 @@ export async function checkEmittedSessions(benchmark: OpenedBenchmark, files?: s
   const repositories = new Map<string, { answers: RepositoryAnswers; mirror: string }>();
   const results: { file: string; report: ValidationReport }[] = [];
   for (const { file, spec } of specs) {
-    const source = benchmark.cloneSource(spec.repo);
     let mirror = "";
-    for (const c of spec.checkouts) mirror = await benchmark.workspace.mirrors.ensure(spec.repo, source, c.base_commit);
+    for (const c of spec.checkouts) mirror = await benchmark.mirrorAt(spec.repo, c.base_commit);
     const repository = repositories.get(spec.repo) ?? { answers: new RepositoryAnswers((args) => benchmark.workspace.mirrors.git(mirror, args)), mirror };
     repositories.set(spec.repo, repository);
     const heldout = new Map(spec.checkouts.map((c) => [c.task_id, benchmark.requireHeldout(c.task_id, `a task of ${basename(file)}`)]));
