@@ -107,9 +107,9 @@ export async function exportHarbor(bench: OpenedBenchmark, options: HarborExport
       await write(SHARED_VERIFIER.program, program);
       for (const { file, spec } of sessions) {
         options.log.info(`exporting ${spec.session_id} (${options.conditions.join(", ")})`);
-        const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));
+        const source = sessionCloneSource(spec, file);
         let mirror = "";
-        for (const c of spec.checkouts) mirror = await bench.workspace.mirrors.ensure(spec.repo, source, c.base_commit);
+        for (const c of spec.checkouts) mirror = await bench.mirrorAt(spec.repo, c.base_commit, source);
         const session = await sessionFiles(bench, spec, mirror, options);
         for (const condition of options.conditions) tasks.push(await writeTask({ write, link, store, bench, spec, condition, session, options }));
       }
