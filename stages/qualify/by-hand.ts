@@ -14,7 +14,7 @@ import { TaskResources } from "../../pipeline/profiles/resources.ts";
 import { Project } from "../../pipeline/project/project.ts";
 import { readSplitArtifacts } from "../../pipeline/project/split-artifacts.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
+import { InputError, readReviewed } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
 
 export interface ByHandOptions {
@@ -40,16 +40,11 @@ const mirrorsOverride = (options: ByHandOptions) => (options.mirrors ? { mirrors
 
 function readSplitFile(file: string): SplitChange {
   const text = readFileSync(file, "utf8").trim();
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text.split("\n")[0]!);
-  } catch (error) {
-    throw new InputError(`${file}: line 1: not valid JSON (${(error as Error).message}); expected a split record, one line of artifacts/split/splits.jsonl`);
-  }
-  const parsed = SplitChange.safeParse(raw);
-  if (!parsed.success)
-    throw new InputError(`${file}: ${describeFirstIssue(parsed.error, raw)} (expected a split record, one line of artifacts/split/splits.jsonl)`);
-  return parsed.data;
+  return readReviewed(`${file}: line 1`, SplitChange, {
+    text: text.split("\n")[0]!,
+    format: "json",
+    what: "a split record, one line of artifacts/split/splits.jsonl",
+  });
 }
 
 /** A task of a pipeline: its split, its profile and its environment. */
