@@ -17,7 +17,6 @@ import { sessionCloneSource } from "../session/runs.ts";
 import { CONTINUATION_MESSAGE } from "../session/types.ts";
 import { planChange, type ChangePlan } from "./plan.ts";
 import type { EndpointKnowledge } from "./scripts.ts";
-import { readListedSessions } from "../session/listed-sessions.ts";
 
 /**
  * A file's bytes at a commit of a mirror, or null when it has none there (read with cat-file into
@@ -64,7 +63,7 @@ export async function benchmarkKnowledge(bench: OpenedBenchmark): Promise<Endpoi
   const schedules: EndpointKnowledge["schedules"] = [];
   const plans = new Map<string, ChangePlan>();
   const stages = new Map<string, number>();
-  for (const { file, spec } of readListedSessions(bench.sessionsDir)) {
+  for (const { file, spec } of bench.sessions()) {
     for (const condition of ["control", "switched"] as const) schedules.push({ session: spec.session_id, condition, requests: spec.conditions[condition] });
     for (const r of spec.conditions.switched) if (r.stage !== undefined) stages.set(r.task_id, Math.max(stages.get(r.task_id) ?? 0, r.stage));
     const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));

@@ -6,6 +6,8 @@ import type { ExecutionSettings } from "../engine/settings.ts";
 import type { LoadedProfile, ProfileSet } from "../profiles/load.ts";
 import type { TaskResources } from "../profiles/resources.ts";
 import { HeldoutTask } from "../schemas/heldout.ts";
+import type { SessionSpec } from "../schemas/session.ts";
+import { readListedSessions } from "./listed-sessions.ts";
 import { InputError, readJsonFile } from "../validation.ts";
 import { Project, type ProjectOptions } from "./project.ts";
 
@@ -78,6 +80,11 @@ export class OpenedBenchmark {
   /** A mirror holding `commit` of a repository of a profile, cloned from `cloneSource`. */
   mirrorAt(repo: string, commit: string, given?: string): Promise<string> {
     return this.workspace.mirrors.ensure(repo, this.cloneSource(repo, given), commit);
+  }
+
+  /** The sessions the benchmark lists (its sessions/index.json), each with its file and specification, in the list's order. */
+  sessions(): { file: string; spec: SessionSpec }[] {
+    return readListedSessions(this.sessionsDir);
   }
 
   /** A task's held-out asset, or undefined when the benchmark has none. */

@@ -10,7 +10,8 @@ import { WORK_LABEL } from "../executors/index.ts";
 import { isRemoteCloneUrl } from "../git.ts";
 import { type Logger, silentLogger } from "../logger.ts";
 import type { AgentSpec } from "../schemas/agent.ts";
-import { SessionIndex, SessionSpec } from "../schemas/session.ts";
+import { SessionSpec } from "../schemas/session.ts";
+import { sessionList } from "../project/listed-sessions.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { checkoutCommit } from "../checkouts/derived.ts";
 import { readJsonFile } from "../validation.ts";
@@ -178,10 +179,9 @@ export async function runAllSessions(
   options: RunAllOptions,
 ): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
   const layout: BenchmarkLayout = options.manifest ? benchmark.layout.releasedAt(options.manifest) : benchmark.layout;
-  const index = readJsonFile(layout.sessionIndex, SessionIndex, "the benchmark's list of sessions");
-  const work = index.sessions
-    .filter((s) => !options.only || options.only.includes(s.session_id))
-    .flatMap((s) => options.conditions.map((condition) => ({ file: layout.sessionFile(s.file), sessionId: s.session_id, condition })));
+  const work = sessionList(layout.sessionsDir)
+    .filter((s) => !options.only || options.only.includes(s.sessionId))
+    .flatMap((s) => options.conditions.map((condition) => ({ file: s.file, sessionId: s.sessionId, condition })));
   // Scored means a report with a verdict: one whose verification met an infrastructure fault is done again.
   const earlier = (w: { sessionId: string; condition: Condition }) => {
     const file = reportFileOf(options.out, w.sessionId, w.condition);
