@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import type { OpenedBenchmark } from "../project/benchmark.ts";
 import { git } from "../git.ts";
-import { SessionSpec } from "../schemas/session.ts";
+import { Condition, SessionSpec } from "../schemas/session.ts";
 import { parseGitDiff } from "../changes/diff.ts";
 import { sessionCloneSource } from "../session/runs.ts";
 import { CONTINUATION_MESSAGE } from "../session/types.ts";
@@ -64,7 +64,7 @@ export async function benchmarkKnowledge(bench: OpenedBenchmark): Promise<Endpoi
   const plans = new Map<string, ChangePlan>();
   const stages = new Map<string, number>();
   for (const { file, spec } of bench.sessions()) {
-    for (const condition of ["control", "switched"] as const) schedules.push({ session: spec.session_id, condition, requests: spec.conditions[condition] });
+    for (const condition of Condition.options) schedules.push({ session: spec.session_id, condition, requests: spec.conditions[condition] });
     for (const r of spec.conditions.switched) if (r.stage !== undefined) stages.set(r.task_id, Math.max(stages.get(r.task_id) ?? 0, r.stage));
     const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));
     for (const checkout of spec.checkouts) {

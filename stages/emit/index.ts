@@ -9,7 +9,7 @@ import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { LocalityPair } from "../../pipeline/schemas/locality.ts";
 import { ManifestEntry } from "../../pipeline/schemas/manifest.ts";
-import { SessionSpec } from "../../pipeline/schemas/session.ts";
+import { Condition, SessionSpec } from "../../pipeline/schemas/session.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input } from "../../pipeline/engine/stage.ts";
@@ -117,7 +117,7 @@ function tables(specs: SessionSpec[], manifest: ManifestEntry[], pairs: Locality
       shared_files: p.shared_files.join(" "),
     }));
   const requestRows = specs.flatMap((s) =>
-    (["control", "switched"] as const).flatMap((condition) =>
+    Condition.options.flatMap((condition) =>
       s.conditions[condition].map((r, i) => ({
         session_id: s.session_id,
         condition,
