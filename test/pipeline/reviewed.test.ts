@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { InputError, readReviewed } from "../../pipeline/validation.ts";
 import { JudgeSetupError, loadJudgeAdapter } from "../../stages/audit/judge/client.ts";
+import { loadAgent, SessionInputError } from "../../pipeline/session/agents.ts";
 import { loadProvenance } from "../../stages/audit/rules/provenance.ts";
 import { tempDir } from "../helpers/tmp.ts";
 
@@ -44,5 +45,13 @@ describe("readReviewed, the one reader of reviewed files", () => {
     expect(() => loadJudgeAdapter(adapter)).toThrow(new RegExp(`^${adapter}: not valid YAML`));
     const rules = file("rules.yaml", "rules:\n  a: [\n");
     expect(() => loadProvenance(rules)).toThrow(new RegExp(`^${rules}: not valid YAML`));
+  });
+
+  it("an agent description: the shipped ones load, a broken one is refused naming its file", () => {
+    for (const name of ["aider", "claude-code-environment"]) expect(loadAgent(`data/agents/${name}.yaml`).name).toBeTruthy();
+    const broken = file("agent.yaml", "name: [x\n");
+    expect(() => loadAgent(broken)).toThrow(SessionInputError);
+    expect(() => loadAgent(broken)).toThrow(new RegExp(`^${broken}: not valid YAML .*expected an agent description`));
+    expect(() => loadAgent(file("list.yaml", "- a\n"))).toThrow(/list\.yaml: field \(root\): .*expected an agent description/);
   });
 });
