@@ -66,11 +66,11 @@ export async function benchmarkKnowledge(bench: OpenedBenchmark): Promise<Endpoi
   for (const { file, spec } of bench.sessions()) {
     for (const condition of Condition.options) schedules.push({ session: spec.session_id, condition, requests: spec.conditions[condition] });
     for (const r of spec.conditions.switched) if (r.stage !== undefined) stages.set(r.task_id, Math.max(stages.get(r.task_id) ?? 0, r.stage));
-    const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));
+    const source = sessionCloneSource(spec, file);
     for (const checkout of spec.checkouts) {
       if (plans.has(checkout.task_id)) continue;
       const task = bench.requireHeldout(checkout.task_id, "whose reference change the scripted model makes");
-      const mirror = await bench.workspace.mirrors.ensure(spec.repo, source, task.base_commit);
+      const mirror = await bench.mirrorAt(spec.repo, task.base_commit, source);
       plans.set(checkout.task_id, await taskPlan(mirror, task.base_commit, task.implementation_patch));
     }
   }

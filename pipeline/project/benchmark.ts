@@ -79,7 +79,8 @@ export class OpenedBenchmark {
 
   /** A mirror holding `commit` of a repository of a profile, cloned from `cloneSource`. */
   mirrorAt(repo: string, commit: string, given?: string): Promise<string> {
-    return this.workspace.mirrors.ensure(repo, this.cloneSource(repo, given), commit);
+    if (given === undefined) this.profile(repo);
+    return this.resources.mirrorAt(repo, commit, given);
   }
 
   /** The sessions the benchmark lists (its sessions/index.json), each with its file and specification, in the list's order. */
