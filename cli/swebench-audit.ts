@@ -144,6 +144,9 @@ function summary(audit: SwebenchAudit, rejects: number): string {
 
 /** `switch-swe audit --swebench FILE`: audits a SWE-bench-family file's verifiers without building anything. */
 export const swebenchAudit = {
+  stage: "audit",
+  trigger: "swebench",
+  usage: "--swebench FILE",
   addOptions(command: Command): void {
     command
       .option("--swebench <file>", "audit a SWE-bench-family file (JSON or JSONL) instead of running the stage: each record is a task of one request")
