@@ -1,11 +1,11 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { IGNORED_DIRS } from "../../pipeline/checkouts/ignored.ts";
-import { snapshot } from "../../pipeline/checkouts/snapshot.ts";
-import { git } from "../../pipeline/git.ts";
-import { collectCheckoutArtifact } from "../../pipeline/verifier/collect.ts";
-import { tempDir } from "../helpers/tmp.ts";
+import { IGNORED_DIRS } from "../../../pipeline/checkouts/ignored.ts";
+import { snapshot } from "../../../pipeline/checkouts/snapshot.ts";
+import { git } from "../../../pipeline/git.ts";
+import { collectCheckoutArtifact } from "../../../pipeline/verifier/collect.ts";
+import { tempDir } from "../../helpers/tmp.ts";
 
 const identity = { GIT_AUTHOR_NAME: "t", GIT_AUTHOR_EMAIL: "t@t", GIT_COMMITTER_NAME: "t", GIT_COMMITTER_EMAIL: "t@t" };
 
