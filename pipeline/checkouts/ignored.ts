@@ -21,9 +21,12 @@ export const IGNORED_DIRS: ReadonlySet<string> = new Set([
   ".cache",
 ]);
 
+/** How a package's build metadata directory's name ends (`pkg.egg-info`): ignored too, at any depth. */
+export const IGNORED_DIR_SUFFIX = ".egg-info";
+
 /** Whether a directory of that name is ignored: one of IGNORED_DIRS, or a package's build metadata. */
 export function ignoredDir(name: string): boolean {
-  return IGNORED_DIRS.has(name) || name.endsWith(".egg-info");
+  return IGNORED_DIRS.has(name) || name.endsWith(IGNORED_DIR_SUFFIX);
 }
 
 /** Build outputs: ignored at a checkout's top level only (a package may have a `build` module). */

@@ -3,11 +3,8 @@ import { existsSync } from "node:fs";
 import { lstat, mkdir, readdir, readFile, readlink, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { git } from "../git.ts";
-import { IGNORED_DIRS, ignoredDir } from "./ignored.ts";
+import { ignoredDir } from "./ignored.ts";
 import type { CheckoutChanges } from "../schemas/agent.ts";
-
-/** The directories a snapshot does not read (the one list; named so for the Harbor export). */
-export const SKIPPED_DIRS = IGNORED_DIRS;
 
 /**
  * A checkout of `commit` at `dir` with no history: the tree exported from our mirror and committed

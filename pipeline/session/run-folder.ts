@@ -13,8 +13,6 @@ import { InputError } from "../validation.ts";
 
 import type { Condition } from "../schemas/session.ts";
 
-export type { Condition };
-
 /** Written into each run folder: whose run it holds, so another run never deletes it silently. */
 const RUN_OWNER_FILE = ".switch-swe-run.json";
 

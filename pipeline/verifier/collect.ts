@@ -3,11 +3,8 @@ import { chmod, copyFile, lstat, mkdir, readdir, readlink, rm, symlink } from "n
 import { join } from "node:path";
 import { freshCheckout } from "../checkouts/checkout.ts";
 import { git } from "../git.ts";
-import { BUILD_DIRS, IGNORED_DIRS, ignoredDir } from "../checkouts/ignored.ts";
+import { BUILD_DIRS, ignoredDir } from "../checkouts/ignored.ts";
 
-/** The directories the artifact leaves out, and the build outputs it leaves out at the top (the one list; named so for the Harbor export). */
-export const EXCLUDED_DIRS = IGNORED_DIRS;
-export const EXCLUDED_TOP_DIRS = BUILD_DIRS;
 /** Byte code, logs and coverage data. */
 export const EXCLUDED_FILE = /(\.py[co]|\.log|\$py\.class)$|^\.coverage(\..+)?$|^coverage\.xml$|^\.DS_Store$/;
 
