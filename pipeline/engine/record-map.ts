@@ -6,6 +6,7 @@ import type { Progress } from "../progress.ts";
 import { Reject, type StageName } from "../schemas/common.ts";
 import { RecordError, type MapOptions } from "./stage.ts";
 import { UnknownRepository } from "../profiles/resources.ts";
+import { EnvironmentError } from "../profiles/environments.ts";
 import type { ArtifactStore } from "./store.ts";
 
 interface CachedRecord<R> {
@@ -131,11 +132,12 @@ async function runRecord<T, R>(
 }
 
 /**
- * A fact about the record's repository, not a bug: no profile, or a commit its clone source does
- * not have. Remembered (cached) like any reject; the message says what to do.
+ * A fact about the record's repository, not a bug: no profile, no environment, or a commit its
+ * clone source does not have. Remembered (cached) like any reject; the message says what to do.
  */
 function factReject(error: unknown, id: string): { reason: Reject["reason"]; message: string; field?: string } | undefined {
   if (error instanceof UnknownRepository) return { reason: error.reason, message: `${id}: field ${error.field}: ${error.message}`, field: error.field };
+  if (error instanceof EnvironmentError) return { reason: error.reason, message: `${id}: ${error.message}`, field: error.field };
   if (error instanceof IncompleteSource)
     return { reason: "incomplete_source", message: `${id}: ${error.message} (remembered: after completing the source, run again with --force)` };
   if (error instanceof CommitNotInSource)

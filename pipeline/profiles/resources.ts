@@ -1,4 +1,10 @@
+import type { PythonOffer, EnvironmentSpec } from "../executors/types.ts";
 import type { MirrorCache } from "../git.ts";
+import type { Candidate } from "../schemas/candidate.ts";
+import type { QualificationRecord } from "../schemas/qualification.ts";
+import type { SplitChange } from "../schemas/split.ts";
+import type { Task } from "../schemas/task.ts";
+import { type EnvironmentPlan, environmentsForTasks, recordedEnvironment } from "./environments.ts";
 import { InputError } from "../validation.ts";
 import { cloneSourceOf, profileFileName, type LoadedProfile, type ProfileSet } from "./load.ts";
 
@@ -51,6 +57,20 @@ export class TaskResources<P extends ProfileSet = ProfileSet> {
   async mirrorWith(repo: string, commits: string[]): Promise<{ path: string; missing: string[]; source: string }> {
     const source = this.cloneSource(repo);
     return { ...(await this.mirrors().ensureSome(repo, source, commits)), source };
+  }
+
+  /**
+   * The environments of a pipeline's split tasks, planned once over all of them as qualify plans
+   * them (the earliest pull request sharing a recipe dates it; the Python from what the executor
+   * offers). qualify, `images build` and `qualify --task` plan through it.
+   */
+  planEnvironments(splits: SplitChange[], candidates: Map<string, Candidate>, offer: PythonOffer): EnvironmentPlan {
+    return environmentsForTasks(splits, candidates, this.profiles.profiles, offer);
+  }
+
+  /** The environment a task was qualified in, read from the task and qualify's record (never planned again); see recordedEnvironment. */
+  environmentOf(task: Task, qualification: QualificationRecord | undefined): EnvironmentSpec {
+    return recordedEnvironment(task, qualification);
   }
 
   /** Runs git in one of its mirrors. */

@@ -1,6 +1,5 @@
 import { DockerExecutor } from "../executors/docker.ts";
 import { needsRevisionLayer } from "../executors/recipe-scripts.ts";
-import { environmentsForTasks } from "../profiles/environments.ts";
 import type { Project } from "./project.ts";
 import { readSplitArtifacts } from "./split-artifacts.ts";
 
@@ -23,11 +22,14 @@ export async function buildPipelineImages(project: Project, each: (image: BuiltI
   const resources = project.resources();
   const { workspace, log } = project;
   const executor = await workspace.executor("docker");
-  const { environments, unavailable } = environmentsForTasks(splits, candidates, profiles, await executor.pythonOffer());
-  for (const [task, why] of unavailable) log.warn(`${task}: no environment: ${why.message}`);
+  const plan = resources.planEnvironments(splits, candidates, await executor.pythonOffer());
+  for (const { task_id } of splits) {
+    const why = plan.unavailableFor(task_id);
+    if (why) log.warn(`${task_id}: no environment: ${why.message}`);
+  }
   const done = new Set<string>();
   for (const split of splits) {
-    const env = environments.get(split.task_id);
+    const env = plan.planned(split.task_id);
     if (!env || !profiles.has(split.repo)) continue;
     const revision = needsRevisionLayer(env.recipe);
     const key = revision ? `${env.key}@${split.base_commit}` : env.key;

@@ -1,6 +1,6 @@
 import type { AnyStage } from "../../pipeline/engine/stage.ts";
 import { existsSync, readFileSync } from "node:fs";
-import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
+import { EnvironmentError } from "../../pipeline/profiles/environments.ts";
 import type { EnvironmentSpec, PythonOffer } from "../../pipeline/executors/types.ts";
 
 import { RecordError } from "../../pipeline/engine/stage.ts";
@@ -72,13 +72,22 @@ export function inPipeline(
     (p) => resolve(pipeline.baseDir, p),
   );
   const loaded = resources.profileOf(split.repo);
-  const envFor = (offer: PythonOffer) => {
-    const planned = environmentsForTasks([...splits.filter((s) => s.task_id !== split.task_id), split], candidates, profiles, offer);
-    const unavailable = planned.unavailable.get(split.task_id);
-    if (unavailable) throw new RecordError("build_failed", `${split.task_id}: ${unavailable.message}`, { field: "environment.python" });
-    return planned.environments.get(split.task_id)!;
-  };
+  const envFor = (offer: PythonOffer) =>
+    asRecordError(split.task_id, () =>
+      resources.planEnvironments([...splits.filter((s) => s.task_id !== split.task_id), split], candidates, offer).environmentOf(split.task_id),
+    );
   return { split, loaded, envFor, resources };
+}
+
+/** A task with no environment is the record's reject here as in the qualify stage (where the engine makes it: record-map.ts). */
+function asRecordError<T>(taskId: string, plan: () => T): T {
+  try {
+    return plan();
+  } catch (error) {
+    if (error instanceof EnvironmentError) throw new RecordError(error.reason, `${taskId}: ${error.message}`, { field: error.field });
+    if (error instanceof NoAcceptedPython) throw new RecordError("build_failed", `${taskId}: ${error.message}`, { field: "environment.python" });
+    throw error;
+  }
 }
 
 /**
@@ -108,14 +117,10 @@ async function resolveTask(options: ByHandOptions): Promise<
   const loaded = profiles.get(split.repo);
   if (!loaded) throw new InputError(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
   const task = { id: split.task_id, ...(options.version ? { version: options.version } : {}) };
-  const envFor = (offer: PythonOffer) => {
-    try {
-      return environmentSpec(split.repo, recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer)), options.asOf ?? null);
-    } catch (error) {
-      if (error instanceof NoAcceptedPython) throw new RecordError("build_failed", `${split.task_id}: ${error.message}`, { field: "environment.python" });
-      throw error;
-    }
-  };
+  const envFor = (offer: PythonOffer) =>
+    asRecordError(split.task_id, () =>
+      environmentSpec(split.repo, recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer)), options.asOf ?? null),
+    );
   const project = workingIn(
     Project.of(
       { name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} },

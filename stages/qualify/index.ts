@@ -3,10 +3,9 @@ import { z } from "zod";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
+import { defineStage, input } from "../../pipeline/engine/stage.ts";
 import { parseWholeNumber } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
-import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
 export { classifyTests, keepDecision } from "../../pipeline/qualification/outcomes.ts";
 
@@ -33,23 +32,21 @@ export const qualifyStage = defineStage({
     const { profiles, errors } = ctx.profiles;
     const candidates = new Map(candidateList.map((c) => [c.id, c]));
     const executor = await ctx.executor();
-    const { environments, unavailable } = environmentsForTasks(splits, candidates, profiles, await executor.pythonOffer());
-    ctx.log.info(`executor: ${executor.kind}; ${new Set([...environments.values()].map((e) => e.key)).size} environment(s) for ${splits.length} task(s)`);
+    const plan = ctx.resources.planEnvironments(splits, candidates, await executor.pythonOffer());
+    ctx.log.info(`executor: ${executor.kind}; ${plan.size} environment(s) for ${splits.length} task(s)`);
     const jobs = ctx.execution.jobs || availableParallelism();
 
     const records = await ctx.mapRecords(splits, {
       id: (s) => s.task_id,
       concurrency: jobs,
       dependsOn: (s) => ({
-        env: environments.get(s.task_id)?.key ?? unavailable.get(s.task_id)?.message ?? errors.get(s.repo) ?? null,
+        env: plan.dependency(s.task_id) ?? errors.get(s.repo) ?? null,
         executor: executor.kind,
         test_modules: profiles.get(s.repo)?.profile.classification.test_modules ?? null,
       }),
       work: async (split) => {
         const loaded = ctx.resources.profileOf(split.repo);
-        const noPython = unavailable.get(split.task_id);
-        if (noPython) throw new RecordError("build_failed", `${split.task_id}: ${noPython.message}`, { field: "environment.python" });
-        const env = environments.get(split.task_id)!;
+        const env = plan.environmentOf(split.task_id);
         const mirror = await ctx.resources.mirrorAt(split.repo, split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
         const checkout = (patches: { name: string; text: string }[]) => ctx.checkout(mirror, split.base_commit, patches);
