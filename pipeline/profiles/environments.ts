@@ -1,7 +1,6 @@
 import { hashValue } from "../canonical.ts";
 import type { EnvironmentSpec, PythonOffer } from "../executors/types.ts";
 import { environmentSpec } from "../executors/environment.ts";
-import type { Candidate } from "../schemas/candidate.ts";
 import type { QualificationRecord } from "../schemas/qualification.ts";
 import type { Task } from "../schemas/task.ts";
 import type { EnvironmentRecipe } from "../schemas/repo-profile.ts";
@@ -100,25 +99,21 @@ export class EnvironmentPlan {
 }
 
 /**
- * Each task's environment: its repository's recipe (with overrides) on the Python chosen for it
- * from what the executor offers, as of the earliest PR sharing it; or, for a task whose recipe
+ * Each task's environment: its repository's recipe (with overrides, by the split's version) on the
+ * Python chosen for it from what the executor offers, as of the earliest PR sharing it (the split's
+ * created_at); or, for a task whose recipe
  * accepts no Python the executor has, why not.
  */
-export function environmentsForTasks(
-  splits: SplitChange[],
-  candidates: Map<string, Candidate>,
-  profiles: Map<string, LoadedProfile>,
-  offer: PythonOffer,
-): EnvironmentPlan {
+export function environmentsForTasks(splits: SplitChange[], profiles: Map<string, LoadedProfile>, offer: PythonOffer): EnvironmentPlan {
   const unavailable = new Map<string, NoAcceptedPython>();
   const planned: { id: string; repo: string; recipe: EnvironmentRecipe; createdAt: string | null; version?: string }[] = [];
   for (const s of splits) {
     const loaded = profiles.get(s.repo);
     if (!loaded) continue;
-    const task = { id: s.task_id, ...(candidates.get(s.task_id)?.version !== undefined ? { version: candidates.get(s.task_id)!.version! } : {}) };
+    const task = { id: s.task_id, ...(s.version !== undefined ? { version: s.version } : {}) };
     try {
       const recipe = recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer));
-      planned.push({ repo: s.repo, recipe, createdAt: candidates.get(s.task_id)?.created_at ?? null, ...task });
+      planned.push({ repo: s.repo, recipe, createdAt: s.created_at, ...task });
     } catch (error) {
       if (!(error instanceof NoAcceptedPython)) throw error;
       unavailable.set(s.task_id, error);

@@ -1,6 +1,5 @@
 import type { PythonOffer, EnvironmentSpec } from "../executors/types.ts";
 import type { MirrorCache } from "../git.ts";
-import type { Candidate } from "../schemas/candidate.ts";
 import type { QualificationRecord } from "../schemas/qualification.ts";
 import type { SplitChange } from "../schemas/split.ts";
 import type { Task } from "../schemas/task.ts";
@@ -64,8 +63,8 @@ export class TaskResources<P extends ProfileSet = ProfileSet> {
    * them (the earliest pull request sharing a recipe dates it; the Python from what the executor
    * offers). qualify, `images build` and `qualify --task` plan through it.
    */
-  planEnvironments(splits: SplitChange[], candidates: Map<string, Candidate>, offer: PythonOffer): EnvironmentPlan {
-    return environmentsForTasks(splits, candidates, this.profiles.profiles, offer);
+  planEnvironments(splits: SplitChange[], offer: PythonOffer): EnvironmentPlan {
+    return environmentsForTasks(splits, this.profiles.profiles, offer);
   }
 
   /** The environment a task was qualified in, read from the task and qualify's record (never planned again); see recordedEnvironment. */

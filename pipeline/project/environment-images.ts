@@ -18,11 +18,11 @@ export interface BuiltImage {
  * (environment, base revision) when the recipe installs from the checkout.
  */
 export async function buildPipelineImages(project: Project, each: (image: BuiltImage) => void): Promise<void> {
-  const { splits, candidates, profiles } = await readSplitArtifacts(project);
+  const { splits, profiles } = await readSplitArtifacts(project);
   const resources = project.resources();
   const { workspace, log } = project;
   const executor = await workspace.executor("docker");
-  const plan = resources.planEnvironments(splits, candidates, await executor.pythonOffer());
+  const plan = resources.planEnvironments(splits, await executor.pythonOffer());
   for (const { task_id } of splits) {
     const why = plan.unavailableFor(task_id);
     if (why) log.warn(`${task_id}: no environment: ${why.message}`);

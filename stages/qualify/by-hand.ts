@@ -64,7 +64,7 @@ export interface PlannedTask {
 export function inPipeline(
   pipeline: Project,
   split: SplitChange,
-  { splits, candidates, profiles, errors }: Pick<Awaited<ReturnType<typeof readSplitArtifacts>>, "splits" | "candidates" | "profiles" | "errors">,
+  { splits, profiles, errors }: Pick<Awaited<ReturnType<typeof readSplitArtifacts>>, "splits" | "profiles" | "errors">,
 ): PlannedTask {
   const resources = new TaskResources(
     { profiles, errors, dir: pipeline.settings.profiles_dir },
@@ -74,7 +74,7 @@ export function inPipeline(
   const loaded = resources.profileOf(split.repo);
   const envFor = (offer: PythonOffer) =>
     asRecordError(split.task_id, () =>
-      resources.planEnvironments([...splits.filter((s) => s.task_id !== split.task_id), split], candidates, offer).environmentOf(split.task_id),
+      resources.planEnvironments([...splits.filter((s) => s.task_id !== split.task_id), split], offer).environmentOf(split.task_id),
     );
   return { split, loaded, envFor, resources };
 }
@@ -104,12 +104,12 @@ async function resolveTask(options: ByHandOptions): Promise<
 > {
   if (options.config) {
     const pipeline = Project.open(options.config, { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) });
-    const { splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
+    const { splits, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
     if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
     // Planned over the pipeline's splits, its mirrors those of the work directory it is qualified in.
     const project = workingIn(pipeline, options);
-    return { ...inPipeline(project, split, { splits, candidates, profiles, errors }), project };
+    return { ...inPipeline(project, split, { splits, profiles, errors }), project };
   }
   const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));

@@ -1,6 +1,5 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { defineStage, input } from "../../pipeline/engine/stage.ts";
@@ -25,14 +24,13 @@ export const qualifyStage = defineStage({
   module: import.meta.url,
   configSchema: QualifyConfig,
   settings: ["profiles", "execution"],
-  inputs: { candidateList: input("mine", "candidates", Candidate), splits: input("split", "splits", SplitChange) },
+  inputs: { splits: input("split", "splits", SplitChange) },
   outputs: [{ name: "qualifications", schema: QualificationRecord, key: (q: QualificationRecord) => q.task_id }],
   flags: [{ flag: "--runs <n>", description: "runs of each state", key: "runs", parse: (value: string) => parseWholeNumber(value, 1) }],
-  async run(ctx, { candidateList, splits }) {
+  async run(ctx, { splits }) {
     const { profiles, errors } = ctx.profiles;
-    const candidates = new Map(candidateList.map((c) => [c.id, c]));
     const executor = await ctx.executor();
-    const plan = ctx.resources.planEnvironments(splits, candidates, await executor.pythonOffer());
+    const plan = ctx.resources.planEnvironments(splits, await executor.pythonOffer());
     ctx.log.info(`executor: ${executor.kind}; ${plan.size} environment(s) for ${splits.length} task(s)`);
     const jobs = ctx.execution.jobs || availableParallelism();
 

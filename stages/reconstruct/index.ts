@@ -71,7 +71,7 @@ export const reconstructStage = defineStage({
         if (split.extensions?.length) requests = withAuthoredStages(q.task_id, requests, split.extensions, q.stage_tests ?? []);
         const comments = result.comments.map((c) => CommentClassRecord.parse(c));
         // The recipe on the Python the task was qualified on (a fallback where the executor had no other).
-        const environment = recipeFor(loaded.profile, { id: q.task_id, ...(candidate.version !== undefined ? { version: candidate.version } : {}) }, q.python);
+        const environment = recipeFor(loaded.profile, { id: q.task_id, ...(split.version !== undefined ? { version: split.version } : {}) }, q.python);
         const task = Task.parse({
           id: q.task_id,
           snapshot: { repo: split.repo, base_commit: split.base_commit, environment },

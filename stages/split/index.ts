@@ -186,7 +186,16 @@ async function historyPatch(
   return composed.diff;
 }
 
-/** Where the change was merged, as mining found it: the answer rule's way into history. */
-function pullRequestFacts(candidate: Candidate): Pick<SplitChange, "pull_number" | "merge_commit"> {
-  return { pull_number: candidate.pull_number, merge_commit: candidate.pull_request?.merge_commit_sha ?? null };
+/**
+ * What later stages need of the candidate, carried on the split so none of them reads mine: where
+ * the change was merged (the answer rule's way into history), and the pull request's date and
+ * version (what dates and picks its environment).
+ */
+function pullRequestFacts(candidate: Candidate): Pick<SplitChange, "pull_number" | "merge_commit" | "created_at" | "version"> {
+  return {
+    pull_number: candidate.pull_number,
+    merge_commit: candidate.pull_request?.merge_commit_sha ?? null,
+    created_at: candidate.created_at,
+    ...(candidate.version !== undefined ? { version: candidate.version } : {}),
+  };
 }

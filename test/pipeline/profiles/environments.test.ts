@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EnvironmentError, environmentsForTasks, recordedEnvironment } from "../../../pipeline/profiles/environments.ts";
 import { loadProfiles } from "../../../pipeline/profiles/load.ts";
-import type { Candidate } from "../../../pipeline/schemas/candidate.ts";
 import type { QualificationRecord } from "../../../pipeline/schemas/qualification.ts";
 import type { SplitChange } from "../../../pipeline/schemas/split.ts";
 import type { Task } from "../../../pipeline/schemas/task.ts";
@@ -13,28 +12,41 @@ const { profiles } = loadProfiles([
       repo: "o/r",
       environment: { python: ["3.11", "3.9"], pip_requirements: ["pytest"] },
       // one task of the repository accepts only a Python no executor here offers
-      environment_overrides: [{ tasks: ["o__r-3"], recipe: { python: "3.6" } }],
+      environment_overrides: [
+        { tasks: ["o__r-3"], recipe: { python: "3.6" } },
+        { versions: ["2.0"], recipe: { pins: ["pytest==7.0.0"] } },
+      ],
     }),
   },
 ]);
-// Only the fields the plan reads: the task's repository, its id, its pull request's date and version.
-const split = (id: string) => ({ task_id: id, repo: "o/r" }) as SplitChange;
-const candidate = (id: string, created_at: string) => [id, { id, created_at } as Candidate] as const;
+// Only the fields the plan reads: the task's repository and id, its pull request's date and version (carried from mine).
+const split = (id: string, created_at: string, version?: string) => ({ task_id: id, repo: "o/r", created_at, ...(version ? { version } : {}) }) as SplitChange;
 const offer = { installed: ["3.9", "3.11"], downloads: false, describe: "the test's Pythons" };
 const plan = environmentsForTasks(
-  [split("o__r-1"), split("o__r-2"), split("o__r-3")],
-  new Map([candidate("o__r-1", "2021-03-01T00:00:00Z"), candidate("o__r-2", "2020-01-01T00:00:00Z"), candidate("o__r-3", "2022-01-01T00:00:00Z")]),
+  [
+    split("o__r-1", "2021-03-01T00:00:00Z"),
+    split("o__r-2", "2020-01-01T00:00:00Z"),
+    split("o__r-3", "2022-01-01T00:00:00Z"),
+    split("o__r-4", "2023-01-01T00:00:00Z", "2.0"),
+  ],
   profiles,
   offer,
 );
 
 describe("the environment plan", () => {
+  it("takes the recipe by the version and the date the split carries", () => {
+    const versioned = plan.environmentOf("o__r-4");
+    expect(versioned.recipe.pins).toEqual(["pytest==7.0.0"]);
+    expect(versioned.asOf).toBe("2023-01-01T00:00:00Z");
+    expect(plan.environmentOf("o__r-1").recipe.pins).toEqual([]);
+  });
+
   it("gives tasks sharing a recipe one environment, as of the earliest of them", () => {
     const one = plan.environmentOf("o__r-1");
     expect(one.key).toBe(plan.environmentOf("o__r-2").key);
     expect(one.asOf).toBe("2020-01-01T00:00:00Z");
     expect(one.recipe.python).toBe("3.11");
-    expect(plan.size).toBe(1);
+    expect(plan.size).toBe(2);
     expect(plan.dependency("o__r-1")).toBe(one.key);
   });
 
