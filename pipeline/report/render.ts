@@ -80,7 +80,15 @@ export function renderMarkdown(aggregation: Aggregation): string {
       "",
       `**Development runs.** ${aggregation.hostRuns.map((h) => `${h.configuration}: ${h.runs} of ${h.of} run(s)`).join("; ")} had the agent on the host, where it sees the whole machine (the benchmark's held-out assets included). Figures to report come from runs in the focus task's environment (the \`*-environment.yaml\` adapters, or the Harbor export).`,
     );
-  lines.push(
+  lines.push(...coverageLines(aggregation), ...suspiciousLines(aggregation), ...behaviourLines(aggregation));
+  if (aggregation.workload.length) lines.push("", ...renderWorkloadMarkdown(aggregation));
+  if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
+  return lines.join("\n") + "\n";
+}
+
+/** How many sessions of each group every configuration resolved and missed. */
+function coverageLines(aggregation: Aggregation): string[] {
+  return [
     "",
     "## Coverage",
     "",
@@ -96,8 +104,12 @@ export function renderMarkdown(aggregation: Aggregation): string {
         r.switched_missing,
       ]),
     ),
-  );
-  lines.push(
+  ];
+}
+
+/** The suspicious findings per configuration and condition, for auditors. */
+function suspiciousLines(aggregation: Aggregation): string[] {
+  return [
     "",
     "## Suspicious constructs (for auditors)",
     "",
@@ -116,49 +128,49 @@ export function renderMarkdown(aggregation: Aggregation): string {
           .join(", ") || "none",
       ]),
     ),
-  );
-  if (aggregation.behaviour.length) {
-    lines.push(
-      "",
-      "## What the agents did (sessions run by `switch-swe session run`)",
-      "",
-      "From each run's trajectory. Cross-task writes: runs that changed a checkout other than the active one, and the files changed there. Focus recovery: per return to the focus task after another task, seconds to the first change in the focus checkout (median over the returns with a change). Work lost: focus files changed during the session that ended back at their base content.",
-      "",
-      ...markdownTable(
-        [
-          "Configuration",
-          "Condition",
-          "Group",
-          ...[
-            "Runs",
-            "Runs with cross-task writes",
-            "Cross-task files",
-            "Focus returns (with a change)",
-            "Median recovery (s)",
-            "Work lost (files)",
-            "Continuations",
-            "Timed-out requests",
-          ].map(figures),
-        ],
-        aggregation.behaviour.map((r) => [
-          r.configuration,
-          CONDITION_TITLES[r.condition],
-          GROUP_TITLES[r.group],
-          r.runs,
-          r.runs_with_cross_task_writes,
-          r.cross_task_write_files,
-          `${r.focus_returns} (${r.focus_returns_with_change})`,
-          r.median_focus_recovery_seconds === null ? "–" : r.median_focus_recovery_seconds.toFixed(1),
-          r.work_lost_files,
-          r.continuations_used,
-          r.timed_out_requests,
-        ]),
-      ),
-    );
-  }
-  if (aggregation.workload.length) lines.push("", ...renderWorkloadMarkdown(aggregation));
-  if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
-  return lines.join("\n") + "\n";
+  ];
+}
+
+/** What the agents did in the sessions run here (none: no section). */
+function behaviourLines(aggregation: Aggregation): string[] {
+  if (!aggregation.behaviour.length) return [];
+  return [
+    "",
+    "## What the agents did (sessions run by `switch-swe session run`)",
+    "",
+    "From each run's trajectory. Cross-task writes: runs that changed a checkout other than the active one, and the files changed there. Focus recovery: per return to the focus task after another task, seconds to the first change in the focus checkout (median over the returns with a change). Work lost: focus files changed during the session that ended back at their base content.",
+    "",
+    ...markdownTable(
+      [
+        "Configuration",
+        "Condition",
+        "Group",
+        ...[
+          "Runs",
+          "Runs with cross-task writes",
+          "Cross-task files",
+          "Focus returns (with a change)",
+          "Median recovery (s)",
+          "Work lost (files)",
+          "Continuations",
+          "Timed-out requests",
+        ].map(figures),
+      ],
+      aggregation.behaviour.map((r) => [
+        r.configuration,
+        CONDITION_TITLES[r.condition],
+        GROUP_TITLES[r.group],
+        r.runs,
+        r.runs_with_cross_task_writes,
+        r.cross_task_write_files,
+        `${r.focus_returns} (${r.focus_returns_with_change})`,
+        r.median_focus_recovery_seconds === null ? "–" : r.median_focus_recovery_seconds.toFixed(1),
+        r.work_lost_files,
+        r.continuations_used,
+        r.timed_out_requests,
+      ]),
+    ),
+  ];
 }
 
 const WORKLOAD_COLUMNS = [
