@@ -5,7 +5,6 @@ import { join } from "node:path";
 import { OpenedBenchmark } from "../pipeline/project/benchmark.ts";
 import { runProjectOnce } from "../pipeline/project/project.ts";
 import type { Logger } from "../pipeline/logger.ts";
-import { SessionIndex } from "../pipeline/schemas/session.ts";
 import type { VerificationReport } from "../pipeline/schemas/verification.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { type DemoCopy, prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
@@ -20,8 +19,9 @@ export async function builtDemo(
   const built = await runProjectOnce(withExecution(demo.options, { executor })).finally(() => demo.server.stop());
   if (!built.ok) throw new Error("the demo pipeline did not finish");
   const open = () => OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor }, log });
-  const layout = open().layout;
-  const sessions = SessionIndex.parse(JSON.parse(readFileSync(layout.sessionIndex, "utf8"))).sessions.map((s) => s.session_id);
+  const sessions = open()
+    .sessions()
+    .map(({ spec }) => spec.session_id);
   return { demo, sessions, open };
 }
 

@@ -1,11 +1,10 @@
 // Select, schedule and validate 200 sessions (100 near, 100 far) from a synthetic pool of 20,000
 // tasks across 20 repositories; prints time and peak memory per step. Usage: npm run bench:sessions
 import seedrandom from "seedrandom";
-import { assignCheckouts, buildSchedules } from "../stages/schedule/schedule.ts";
+import { sessionSpec } from "../stages/schedule/schedule.ts";
 import { selectSessions, type SelectableTask } from "../stages/select/select.ts";
 import { parentDir } from "../stages/split/split.ts";
 import { validateSession } from "../stages/validate/validate.ts";
-import { SessionSpec } from "../pipeline/schemas/session.ts";
 
 const rng = seedrandom("sessions-bench");
 const PATHS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace/w03", "/workspace/w04"];
@@ -42,33 +41,17 @@ const selection = await selectSessions(tasks, { seed: "bench", sizes: { near: 10
 const selectMs = performance.now() - selectStart;
 const byId = new Map(tasks.map((t) => [t.id, t]));
 const [specs, scheduleMs] = time(() =>
-  selection.sessions.map((s) => {
-    const schedules = buildSchedules({
-      focus: { id: s.focus, stages: byId.get(s.focus)!.stages },
-      interruptions: s.interruptions.map((id) => ({ id, stages: byId.get(id)!.stages })),
-      caseSeed: s.case_seed,
-    });
-    const members = [s.focus, ...s.interruptions];
-    const checkout = assignCheckouts(members, PATHS, s.case_seed);
-    const req = (x: { task: string; stage?: number; finalization: boolean }) => ({
-      task_id: x.task,
-      ...(x.stage ? { stage: x.stage } : {}),
-      finalization: x.finalization,
-      message: { repository: s.repo, checkout: checkout.get(x.task)!, text: `${x.task}#${x.stage ?? "final"}` },
-    });
-    return SessionSpec.parse({
-      session_id: `session-${s.focus}`,
+  selection.sessions.map((s) =>
+    sessionSpec({
+      session: s,
       benchmark: "bench",
-      repo: s.repo,
-      focus: s.focus,
-      interruptions: s.interruptions,
-      locality: s.locality,
-      seeds: { benchmark: "bench", case: s.case_seed },
-      checkouts: members.map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: "0".repeat(40) })),
+      seed: "bench",
+      task: (id) => ({ stages: byId.get(id)!.stages, baseCommit: "0".repeat(40) }),
+      text: (slot) => `${slot.task}#${slot.stage ?? "final"}`,
+      checkoutPaths: PATHS,
       budget: { per_request_seconds: 900, timeout_continuations: 3 },
-      conditions: { control: schedules.control.map(req), switched: schedules.switched.map(req) },
-    });
-  }),
+    }),
+  ),
 );
 const [failed, validateMs] = time(() => specs.filter((spec) => validateSession(spec, byId as never, PATHS, 4).some((c) => !c.passed)).length);
 console.log(

@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dockerEngine } from "../pipeline/executors/docker-engine.ts";
-import { requireFinished } from "../pipeline/engine/engine.ts";
+import { orderStages, requireFinished } from "../pipeline/engine/engine.ts";
 import { runProjectOnce } from "../pipeline/project/project.ts";
 import { environmentSpec } from "../pipeline/executors/environment.ts";
 import { createExecutor, DEFAULT_LIMIT_SETTINGS } from "../pipeline/executors/index.ts";
@@ -18,7 +18,6 @@ import { dockerAvailable } from "../pipeline/executors/docker.ts";
 import { MirrorCache } from "../pipeline/git.ts";
 import { silentLogger } from "../pipeline/logger.ts";
 import { HeldoutTask } from "../pipeline/schemas/heldout.ts";
-import { STAGE_ORDER } from "../pipeline/schemas/common.ts";
 import { requiredTests, testFilesOf } from "../pipeline/verifier/verify.ts";
 import { pathsOfPatch } from "../pipeline/verifier/submission.ts";
 import { loadProfiles } from "../pipeline/profiles/load.ts";
@@ -30,7 +29,8 @@ const dir = mkdtempSync(join(tmpdir(), "switch-swe-bench-verify-"));
 try {
   const demo = await prepareDemoCopy(dir);
   const layout = new WorkLayout(demo.workDir);
-  const upTo = (last: string) => demo.options.stages.filter((s) => STAGE_ORDER.indexOf(s.name) <= STAGE_ORDER.indexOf(last as never));
+  const order = orderStages(demo.options.stages);
+  const upTo = (last: string) => order.slice(0, order.findIndex((s) => s.name === last) + 1);
   const executors: ("local" | "docker")[] = ["local", ...((await dockerAvailable(dockerEngine())) ? (["docker"] as const) : [])];
   // qualify runs locally; the oracle (run alone below) on each executor in turn.
   requireFinished(await runProjectOnce({ ...withExecution(demo.options, { executor: "local" }), stages: upTo("audit") }), "bench/verify-guard.ts");

@@ -9,6 +9,9 @@ import { formatByHand, qualifyByHand } from "../stages/qualify/by-hand.ts";
 
 /** `switch-swe qualify --task FILE`: the by-hand mode of the qualify command. */
 export const qualifyTaskCommand = {
+  stage: "qualify",
+  trigger: "task",
+  usage: "--task FILE",
   addOptions(command: Command): void {
     command
       .option(

@@ -8,6 +8,9 @@ import { type Io, requirePath, UsageError } from "./io.ts";
 
 /** `switch-swe split --diff FILE`: splits one diff by hand, with a profile's rules or the defaults. */
 export const splitByHand = {
+  stage: "split",
+  trigger: "diff",
+  usage: "--diff FILE",
   addOptions(command: Command): void {
     command
       .option("--diff <file>", "split one git diff by hand instead of running the stage")

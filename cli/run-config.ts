@@ -1,10 +1,9 @@
 import { Option } from "commander";
 import { BUILT_STAGES } from "../stages/index.ts";
-import type { RunOptions } from "../pipeline/engine/engine.ts";
+import { orderStages, type RunOptions } from "../pipeline/engine/engine.ts";
 import { createLogger } from "../pipeline/logger.ts";
 import { createProgress, silentProgress } from "../pipeline/progress.ts";
 import { formatSummary, Project, type ProjectOverrides } from "../pipeline/project/project.ts";
-import { STAGE_ORDER } from "../pipeline/schemas/common.ts";
 import type { AnyStage } from "../pipeline/engine/stage.ts";
 import { type Io, requirePath, requireWritableDir } from "./io.ts";
 import { usageParser } from "./numeric-options.ts";
@@ -45,7 +44,7 @@ export function runWithConfig(io: Io, configPath: string, runOptions: RunOptions
   return runProject(io, openRunProject(io, configPath, quiet, overrides), runOptions, quiet);
 }
 
-export const stageOption = (flag: string, description: string) => new Option(flag, description).choices([...STAGE_ORDER]);
+export const stageOption = (flag: string, description: string) => new Option(flag, description).choices(orderStages(BUILT_STAGES).map((s) => s.name));
 
 /** The flags every stage declares, as command-line options: they set a key of that stage's config. */
 export function stageFlags(stages: AnyStage[]) {

@@ -3,10 +3,10 @@ import { decodeStrict } from "../pipeline/decode.ts";
 import { importSwebench } from "../stages/mine/swebench.ts";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { parse } from "yaml";
+
 import { writeFileAtomic } from "../pipeline/atomic.ts";
 import { createLogger } from "../pipeline/logger.ts";
-import { describeFirstIssue } from "../pipeline/validation.ts";
+import { readReviewed } from "../pipeline/validation.ts";
 import { decisionBook, DecisionsError, readDecisions } from "../stages/audit/decisions.ts";
 import { describeGate, GateConfigError } from "../stages/audit/gate.ts";
 import { loadMeasurements } from "../stages/audit/measured.ts";
@@ -66,10 +66,7 @@ export function swebenchInputs(opts: SwebenchAuditFlags, io: Io): { options: Swe
   }
   let rules: RuleSettings = {};
   if (opts.rules) {
-    const raw: unknown = parse(readFileSync(opts.rules, "utf8")) ?? {};
-    const parsed = RuleSettings.safeParse(raw);
-    if (!parsed.success) throw new UsageError(`${opts.rules}: ${describeFirstIssue(parsed.error, raw)}`);
-    rules = parsed.data;
+    rules = readReviewed(opts.rules, RuleSettings, { format: "yaml", empty: {}, error: (message) => new UsageError(message) });
   }
   const log = createLogger({ write: (line) => io.err(line + "\n") });
   // Read as mine reads it: a bad record is a reject naming file, line and field; the others are audited.
@@ -147,6 +144,9 @@ function summary(audit: SwebenchAudit, rejects: number): string {
 
 /** `switch-swe audit --swebench FILE`: audits a SWE-bench-family file's verifiers without building anything. */
 export const swebenchAudit = {
+  stage: "audit",
+  trigger: "swebench",
+  usage: "--swebench FILE",
   addOptions(command: Command): void {
     command
       .option("--swebench <file>", "audit a SWE-bench-family file (JSON or JSONL) instead of running the stage: each record is a task of one request")

@@ -99,8 +99,15 @@ export function isRemoteCloneUrl(url: string): boolean {
  * bare repository or an `OWNER__NAME` clone (offline work, CI, a repository fetched by hand).
  */
 export function localCopyOf(dir: string, repo: string): string | undefined {
+  return localCopyNames(repo)
+    .map((name) => resolve(dir, name))
+    .find((path) => existsSync(path));
+}
+
+/** The names a local copy of `repo` may have, in the order they are looked for. */
+export function localCopyNames(repo: string): string[] {
   const stem = repo.replace("/", "__");
-  return [`${stem}.bundle`, `${stem}.git`, stem].map((name) => resolve(dir, name)).find((path) => existsSync(path));
+  return [`${stem}.bundle`, `${stem}.git`, stem];
 }
 
 export class MirrorCache {

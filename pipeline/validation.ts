@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
 
 /** What a value is, in the words of a JSON user: string, number, boolean, null, array, object. */
@@ -65,20 +66,50 @@ export class InputError extends Error {
   override name = "InputError";
 }
 
+export interface ReviewedOptions {
+  /** What the file should have been, for the message (`a held-out task`). */
+  what?: string;
+  /** JSON or YAML; by default JSON for a `.json` file, YAML (of which JSON is a part) otherwise. */
+  format?: "json" | "yaml";
+  /** The caller's error for a bad file (its message made here); an InputError by default. */
+  error?: (message: string) => Error;
+  /** What an empty YAML file stands for (a file with nothing decided yet, say). */
+  empty?: unknown;
+}
+
 /**
- * A JSON file checked against a schema: the value, or an InputError naming the file and the first
- * problem (not readable, not JSON, or the field that is wrong) and what the file should have been.
+ * A reviewed file (the files people write and review: adapters, rule provenance, decisions,
+ * held-out tasks, session specifications) checked against its schema: the value, or an error
+ * naming the file and what is wrong: the line and column of a syntax error, else the field a
+ * value breaks, and what the file should have been. The one reader of such files; `text` when
+ * the engine has read it already.
  */
-export function readJsonFile<T>(file: string, schema: z.ZodType<T>, what: string): T {
-  let value: unknown;
+export function readReviewed<T>(path: string, schema: z.ZodType<T>, options: ReviewedOptions & { text?: string } = {}): T {
+  const fail = options.error ?? ((message: string) => new InputError(message));
+  const json = (options.format ?? (path.endsWith(".json") ? "json" : "yaml")) === "json";
+  const expected = options.what ? `; expected ${options.what}` : "";
+  let text: string;
   try {
-    value = JSON.parse(readFileSync(file, "utf8"));
+    text = options.text ?? readFileSync(path, "utf8");
   } catch (error) {
-    throw new InputError(`${file}: not readable JSON (${(error as Error).message}); expected ${what}`);
+    throw fail(`${path}: not readable (${(error as Error).message})${expected}`);
   }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new InputError(`${file}: ${describeFirstIssue(parsed.error, value)} (expected ${what})`);
+  let raw: unknown;
+  try {
+    const value: unknown = json ? JSON.parse(text) : parseYaml(text);
+    raw = value === null && options.empty !== undefined ? options.empty : value;
+  } catch (error) {
+    // YAML's message goes on to quote the line; its first line names the line and column.
+    throw fail(`${path}: not valid ${json ? "JSON" : "YAML"} (${(error as Error).message.split("\n")[0]})${expected}`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw fail(`${path}: ${describeFirstIssue(parsed.error, raw)}${options.what ? ` (expected ${options.what})` : ""}`);
   return parsed.data;
+}
+
+/** A JSON file checked against a schema, as readReviewed reads it. */
+export function readJsonFile<T>(file: string, schema: z.ZodType<T>, what: string): T {
+  return readReviewed(file, schema, { what, format: "json" });
 }
 
 /**

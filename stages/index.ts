@@ -13,8 +13,9 @@ import { validateStage } from "./validate/index.ts";
 import { splitStage } from "./split/index.ts";
 
 /**
- * The stages this build has, in any order (the engine orders them by SPEC §2). A stage missing
- * here shows as "not built" in every run summary.
+ * The stages this build has (the engine orders them by the artifacts each reads, which gives
+ * SPEC §2's order; stages ready at once keep this order). A stage of SPEC §2 missing here shows
+ * as "not built" in every run summary.
  */
 export const BUILT_STAGES: StageDefinition<any>[] = [
   mineStage,

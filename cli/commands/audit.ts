@@ -3,7 +3,8 @@ import type { Command } from "commander";
 import { writeFileAtomic } from "../../pipeline/atomic.ts";
 import { RiskFeature } from "../../pipeline/schemas/audit.ts";
 import { foldSpread, measure, measurementsOf } from "../../stages/audit/study/measure.ts";
-import { fixed, markdownTable, rulesMarkdown } from "../../stages/audit/report.ts";
+import { fixed, rulesMarkdown } from "../../stages/audit/report.ts";
+import { markdownTable } from "../../pipeline/markdown.ts";
 import { agreementMarkdown } from "../../stages/audit/study/report.ts";
 import { DEFAULT_FEATURES, DEFAULT_LAMBDA, fitRiskModel } from "../../stages/audit/study/fit.ts";
 import { assess } from "../../stages/audit/risk/model.ts";
@@ -121,7 +122,7 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
           });
           await writeFileAtomic(opts.out, JSON.stringify(model, null, 2) + "\n");
           const weights = Object.entries(model.model.weights).map(([f, w]) => [f, fixed(w, 3), fixed(model.model.means[f as RiskFeature] ?? 0, 3)]);
-          io.out(markdownTable(["feature", "weight", "mean"], [["intercept", fixed(model.model.intercept, 3), ""], ...weights]));
+          io.out(markdownTable(["feature", "weight", "mean"], [["intercept", fixed(model.model.intercept, 3), ""], ...weights]).join("\n") + "\n");
           io.out(`thresholds of severity 1, 2, 3: ${model.model.thresholds.map((t) => fixed(t, 3)).join(", ")}\n\n`);
           // The in-sample figures are the new model's: each record's risk and severity under it.
           const records = audit.records.map((r) => {

@@ -5,6 +5,7 @@ import { createLogger } from "../../pipeline/logger.ts";
 import { exportHarbor } from "../../pipeline/harbor/export.ts";
 import { caBundleFromEnvironment } from "../../pipeline/harbor/images.ts";
 import { loadAgent } from "../../pipeline/session/agents.ts";
+import { Condition } from "../../pipeline/schemas/session.ts";
 import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
@@ -19,7 +20,7 @@ export function registerExport(program: Command, io: Io, exit: ExitCode): void {
     .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark (sessions, held-out assets, profiles)")
     .option("--out <dir>", "the dataset's directory, replaced whole if it holds an earlier export (default: <emit.out_dir>-harbor)")
     .option("--sessions <ids>", "only these sessions, comma-separated (default: every session of the benchmark)")
-    .addOption(new Option("--conditions <which>", "which conditions become tasks").choices(["control", "switched", "both"]).default("both"))
+    .addOption(new Option("--conditions <which>", "which conditions become tasks").choices([...Condition.options, "both"]).default("both"))
     .option(
       "--messages-of <agent.yaml>",
       "the agent description whose message template makes each step's instruction, as session run gives it (the shipped ones all name the repository, the checkout and the text)",
@@ -65,7 +66,7 @@ export function registerExport(program: Command, io: Io, exit: ExitCode): void {
         const { tasks, sharedBytes } = await exportHarbor(bench, {
           out,
           ...(opts.sessions ? { sessions: String(opts.sessions).split(",") } : {}),
-          conditions: opts.conditions === "both" ? ["control", "switched"] : [opts.conditions],
+          conditions: opts.conditions === "both" ? Condition.options : [opts.conditions],
           messages: loadAgent(opts.messagesOf),
           images: { ...(opts.baseImage ? { baseImage: opts.baseImage } : {}), ...(caBundle ? { caBundle: readFileSync(caBundle, "utf8") } : {}) },
           agentUser: { name: user[1]!, uid: Number(user[2]) },

@@ -10,6 +10,21 @@ import { positiveWholeNumber } from "../numeric-options.ts";
 import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
 import { flagOption, overridesFrom, runWithConfig, stageFlags, stageOption } from "../run-config.ts";
 
+/**
+ * What a stage's command does by hand instead of running the stage, when its trigger option is
+ * given (`split --diff`, `qualify --task`, `audit --swebench`): its own options and program.
+ */
+interface ByHand {
+  stage: string;
+  /** The option (its attribute name) that asks for it. */
+  trigger: string;
+  /** How the trigger is written, for the usage error of a command given neither it nor --config. */
+  usage: string;
+  addOptions(command: Command): void;
+  run(io: Io, opts: any): number | Promise<number>;
+}
+const BY_HAND: ByHand[] = [splitByHand, qualifyTaskCommand, swebenchAudit];
+
 const MIRRORS_HELP =
   "clone repositories from local copies here (OWNER__NAME.bundle, OWNER__NAME.git or OWNER__NAME) instead of their profiles' clone_url (default: $SWITCH_SWE_MIRRORS)";
 
@@ -61,20 +76,14 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
         .addOption(redisOption())
         .addOption(gitServiceOption())
         .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber);
-    if (stage.name === "split") splitByHand.addOptions(command);
-    if (stage.name === "qualify") qualifyTaskCommand.addOptions(command);
-    if (stage.name === "audit") swebenchAudit.addOptions(command);
+    const byHand = BY_HAND.find((b) => b.stage === stage.name);
+    byHand?.addOptions(command);
     // audit's own --mirrors (with --swebench) names the same kind of directory, and serves a config's run as well.
     if (!command.options.some((o) => o.long === "--mirrors")) command.option("--mirrors <dir>", MIRRORS_HELP);
     command.action(
       exit.act(async (opts) => {
-        if (stage.name === "split" && opts.diff) return splitByHand.run(io, opts);
-        if (stage.name === "qualify" && opts.task) return qualifyTaskCommand.run(io, opts);
-        if (stage.name === "audit" && opts.swebench) return swebenchAudit.run(io, opts);
-        if (!opts.config)
-          throw new UsageError(
-            `'${stage.name}' needs --config FILE${stage.name === "split" ? " (or --diff FILE)" : stage.name === "qualify" ? " (or --task FILE)" : stage.name === "audit" ? " (or --swebench FILE)" : ""}`,
-          );
+        if (byHand && opts[byHand.trigger]) return byHand.run(io, opts);
+        if (!opts.config) throw new UsageError(`'${stage.name}' needs --config FILE${byHand ? ` (or ${byHand.usage})` : ""}`);
         return runWithConfig(io, opts.config, { only: stage.name, force: opts.force }, Boolean(opts.quiet), overridesFrom(opts, [stage]));
       }),
     );

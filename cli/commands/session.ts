@@ -3,7 +3,7 @@ import { type Command, Option } from "commander";
 import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { loadAgent } from "../../pipeline/session/agents.ts";
-import type { Condition } from "../../pipeline/session/run-folder.ts";
+import { Condition } from "../../pipeline/schemas/session.ts";
 import { runAllSessions, runAndScoreSession } from "../../pipeline/session/runs.ts";
 import { modelTarget, withModelOptions } from "../model-options.ts";
 import { formatVerification } from "../../pipeline/session/score.ts";
@@ -22,7 +22,7 @@ export function registerSession(program: Command, io: Io, exit: ExitCode): void 
       .description("drive an agent through one condition of one session: provision the five checkouts, deliver each request, verify the focus artifact")
       .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
       .requiredOption("--session <file>", "the session specification (manifests/<benchmark>/sessions/<session>.json)")
-      .addOption(new Option("--condition <condition>", "control (uninterrupted) or switched").choices(["control", "switched"]).makeOptionMandatory())
+      .addOption(new Option("--condition <condition>", "control (uninterrupted) or switched").choices(Condition.options).makeOptionMandatory())
       .requiredOption("--agent <file>", "the agent description (AGENT.yaml; see data/agents/)")
       .requiredOption("--out <dir>", "the agent's results directory: the verification report is written there as <session>.<condition>.json"),
   )
@@ -106,7 +106,7 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
       .requiredOption("-c, --config <file>", "the pipeline config that built the benchmark")
       .option("--manifest <dir>", "the emitted benchmark's directory (default: the config's emit.out_dir)")
       .requiredOption("--agent <file>", "the agent description (AGENT.yaml)")
-      .addOption(new Option("--conditions <which>", "control, switched, or both").choices(["control", "switched", "both"]).default("both"))
+      .addOption(new Option("--conditions <which>", "control, switched, or both").choices([...Condition.options, "both"]).default("both"))
       .option("--out <dir>", "the agent's results directory (default: results/<agent name>)")
       .option("--jobs <n>", "sessions run at once", positiveWholeNumber, 1),
   )
@@ -121,7 +121,7 @@ function registerRunAll(session: Command, io: Io, exit: ExitCode, logger: (quiet
           requirePath(flag, opts[flag.slice(2)], kind);
         const jobs: number = opts.jobs;
         const agent = loadAgent(opts.agent);
-        const conditions: Condition[] = opts.conditions === "both" ? ["control", "switched"] : [opts.conditions];
+        const conditions: Condition[] = opts.conditions === "both" ? Condition.options : [opts.conditions];
         const out = opts.out ?? join("results", agent.name);
         const log = logger(Boolean(opts.quiet));
         const benchmark = OpenedBenchmark.open(opts.config, {

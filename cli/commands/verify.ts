@@ -1,6 +1,7 @@
 import { type Command, Option } from "commander";
 import { writeFileAtomic } from "../../pipeline/atomic.ts";
 import { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
+import { Condition } from "../../pipeline/schemas/session.ts";
 import { createLogger } from "../../pipeline/logger.ts";
 import { formatVerification, verifySubmission } from "../../pipeline/session/score.ts";
 import { BUILT_STAGES } from "../../stages/index.ts";
@@ -18,7 +19,7 @@ export function registerVerify(program: Command, io: Io, exit: ExitCode): void {
     // Required: a report filed under the wrong condition would silently skew Table 1.
     .addOption(
       new Option("--condition <condition>", "which run of the session the artifact comes from: control (uninterrupted) or switched")
-        .choices(["control", "switched"])
+        .choices(Condition.options)
         .makeOptionMandatory(),
     )
     .option("--heldout <dir>", "held-out assets directory (default: the config's emit.heldout_dir)")

@@ -96,7 +96,7 @@ export async function checkExtensionFile(options: ExtendCheckOptions): Promise<E
     report.stages = stageFields(text).map((field) => ({ field, checked: "none", tests: [], problems: [], notes: [] }));
     const unfilled = unfilledFields(file, text);
     if (unfilled.length) return finished(report, unfilled);
-    const mirror = await taskMirror(project, candidate, loaded);
+    const mirror = await taskMirror(project, candidate);
     await checkStages({ project, options, candidate, loaded, mirror, report }, { path: file, text, invalid });
     return finished(report, []);
   } finally {

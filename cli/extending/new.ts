@@ -66,7 +66,7 @@ async function historyOf(
 ): Promise<PullRequestHistory> {
   let mirror: string;
   try {
-    mirror = await taskMirror(project, candidate, loaded);
+    mirror = await taskMirror(project, candidate);
   } catch (error) {
     if (!(error instanceof GitError || error instanceof CommitNotInSource)) throw error;
     options.log.warn(`${candidate.id}: the repository could not be read (${error.message.split("\n")[0]}); the skeleton lists no pull request commits`);

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import type { AnyStage } from "../../pipeline/engine/stage.ts";
 import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf, type LoadedProfile } from "../../pipeline/profiles/load.ts";
+import type { LoadedProfile } from "../../pipeline/profiles/load.ts";
 import { Project } from "../../pipeline/project/project.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { type Request, Task } from "../../pipeline/schemas/task.ts";
@@ -49,21 +49,14 @@ export async function minedTask(project: Project, taskId: string, asked: string)
   return Candidate.parse(found);
 }
 
-/** The task's repository profile, or bad input naming why there is none. */
+/** The task's repository profile, or UnknownRepository. */
 export function profileOf(project: Project, candidate: Candidate): LoadedProfile {
-  const { profiles, errors } = project.profiles();
-  const loaded = profiles.get(candidate.repo);
-  if (!loaded) throw new InputError(errors.get(candidate.repo) ?? `no profile for ${candidate.repo} in ${project.settings.profiles_dir}`);
-  return loaded;
+  return project.resources().profileOf(candidate.repo);
 }
 
 /** A mirror of the task's repository holding its base, in the project's work directory. */
-export function taskMirror(project: Project, candidate: Candidate, loaded: LoadedProfile): Promise<string> {
-  return project.workspace.mirrors.ensure(
-    candidate.repo,
-    cloneSourceOf(candidate.repo, loaded, (p) => resolve(project.baseDir, p)),
-    candidate.base_commit,
-  );
+export function taskMirror(project: Project, candidate: Candidate): Promise<string> {
+  return project.resources().mirrorAt(candidate.repo, candidate.base_commit);
 }
 
 const AUTHORED = new Set(["authored", "upstream_commit"]);

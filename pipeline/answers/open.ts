@@ -1,6 +1,4 @@
-import type { MirrorCache } from "../git.ts";
-import { cloneSourceOf } from "../profiles/load.ts";
-import type { ProfileSet } from "../profiles/load.ts";
+import { UnknownRepository, type TaskResources } from "../profiles/resources.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import { RepositoryAnswers } from "./repository.ts";
 
@@ -11,25 +9,23 @@ import { RepositoryAnswers } from "./repository.ts";
  */
 export async function openRepositoryAnswers(
   tasks: readonly HeldoutTask[],
-  where: { mirrors: MirrorCache; profiles: ProfileSet; resolvePath: (p: string) => string },
+  resources: TaskResources,
 ): Promise<{ repositories: Map<string, { answers: RepositoryAnswers; mirror: string }>; unavailable: Map<string, string> }> {
   const repositories = new Map<string, { answers: RepositoryAnswers; mirror: string }>();
   const unavailable = new Map<string, string>();
   const byRepo = new Map<string, string[]>();
   for (const t of tasks) byRepo.set(t.repo, [...(byRepo.get(t.repo) ?? []), t.base_commit]);
   for (const [repo, bases] of [...byRepo].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const loaded = where.profiles.profiles.get(repo);
-    if (!loaded) {
-      unavailable.set(repo, where.profiles.errors.get(repo) ?? `no profile for ${repo}`);
+    if (!resources.profiles.profiles.has(repo)) {
+      unavailable.set(repo, new UnknownRepository(repo, resources.profiles).message);
       continue;
     }
-    const source = cloneSourceOf(repo, loaded, where.resolvePath);
-    const { path, missing } = await where.mirrors.ensureSome(repo, source, [...new Set(bases)]);
+    const { path, missing, source } = await resources.mirrorWith(repo, [...new Set(bases)]);
     if (missing.length) {
       unavailable.set(repo, `${source} lacks ${missing.length} base commit(s), first ${missing[0]}`);
       continue;
     }
-    repositories.set(repo, { answers: new RepositoryAnswers((args) => where.mirrors.git(path, args)), mirror: path });
+    repositories.set(repo, { answers: new RepositoryAnswers((args) => resources.git(path, args)), mirror: path });
   }
   return { repositories, unavailable };
 }

@@ -3,23 +3,8 @@ import { existsSync } from "node:fs";
 import { lstat, mkdir, readdir, readFile, readlink, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { git } from "../git.ts";
+import { ignoredDir } from "./ignored.ts";
 import type { CheckoutChanges } from "../schemas/agent.ts";
-
-/** Directories a snapshot does not read: version control, caches and environments. */
-export const SKIPPED_DIRS = new Set([
-  ".git",
-  "__pycache__",
-  ".pytest_cache",
-  ".mypy_cache",
-  ".ruff_cache",
-  ".hypothesis",
-  ".tox",
-  ".nox",
-  ".venv",
-  "venv",
-  "node_modules",
-  ".cache",
-]);
 
 /**
  * A checkout of `commit` at `dir` with no history: the tree exported from our mirror and committed
@@ -96,7 +81,7 @@ export async function snapshot(dir: string, cache?: HashCache): Promise<Snapshot
       const stat = await unlessGone(lstat(path));
       if (!stat) continue;
       if (stat.isDirectory()) {
-        if (!SKIPPED_DIRS.has(name) && !name.endsWith(".egg-info")) await walk(childRel);
+        if (!ignoredDir(name)) await walk(childRel);
       } else if (stat.isSymbolicLink()) {
         const target = await unlessGone(readlink(path));
         if (target !== undefined) files.set(childRel, `link:${target}`);

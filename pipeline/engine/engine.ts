@@ -3,7 +3,7 @@ import { recoverPublishedDirectory, removeStaleTempFiles } from "../atomic.ts";
 import { acquireRunLock, removeLeftovers, RunLockError } from "./leftovers.ts";
 import type { Logger } from "../logger.ts";
 import type { Progress } from "../progress.ts";
-import { STAGE_ORDER, type StageName } from "../schemas/common.ts";
+import { StageName } from "../schemas/common.ts";
 import { PipelineSettings } from "./settings.ts";
 import { inputsOf, type AnyStage } from "./stage.ts";
 import { PipelineError, runStage, type RunResources } from "./stage-run.ts";
@@ -98,14 +98,17 @@ export function requireFinished(summary: RunSummary, what: string): void {
 }
 
 /**
- * The stage graph, in SPEC §2 order, checked when the pipeline is built (before any stage runs):
- * every input a stage declares is an output of an earlier stage, with the same schema. A stage
- * registered twice, or an input nobody produces, is a programming error.
+ * The stage graph, ordered by what each stage reads: a stage comes after every stage whose
+ * artifacts it declares as inputs (a stage a plugin adds finds its place so), and among stages
+ * ready at once the one registered first goes first, so the order is the same on every run.
+ * Checked when the pipeline is built (before any stage runs): every input a stage declares is an
+ * output of an earlier stage, with the same schema. A stage registered twice, an input nobody
+ * produces, or stages that read each other's outputs in a circle are programming errors.
  */
 export function orderStages(stages: AnyStage[]): AnyStage[] {
   const byName = new Map(stages.map((s) => [s.name, s]));
   if (byName.size !== stages.length) throw new PipelineError("a stage is registered twice");
-  const ordered = STAGE_ORDER.flatMap((name) => (byName.has(name) ? [byName.get(name)!] : []));
+  const ordered = byInputs(stages);
   for (const [index, stage] of ordered.entries()) {
     for (const [arg, spec] of inputsOf(stage)) {
       const producer = ordered.slice(0, index).find((s) => s.name === spec.stage);
@@ -114,6 +117,24 @@ export function orderStages(stages: AnyStage[]): AnyStage[] {
       if (output.schema !== spec.schema)
         throw new PipelineError(`stage ${stage.name}: input '${arg}' expects another schema than ${spec.stage} writes for ${spec.name}`);
     }
+  }
+  return ordered;
+}
+
+/** Stages in an order where each comes after the producers of its inputs that are registered; ties keep the registration order. */
+function byInputs(stages: AnyStage[]): AnyStage[] {
+  const registered = new Set(stages.map((s) => s.name));
+  const producers = (stage: AnyStage) =>
+    new Set(inputsOf(stage).flatMap(([, spec]) => (registered.has(spec.stage) && spec.stage !== stage.name ? [spec.stage] : [])));
+  const ordered: AnyStage[] = [];
+  const placed = new Set<string>();
+  const waiting = [...stages];
+  while (waiting.length) {
+    const next = waiting.findIndex((stage) => [...producers(stage)].every((p) => placed.has(p)));
+    if (next < 0) throw new PipelineError(`stages ${waiting.map((s) => s.name).join(", ")} read each other's outputs in a circle`);
+    const [stage] = waiting.splice(next, 1);
+    ordered.push(stage!);
+    placed.add(stage!.name);
   }
   return ordered;
 }
@@ -157,7 +178,8 @@ async function runStages(store: ArtifactStore, run: RunResources, options: Engin
   const stages = orderStages(options.stages);
   const built = new Set(stages.map((s) => s.name));
   const summaries: StageSummary[] = [];
-  const forceFromIndex = runOptions.from ? STAGE_ORDER.indexOf(runOptions.from) : Infinity;
+  const order = stages.map((s) => s.name);
+  const forceFromIndex = runOptions.from ? order.indexOf(runOptions.from) : Infinity;
   if (runOptions.only && !built.has(runOptions.only)) {
     throw new PipelineError(`stage '${runOptions.only}' is not built in this version of switch-swe`);
   }
@@ -167,15 +189,11 @@ async function runStages(store: ArtifactStore, run: RunResources, options: Engin
 
   let failed = false;
   let stopped = false;
-  for (const name of STAGE_ORDER) {
-    const stage = stages.find((s) => s.name === name);
+  for (const stage of stages) {
+    const name = stage.name;
     if (runOptions.only && runOptions.only !== name) continue;
-    if (!stage) {
-      if (!runOptions.only) summaries.push(emptySummary(name, "not_built"));
-      continue;
-    }
     if (stopped) break;
-    const force = Boolean(runOptions.force) || STAGE_ORDER.indexOf(name) >= forceFromIndex;
+    const force = Boolean(runOptions.force) || order.indexOf(name) >= forceFromIndex;
     const started = performance.now();
     try {
       const summary = await runStage(
@@ -205,6 +223,8 @@ async function runStages(store: ArtifactStore, run: RunResources, options: Engin
       summaries.push({ ...emptySummary(name, "failed"), seconds: (performance.now() - started) / 1000, error: message });
     }
   }
+  // The stages of SPEC §2 this build lacks, said as such.
+  if (!runOptions.only) for (const name of StageName.options) if (!built.has(name)) summaries.push(emptySummary(name, "not_built"));
   return { ok: !failed, stages: summaries };
 }
 

@@ -5,6 +5,8 @@ import { RetriesExhausted } from "../executors/retries.ts";
 import type { Progress } from "../progress.ts";
 import { Reject, type StageName } from "../schemas/common.ts";
 import { RecordError, type MapOptions } from "./stage.ts";
+import { UnknownRepository } from "../profiles/resources.ts";
+import { EnvironmentError } from "../profiles/environments.ts";
 import type { ArtifactStore } from "./store.ts";
 
 interface CachedRecord<R> {
@@ -111,31 +113,8 @@ async function runRecord<T, R>(
         }),
         cacheable: false,
       };
-    // A commit the repository's clone source does not have is a fact about its history, not a bug.
-    if (error instanceof IncompleteSource)
-      return {
-        results: [],
-        reject: Reject.parse({
-          stage,
-          record_id: id,
-          reason: "incomplete_source",
-          message: `${id}: ${error.message} (remembered: after completing the source, run again with --force)`,
-          ...where,
-        }),
-        cacheable: true,
-      };
-    if (error instanceof CommitNotInSource)
-      return {
-        results: [],
-        reject: Reject.parse({
-          stage,
-          record_id: id,
-          reason: "commits_not_in_git",
-          message: `${id}: ${error.message} (a fact about the source's history, remembered: after updating the source, run again with --force)`,
-          ...where,
-        }),
-        cacheable: true,
-      };
+    const fact = factReject(error, id);
+    if (fact) return { results: [], reject: Reject.parse({ stage, record_id: id, ...where, ...fact }), cacheable: true };
     if (error instanceof RunAbort)
       return {
         results: [],
@@ -150,4 +129,21 @@ async function runRecord<T, R>(
     // Unexpected errors are not cached either: a bug that a fix should retry.
     return { results: [], reject: { stage, record_id: id, reason: "internal_error", message: `${id}: ${message}`, ...where }, cacheable: false };
   }
+}
+
+/**
+ * A fact about the record's repository, not a bug: no profile, no environment, or a commit its
+ * clone source does not have. Remembered (cached) like any reject; the message says what to do.
+ */
+function factReject(error: unknown, id: string): { reason: Reject["reason"]; message: string; field?: string } | undefined {
+  if (error instanceof UnknownRepository) return { reason: error.reason, message: `${id}: field ${error.field}: ${error.message}`, field: error.field };
+  if (error instanceof EnvironmentError) return { reason: error.reason, message: `${id}: ${error.message}`, field: error.field };
+  if (error instanceof IncompleteSource)
+    return { reason: "incomplete_source", message: `${id}: ${error.message} (remembered: after completing the source, run again with --force)` };
+  if (error instanceof CommitNotInSource)
+    return {
+      reason: "commits_not_in_git",
+      message: `${id}: ${error.message} (a fact about the source's history, remembered: after updating the source, run again with --force)`,
+    };
+  return undefined;
 }

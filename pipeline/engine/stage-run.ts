@@ -6,6 +6,7 @@ import { compareKeys, hashValue, sha256 } from "../canonical.ts";
 import { codeVersion } from "../code-version.ts";
 import { decodeStrict } from "../decode.ts";
 import { loadProfiles, type ProfileSet } from "../profiles/load.ts";
+import { TaskResources } from "../profiles/resources.ts";
 import type { Workspace } from "../executors/workspace.ts";
 import { openGithubClient } from "../github-client.ts";
 import type { Logger } from "../logger.ts";
@@ -218,6 +219,8 @@ function stageContext(
   };
   const uses = (name: SettingName) => stage.settings?.includes(name) ?? false;
   const scratchDir = () => run.workspace.scratch;
+  const resolvePath = (path: string) => resolve(run.baseDir, path);
+  const resources = key.profiles && new TaskResources(key.profiles, () => run.workspace.mirrors, resolvePath);
   return {
     stage: stage.name,
     config,
@@ -229,6 +232,9 @@ function stageContext(
     get profiles() {
       return key.profiles ?? undeclared("profiles");
     },
+    get resources() {
+      return resources ?? undeclared("profiles");
+    },
     get execution() {
       return uses("execution") ? run.settings.execution : undeclared("execution");
     },
@@ -238,7 +244,7 @@ function stageContext(
     },
     scratchDir,
     checkout: (mirror, commit, patches) => run.workspace.checkout(mirror, commit, patches),
-    resolvePath: (path) => resolve(run.baseDir, path),
+    resolvePath,
     publishDirectory: async (dir, files) => {
       const absolute = resolve(run.baseDir, dir);
       const rel = relative(run.baseDir, absolute);

@@ -4,6 +4,7 @@ import type { MirrorCache } from "../git.ts";
 import type { GithubClientSettings, OpenedGithubClient } from "../github-client.ts";
 import type { ExternalFile } from "../decode.ts";
 import type { ProfileSet } from "../profiles/load.ts";
+import type { TaskResources } from "../profiles/resources.ts";
 import type { CheckoutOrigin } from "../checkouts/checkout.ts";
 import type { Executor } from "../executors/types.ts";
 import type { Logger } from "../logger.ts";
@@ -92,6 +93,8 @@ export interface StageContext<C> {
    * setting only), read and hashed by the engine; a bad profile is an error for its repository.
    */
   readonly profiles: ProfileSet;
+  /** A repository's profile (or the one `unknown_repository` reject) and its mirror at a commit (a stage declaring `profiles` only). */
+  readonly resources: TaskResources;
   /** The pipeline's execution settings (a stage declaring `execution` only). */
   readonly execution: ExecutionSettings;
   /** The executor those settings ask for, made once per run by the engine. */

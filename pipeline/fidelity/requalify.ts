@@ -1,3 +1,4 @@
+import { figures, markdownTable } from "../markdown.ts";
 import { join } from "node:path";
 import { stringify } from "csv-stringify/sync";
 import { writeFileAtomic } from "../atomic.ts";
@@ -122,20 +123,42 @@ const classCounts = (classes: Record<string, number>) =>
 /** The per-era table, with a total line. */
 function renderEras(eras: EraSummary[]): string[] {
   const sum = (f: (e: EraSummary) => number) => eras.reduce((n, e) => n + f(e), 0);
-  const lines = [
-    "| Repository | Era | Records | Built | F2P exact | F2P exact or explained | P2P exact | F2P differences by class | P2P differences by class | Not built |",
-    "|---|---|---:|---:|---:|---:|---:|---|---|---|",
-  ];
-  for (const e of eras) {
-    lines.push(
-      `| ${e.repo} | ${e.version} | ${e.records} | ${e.requalified} | ${e.f2p_exact} | ${e.f2p_explained} | ${e.p2p_exact} | ${classCounts(e.f2p_classes)} | ${classCounts(e.p2p_classes)} | ${Object.keys(e.not_requalified).length ? classCounts(e.not_requalified) : ""} |`,
-    );
-  }
-  const total = (f: (e: EraSummary) => number) => sum(f);
-  lines.push(
-    `| **all** | | ${total((e) => e.records)} | ${total((e) => e.requalified)} | ${total((e) => e.f2p_exact)} | ${total((e) => e.f2p_explained)} | ${total((e) => e.p2p_exact)} | | | |`,
+  return markdownTable(
+    [
+      "Repository",
+      "Era",
+      ...["Records", "Built", "F2P exact", "F2P exact or explained", "P2P exact"].map(figures),
+      "F2P differences by class",
+      "P2P differences by class",
+      "Not built",
+    ],
+    [
+      ...eras.map((e) => [
+        e.repo,
+        e.version,
+        e.records,
+        e.requalified,
+        e.f2p_exact,
+        e.f2p_explained,
+        e.p2p_exact,
+        classCounts(e.f2p_classes),
+        classCounts(e.p2p_classes),
+        Object.keys(e.not_requalified).length ? classCounts(e.not_requalified) : "",
+      ]),
+      [
+        "**all**",
+        "",
+        sum((e) => e.records),
+        sum((e) => e.requalified),
+        sum((e) => e.f2p_exact),
+        sum((e) => e.f2p_explained),
+        sum((e) => e.p2p_exact),
+        "",
+        "",
+        "",
+      ],
+    ],
   );
-  return lines;
 }
 
 /** The defects report as Markdown: what each kind means and how many records have it, then record by record. */
@@ -145,9 +168,10 @@ export function renderRequalifyMarkdown(report: RequalifyReport): string {
     "",
     `${report.records.length} records, each re-run ${report.runs_per_state} time(s) before and after its gold patch, offline (executor: ${report.executor}). Requalified: ${report.records.filter((r) => r.requalified).length}; with no defect: ${report.records.filter((r) => r.requalified && !r.defects.length).length}.`,
     "",
-    "| Defect | Records | Meaning |",
-    "|---|---:|---|",
-    ...DefectKind.options.map((kind) => `| ${kind} | ${report.by_kind[kind] ?? 0} | ${DEFECT_MEANINGS[kind]} |`),
+    ...markdownTable(
+      ["Defect", figures("Records"), "Meaning"],
+      DefectKind.options.map((kind) => [kind, report.by_kind[kind] ?? 0, DEFECT_MEANINGS[kind]]),
+    ),
     "",
     "## By repository and era",
     "",

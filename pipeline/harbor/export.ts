@@ -13,8 +13,8 @@ import type { Logger } from "../logger.ts";
 import type { OpenedBenchmark } from "../project/benchmark.ts";
 import type { AgentSpec } from "../schemas/agent.ts";
 import type { SessionSpec } from "../schemas/session.ts";
-import { readListedSessions } from "../session/listed-sessions.ts";
-import type { Condition } from "../session/run-folder.ts";
+import { readListedSessions } from "../project/listed-sessions.ts";
+import type { Condition } from "../schemas/session.ts";
 import { sessionCheckoutCommits, sessionCloneSource } from "../session/runs.ts";
 import { InputError } from "../validation.ts";
 import { checkoutArchives, commitMirrorArchive, revisionArchive } from "./archives.ts";
@@ -107,9 +107,9 @@ export async function exportHarbor(bench: OpenedBenchmark, options: HarborExport
       await write(SHARED_VERIFIER.program, program);
       for (const { file, spec } of sessions) {
         options.log.info(`exporting ${spec.session_id} (${options.conditions.join(", ")})`);
-        const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));
+        const source = sessionCloneSource(spec, file);
         let mirror = "";
-        for (const c of spec.checkouts) mirror = await bench.workspace.mirrors.ensure(spec.repo, source, c.base_commit);
+        for (const c of spec.checkouts) mirror = await bench.mirrorAt(spec.repo, c.base_commit, source);
         const session = await sessionFiles(bench, spec, mirror, options);
         for (const condition of options.conditions) tasks.push(await writeTask({ write, link, store, bench, spec, condition, session, options }));
       }

@@ -3,9 +3,8 @@ import { basename, join } from "node:path";
 import type { LoadedReport } from "../report/aggregate.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
-import type { SessionSpec } from "../schemas/session.ts";
-import { readListedSessions } from "../session/listed-sessions.ts";
-import type { Condition } from "../session/run-folder.ts";
+import { Condition, type SessionSpec } from "../schemas/session.ts";
+import { readListedSessions } from "../project/listed-sessions.ts";
 import { InputError } from "../validation.ts";
 import { HARBOR_JOB, taskDirName } from "./layout.ts";
 import { type BenchmarkView, loadHarborTrial } from "./trial.ts";
@@ -45,7 +44,7 @@ export function harborJobs(dir: string): { configuration: string; jobs: string[]
 function tasksByName(sessionsDir: string): Map<string, { spec: SessionSpec; condition: Condition }> {
   const tasks = new Map<string, { spec: SessionSpec; condition: Condition }>();
   for (const { spec } of readListedSessions(sessionsDir))
-    for (const condition of ["control", "switched"] as const) {
+    for (const condition of Condition.options) {
       const name = taskDirName(spec.session_id, condition);
       tasks.set(name, { spec, condition });
       tasks.set(`switch-swe/${name}`, { spec, condition });

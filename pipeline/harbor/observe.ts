@@ -1,10 +1,11 @@
-import { SKIPPED_DIRS, type Snapshot } from "../checkouts/snapshot.ts";
+import { IGNORED_DIR_SUFFIX, IGNORED_DIRS } from "../checkouts/ignored.ts";
+import type { Snapshot } from "../checkouts/snapshot.ts";
 import { quote } from "../executors/recipe-scripts.ts";
 
 /**
  * What a Harbor task records of its checkouts after each request, for the cross-task writes the
  * session runner records: each checkout snapshotted as pipeline/checkouts/snapshot.ts snapshots it
- * (its skipped directories at any depth and `*.egg-info` left out, byte code left out, a link by its
+ * (the ignored directories of pipeline/checkouts/ignored.ts left out at any depth, byte code left out, a link by its
  * target, every other file by the sha1 of its content), by a shell script generated here from the
  * same constants, because the agent's container has no Node. `readListing` turns what it wrote
  * into snapshot()'s own maps, and test/pipeline/harbor/observe.test.ts holds the two equal on one tree.
@@ -15,8 +16,8 @@ import { quote } from "../executors/recipe-scripts.ts";
 
 /** find's test for a directory the snapshot does not read. */
 function prunedDirectories(): string {
-  const names = [...SKIPPED_DIRS].sort().map((name) => `-name ${quote(name)}`);
-  return `\\( -type d \\( ${[...names, "-name '*.egg-info'"].join(" -o ")} \\) -prune \\)`;
+  const names = [...[...IGNORED_DIRS].sort(), `*${IGNORED_DIR_SUFFIX}`].map((name) => `-name ${quote(name)}`);
+  return `\\( -type d \\( ${names.join(" -o ")} \\) -prune \\)`;
 }
 
 /** The script the agent's image holds (root's alone): `observe.sh OUT` writes the listing of `checkouts` to OUT. */

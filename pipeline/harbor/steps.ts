@@ -1,6 +1,6 @@
 import { basename } from "node:path";
 import type { AgentSpec } from "../schemas/agent.ts";
-import type { Condition } from "../session/run-folder.ts";
+import type { Condition } from "../schemas/session.ts";
 import type { ScheduledRequest, SessionSpec } from "../schemas/session.ts";
 import { quote } from "../executors/recipe-scripts.ts";
 import { agentMessage } from "../session/agent-commands.ts";

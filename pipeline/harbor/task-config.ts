@@ -1,6 +1,6 @@
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { SessionSpec } from "../schemas/session.ts";
-import type { Condition } from "../session/run-folder.ts";
+import type { Condition } from "../schemas/session.ts";
 import { OBSERVED } from "./layout.ts";
 import type { TaskStep } from "./steps.ts";
 

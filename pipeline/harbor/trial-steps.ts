@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { changesBetween, type Snapshot } from "../checkouts/snapshot.ts";
 import type { RequestUsage, SessionBehaviour, TrajectoryRequest } from "../schemas/agent.ts";
 import type { SessionSpec } from "../schemas/session.ts";
-import type { Condition } from "../session/run-folder.ts";
+import type { Condition } from "../schemas/session.ts";
 import { summarise } from "../session/trajectory.ts";
 import { atifUsage, AtifTrajectory, ownSteps } from "./atif.ts";
 import { HARBOR_JOB, OBSERVED, observedArtifact } from "./layout.ts";

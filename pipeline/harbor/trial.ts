@@ -7,7 +7,7 @@ import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import type { SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
-import type { Condition } from "../session/run-folder.ts";
+import type { Condition } from "../schemas/session.ts";
 import { describeFirstIssue } from "../validation.ts";
 import { gradeRun, isResolved } from "../verifier/grade.ts";
 import { staticFindings } from "../verifier/suspicious.ts";

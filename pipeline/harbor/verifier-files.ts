@@ -1,5 +1,6 @@
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
+import type { Condition } from "../schemas/session.ts";
 import { IN_VERIFIER, VERIFIER_FILES } from "./layout.ts";
 import type { HarborVerifierInput } from "./verifier-program.ts";
 
@@ -24,7 +25,7 @@ printf '{}\\n' > ${HARBOR_VERIFIER_DIR}/reward.json
 /** verifier.json: what switch-swe's verify is given in the verifier image. */
 export function verifierInput(input: {
   sessionId: string;
-  condition: "control" | "switched";
+  condition: Condition;
   focusCheckout: string;
   heldout: HeldoutTask;
   rules: ClassificationRules;

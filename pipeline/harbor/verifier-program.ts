@@ -8,6 +8,7 @@ import { RUN_USER } from "../executors/in-image.ts";
 import { environmentSpec } from "../executors/environment.ts";
 import { createLogger } from "../logger.ts";
 import { HeldoutTask } from "../schemas/heldout.ts";
+import { Condition } from "../schemas/session.ts";
 import { ClassificationRules } from "../schemas/repo-profile.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { describeFirstIssue } from "../validation.ts";
@@ -28,7 +29,7 @@ import { VERIFIER_OUTPUTS } from "./layout.ts";
 /** What the export gives the verifier (tests/switch-swe/verifier.json). */
 export const HarborVerifierInput = z.strictObject({
   session_id: z.string(),
-  condition: z.enum(["control", "switched"]),
+  condition: Condition,
   /** The focus checkout's path, where Harbor copies the agent's final checkout in. */
   focus_checkout: z.string(),
   /** A bare repository holding the focus base commit: where the clean base is checked out from. */

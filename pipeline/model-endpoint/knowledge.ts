@@ -11,13 +11,12 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import type { OpenedBenchmark } from "../project/benchmark.ts";
 import { git } from "../git.ts";
-import { SessionSpec } from "../schemas/session.ts";
+import { Condition, SessionSpec } from "../schemas/session.ts";
 import { parseGitDiff } from "../changes/diff.ts";
 import { sessionCloneSource } from "../session/runs.ts";
 import { CONTINUATION_MESSAGE } from "../session/types.ts";
 import { planChange, type ChangePlan } from "./plan.ts";
 import type { EndpointKnowledge } from "./scripts.ts";
-import { readListedSessions } from "../session/listed-sessions.ts";
 
 /**
  * A file's bytes at a commit of a mirror, or null when it has none there (read with cat-file into
@@ -64,14 +63,14 @@ export async function benchmarkKnowledge(bench: OpenedBenchmark): Promise<Endpoi
   const schedules: EndpointKnowledge["schedules"] = [];
   const plans = new Map<string, ChangePlan>();
   const stages = new Map<string, number>();
-  for (const { file, spec } of readListedSessions(bench.sessionsDir)) {
-    for (const condition of ["control", "switched"] as const) schedules.push({ session: spec.session_id, condition, requests: spec.conditions[condition] });
+  for (const { file, spec } of bench.sessions()) {
+    for (const condition of Condition.options) schedules.push({ session: spec.session_id, condition, requests: spec.conditions[condition] });
     for (const r of spec.conditions.switched) if (r.stage !== undefined) stages.set(r.task_id, Math.max(stages.get(r.task_id) ?? 0, r.stage));
-    const source = bench.cloneSource(spec.repo, sessionCloneSource(spec, file));
+    const source = sessionCloneSource(spec, file);
     for (const checkout of spec.checkouts) {
       if (plans.has(checkout.task_id)) continue;
       const task = bench.requireHeldout(checkout.task_id, "whose reference change the scripted model makes");
-      const mirror = await bench.workspace.mirrors.ensure(spec.repo, source, task.base_commit);
+      const mirror = await bench.mirrorAt(spec.repo, task.base_commit, source);
       plans.set(checkout.task_id, await taskPlan(mirror, task.base_commit, task.implementation_patch));
     }
   }

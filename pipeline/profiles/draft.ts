@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { DEBIAN_FOR_PYTHON } from "../executors/docker.ts";
 import { git } from "../git.ts";
+import { BUILD_DIRS, ignoredDir } from "../checkouts/ignored.ts";
 
 import { join, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
@@ -25,7 +26,6 @@ export interface DraftTask {
 
 const TEST_DIR_NAMES = ["test", "tests", "testing"];
 const DOCS_DIR_NAMES = ["docs", "doc", "documentation"];
-const SKIP_DIRS = new Set([".git", ".tox", ".nox", "node_modules", ".venv", "venv", "build", "dist", "__pycache__", ".eggs"]);
 const TEST_EXTRAS = ["test", "tests", "testing", "dev"];
 /** The Python versions an executor can give without downloading one: Debian's (docker executor). */
 const OFFERED_PYTHONS = Object.keys(DEBIAN_FOR_PYTHON)
@@ -80,7 +80,7 @@ function findDirs(tree: SourceTree, names: string[], depth: number, prefix = "")
   if (depth < 0) return [];
   const found: string[] = [];
   for (const entry of tree.list(prefix).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    if (!entry.dir || SKIP_DIRS.has(entry.name) || entry.name.endsWith(".egg-info")) continue;
+    if (!entry.dir || ignoredDir(entry.name) || BUILD_DIRS.has(entry.name)) continue;
     const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
     if (names.includes(entry.name)) found.push(rel);
     else found.push(...findDirs(tree, names, depth - 1, rel));

@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { sha256 } from "../canonical.ts";
 import { isRemoteCloneUrl } from "../git.ts";
 import { RepoProfile } from "../schemas/repo-profile.ts";
-import { describeFirstIssue, InputError } from "../validation.ts";
+import { describeFirstIssue, readReviewed } from "../validation.ts";
 import { describeInvalid } from "../decode.ts";
 import type { ExternalFile } from "../decode.ts";
 
@@ -89,13 +89,5 @@ export function cloneSourceOf(repo: string, loaded: LoadedProfile | undefined, r
 
 /** A profile's file, validated: a clear error naming the file and field when it is not one. */
 export function readProfile(path: string): RepoProfile {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new InputError(`${path}: not JSON: ${(error as Error).message}`);
-  }
-  const parsed = RepoProfile.safeParse(raw);
-  if (!parsed.success) throw new InputError(`${path}: ${describeFirstIssue(parsed.error, raw)}`);
-  return parsed.data;
+  return readReviewed(path, RepoProfile, { format: "json" });
 }

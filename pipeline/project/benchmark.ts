@@ -3,8 +3,11 @@ import { resolve } from "node:path";
 import { BenchmarkLayout } from "../benchmark-layout.ts";
 import type { Workspace } from "../executors/workspace.ts";
 import type { ExecutionSettings } from "../engine/settings.ts";
-import { cloneSourceOf, type LoadedProfile, type ProfileSet } from "../profiles/load.ts";
+import type { LoadedProfile, ProfileSet } from "../profiles/load.ts";
+import type { TaskResources } from "../profiles/resources.ts";
 import { HeldoutTask } from "../schemas/heldout.ts";
+import type { SessionSpec } from "../schemas/session.ts";
+import { readListedSessions } from "./listed-sessions.ts";
 import { InputError, readJsonFile } from "../validation.ts";
 import { Project, type ProjectOptions } from "./project.ts";
 
@@ -16,7 +19,8 @@ import { Project, type ProjectOptions } from "./project.ts";
  * mirror cache and one executor per kind.
  */
 export class OpenedBenchmark {
-  readonly profiles: ProfileSet & { dir: string };
+  /** Its tasks' repositories: profiles (the one `unknown_repository` error) and mirrors. */
+  readonly resources: TaskResources<ProfileSet & { dir: string }>;
   /** Where its files are: the config's emit section, the held-out assets where the command line puts them. */
   readonly layout: BenchmarkLayout;
 
@@ -25,7 +29,11 @@ export class OpenedBenchmark {
     heldoutDir?: string,
   ) {
     this.layout = project.benchmarkLayout(heldoutDir);
-    this.profiles = project.profiles();
+    this.resources = project.resources();
+  }
+
+  get profiles(): ProfileSet & { dir: string } {
+    return this.resources.profiles;
   }
 
   get heldoutDir(): string {
@@ -58,16 +66,26 @@ export class OpenedBenchmark {
     return this.project.workspace;
   }
 
-  /** A repository's profile, or an error naming the profiles directory and why there is none. */
+  /** A repository's profile, or UnknownRepository. */
   profile(repo: string): LoadedProfile {
-    const profile = this.profiles.profiles.get(repo);
-    if (!profile) throw new InputError(`${this.profiles.dir}: ${this.profiles.errors.get(repo) ?? `no profile for ${repo}`}`);
-    return profile;
+    return this.resources.profileOf(repo);
   }
 
-  /** Where a repository is cloned from: the given source (a session's own), else its profile's, else GitHub. */
+  /** Where a repository of a profile is cloned from: the given source (a session's own), else its profile's. */
   cloneSource(repo: string, given?: string): string {
-    return given ?? cloneSourceOf(repo, this.profile(repo), (p) => resolve(this.baseDir, p));
+    if (given === undefined) this.profile(repo);
+    return this.resources.cloneSource(repo, given);
+  }
+
+  /** A mirror holding `commit` of a repository of a profile, cloned from `cloneSource`. */
+  mirrorAt(repo: string, commit: string, given?: string): Promise<string> {
+    if (given === undefined) this.profile(repo);
+    return this.resources.mirrorAt(repo, commit, given);
+  }
+
+  /** The sessions the benchmark lists (its sessions/index.json), each with its file and specification, in the list's order. */
+  sessions(): { file: string; spec: SessionSpec }[] {
+    return readListedSessions(this.sessionsDir);
   }
 
   /** A task's held-out asset, or undefined when the benchmark has none. */

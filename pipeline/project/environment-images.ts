@@ -1,8 +1,5 @@
-import { resolve } from "node:path";
 import { DockerExecutor } from "../executors/docker.ts";
 import { needsRevisionLayer } from "../executors/recipe-scripts.ts";
-import { environmentsForTasks } from "../profiles/environments.ts";
-import { cloneSourceOf } from "../profiles/load.ts";
 import type { Project } from "./project.ts";
 import { readSplitArtifacts } from "./split-artifacts.ts";
 
@@ -21,27 +18,24 @@ export interface BuiltImage {
  * (environment, base revision) when the recipe installs from the checkout.
  */
 export async function buildPipelineImages(project: Project, each: (image: BuiltImage) => void): Promise<void> {
-  const { splits, candidates, profiles } = await readSplitArtifacts(project);
+  const { splits, profiles } = await readSplitArtifacts(project);
+  const resources = project.resources();
   const { workspace, log } = project;
   const executor = await workspace.executor("docker");
-  const { environments, unavailable } = environmentsForTasks(splits, candidates, profiles, await executor.pythonOffer());
-  for (const [task, why] of unavailable) log.warn(`${task}: no environment: ${why.message}`);
+  const plan = resources.planEnvironments(splits, await executor.pythonOffer());
+  for (const { task_id } of splits) {
+    const why = plan.unavailableFor(task_id);
+    if (why) log.warn(`${task_id}: no environment: ${why.message}`);
+  }
   const done = new Set<string>();
   for (const split of splits) {
-    const env = environments.get(split.task_id);
-    const loadedProfile = profiles.get(split.repo);
-    if (!env || !loadedProfile) continue;
+    const env = plan.planned(split.task_id);
+    if (!env || !profiles.has(split.repo)) continue;
     const revision = needsRevisionLayer(env.recipe);
     const key = revision ? `${env.key}@${split.base_commit}` : env.key;
     if (done.has(key)) continue;
     done.add(key);
-    const mirror = revision
-      ? await workspace.mirrors.ensure(
-          split.repo,
-          cloneSourceOf(split.repo, loadedProfile, (p) => resolve(project.baseDir, p)),
-          split.base_commit,
-        )
-      : "";
+    const mirror = revision ? await resources.mirrorAt(split.repo, split.base_commit) : "";
     const { built } = await executor.ensureEnvironment(env, workspace.baseRevision(mirror, split.base_commit));
     each({
       tag: revision ? DockerExecutor.revisionTag(env, split.base_commit) : DockerExecutor.imageTag(env),

@@ -6,6 +6,7 @@ import type { AnyStage, StageDefinition } from "../engine/stage.ts";
 import { ArtifactStore } from "../engine/store.ts";
 import type { Logger } from "../logger.ts";
 import { loadProfilesDir, type ProfileSet } from "../profiles/load.ts";
+import { TaskResources } from "../profiles/resources.ts";
 import { type Progress, silentProgress } from "../progress.ts";
 import type { StageName } from "../schemas/common.ts";
 import { type ScratchKind, WorkLayout } from "../work-layout.ts";
@@ -151,6 +152,15 @@ export class Project {
   /** The repository profiles of profiles_dir, with the errors of those that do not load. */
   profiles(): ProfileSet & { dir: string } {
     return loadProfilesDir(this.settings.profiles_dir, this.baseDir);
+  }
+
+  /** Its tasks' repositories: their profiles (read now) and mirrors (in its workspace). */
+  resources(): TaskResources<ProfileSet & { dir: string }> {
+    return new TaskResources(
+      this.profiles(),
+      () => this.workspace.mirrors,
+      (p) => resolve(this.baseDir, p),
+    );
   }
 
   /** Runs the stage engine over this project. */

@@ -1,5 +1,6 @@
 import type { RoutingDecisions } from "../schemas/agent.ts";
 import type { LocalityClass } from "../schemas/common.ts";
+import { Condition } from "../schemas/session.ts";
 import type { VerificationReport } from "../schemas/verification.ts";
 import { addRouting } from "../session/usage.ts";
 
@@ -34,7 +35,7 @@ export interface GroupRow {
 /** Suspicious findings (hints for auditors, never verdicts) of one configuration and condition. */
 export interface SuspiciousRow {
   configuration: string;
-  condition: "control" | "switched";
+  condition: Condition;
   /** Reports counted (of sessions of this benchmark, for their focus task). */
   reports: number;
   /** Of those, reports with at least one finding, and resolved reports with one. */
@@ -51,7 +52,7 @@ export interface SuspiciousRow {
  */
 export interface BehaviourRow {
   configuration: string;
-  condition: "control" | "switched";
+  condition: Condition;
   group: Group;
   /** Reports with a behaviour record. */
   runs: number;
@@ -108,7 +109,7 @@ export interface Aggregation {
 function suspiciousRows(configurations: readonly string[], seen: Map<string, Map<string, Map<string, LoadedReport[]>>>): SuspiciousRow[] {
   const suspicious: SuspiciousRow[] = [];
   for (const configuration of configurations) {
-    for (const condition of ["control", "switched"] as const) {
+    for (const condition of Condition.options) {
       const counted = [...(seen.get(configuration)?.values() ?? [])].flatMap((byCondition) => byCondition.get(condition) ?? []);
       const row: SuspiciousRow = { configuration, condition, reports: counted.length, reports_flagged: 0, resolved_flagged: 0, by_rule: {} };
       for (const { report } of counted) {
@@ -173,7 +174,7 @@ export function aggregateResults(sessions: readonly ScoredSession[], reports: re
   const suspicious = suspiciousRows(configurations, seen);
   for (const configuration of configurations) {
     const bySession = seen.get(configuration) ?? new Map();
-    const outcome = (sessionId: string, condition: "control" | "switched"): "resolved" | "unresolved" | "missing" => {
+    const outcome = (sessionId: string, condition: Condition): "resolved" | "unresolved" | "missing" => {
       const found: LoadedReport[] = bySession.get(sessionId)?.get(condition) ?? [];
       if (!found.length) return "missing";
       if (found.length > 1) {
@@ -231,7 +232,7 @@ function behaviourRows(
 ): BehaviourRow[] {
   const rows: BehaviourRow[] = [];
   for (const configuration of configurations) {
-    for (const condition of ["control", "switched"] as const) {
+    for (const condition of Condition.options) {
       for (const group of GROUPS) {
         const members = sessions.filter((s) => group === "overall" || s.locality === group);
         const records = members
@@ -285,7 +286,7 @@ function workloadRows(
 ): WorkloadRow[] {
   const rows: WorkloadRow[] = [];
   for (const configuration of configurations) {
-    const of = (condition: "control" | "switched") =>
+    const of = (condition: Condition) =>
       sessions
         .flatMap((s) => seen.get(configuration)?.get(s.session_id)?.get(condition) ?? [])
         .flatMap((l) => (l.report.behaviour ? [l.report.behaviour] : []));

@@ -8,12 +8,13 @@
 import { stringify } from "csv-stringify/sync";
 import type { RoutingDecisions } from "../schemas/agent.ts";
 import { addRouting } from "../session/usage.ts";
+import { figures, markdownTable } from "../markdown.ts";
 import { gapPoints, GROUPS, percent, type Aggregation, type Group, type GroupRow, type WorkloadRow } from "./aggregate.ts";
+import { GROUP_TITLES, resolutionCells, resolutionColumns } from "./render.ts";
 
 export const METHODS = ["native", "router", "rcm"] as const;
 export type Method = (typeof METHODS)[number];
 const METHOD_TITLES: Record<Method, string> = { native: "Native", router: "+Router", rcm: "+RCM" };
-const GROUP_TITLES: Record<Group, string> = { overall: "Overall", near: "Near", far: "Far" };
 
 /** Which configuration (results subdirectory) holds each method's run. */
 export type ContextManagerRuns = Record<Method, string>;
@@ -76,13 +77,15 @@ function routingLines(table: ContextManagerTable): string[] {
     "",
     "How requests were routed (each method's routing decisions over all its runs, both conditions, from the context manager's log): by reference (the checkout a request names decides, no model call), by the router model, or by fallback (no usable answer: the full history).",
     "",
-    "| Method | Decisions | By reference (%) | By router model (%) | Fallback (%) |",
-    "|---|---:|---:|---:|---:|",
+    ...markdownTable(
+      ["Method", ...["Decisions", "By reference (%)", "By router model (%)", "Fallback (%)"].map(figures)],
+      table.routing.map(({ method, decisions }) => [
+        METHOD_TITLES[method],
+        decisions ? decisions.reference + decisions.router + decisions.fallback : "–",
+        ...ROUTING_KINDS.map((k) => routingShare(decisions, k) || "–"),
+      ]),
+    ),
   ];
-  for (const { method, decisions } of table.routing) {
-    const all = decisions ? decisions.reference + decisions.router + decisions.fallback : 0;
-    lines.push(`| ${METHOD_TITLES[method]} | ${decisions ? all : "–"} | ${ROUTING_KINDS.map((k) => routingShare(decisions, k) || "–").join(" | ")} |`);
-  }
   const managed = table.routing.filter((r) => r.method !== "native");
   const unrouted = managed.filter((r) => r.decisions?.router === 0).map((r) => METHOD_TITLES[r.method]);
   const unlogged = managed.filter((r) => !r.decisions).map((r) => METHOD_TITLES[r.method]);
@@ -95,33 +98,32 @@ function routingLines(table: ContextManagerTable): string[] {
 const fixed = (value: number) => value.toFixed(1);
 
 export function renderContextManagerMarkdown(table: ContextManagerTable): string[] {
-  const cell = (method: Method, group: Group) => {
-    const r = table.rows.find((x) => x.method === method && x.group === group)!.row;
-    return `${fixed(percent(r.uninterrupted_resolved, r.sessions))} | ${fixed(percent(r.switched_resolved, r.sessions))} | ${fixed(gapPoints(r))}`;
-  };
+  const cells = (method: Method, group: Group) => resolutionCells(table.rows.find((x) => x.method === method && x.group === group)!.row);
   const n = (group: Group) => table.rows.find((x) => x.group === group)!.row.sessions;
   const lines = [
     "## Table 3: context management (native, +Router, +RCM)",
     "",
     `Resolution (%) of one run per method: ${METHODS.map((m) => `${METHOD_TITLES[m]} = ${table.runs[m]}`).join(", ")}. Overall ${n("overall")} sessions, Near ${n("near")}, Far ${n("far")}; Gap is Unint. minus Switch in percentage points.`,
     "",
-    `| Method | ${GROUPS.map((g) => `${GROUP_TITLES[g]} Unint. | ${GROUP_TITLES[g]} Switch | ${GROUP_TITLES[g]} Gap`).join(" | ")} |`,
-    `|---|${GROUPS.map(() => "---:|---:|---:").join("|")}|`,
-    ...METHODS.map((m) => `| ${METHOD_TITLES[m]} | ${GROUPS.map((g) => cell(m, g)).join(" | ")} |`),
+    ...markdownTable(
+      ["Method", ...resolutionColumns()],
+      METHODS.map((m) => [METHOD_TITLES[m], ...GROUPS.flatMap((g) => cells(m, g))]),
+    ),
   ];
   if (table.workload.some((w) => w.row)) {
     lines.push(
       "",
       "Workload per run (means, auxiliary routing and memory calls included, from the harness's output and the context manager's usage log):",
       "",
-      "| Method | Model calls: Unint. | Switch-All | Tokens: Unint. | Switch-All |",
-      "|---|---:|---:|---:|---:|",
+      ...markdownTable(
+        ["Method", ...["Model calls: Unint.", "Switch-All", "Tokens: Unint.", "Switch-All"].map(figures)],
+        table.workload.map(({ method, row }) => {
+          const calls = (c: WorkloadRow["unint"] | undefined) => (c?.model_calls == null ? "–" : c.model_calls.toFixed(1));
+          const tokens = (c: WorkloadRow["unint"] | undefined) => (c ? String(Math.round(c.tokens_millions * 1e6)) : "–");
+          return [METHOD_TITLES[method], calls(row?.unint), calls(row?.switch_all), tokens(row?.unint), tokens(row?.switch_all)];
+        }),
+      ),
     );
-    for (const { method, row } of table.workload) {
-      const calls = (c: WorkloadRow["unint"] | undefined) => (c?.model_calls == null ? "–" : c.model_calls.toFixed(1));
-      const tokens = (c: WorkloadRow["unint"] | undefined) => (c ? String(Math.round(c.tokens_millions * 1e6)) : "–");
-      lines.push(`| ${METHOD_TITLES[method]} | ${calls(row?.unint)} | ${calls(row?.switch_all)} | ${tokens(row?.unint)} | ${tokens(row?.switch_all)} |`);
-    }
   }
   return [...lines, ...routingLines(table)];
 }

@@ -1,8 +1,21 @@
 import { stringify } from "csv-stringify/sync";
+import { figures, markdownTable, type MarkdownColumn } from "../markdown.ts";
+import type { Condition } from "../schemas/session.ts";
 import { gapPoints, GROUPS, percent, type Aggregation, type Group, type GroupRow, type WorkloadCell } from "./aggregate.ts";
 
-const GROUP_TITLES: Record<Group, string> = { overall: "Overall", near: "Near", far: "Far" };
+export const GROUP_TITLES: Record<Group, string> = { overall: "Overall", near: "Near", far: "Far" };
+const CONDITION_TITLES: Record<Condition, string> = { control: "Unint.", switched: "Switch" };
 const fixed = (value: number): string => value.toFixed(1);
+
+/** The resolution columns of Tables 1 and 3: each group's uninterrupted and switched resolution (%), and the gap in points. */
+export const resolutionColumns = (): MarkdownColumn[] => GROUPS.flatMap((g) => ["Unint.", "Switch", "Gap"].map((c) => figures(`${GROUP_TITLES[g]} ${c}`)));
+
+/** A group's cells under those columns, to one decimal. */
+export const resolutionCells = (r: GroupRow): string[] => [
+  fixed(percent(r.uninterrupted_resolved, r.sessions)),
+  fixed(percent(r.switched_resolved, r.sessions)),
+  fixed(gapPoints(r)),
+];
 
 /** One row per configuration and group, every count and figure (percentages to one decimal). */
 export function renderCsv(aggregation: Aggregation): string {
@@ -57,68 +70,107 @@ export function renderMarkdown(aggregation: Aggregation): string {
     "",
     `Resolution (%) over fixed denominators: Overall ${n("overall")} sessions, Near ${n("near")}, Far ${n("far")}. Unint. is the uninterrupted (control) condition, Switch the switched one; Gap is Unint. minus Switch in percentage points. A session without a report counts as unresolved.`,
     "",
-    `| Configuration | ${GROUPS.map((g) => `${GROUP_TITLES[g]} Unint. | ${GROUP_TITLES[g]} Switch | ${GROUP_TITLES[g]} Gap`).join(" | ")} |`,
-    `|---|${GROUPS.map(() => "---:|---:|---:").join("|")}|`,
+    ...markdownTable(
+      ["Configuration", ...resolutionColumns()],
+      [...table].map(([configuration, groups]) => [configuration, ...GROUPS.flatMap((g) => resolutionCells(groups.get(g)!))]),
+    ),
   ];
-  for (const [configuration, groups] of table) {
-    const cells = GROUPS.map((g) => {
-      const r = groups.get(g)!;
-      return `${fixed(percent(r.uninterrupted_resolved, r.sessions))} | ${fixed(percent(r.switched_resolved, r.sessions))} | ${fixed(gapPoints(r))}`;
-    });
-    lines.push(`| ${configuration} | ${cells.join(" | ")} |`);
-  }
   if (aggregation.hostRuns.length)
     lines.push(
       "",
       `**Development runs.** ${aggregation.hostRuns.map((h) => `${h.configuration}: ${h.runs} of ${h.of} run(s)`).join("; ")} had the agent on the host, where it sees the whole machine (the benchmark's held-out assets included). Figures to report come from runs in the focus task's environment (the \`*-environment.yaml\` adapters, or the Harbor export).`,
     );
-  lines.push(
+  lines.push(...coverageLines(aggregation), ...suspiciousLines(aggregation), ...behaviourLines(aggregation));
+  if (aggregation.workload.length) lines.push("", ...renderWorkloadMarkdown(aggregation));
+  if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
+  return lines.join("\n") + "\n";
+}
+
+/** How many sessions of each group every configuration resolved and missed. */
+function coverageLines(aggregation: Aggregation): string[] {
+  return [
     "",
     "## Coverage",
     "",
-    "| Configuration | Group | Sessions | Unint. resolved | Switch resolved | Unint. missing | Switch missing |",
-    "|---|---|---:|---:|---:|---:|---:|",
-  );
-  for (const r of aggregation.rows)
-    lines.push(
-      `| ${r.configuration} | ${GROUP_TITLES[r.group]} | ${r.sessions} | ${r.uninterrupted_resolved} | ${r.switched_resolved} | ${r.uninterrupted_missing} | ${r.switched_missing} |`,
-    );
-  lines.push(
+    ...markdownTable(
+      ["Configuration", "Group", ...["Sessions", "Unint. resolved", "Switch resolved", "Unint. missing", "Switch missing"].map(figures)],
+      aggregation.rows.map((r) => [
+        r.configuration,
+        GROUP_TITLES[r.group],
+        r.sessions,
+        r.uninterrupted_resolved,
+        r.switched_resolved,
+        r.uninterrupted_missing,
+        r.switched_missing,
+      ]),
+    ),
+  ];
+}
+
+/** The suspicious findings per configuration and condition, for auditors. */
+function suspiciousLines(aggregation: Aggregation): string[] {
+  return [
     "",
     "## Suspicious constructs (for auditors)",
     "",
     "Constructs in submitted code, or things it did while the tests ran, that are rare in honest fixes and common in cheats (see the verification reports' `suspicious` field). They never change a verdict; a resolved report with findings is worth reading.",
     "",
-    "| Configuration | Condition | Reports | Flagged | Resolved and flagged | Findings by rule |",
-    "|---|---|---:|---:|---:|---|",
-  );
-  for (const r of aggregation.suspicious)
-    lines.push(
-      `| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${r.reports} | ${r.reports_flagged} | ${r.resolved_flagged} | ${
+    ...markdownTable(
+      ["Configuration", "Condition", figures("Reports"), figures("Flagged"), figures("Resolved and flagged"), "Findings by rule"],
+      aggregation.suspicious.map((r) => [
+        r.configuration,
+        CONDITION_TITLES[r.condition],
+        r.reports,
+        r.reports_flagged,
+        r.resolved_flagged,
         Object.entries(r.by_rule)
           .map(([rule, n]) => `${rule} ${n}`)
-          .join(", ") || "none"
-      } |`,
-    );
-  if (aggregation.behaviour.length) {
-    lines.push(
-      "",
-      "## What the agents did (sessions run by `switch-swe session run`)",
-      "",
-      "From each run's trajectory. Cross-task writes: runs that changed a checkout other than the active one, and the files changed there. Focus recovery: per return to the focus task after another task, seconds to the first change in the focus checkout (median over the returns with a change). Work lost: focus files changed during the session that ended back at their base content.",
-      "",
-      "| Configuration | Condition | Group | Runs | Runs with cross-task writes | Cross-task files | Focus returns (with a change) | Median recovery (s) | Work lost (files) | Continuations | Timed-out requests |",
-      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    );
-    for (const r of aggregation.behaviour) {
-      lines.push(
-        `| ${r.configuration} | ${r.condition === "control" ? "Unint." : "Switch"} | ${GROUP_TITLES[r.group]} | ${r.runs} | ${r.runs_with_cross_task_writes} | ${r.cross_task_write_files} | ${r.focus_returns} (${r.focus_returns_with_change}) | ${r.median_focus_recovery_seconds === null ? "–" : r.median_focus_recovery_seconds.toFixed(1)} | ${r.work_lost_files} | ${r.continuations_used} | ${r.timed_out_requests} |`,
-      );
-    }
-  }
-  if (aggregation.workload.length) lines.push("", ...renderWorkloadMarkdown(aggregation));
-  if (aggregation.problems.length) lines.push("", "## Reports not counted as given", "", ...aggregation.problems.map((p) => `- ${p}`));
-  return lines.join("\n") + "\n";
+          .join(", ") || "none",
+      ]),
+    ),
+  ];
+}
+
+/** What the agents did in the sessions run here (none: no section). */
+function behaviourLines(aggregation: Aggregation): string[] {
+  if (!aggregation.behaviour.length) return [];
+  return [
+    "",
+    "## What the agents did (sessions run by `switch-swe session run`)",
+    "",
+    "From each run's trajectory. Cross-task writes: runs that changed a checkout other than the active one, and the files changed there. Focus recovery: per return to the focus task after another task, seconds to the first change in the focus checkout (median over the returns with a change). Work lost: focus files changed during the session that ended back at their base content.",
+    "",
+    ...markdownTable(
+      [
+        "Configuration",
+        "Condition",
+        "Group",
+        ...[
+          "Runs",
+          "Runs with cross-task writes",
+          "Cross-task files",
+          "Focus returns (with a change)",
+          "Median recovery (s)",
+          "Work lost (files)",
+          "Continuations",
+          "Timed-out requests",
+        ].map(figures),
+      ],
+      aggregation.behaviour.map((r) => [
+        r.configuration,
+        CONDITION_TITLES[r.condition],
+        GROUP_TITLES[r.group],
+        r.runs,
+        r.runs_with_cross_task_writes,
+        r.cross_task_write_files,
+        `${r.focus_returns} (${r.focus_returns_with_change})`,
+        r.median_focus_recovery_seconds === null ? "–" : r.median_focus_recovery_seconds.toFixed(1),
+        r.work_lost_files,
+        r.continuations_used,
+        r.timed_out_requests,
+      ]),
+    ),
+  ];
 }
 
 const WORKLOAD_COLUMNS = [
@@ -148,17 +200,29 @@ function renderWorkloadMarkdown(aggregation: Aggregation): string[] {
     "",
     `Means per run; n/r: the harness does not report it. Unint.: the whole uninterrupted run; Switch-All: the whole switched run; Switch-Focus: the switched run's resumed substantive focus requests (no initial focus request, no interruption, no finalization). Tokens (input, cached input and output) in ${unit.words}. Runs that ended early count what they incurred.`,
     "",
-    `| Configuration | Runs (Unint. / Switch) | Tokens ${unit.short}: Unint. | Switch-All | Switch-Focus | Model calls: Unint. | Switch-All | Switch-Focus | Tool calls: Unint. | Switch-All | Switch-Focus | Failed requests | Infrastructure faults |`,
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...markdownTable(
+      [
+        "Configuration",
+        "Runs (Unint. / Switch)",
+        ...[`Tokens ${unit.short}: Unint.`, "Model calls: Unint.", "Tool calls: Unint."].flatMap((first) => [first, "Switch-All", "Switch-Focus"]).map(figures),
+        ...["Failed requests", "Infrastructure faults"].map(figures),
+      ],
+      aggregation.workload.map((r) => {
+        const cells = (f: (c: WorkloadCell) => string) => WORKLOAD_COLUMNS.map(([key]) => cellText(r[key], f));
+        const failed = (r.unint?.failed_requests ?? 0) + (r.switch_all?.failed_requests ?? 0);
+        const faults = (r.unint?.infrastructure_faults ?? 0) + (r.switch_all?.infrastructure_faults ?? 0);
+        return [
+          r.configuration,
+          `${r.unint?.runs ?? 0} / ${r.switch_all?.runs ?? 0}`,
+          ...cells((c) => unit.format(c.tokens_millions)),
+          ...cells((c) => (c.model_calls === null ? "n/r" : c.model_calls.toFixed(1))),
+          ...cells((c) => c.tool_calls.toFixed(1)),
+          failed,
+          faults,
+        ];
+      }),
+    ),
   ];
-  for (const r of aggregation.workload) {
-    const cells = (f: (c: WorkloadCell) => string) => WORKLOAD_COLUMNS.map(([key]) => cellText(r[key], f)).join(" | ");
-    const failed = (r.unint?.failed_requests ?? 0) + (r.switch_all?.failed_requests ?? 0);
-    const faults = (r.unint?.infrastructure_faults ?? 0) + (r.switch_all?.infrastructure_faults ?? 0);
-    lines.push(
-      `| ${r.configuration} | ${r.unint?.runs ?? 0} / ${r.switch_all?.runs ?? 0} | ${cells((c) => unit.format(c.tokens_millions))} | ${cells((c) => (c.model_calls === null ? "n/r" : c.model_calls.toFixed(1)))} | ${cells((c) => c.tool_calls.toFixed(1))} | ${failed} | ${faults} |`,
-    );
-  }
   return lines;
 }
 

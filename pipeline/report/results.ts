@@ -2,8 +2,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, relative, resolve } from "node:path";
 import { writeFileAtomic } from "../atomic.ts";
 import { BenchmarkLayout } from "../benchmark-layout.ts";
-import { describeFirstIssue, InputError, readJsonFile } from "../validation.ts";
-import { SessionIndex, SessionSpec } from "../schemas/session.ts";
+import { describeFirstIssue, InputError } from "../validation.ts";
+import { readListedSessions } from "../session/listed-sessions.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { aggregateResults, type Aggregation, type LoadedReport, type ScoredSession } from "./aggregate.ts";
 import { renderCsv, renderMarkdown, renderSvg, renderWorkloadCsv, renderWorkloadSvg } from "./render.ts";
@@ -37,14 +37,11 @@ export function loadSessions(dir: string): ScoredSession[] {
   const indexFile = BenchmarkLayout.sessionIndexIn(dir);
   if (!existsSync(indexFile))
     throw new ReportInputError(`${indexFile}: missing; the sessions directory of an emitted benchmark lists its sessions there (re-run 'switch-swe emit')`);
-  const index = readJsonFile(indexFile, SessionIndex, "the benchmark's list of sessions");
-  const sessions = index.sessions.map((entry) => {
-    const file = join(dir, entry.file);
-    const spec = readJsonFile(file, SessionSpec, "a session specification");
-    if (spec.session_id !== entry.session_id)
-      throw new ReportInputError(`${file}: field session_id: is ${spec.session_id}, but ${indexFile} lists ${entry.session_id} in this file`);
-    return { session_id: spec.session_id, focus: spec.focus, locality: spec.locality };
-  });
+  const sessions = readListedSessions(dir, (message) => new ReportInputError(message)).map(({ spec }) => ({
+    session_id: spec.session_id,
+    focus: spec.focus,
+    locality: spec.locality,
+  }));
   if (!sessions.length) throw new ReportInputError(`${indexFile}: lists no sessions`);
   return sessions;
 }

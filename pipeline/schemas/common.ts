@@ -28,7 +28,6 @@ export const StageName = z.enum([
   "emit",
 ]);
 export type StageName = z.infer<typeof StageName>;
-export const STAGE_ORDER: readonly StageName[] = StageName.options;
 
 /**
  * Why a record left the pipeline. An enum, not free text, so that auditors can count rejects

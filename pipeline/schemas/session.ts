@@ -22,6 +22,10 @@ export const ScheduledRequest = z.object({
 });
 export type ScheduledRequest = z.infer<typeof ScheduledRequest>;
 
+/** A session's two conditions: control (the focus task's requests alone) and switched (with the interruptions). */
+export const Condition = z.enum(["control", "switched"]);
+export type Condition = z.infer<typeof Condition>;
+
 export const SessionSpec = z.object({
   session_id: z.string(),
   benchmark: z.string(),

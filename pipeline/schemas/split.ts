@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { CommitSha, FileClass, RepoName, TaskId } from "./common.ts";
+import { CommitSha, FileClass, IsoTimestamp, RepoName, TaskId } from "./common.ts";
 
 export const FileStatus = z.enum(["added", "modified", "deleted", "renamed", "copied", "mode_changed"]);
 export type FileStatus = z.infer<typeof FileStatus>;
@@ -81,5 +81,12 @@ export const SplitChange = z.object({
   /** The pull request the change comes from, and the commit GitHub says merged it (null: unknown): where the answer rule looks for the fix in history. */
   pull_number: z.number().int().positive().nullable().default(null),
   merge_commit: CommitSha.nullable().default(null),
+  /**
+   * The pull request's creation date and its SWE-bench version (absent: none), as mining found
+   * them: what dates and picks the task's environment (qualify plans it from the split alone, so
+   * no later stage reaches back to mine for them). Null in a split made before they were carried.
+   */
+  created_at: IsoTimestamp,
+  version: z.string().optional(),
 });
 export type SplitChange = z.infer<typeof SplitChange>;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SessionBehaviour } from "./agent.ts";
 import { TaskId, TestStatus } from "./common.ts";
+import { Condition } from "./session.ts";
 
 /** A path of the submission the verifier did not take, and why. */
 export const DroppedPath = z.object({
@@ -38,7 +39,7 @@ export type SuspiciousFinding = z.infer<typeof SuspiciousFinding>;
 export const VerificationReport = z.object({
   session_id: z.string(),
   task_id: TaskId,
-  condition: z.enum(["control", "switched"]),
+  condition: Condition,
   /** sha256 of the artifact as submitted (before anything was dropped): the frozen artifact every re-run used. */
   artifact_sha256: z.string().regex(/^[0-9a-f]{64}$/),
   /** Paths the submission changed whose changes were not applied: test files and test configuration keep their held-out versions. */

@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { parse } from "yaml";
+import { z } from "zod";
 import { AgentSpec } from "../schemas/agent.ts";
-import { describeFirstIssue, InputError } from "../validation.ts";
+import { describeFirstIssue, InputError, readReviewed } from "../validation.ts";
 
 /** The agents a session run drives: their descriptions (AGENT.yaml, data/agents/), read and checked, and where harnesses are installed. */
 
@@ -14,16 +14,13 @@ export class SessionInputError extends InputError {
 /** How many adapters one may extend in a chain (a loop is refused long before). */
 const MAX_EXTENDS = 4;
 
+/** An AGENT.yaml as written: a mapping, validated as a whole (AgentSpec) once its `extends` are followed. */
+const AgentYaml = z.record(z.string(), z.unknown());
+
 /** One AGENT.yaml as written, its `extends` followed: the base's keys, each replaced by this file's own. */
 function agentYaml(file: string, seen: string[]): Record<string, unknown> {
-  let raw: unknown;
-  try {
-    raw = parse(readFileSync(file, "utf8"));
-  } catch (error) {
-    throw new SessionInputError(`${file}: not a YAML agent description: ${(error as Error).message}`);
-  }
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new SessionInputError(`${file}: not a YAML agent description: not a mapping`);
-  const { extends: base, ...own } = raw as Record<string, unknown>;
+  const raw = readReviewed(file, AgentYaml, { format: "yaml", what: "an agent description (AGENT.yaml)", error: (message) => new SessionInputError(message) });
+  const { extends: base, ...own } = raw;
   // A home file's source is named relative to the adapter that names it, wherever it is extended from.
   if (Array.isArray(own.home_files))
     own.home_files = own.home_files.map((f: unknown) =>

@@ -11,7 +11,7 @@ import { InputError } from "../validation.ts";
  * report file: where each goes, and who owns a folder, so one run never takes another's.
  */
 
-export type Condition = "control" | "switched";
+import type { Condition } from "../schemas/session.ts";
 
 /** Written into each run folder: whose run it holds, so another run never deletes it silently. */
 const RUN_OWNER_FILE = ".switch-swe-run.json";

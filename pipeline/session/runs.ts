@@ -10,12 +10,13 @@ import { WORK_LABEL } from "../executors/index.ts";
 import { isRemoteCloneUrl } from "../git.ts";
 import { type Logger, silentLogger } from "../logger.ts";
 import type { AgentSpec } from "../schemas/agent.ts";
-import { SessionIndex, SessionSpec } from "../schemas/session.ts";
+import { type Condition, SessionSpec } from "../schemas/session.ts";
+import { sessionList } from "../project/listed-sessions.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { checkoutCommit } from "../checkouts/derived.ts";
 import { readJsonFile } from "../validation.ts";
 import { DEFAULT_TOOLS_DIR } from "./agents.ts";
-import { checkRunDir, type Condition, reportFileOf, runDirOf, takeRunDir } from "./run-folder.ts";
+import { checkRunDir, reportFileOf, runDirOf, takeRunDir } from "./run-folder.ts";
 import { driveAgent, focusCheckoutIn } from "./run.ts";
 import type { ModelTarget } from "./types.ts";
 import { verifySubmission } from "./score.ts";
@@ -66,9 +67,9 @@ export function sessionCloneSource(spec: SessionSpec, sessionFile: string): stri
 export async function runAndScoreSession(benchmark: OpenedBenchmark, options: ScoredRunOptions): Promise<VerificationReport> {
   const spec = readJsonFile(options.session, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)");
   benchmark.profile(spec.repo);
-  const source = benchmark.cloneSource(spec.repo, sessionCloneSource(spec, options.session));
+  const source = sessionCloneSource(spec, options.session);
   let mirror = "";
-  for (const checkout of spec.checkouts) mirror = await benchmark.workspace.mirrors.ensure(spec.repo, source, checkout.base_commit);
+  for (const checkout of spec.checkouts) mirror = await benchmark.mirrorAt(spec.repo, checkout.base_commit, source);
   const checkoutCommits = await sessionCheckoutCommits(benchmark, spec, mirror);
   const runDir = runDirOf(benchmark, options, spec.session_id, options.condition);
   const reportFile = reportFileOf(options.out, spec.session_id, options.condition);
@@ -178,10 +179,9 @@ export async function runAllSessions(
   options: RunAllOptions,
 ): Promise<{ ran: VerificationReport[]; skipped: number; failed: { session: string; condition: Condition; error: string }[] }> {
   const layout: BenchmarkLayout = options.manifest ? benchmark.layout.releasedAt(options.manifest) : benchmark.layout;
-  const index = readJsonFile(layout.sessionIndex, SessionIndex, "the benchmark's list of sessions");
-  const work = index.sessions
-    .filter((s) => !options.only || options.only.includes(s.session_id))
-    .flatMap((s) => options.conditions.map((condition) => ({ file: layout.sessionFile(s.file), sessionId: s.session_id, condition })));
+  const work = sessionList(layout.sessionsDir)
+    .filter((s) => !options.only || options.only.includes(s.sessionId))
+    .flatMap((s) => options.conditions.map((condition) => ({ file: s.file, sessionId: s.sessionId, condition })));
   // Scored means a report with a verdict: one whose verification met an infrastructure fault is done again.
   const earlier = (w: { sessionId: string; condition: Condition }) => {
     const file = reportFileOf(options.out, w.sessionId, w.condition);

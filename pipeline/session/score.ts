@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import type { OpenedBenchmark } from "../project/benchmark.ts";
 import { environmentSpec } from "../executors/environment.ts";
 import type { Logger } from "../logger.ts";
-import { SessionSpec } from "../schemas/session.ts";
+import { type Condition, SessionSpec } from "../schemas/session.ts";
 import { VerificationReport } from "../schemas/verification.ts";
 import { InputError, readJsonFile } from "../validation.ts";
 import { collectCheckoutArtifact } from "../verifier/collect.ts";
@@ -18,7 +18,7 @@ export interface SubmissionOptions {
   /** The artifact as a patch against the focus base commit, or the focus checkout to collect it from. */
   artifact?: string;
   checkout?: string;
-  condition: "control" | "switched";
+  condition: Condition;
   log: Logger;
 }
 
@@ -43,7 +43,7 @@ export async function verifySubmission(
   }
   const profile = benchmark.profile(spec.repo);
   const { workspace } = benchmark;
-  const mirror = await workspace.mirrors.ensure(spec.repo, benchmark.cloneSource(spec.repo), heldout.base_commit);
+  const mirror = await benchmark.mirrorAt(spec.repo, heldout.base_commit);
   let artifact: string;
   let excluded: string[] = [];
   if (options.artifact) {

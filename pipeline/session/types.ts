@@ -2,7 +2,7 @@ import type Docker from "dockerode";
 import type { Logger } from "../logger.ts";
 import type { AgentSpec, SessionBehaviour } from "../schemas/agent.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
-import type { SessionSpec } from "../schemas/session.ts";
+import type { Condition, SessionSpec } from "../schemas/session.ts";
 
 /** What a session run is given and gives back, and what an agent is told of one request. */
 
@@ -15,7 +15,7 @@ export const INFRASTRUCTURE_RETRIES = 2;
 /** What driving an agent through one condition of one session (driveAgent) is given: no scoring, no report. */
 export interface AgentRunOptions {
   spec: SessionSpec;
-  condition: "control" | "switched";
+  condition: Condition;
   agent: AgentSpec;
   /** The run's own directory: the workspace (the five checkouts), agent logs, the trajectory. */
   runDir: string;

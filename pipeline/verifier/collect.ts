@@ -3,27 +3,8 @@ import { chmod, copyFile, lstat, mkdir, readdir, readlink, rm, symlink } from "n
 import { join } from "node:path";
 import { freshCheckout } from "../checkouts/checkout.ts";
 import { git } from "../git.ts";
+import { BUILD_DIRS, ignoredDir } from "../checkouts/ignored.ts";
 
-/** Directories that hold environments, caches and tool state, never the artifact. */
-export const EXCLUDED_DIRS = new Set([
-  ".git",
-  "__pycache__",
-  ".pytest_cache",
-  ".mypy_cache",
-  ".ruff_cache",
-  ".hypothesis",
-  ".tox",
-  ".nox",
-  ".venv",
-  "venv",
-  ".eggs",
-  "node_modules",
-  "htmlcov",
-  ".ipynb_checkpoints",
-  ".cache",
-]);
-/** Build outputs, excluded at the top level only (a package may have a `build` module). */
-export const EXCLUDED_TOP_DIRS = new Set(["build", "dist"]);
 /** Byte code, logs and coverage data. */
 export const EXCLUDED_FILE = /(\.py[co]|\.log|\$py\.class)$|^\.coverage(\..+)?$|^coverage\.xml$|^\.DS_Store$/;
 
@@ -35,8 +16,8 @@ export interface CollectedArtifact {
 }
 
 function excludedDir(rel: string, name: string, abs: string): boolean {
-  if (EXCLUDED_DIRS.has(name) || name.endsWith(".egg-info")) return true;
-  if (!rel.includes("/") && EXCLUDED_TOP_DIRS.has(name)) return true;
+  if (ignoredDir(name)) return true;
+  if (!rel.includes("/") && BUILD_DIRS.has(name)) return true;
   // Any virtual environment, whatever it is called.
   return existsSync(join(abs, "pyvenv.cfg"));
 }

@@ -29,7 +29,7 @@ export const answersStage = defineStage({
     { name: "exposures", schema: AnswerExposure, key: (e: AnswerExposure) => `${e.task_id}\0${e.checkout_task}` },
   ],
   async run(ctx, { heldout, pairs }) {
-    const { repositories, unavailable } = await openRepositoryAnswers(heldout, { mirrors: ctx.mirrors, profiles: ctx.profiles, resolvePath: ctx.resolvePath });
+    const { repositories, unavailable } = await openRepositoryAnswers(heldout, ctx.resources);
     for (const [repo, why] of unavailable)
       ctx.log.warn(`answers: ${repo} cannot be read (${why}); its tasks get no answer record and select will not use them`);
     const byId = new Map(heldout.map((h) => [h.task_id, h]));

@@ -1,7 +1,7 @@
-import { isMap, isSeq, parse, parseDocument, type YAMLSeq } from "yaml";
+import { isMap, isSeq, parseDocument, type YAMLSeq } from "yaml";
 import { z } from "zod";
 import { Severity } from "../../pipeline/schemas/audit.ts";
-import { describeFirstIssue } from "../../pipeline/validation.ts";
+import { readReviewed } from "../../pipeline/validation.ts";
 
 /**
  * Human decisions the gate follows: an auditor's, in the config's decisions file (`switch-swe
@@ -66,18 +66,16 @@ export class DecisionsError extends Error {
 
 /** A decisions file's text, read as `schema`; an error names the file and the field. */
 function readAs<S extends z.ZodType>(schema: S, file: string, text: string): z.infer<S> {
-  let raw: unknown;
-  try {
-    raw = parse(text) ?? {};
-  } catch (error) {
-    throw new DecisionsError(`${file}: not valid YAML: ${(error as Error).message.split("\n")[0]}`);
-  }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new DecisionsError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
-  const tasks = (parsed.data as { decisions: { task: string }[] }).decisions.map((d) => d.task);
+  const data = readReviewed<z.infer<S>>(file, schema as z.ZodType<z.infer<S>>, {
+    text,
+    format: "yaml",
+    empty: {},
+    error: (message) => new DecisionsError(message),
+  });
+  const tasks = (data as { decisions: { task: string }[] }).decisions.map((d) => d.task);
   const twice = tasks.find((t, i) => tasks.indexOf(t) !== i);
   if (twice) throw new DecisionsError(`${file}: task ${twice} is decided twice (one decision a task: change the one there)`);
-  return parsed.data;
+  return data;
 }
 
 export const readDecisions = (file: string, text: string): Decisions => readAs(Decisions, file, text);

@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { AuditMeasurements, type MeasuredPrecision, type MeasurementMethod } from "../../pipeline/schemas/audit.ts";
-import { describeFirstIssue } from "../../pipeline/validation.ts";
+import { readReviewed } from "../../pipeline/validation.ts";
 
 /**
  * A precision as the gate and the page read it: k right of n, with its 95 % Wilson score
@@ -38,13 +37,5 @@ const SHIPPED = new URL("../../data/audit/measurements.json", import.meta.url);
 
 /** Reads a measurements file; errors name the file and the field. */
 export function loadMeasurements(path: string = fileURLToPath(SHIPPED)): AuditMeasurements {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new Error(`${path}: not a readable JSON file: ${(error as Error).message.split("\n")[0]}`);
-  }
-  const parsed = AuditMeasurements.safeParse(raw);
-  if (!parsed.success) throw new Error(`${path}: ${describeFirstIssue(parsed.error, raw)}`);
-  return parsed.data;
+  return readReviewed(path, AuditMeasurements);
 }

@@ -1,6 +1,7 @@
 import { stringify } from "csv-stringify/sync";
 import type { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import type { Request } from "../../pipeline/schemas/task.ts";
+import { markdownTable } from "../../pipeline/markdown.ts";
 import { RULE_COLUMNS, ruleRows } from "./rules/registry.ts";
 
 /** What the report shows of a task besides its audit record: where it is and what it asks. */
@@ -38,13 +39,12 @@ export function alignmentCsv(records: AuditRecord[], tasks: Map<string, AuditedT
 
 export const fixed = (x: number | null | undefined, digits = 2) => (x === null || x === undefined ? "—" : x.toFixed(digits));
 
-export const markdownTable = (columns: string[], rows: string[][]) =>
-  [`| ${columns.join(" | ")} |`, `| ${columns.map(() => "---").join(" | ")} |`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n") + "\n";
-
 /** The rules as a Markdown table (`audit rules --markdown`, docs/AUDITING.md). */
 export function rulesMarkdown(): string {
-  return markdownTable(
-    RULE_COLUMNS,
-    ruleRows().map((r) => r.map((c, i) => (i === 0 ? `\`${c}\`` : c.replaceAll("|", "\\|")))),
+  return (
+    markdownTable(
+      RULE_COLUMNS,
+      ruleRows().map((r) => r.map((c, i) => (i === 0 ? `\`${c}\`` : c))),
+    ).join("\n") + "\n"
   );
 }

@@ -1,6 +1,6 @@
 import { stringify } from "csv-stringify/sync";
 import { isAbsolute, relative } from "node:path";
-import { cloneSourceOf, type ProfileSet } from "../../pipeline/profiles/load.ts";
+import type { TaskResources } from "../../pipeline/profiles/resources.ts";
 import { z } from "zod";
 import { BenchmarkLayout, BenchmarkLocations, RELEASED } from "../../pipeline/benchmark-layout.ts";
 import { canonicalJson } from "../../pipeline/canonical.ts";
@@ -9,7 +9,7 @@ import { AuditRecord } from "../../pipeline/schemas/audit.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { LocalityPair } from "../../pipeline/schemas/locality.ts";
 import { ManifestEntry } from "../../pipeline/schemas/manifest.ts";
-import { SessionSpec } from "../../pipeline/schemas/session.ts";
+import { Condition, SessionSpec } from "../../pipeline/schemas/session.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input } from "../../pipeline/engine/stage.ts";
@@ -79,8 +79,8 @@ const json = (value: unknown) => canonicalJson(value, 2) + "\n";
  * local clone or bundle as a path relative to that directory (never absolute: the same inputs give
  * the same bytes on any machine, and the benchmark can travel with its data).
  */
-export function cloneUrlFor(repo: string, profiles: ProfileSet, resolvePath: (p: string) => string, fromDir: string): string {
-  const source = cloneSourceOf(repo, profiles.profiles.get(repo), resolvePath);
+export function cloneUrlFor(repo: string, resources: TaskResources, fromDir: string): string {
+  const source = resources.cloneSource(repo);
   return isAbsolute(source) ? relative(fromDir, source) || "." : source;
 }
 
@@ -117,7 +117,7 @@ function tables(specs: SessionSpec[], manifest: ManifestEntry[], pairs: Locality
       shared_files: p.shared_files.join(" "),
     }));
   const requestRows = specs.flatMap((s) =>
-    (["control", "switched"] as const).flatMap((condition) =>
+    Condition.options.flatMap((condition) =>
       s.conditions[condition].map((r, i) => ({
         session_id: s.session_id,
         condition,
@@ -192,7 +192,7 @@ export const emitStage = defineStage({
     // The released benchmark is one directory, replaced whole: nothing of an earlier run survives.
     const out = ctx.config.out_dir;
     const layout = new BenchmarkLayout(ctx.resolvePath(out), ctx.resolvePath(ctx.config.heldout_dir));
-    const cloneUrl = (repo: string, dir: string) => cloneUrlFor(repo, ctx.profiles, ctx.resolvePath, dir);
+    const cloneUrl = (repo: string, dir: string) => cloneUrlFor(repo, ctx.resources, dir);
     const manifest = await ctx.mapRecords(used, {
       id: (id) => id,
       cache: false,

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { RepoName } from "../../pipeline/schemas/common.ts";
 import { defineStage, RecordError } from "../../pipeline/engine/stage.ts";
@@ -157,7 +156,7 @@ interface GithubMining {
   client: ReturnType<MineContext["github"]>;
   options: Parameters<typeof minePull>[0];
   useGraphql: boolean;
-  cloneSource: (repo: string) => ReturnType<typeof cloneSourceOf>;
+  cloneSource: (repo: string) => string;
   asTransient: (error: unknown) => never;
 }
 
@@ -173,7 +172,7 @@ function githubMining(ctx: MineContext): GithubMining | undefined {
     timeoutSeconds: gh.timeout_seconds,
     graphqlSpacingMs: gh.graphql_spacing_ms,
   });
-  const cloneSource = (repo: string) => cloneSourceOf(repo, ctx.profiles.profiles.get(repo), ctx.resolvePath);
+  const cloneSource = (repo: string) => ctx.resources.cloneSource(repo);
   const useGraphql = gh.graphql === "auto" && client.token !== undefined;
   const asTransient = (error: unknown): never => {
     if (error instanceof RecordError) throw error;

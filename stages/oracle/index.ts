@@ -2,16 +2,14 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 import type { EnvironmentSpec, Executor } from "../../pipeline/executors/types.ts";
 import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
-import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { OracleRecord } from "../../pipeline/schemas/oracle.ts";
+import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { verifyArtifact } from "../../pipeline/verifier/verify.ts";
-import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
 export const OracleConfig = z.strictObject({
   /** Verifier runs of the reference patch (all must resolve) and of the empty patch (none may). */
@@ -131,19 +129,21 @@ export const oracleStage = defineStage({
   configSchema: OracleConfig,
   gate: { noun: "task(s)" },
   settings: ["profiles", "execution"],
-  inputs: { candidateList: input("mine", "candidates", Candidate), splitList: input("split", "splits", SplitChange), tasks: input("audit", "tasks", Task) },
+  inputs: {
+    qualifications: input("qualify", "qualifications", QualificationRecord),
+    splitList: input("split", "splits", SplitChange),
+    tasks: input("audit", "tasks", Task),
+  },
   outputs: [
     { name: "results", schema: OracleRecord, key: (r: OracleRecord) => r.task_id },
     { name: "tasks", schema: Task, key: (t: Task) => t.id },
     { name: "heldout", schema: HeldoutTask, key: (h: HeldoutTask) => h.task_id },
   ],
-  async run(ctx, { candidateList, splitList, tasks }) {
-    const { profiles, errors } = ctx.profiles;
-    const candidates = new Map(candidateList.map((c) => [c.id, c]));
+  async run(ctx, { qualifications, splitList, tasks }) {
     const splits = new Map(splitList.map((s) => [s.task_id, s]));
-    // The same plan as qualify's, so every task runs in the environment it was qualified in.
+    // Each task runs in the environment it was qualified in, read from qualify's record, never planned again.
+    const qualified = new Map(qualifications.map((q) => [q.task_id, q]));
     const executor = await ctx.executor();
-    const { environments, unavailable } = environmentsForTasks(splitList, candidates, profiles, await executor.pythonOffer());
     const scratch = ctx.scratchDir();
 
     const checked = await ctx.mapRecords(tasks, {
@@ -151,25 +151,16 @@ export const oracleStage = defineStage({
       concurrency: ctx.execution.jobs || availableParallelism(),
       dependsOn: (t) => ({
         split: splits.get(t.id) ?? null,
-        env: environments.get(t.id)?.key ?? unavailable.get(t.id)?.message ?? errors.get(t.snapshot.repo) ?? null,
+        env: qualified.get(t.id)?.environment_key ?? null,
         executor: executor.kind,
       }),
       work: async (task) => {
         const split = splits.get(task.id);
-        const loaded = profiles.get(task.snapshot.repo);
-        if (!split || !loaded)
-          throw new RecordError(
-            "unknown_repository",
-            `${task.id}: field repo: ${errors.get(task.snapshot.repo) ?? `no split record or no profile for ${task.snapshot.repo}`}`,
-            { field: "repo" },
-          );
-        const env = environments.get(task.id);
-        if (!env)
-          throw new RecordError("build_failed", `${task.id}: ${unavailable.get(task.id)?.message ?? "no environment was planned"}`, {
-            field: "environment.python",
-          });
+        const loaded = ctx.resources.profileOf(task.snapshot.repo);
+        if (!split) throw new RecordError("malformed_record", `${task.id}: no split record of this task`);
+        const env = ctx.resources.environmentOf(task, qualified.get(task.id));
         const heldout = heldoutTask(task, split, env);
-        const mirror = await ctx.mirrors.ensure(task.snapshot.repo, cloneSourceOf(task.snapshot.repo, loaded, ctx.resolvePath), task.snapshot.base_commit);
+        const mirror = await ctx.resources.mirrorAt(task.snapshot.repo, task.snapshot.base_commit);
         const record = await oracleTask(
           executor,
           {

@@ -1,6 +1,6 @@
 import type { AnyStage } from "../../pipeline/engine/stage.ts";
 import { existsSync, readFileSync } from "node:fs";
-import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
+import { EnvironmentError } from "../../pipeline/profiles/environments.ts";
 import type { EnvironmentSpec, PythonOffer } from "../../pipeline/executors/types.ts";
 
 import { RecordError } from "../../pipeline/engine/stage.ts";
@@ -9,11 +9,12 @@ import { acceptedPythons, choosePython, NoAcceptedPython, recipeFor } from "../.
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 
 import type { Logger } from "../../pipeline/logger.ts";
-import { cloneSourceOf, type LoadedProfile, loadProfiles, profileFileName } from "../../pipeline/profiles/load.ts";
+import { type LoadedProfile, loadProfiles, profileFileName } from "../../pipeline/profiles/load.ts";
+import { TaskResources } from "../../pipeline/profiles/resources.ts";
 import { Project } from "../../pipeline/project/project.ts";
 import { readSplitArtifacts } from "../../pipeline/project/split-artifacts.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { describeFirstIssue, InputError } from "../../pipeline/validation.ts";
+import { InputError, readReviewed } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
 
 export interface ByHandOptions {
@@ -39,16 +40,11 @@ const mirrorsOverride = (options: ByHandOptions) => (options.mirrors ? { mirrors
 
 function readSplitFile(file: string): SplitChange {
   const text = readFileSync(file, "utf8").trim();
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text.split("\n")[0]!);
-  } catch (error) {
-    throw new InputError(`${file}: line 1: not valid JSON (${(error as Error).message}); expected a split record, one line of artifacts/split/splits.jsonl`);
-  }
-  const parsed = SplitChange.safeParse(raw);
-  if (!parsed.success)
-    throw new InputError(`${file}: ${describeFirstIssue(parsed.error, raw)} (expected a split record, one line of artifacts/split/splits.jsonl)`);
-  return parsed.data;
+  return readReviewed(`${file}: line 1`, SplitChange, {
+    text: text.split("\n")[0]!,
+    format: "json",
+    what: "a split record, one line of artifacts/split/splits.jsonl",
+  });
 }
 
 /** A task of a pipeline: its split, its profile and its environment. */
@@ -56,7 +52,8 @@ export interface PlannedTask {
   split: SplitChange;
   loaded: LoadedProfile;
   envFor: (offer: PythonOffer) => EnvironmentSpec;
-  resolvePath: (p: string) => string;
+  /** Its repository's profile and mirrors, in the work directory it is qualified in. */
+  resources: TaskResources;
 }
 
 /**
@@ -67,17 +64,30 @@ export interface PlannedTask {
 export function inPipeline(
   pipeline: Project,
   split: SplitChange,
-  { splits, candidates, profiles, errors }: Pick<Awaited<ReturnType<typeof readSplitArtifacts>>, "splits" | "candidates" | "profiles" | "errors">,
+  { splits, profiles, errors }: Pick<Awaited<ReturnType<typeof readSplitArtifacts>>, "splits" | "profiles" | "errors">,
 ): PlannedTask {
-  const loaded = profiles.get(split.repo);
-  if (!loaded) throw new InputError(errors.get(split.repo) ?? `no profile for ${split.repo} in ${pipeline.settings.profiles_dir}`);
-  const envFor = (offer: PythonOffer) => {
-    const planned = environmentsForTasks([...splits.filter((s) => s.task_id !== split.task_id), split], candidates, profiles, offer);
-    const unavailable = planned.unavailable.get(split.task_id);
-    if (unavailable) throw new RecordError("build_failed", `${split.task_id}: ${unavailable.message}`, { field: "environment.python" });
-    return planned.environments.get(split.task_id)!;
-  };
-  return { split, loaded, envFor, resolvePath: (p) => resolve(pipeline.baseDir, p) };
+  const resources = new TaskResources(
+    { profiles, errors, dir: pipeline.settings.profiles_dir },
+    () => pipeline.workspace.mirrors,
+    (p) => resolve(pipeline.baseDir, p),
+  );
+  const loaded = resources.profileOf(split.repo);
+  const envFor = (offer: PythonOffer) =>
+    asRecordError(split.task_id, () =>
+      resources.planEnvironments([...splits.filter((s) => s.task_id !== split.task_id), split], offer).environmentOf(split.task_id),
+    );
+  return { split, loaded, envFor, resources };
+}
+
+/** A task with no environment is the record's reject here as in the qualify stage (where the engine makes it: record-map.ts). */
+function asRecordError<T>(taskId: string, plan: () => T): T {
+  try {
+    return plan();
+  } catch (error) {
+    if (error instanceof EnvironmentError) throw new RecordError(error.reason, `${taskId}: ${error.message}`, { field: error.field });
+    if (error instanceof NoAcceptedPython) throw new RecordError("build_failed", `${taskId}: ${error.message}`, { field: "environment.python" });
+    throw error;
+  }
 }
 
 /**
@@ -94,10 +104,12 @@ async function resolveTask(options: ByHandOptions): Promise<
 > {
   if (options.config) {
     const pipeline = Project.open(options.config, { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) });
-    const { splits, candidates, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
+    const { splits, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
     if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
-    return { ...inPipeline(pipeline, split, { splits, candidates, profiles, errors }), project: workingIn(pipeline, options) };
+    // Planned over the pipeline's splits, its mirrors those of the work directory it is qualified in.
+    const project = workingIn(pipeline, options);
+    return { ...inPipeline(project, split, { splits, profiles, errors }), project };
   }
   const split = readSplitFile(options.task);
   const profilePath = options.profile ?? join("data", "repos", profileFileName(split.repo));
@@ -105,27 +117,23 @@ async function resolveTask(options: ByHandOptions): Promise<
   const loaded = profiles.get(split.repo);
   if (!loaded) throw new InputError(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
   const task = { id: split.task_id, ...(options.version ? { version: options.version } : {}) };
-  const envFor = (offer: PythonOffer) => {
-    try {
-      return environmentSpec(split.repo, recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer)), options.asOf ?? null);
-    } catch (error) {
-      if (error instanceof NoAcceptedPython) throw new RecordError("build_failed", `${split.task_id}: ${error.message}`, { field: "environment.python" });
-      throw error;
-    }
-  };
-  return {
-    split,
-    loaded,
-    envFor,
-    resolvePath: (p) => resolve(dirname(profilePath), p),
-    project: workingIn(
-      Project.of(
-        { name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} },
-        { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) },
-      ),
-      options,
+  const envFor = (offer: PythonOffer) =>
+    asRecordError(split.task_id, () =>
+      environmentSpec(split.repo, recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer)), options.asOf ?? null),
+    );
+  const project = workingIn(
+    Project.of(
+      { name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} },
+      { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) },
     ),
-  };
+    options,
+  );
+  const resources = new TaskResources(
+    { profiles, errors },
+    () => project.workspace.mirrors,
+    (p) => resolve(dirname(profilePath), p),
+  );
+  return { split, loaded, envFor, resources, project };
 }
 
 /**
@@ -164,13 +172,13 @@ export async function qualifyByHand(options: ByHandOptions) {
  */
 export async function qualifyPlanned(
   project: Project,
-  { split, loaded, envFor, resolvePath }: PlannedTask,
+  { split, loaded, envFor, resources }: PlannedTask,
   run: { runs: number; fullSuite: boolean; logGroup: string; log: Logger },
 ) {
   const { workspace } = project;
   const executor = await workspace.executor();
   const env = envFor(await executor.pythonOffer());
-  const mirror = await workspace.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, resolvePath), split.base_commit);
+  const mirror = await resources.mirrorAt(split.repo, split.base_commit);
   const testArgs = run.fullSuite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
   const checkout = (patches: { name: string; text: string }[]) => workspace.checkout(mirror, split.base_commit, patches);
   const saveLog = (name: string, text: string) => workspace.saveLog(run.logGroup, name, text);

@@ -1,13 +1,10 @@
 import { availableParallelism } from "node:os";
 import { z } from "zod";
-import { cloneSourceOf } from "../../pipeline/profiles/load.ts";
-import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { QualificationRecord } from "../../pipeline/schemas/qualification.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
-import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
+import { defineStage, input } from "../../pipeline/engine/stage.ts";
 import { parseWholeNumber } from "../../pipeline/validation.ts";
 import { designatedTestFiles, qualificationRecord, qualifyTask, qualifyTaskInput } from "../../pipeline/qualification/qualify-task.ts";
-import { environmentsForTasks } from "../../pipeline/profiles/environments.ts";
 
 export { classifyTests, keepDecision } from "../../pipeline/qualification/outcomes.ts";
 
@@ -27,37 +24,28 @@ export const qualifyStage = defineStage({
   module: import.meta.url,
   configSchema: QualifyConfig,
   settings: ["profiles", "execution"],
-  inputs: { candidateList: input("mine", "candidates", Candidate), splits: input("split", "splits", SplitChange) },
+  inputs: { splits: input("split", "splits", SplitChange) },
   outputs: [{ name: "qualifications", schema: QualificationRecord, key: (q: QualificationRecord) => q.task_id }],
   flags: [{ flag: "--runs <n>", description: "runs of each state", key: "runs", parse: (value: string) => parseWholeNumber(value, 1) }],
-  async run(ctx, { candidateList, splits }) {
+  async run(ctx, { splits }) {
     const { profiles, errors } = ctx.profiles;
-    const candidates = new Map(candidateList.map((c) => [c.id, c]));
     const executor = await ctx.executor();
-    const { environments, unavailable } = environmentsForTasks(splits, candidates, profiles, await executor.pythonOffer());
-    ctx.log.info(`executor: ${executor.kind}; ${new Set([...environments.values()].map((e) => e.key)).size} environment(s) for ${splits.length} task(s)`);
+    const plan = ctx.resources.planEnvironments(splits, await executor.pythonOffer());
+    ctx.log.info(`executor: ${executor.kind}; ${plan.size} environment(s) for ${splits.length} task(s)`);
     const jobs = ctx.execution.jobs || availableParallelism();
 
     const records = await ctx.mapRecords(splits, {
       id: (s) => s.task_id,
       concurrency: jobs,
       dependsOn: (s) => ({
-        env: environments.get(s.task_id)?.key ?? unavailable.get(s.task_id)?.message ?? errors.get(s.repo) ?? null,
+        env: plan.dependency(s.task_id) ?? errors.get(s.repo) ?? null,
         executor: executor.kind,
         test_modules: profiles.get(s.repo)?.profile.classification.test_modules ?? null,
       }),
       work: async (split) => {
-        const loaded = profiles.get(split.repo);
-        if (!loaded)
-          throw new RecordError(
-            "unknown_repository",
-            `${split.task_id}: field repo: ${errors.get(split.repo) ?? `no profile for ${split.repo} in ${ctx.profiles.dir}`}`,
-            { field: "repo" },
-          );
-        const noPython = unavailable.get(split.task_id);
-        if (noPython) throw new RecordError("build_failed", `${split.task_id}: ${noPython.message}`, { field: "environment.python" });
-        const env = environments.get(split.task_id)!;
-        const mirror = await ctx.mirrors.ensure(split.repo, cloneSourceOf(split.repo, loaded, ctx.resolvePath), split.base_commit);
+        const loaded = ctx.resources.profileOf(split.repo);
+        const env = plan.environmentOf(split.task_id);
+        const mirror = await ctx.resources.mirrorAt(split.repo, split.base_commit);
         const testArgs = ctx.config.full_suite ? [] : designatedTestFiles(split.files, loaded.profile.classification.test_modules);
         const checkout = (patches: { name: string; text: string }[]) => ctx.checkout(mirror, split.base_commit, patches);
         const task = qualifyTaskInput(split, {

@@ -1,6 +1,5 @@
-import { parse } from "yaml";
 import { z } from "zod";
-import { describeFirstIssue } from "../../pipeline/validation.ts";
+import { readReviewed } from "../../pipeline/validation.ts";
 import type { Request } from "../../pipeline/schemas/task.ts";
 
 const Action = z.discriminatedUnion("action", [
@@ -26,15 +25,7 @@ export class CurationError extends Error {
 }
 
 export function parseCuration(path: string, text: string): CurationFile {
-  let raw: unknown;
-  try {
-    raw = parse(text);
-  } catch (error) {
-    throw new CurationError(`${path}: not valid YAML: ${(error as Error).message.split("\n")[0]}`);
-  }
-  const parsed = CurationFile.safeParse(raw);
-  if (!parsed.success) throw new CurationError(`${path}: ${describeFirstIssue(parsed.error, raw)}`);
-  return parsed.data;
+  return readReviewed(path, CurationFile, { text, format: "yaml", error: (message) => new CurationError(message) });
 }
 
 /**

@@ -54,8 +54,7 @@ export const reconstructStage = defineStage({
       work: (q) => {
         const candidate = candidates.get(q.task_id)!;
         const split = splits.get(q.task_id)!;
-        const loaded = profiles.get(split.repo);
-        if (!loaded) throw new RecordError("unknown_repository", `${q.task_id}: field repo: no profile for ${split.repo}`, { field: "repo" });
+        const loaded = ctx.resources.profileOf(split.repo);
         const result = reconstructRequests(candidate, referenceLines(split.implementation_patch));
         let requests = result.requests;
         const curation = curations.get(q.task_id);
@@ -72,7 +71,7 @@ export const reconstructStage = defineStage({
         if (split.extensions?.length) requests = withAuthoredStages(q.task_id, requests, split.extensions, q.stage_tests ?? []);
         const comments = result.comments.map((c) => CommentClassRecord.parse(c));
         // The recipe on the Python the task was qualified on (a fallback where the executor had no other).
-        const environment = recipeFor(loaded.profile, { id: q.task_id, ...(candidate.version !== undefined ? { version: candidate.version } : {}) }, q.python);
+        const environment = recipeFor(loaded.profile, { id: q.task_id, ...(split.version !== undefined ? { version: split.version } : {}) }, q.python);
         const task = Task.parse({
           id: q.task_id,
           snapshot: { repo: split.repo, base_commit: split.base_commit, environment },

@@ -1,4 +1,6 @@
 import seedrandom from "seedrandom";
+import type { SelectedSession } from "../../pipeline/schemas/selection.ts";
+import { SessionSpec, type ScheduledRequest } from "../../pipeline/schemas/session.ts";
 
 /** A request slot: which task, which of its stages (1-based), or the focus's finalization. */
 export interface Slot {
@@ -134,4 +136,61 @@ export function assignCheckouts(tasks: string[], paths: string[], caseSeed: stri
   if (paths.length < tasks.length) throw new ScheduleError(`${tasks.length} tasks need ${tasks.length} checkout paths; ${paths.length} configured`);
   const order = shuffle(paths, seedrandom(`${caseSeed}/checkouts`));
   return new Map(tasks.map((t, i) => [t, order[i]!]));
+}
+
+/** What a session's specification is built from: its selection, its tasks, and the benchmark's settings. */
+export interface SessionSpecInput {
+  session: Pick<SelectedSession, "focus" | "repo" | "locality" | "interruptions" | "case_seed"> & { derived_checkouts?: SelectedSession["derived_checkouts"] };
+  benchmark: string;
+  seed: string;
+  /** Each member task's number of requests, and its base commit. */
+  task: (id: string) => { stages: number; baseCommit: string };
+  /** The text of a slot's request (a stage's request, or the finalization). */
+  text: (slot: Slot) => string;
+  /** The checkout paths a session draws from (the config's session settings). */
+  checkoutPaths: string[];
+  budget: SessionSpec["budget"];
+}
+
+/**
+ * A session's specification: its schedules in both conditions over role-neutral checkouts drawn
+ * by its case seed, the one way it is built (the schedule stage, and the benchmarks and tests
+ * that make sessions of synthetic tasks). ScheduleError when the tasks cannot make one.
+ */
+export function sessionSpec({ session, benchmark, seed, task, text, checkoutPaths, budget }: SessionSpecInput): SessionSpec {
+  const schedules = buildSchedules({
+    focus: { id: session.focus, stages: task(session.focus).stages },
+    interruptions: session.interruptions.map((id) => ({ id, stages: task(id).stages })),
+    caseSeed: session.case_seed,
+  });
+  const members = [session.focus, ...session.interruptions];
+  const checkout = assignCheckouts(members, checkoutPaths, session.case_seed);
+  const toRequest = (slot: Slot): ScheduledRequest => ({
+    task_id: slot.task,
+    ...(slot.stage ? { stage: slot.stage } : {}),
+    finalization: slot.finalization,
+    message: { repository: session.repo, checkout: checkout.get(slot.task)!, text: text(slot) },
+  });
+  return SessionSpec.parse({
+    session_id: `session-${session.focus}`,
+    benchmark,
+    repo: session.repo,
+    focus: session.focus,
+    interruptions: session.interruptions,
+    locality: session.locality,
+    seeds: { benchmark: seed, case: session.case_seed },
+    checkouts: members
+      .map((id) => {
+        const derived = session.derived_checkouts?.find((d) => d.task_id === id);
+        return {
+          path: checkout.get(id)!,
+          task_id: id,
+          base_commit: task(id).baseCommit,
+          ...(derived ? { derived: { without: derived.without, commit: derived.commit } } : {}),
+        };
+      })
+      .sort((a, b) => (a.path < b.path ? -1 : 1)),
+    budget,
+    conditions: { control: schedules.control.map(toRequest), switched: schedules.switched.map(toRequest) },
+  });
 }

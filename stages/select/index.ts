@@ -84,7 +84,7 @@ async function reverter(
 ): Promise<NonNullable<AnswerRuleView["revert"]>> {
   const heldout = new Map(given.heldout.map((h) => [h.task_id, h]));
   const splits = new Map(given.splits.map((s) => [s.task_id, s]));
-  const { repositories } = await openRepositoryAnswers(given.heldout, { mirrors: ctx.mirrors, profiles: ctx.profiles, resolvePath: ctx.resolvePath });
+  const { repositories } = await openRepositoryAnswers(given.heldout, ctx.resources);
   const executor = await ctx.executor();
   return async (focus, candidate) => {
     const f = heldout.get(focus)!;

@@ -1,11 +1,10 @@
-import { parse } from "yaml";
 import { z } from "zod";
 import { readTestPatch } from "../../pipeline/changes/added-tests.ts";
 import { classifyPath } from "../../pipeline/changes/classify.ts";
 import { DiffParseError, parseGitDiff } from "../../pipeline/changes/diff.ts";
 import type { ClassificationRules } from "../../pipeline/schemas/repo-profile.ts";
 import type { ExtensionStage } from "../../pipeline/schemas/split.ts";
-import { describeFirstIssue } from "../../pipeline/validation.ts";
+import { readReviewed } from "../../pipeline/validation.ts";
 
 /**
  * A reviewed extension file, `<extensions_dir>/<task id>.yaml`: benchmark-authored stages (the
@@ -56,18 +55,8 @@ export class ExtensionError extends Error {
 }
 
 export function parseExtension(path: string, text: string): ExtensionFile {
-  let raw: unknown;
-  try {
-    raw = parse(text);
-  } catch (error) {
-    throw new ExtensionError(`${path}: not valid YAML: ${(error as Error).message.split("\n")[0]}`, "(file)");
-  }
-  const parsed = ExtensionFile.safeParse(raw);
-  if (!parsed.success) {
-    const message = describeFirstIssue(parsed.error, raw);
-    throw new ExtensionError(`${path}: ${message}`, message.match(/^field (\S+?):/)?.[1] ?? "(file)");
-  }
-  return parsed.data;
+  const error = (message: string) => new ExtensionError(message, message.slice(path.length + 2).match(/^field (\S+?):/)?.[1] ?? "(file)");
+  return readReviewed(path, ExtensionFile, { text, format: "yaml", error });
 }
 
 /** A diff block as git apply takes it: YAML's block scalars may leave the last newline off. */

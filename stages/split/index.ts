@@ -1,6 +1,5 @@
 import { basename } from "node:path";
 import { z } from "zod";
-import { cloneSourceOf, profileFileName } from "../../pipeline/profiles/load.ts";
 import { Candidate } from "../../pipeline/schemas/candidate.ts";
 import { type ExtensionStage, SplitChange } from "../../pipeline/schemas/split.ts";
 import { upstreamCommitStages } from "./upstream-commits.ts";
@@ -44,16 +43,10 @@ export const splitStage = defineStage({
       dependsOn: (c) => ({ profile: profiles.get(c.repo)?.sha256 ?? errors.get(c.repo) ?? null, extension: extensions.get(c.id)?.text ?? null }),
       concurrency: 2,
       work: async (candidate) => {
-        const loaded = profiles.get(candidate.repo);
-        if (!loaded) {
-          const why =
-            errors.get(candidate.repo) ??
-            `there is no profile ${ctx.profiles.dir}/${profileFileName(candidate.repo)}; write one with 'switch-swe repo init ${candidate.repo} --clone PATH'`;
-          throw new RecordError("unknown_repository", `${candidate.id}: field repo: ${why}`, { field: "repo" });
-        }
+        const loaded = ctx.resources.profileOf(candidate.repo);
         const result = referenceSplit(candidate, loaded.profile.classification);
         if (ctx.config.check_apply) {
-          const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
+          const mirror = await ctx.resources.mirrorAt(candidate.repo, candidate.base_commit);
           for (const [name, patch] of [
             ["implementation", result.implementationPatch],
             ["test", result.testPatch],
@@ -67,7 +60,7 @@ export const splitStage = defineStage({
         }
         const classification = { profile: loaded.file, profile_sha256: loaded.sha256 };
         const extension = extensions.get(candidate.id);
-        const mirror = await ctx.mirrors.ensure(candidate.repo, cloneSourceOf(candidate.repo, loaded, ctx.resolvePath), candidate.base_commit);
+        const mirror = await ctx.resources.mirrorAt(candidate.repo, candidate.base_commit);
         const compose = (patches: { name: string; text: string }[]) => ctx.mirrors.compose(mirror, candidate.base_commit, patches);
         if (!extension)
           return SplitChange.parse({
@@ -193,7 +186,16 @@ async function historyPatch(
   return composed.diff;
 }
 
-/** Where the change was merged, as mining found it: the answer rule's way into history. */
-function pullRequestFacts(candidate: Candidate): Pick<SplitChange, "pull_number" | "merge_commit"> {
-  return { pull_number: candidate.pull_number, merge_commit: candidate.pull_request?.merge_commit_sha ?? null };
+/**
+ * What later stages need of the candidate, carried on the split so none of them reads mine: where
+ * the change was merged (the answer rule's way into history), and the pull request's date and
+ * version (what dates and picks its environment).
+ */
+function pullRequestFacts(candidate: Candidate): Pick<SplitChange, "pull_number" | "merge_commit" | "created_at" | "version"> {
+  return {
+    pull_number: candidate.pull_number,
+    merge_commit: candidate.pull_request?.merge_commit_sha ?? null,
+    created_at: candidate.created_at,
+    ...(candidate.version !== undefined ? { version: candidate.version } : {}),
+  };
 }

@@ -5,7 +5,6 @@ import type { OpenedBenchmark } from "../../pipeline/project/benchmark.ts";
 import { ManifestEntry } from "../../pipeline/schemas/manifest.ts";
 import { SessionSpec } from "../../pipeline/schemas/session.ts";
 import type { ValidationReport } from "../../pipeline/schemas/validation.ts";
-import { readListedSessions } from "../../pipeline/session/listed-sessions.ts";
 import { describeFirstIssue, InputError, readJsonFile } from "../../pipeline/validation.ts";
 import { answerChecks, quoteCheck } from "./answers.ts";
 import { validateSession } from "./validate.ts";
@@ -18,15 +17,14 @@ import { validateSession } from "./validate.ts";
 export async function checkEmittedSessions(benchmark: OpenedBenchmark, files?: string[]): Promise<{ file: string; report: ValidationReport }[]> {
   const specs = files?.length
     ? files.map((file) => ({ file, spec: readJsonFile(file, SessionSpec, "a session specification (manifests/<benchmark>/sessions/<session>.json)") }))
-    : readListedSessions(benchmark.sessionsDir).map(({ file, spec }) => ({ file: `${benchmark.sessionsDir}/${file}`, spec }));
+    : benchmark.sessions();
   const { tasks, requests } = readManifest(benchmark.layout.manifest);
   const settings = benchmark.project.settings.session;
   const repositories = new Map<string, { answers: RepositoryAnswers; mirror: string }>();
   const results: { file: string; report: ValidationReport }[] = [];
   for (const { file, spec } of specs) {
-    const source = benchmark.cloneSource(spec.repo);
     let mirror = "";
-    for (const c of spec.checkouts) mirror = await benchmark.workspace.mirrors.ensure(spec.repo, source, c.base_commit);
+    for (const c of spec.checkouts) mirror = await benchmark.mirrorAt(spec.repo, c.base_commit);
     const repository = repositories.get(spec.repo) ?? { answers: new RepositoryAnswers((args) => benchmark.workspace.mirrors.git(mirror, args)), mirror };
     repositories.set(spec.repo, repository);
     const heldout = new Map(spec.checkouts.map((c) => [c.task_id, benchmark.requireHeldout(c.task_id, `a task of ${basename(file)}`)]));

@@ -36,7 +36,7 @@ export const validateStage = defineStage({
     const sessionTasks = new Set(specs.flatMap((s) => s.checkouts.map((c) => c.task_id)));
     const { repositories } = await openRepositoryAnswers(
       heldoutList.filter((h) => sessionTasks.has(h.task_id)),
-      { mirrors: ctx.mirrors, profiles: ctx.profiles, resolvePath: ctx.resolvePath },
+      ctx.resources,
     );
     const results = await ctx.mapRecords(specs, {
       id: (s) => s.session_id,

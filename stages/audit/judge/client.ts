@@ -1,10 +1,9 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { parse } from "yaml";
 import { JudgeAdapter } from "../../../pipeline/schemas/audit.ts";
-import { describeFirstIssue } from "../../../pipeline/validation.ts";
+import { readReviewed } from "../../../pipeline/validation.ts";
 
 /**
  * A model judge's calls, through its provider's official SDK: Anthropic Messages, or an
@@ -25,10 +24,7 @@ export function loadJudgeAdapter(nameOrPath: string): { adapter: JudgeAdapter; f
   const shipped = fileURLToPath(new URL(`${nameOrPath}.yaml`, SHIPPED));
   const file = existsSync(nameOrPath) ? nameOrPath : shipped;
   if (!existsSync(file)) throw new JudgeSetupError(`--judge ${nameOrPath}: no such adapter file, nor ${shipped}`);
-  const raw: unknown = parse(readFileSync(file, "utf8"));
-  const parsed = JudgeAdapter.safeParse(raw);
-  if (!parsed.success) throw new JudgeSetupError(`${file}: ${describeFirstIssue(parsed.error, raw)}`);
-  return { adapter: parsed.data, file };
+  return { adapter: readReviewed(file, JudgeAdapter, { what: "a judge adapter", error: (message) => new JudgeSetupError(message) }), file };
 }
 
 /** One model call's answer and the tokens it used. */

@@ -1,8 +1,7 @@
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { AuditRecord, FittedRisk, RiskFeature } from "../../../pipeline/schemas/audit.ts";
 import { RiskModel, SUBSTANTIAL } from "../../../pipeline/schemas/audit.ts";
-import { describeFirstIssue } from "../../../pipeline/validation.ts";
+import { readReviewed } from "../../../pipeline/validation.ts";
 import { predict } from "./logistic.ts";
 
 /**
@@ -99,15 +98,7 @@ const SHIPPED = new URL("../../../data/audit/risk-model.json", import.meta.url);
 
 /** Reads a risk model file; errors name the file and the field. */
 export function loadRiskModel(path: string = fileURLToPath(SHIPPED)): RiskModel {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
-  } catch (error) {
-    throw new RiskModelError(`${path}: not a readable JSON file: ${(error as Error).message.split("\n")[0]}`);
-  }
-  const parsed = RiskModel.safeParse(raw);
-  if (!parsed.success) throw new RiskModelError(`${path}: ${describeFirstIssue(parsed.error, raw)}`);
-  return parsed.data;
+  return readReviewed(path, RiskModel, { error: (message) => new RiskModelError(message) });
 }
 
 export class RiskModelError extends Error {

@@ -1,18 +1,13 @@
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parse } from "yaml";
 import { RuleProvenance } from "../../../pipeline/schemas/audit.ts";
-import { describeFirstIssue } from "../../../pipeline/validation.ts";
+import { readReviewed } from "../../../pipeline/validation.ts";
 
 /** Where the rules came from (data/audit/rules.yaml), read next to the code: it is part of the audit's code identity. */
 const SHIPPED = new URL("../../../data/audit/rules.yaml", import.meta.url);
 
 /** The records each rule was written from; errors name the file and the field. */
 export function loadProvenance(path: string = fileURLToPath(SHIPPED)): RuleProvenance {
-  const raw: unknown = parse(readFileSync(path, "utf8"));
-  const parsed = RuleProvenance.safeParse(raw);
-  if (!parsed.success) throw new Error(`${path}: ${describeFirstIssue(parsed.error, raw)}`);
-  return parsed.data;
+  return readReviewed(path, RuleProvenance, { what: "the audit rules' provenance" });
 }
 
 /** Whether a rule was written from a record: its finding there is no evidence of how it does elsewhere. */

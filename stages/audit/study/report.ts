@@ -1,7 +1,8 @@
 import type { AuditRecord } from "../../../pipeline/schemas/audit.ts";
 import { precisionText } from "../measured.ts";
 import { esc, htmlTable } from "../page-sections.ts";
-import { fixed, markdownTable } from "../report.ts";
+import { markdownTable } from "../../../pipeline/markdown.ts";
+import { fixed } from "../report.ts";
 import type { Agreement, RuleAgreement } from "./agreement.ts";
 import type { Measured, Triage } from "./measure.ts";
 
@@ -141,7 +142,7 @@ export function measuredTables(measured: Measured): { title: string; columns: st
 /** The agreement as Markdown (the report's agreement.md, docs/AUDITING.md). */
 export function agreementMarkdown(measured: Measured): string {
   return measuredTables(measured)
-    .map((t) => `${t.title}:\n\n${markdownTable(t.columns, t.rows)}`)
+    .map((t) => `${t.title}:\n\n${markdownTable(t.columns, t.rows).join("\n")}\n`)
     .join("\n");
 }
 

@@ -1,7 +1,5 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
 import { DiffParseError } from "../../../pipeline/changes/diff.ts";
-import { MirrorCache } from "../../../pipeline/git.ts";
+import { localCopyNames, localCopyOf, MirrorCache } from "../../../pipeline/git.ts";
 import { WorkLayout } from "../../../pipeline/work-layout.ts";
 import type { AuditRecord, RiskModel } from "../../../pipeline/schemas/audit.ts";
 import type { Candidate } from "../../../pipeline/schemas/candidate.ts";
@@ -65,17 +63,13 @@ export interface SwebenchAudit {
 
 /** Where a repository's history comes from for the audit: a mirror in the folder, GitHub, or nowhere (and why). */
 function sourceFor(repo: string, options: SwebenchAuditOptions): { source: string } | { unavailable: string } {
-  const stem = repo.replace("/", "__");
-  if (options.mirrors) {
-    for (const candidate of [`${stem}.bundle`, `${stem}.git`, stem]) {
-      const path = resolve(options.mirrors, candidate);
-      if (existsSync(path)) return { source: path };
-    }
-  }
+  const local = options.mirrors ? localCopyOf(options.mirrors, repo) : undefined;
+  if (local) return { source: local };
   if (options.clone) return { source: `https://github.com/${repo}.git` };
+  const [bundle, bare, clone] = localCopyNames(repo);
   return {
     unavailable: options.mirrors
-      ? `no ${stem}.bundle, ${stem}.git or ${stem} in ${options.mirrors} (and --clone not given)`
+      ? `no ${bundle}, ${bare} or ${clone} in ${options.mirrors} (and --clone not given)`
       : "no --mirrors folder was given (and --clone not given)",
   };
 }

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { formatSummary } from "../../../pipeline/engine/engine.ts";
+import { formatSummary, orderStages } from "../../../pipeline/engine/engine.ts";
 import { runProjectOnce, type ProjectRun } from "../../../pipeline/project/project.ts";
 import { silentLogger } from "../../../pipeline/logger.ts";
 import { silentProgress } from "../../../pipeline/progress.ts";
@@ -194,6 +194,36 @@ describe("engine cache", () => {
     const t = setup(["a=1"]);
     const summary = await runProjectOnce(t.options());
     expect(summary.stages.find((s) => s.stage === "qualify")!.status).toBe("not_built");
+  });
+});
+
+describe("the stage order", () => {
+  const stage = (name: "mine" | "split" | "qualify" | "locality", reads: ("mine" | "split" | "qualify" | "locality")[]): AnyStage =>
+    defineStage({
+      name,
+      summary: "",
+      example: "",
+      version: "1",
+      module: import.meta.url,
+      configSchema: z.strictObject({}),
+      inputs: Object.fromEntries(reads.map((r) => [r, input(r, "items", Item)])),
+      outputs: [{ name: "items", schema: Item, key: (i: Item) => i.id }],
+      run: async () => ({ items: [] }),
+    });
+  const names = (stages: AnyStage[]) => orderStages(stages).map((s) => s.name);
+
+  it("puts each stage after the stages it reads, whatever order they are registered in", () => {
+    expect(names([stage("qualify", ["split", "mine"]), stage("split", ["mine"]), stage("mine", [])])).toEqual(["mine", "split", "qualify"]);
+    // A stage added last (as a plugin's would be) that reads mine alone keeps its registration place among stages ready with it.
+    expect(names([stage("mine", []), stage("split", ["mine"]), stage("locality", ["mine"])])).toEqual(["mine", "split", "locality"]);
+    expect(names([stage("mine", []), stage("locality", ["mine"]), stage("split", ["mine"])])).toEqual(["mine", "locality", "split"]);
+  });
+
+  it("refuses stages that read each other in a circle, and an input no stage writes", () => {
+    expect(() => orderStages([stage("mine", []), stage("split", ["qualify"]), stage("qualify", ["split"])])).toThrow(
+      /stages split, qualify read each other's outputs in a circle/,
+    );
+    expect(() => orderStages([stage("split", ["mine"])])).toThrow(/input 'mine' reads mine\/items, which no earlier stage writes/);
   });
 });
 

@@ -1,9 +1,10 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatSummary, type RunSummary } from "../../../pipeline/engine/engine.ts";
+import { formatSummary, orderStages, type RunSummary } from "../../../pipeline/engine/engine.ts";
 import { runProjectOnce } from "../../../pipeline/project/project.ts";
-import { STAGE_ORDER, type StageName } from "../../../pipeline/schemas/common.ts";
+import type { StageName } from "../../../pipeline/schemas/common.ts";
+import { BUILT_STAGES } from "../../../stages/index.ts";
 import { FaultRow, faultCorpus, isRoot, SmallDisk } from "../../helpers/fault-rows.ts";
 import { fileTempDir } from "../../helpers/tmp.ts";
 
@@ -168,7 +169,7 @@ describe("a partly warm cache", () => {
         );
       let changed = 0;
       const skipped: string[] = [];
-      for (const stage of STAGE_ORDER) {
+      for (const { name: stage } of orderStages(BUILT_STAGES)) {
         const input = MAPPED_INPUT[stage];
         if (!input) continue;
         const file = join(artifacts, `${input}.jsonl`);

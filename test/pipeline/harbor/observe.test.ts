@@ -2,7 +2,8 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { changesBetween, SKIPPED_DIRS, snapshot } from "../../../pipeline/checkouts/snapshot.ts";
+import { changesBetween, snapshot } from "../../../pipeline/checkouts/snapshot.ts";
+import { IGNORED_DIRS } from "../../../pipeline/checkouts/ignored.ts";
 import { ListingError, observeScript, readListing } from "../../../pipeline/harbor/observe.ts";
 import { tempDir } from "../../helpers/tmp.ts";
 
@@ -23,7 +24,7 @@ function trickyTree(dir: string): void {
   file("empty.txt", "");
   file("bin/run.sh", "#!/bin/sh\n");
   chmodSync(join(dir, "bin/run.sh"), 0o755);
-  for (const skipped of SKIPPED_DIRS) file(`${skipped}/inside.txt`, "skipped\n");
+  for (const skipped of IGNORED_DIRS) file(`${skipped}/inside.txt`, "skipped\n");
   file("deep/a/.venv/lib.py", "skipped at depth\n");
   file("deep/a/__pycache__/m.cpython-311.pyc", "skipped\n");
   file("proj.egg-info/PKG-INFO", "skipped\n");

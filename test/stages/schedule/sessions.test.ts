@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SessionSpec } from "../../../pipeline/schemas/session.ts";
 import { parentDir } from "../../../stages/split/split.ts";
-import { assignCheckouts, buildSchedules, type Slot } from "../../../stages/schedule/schedule.ts";
+import { buildSchedules, sessionSpec } from "../../../stages/schedule/schedule.ts";
 import { selectSessions, type SelectableTask } from "../../../stages/select/select.ts";
 import { benchmarkProfile } from "../../../stages/emit/profile.ts";
 import { validateSession } from "../../../stages/validate/validate.ts";
@@ -13,30 +13,14 @@ const PATHS = ["/workspace/w00", "/workspace/w01", "/workspace/w02", "/workspace
 
 /** A session spec as the schedule stage builds it, from synthetic tasks. */
 function specFor(session: Awaited<ReturnType<typeof selectSessions>>["sessions"][number], tasks: Map<string, SelectableTask>): SessionSpec {
-  const schedules = buildSchedules({
-    focus: { id: session.focus, stages: tasks.get(session.focus)!.stages },
-    interruptions: session.interruptions.map((id) => ({ id, stages: tasks.get(id)!.stages })),
-    caseSeed: session.case_seed,
-  });
-  const members = [session.focus, ...session.interruptions];
-  const checkout = assignCheckouts(members, PATHS, session.case_seed);
-  const toRequest = (s: Slot) => ({
-    task_id: s.task,
-    ...(s.stage ? { stage: s.stage } : {}),
-    finalization: s.finalization,
-    message: { repository: session.repo, checkout: checkout.get(s.task)!, text: s.finalization ? "Finish." : `${s.task} stage ${s.stage}` },
-  });
-  return SessionSpec.parse({
-    session_id: `session-${session.focus}`,
+  return sessionSpec({
+    session,
     benchmark: "t",
-    repo: session.repo,
-    focus: session.focus,
-    interruptions: session.interruptions,
-    locality: session.locality,
-    seeds: { benchmark: "s", case: session.case_seed },
-    checkouts: members.map((id) => ({ path: checkout.get(id)!, task_id: id, base_commit: "0".repeat(40) })),
+    seed: "s",
+    task: (id) => ({ stages: tasks.get(id)!.stages, baseCommit: "0".repeat(40) }),
+    text: (s) => (s.finalization ? "Finish." : `${s.task} stage ${s.stage}`),
+    checkoutPaths: PATHS,
     budget: { per_request_seconds: 900, timeout_continuations: 3 },
-    conditions: { control: schedules.control.map(toRequest), switched: schedules.switched.map(toRequest) },
   });
 }
 
