@@ -25,7 +25,7 @@ const FOCUS = "demo-org__ledger-35";
 function setUp(): { jobs: string; sessionsDir: string; view: HeldoutView; trial: string } {
   const dir = tempDir("harbor-job-");
   const jobs = join(dir, "jobs");
-  cpSync(join(FIXTURES, "claude-code"), join(jobs, "claude-code"), { recursive: true });
+  for (const configuration of ["claude-code", "claude-code-router"]) cpSync(join(FIXTURES, configuration), join(jobs, configuration), { recursive: true });
   const sessionsDir = join(dir, "sessions");
   mkdirSync(sessionsDir);
   const file = `${SESSION}.json`;
@@ -58,14 +58,17 @@ describe("report --harbor on a real Harbor job of claude-code (one trial per job
   it("reads a job named claude-code/<task> as claude-code's, whether given the jobs' directory, the configuration's or the job's", () => {
     const { jobs } = setUp();
     const job = join(jobs, "claude-code", TASK);
-    expect(harborJobs(jobs)).toEqual([{ configuration: "claude-code", jobs: [job] }]);
+    expect(harborJobs(jobs)).toEqual([
+      { configuration: "claude-code", jobs: [job] },
+      { configuration: "claude-code-router", jobs: [join(jobs, "claude-code-router", TASK)] },
+    ]);
     expect(harborJobs(join(jobs, "claude-code"))).toEqual([{ configuration: "claude-code", jobs: [job] }]);
     expect(harborJobs(job)).toEqual([{ configuration: "claude-code", jobs: [job] }]);
   });
 
   it("grades the trial again, agrees with Harbor's reward, and counts the resumed conversation's usage once, request by request", () => {
     const { jobs, sessionsDir, view, trial } = setUp();
-    const loaded = loadHarborReports(jobs, sessionsDir, view);
+    const loaded = loadHarborReports(join(jobs, "claude-code"), sessionsDir, view);
     expect(loaded.problems).toEqual([]);
     expect(loaded.reports).toHaveLength(1);
     const { configuration, report } = loaded.reports[0]!;
@@ -100,7 +103,7 @@ describe("report --harbor on a real Harbor job of claude-code (one trial per job
     const result = JSON.parse(readFileSync(file, "utf8")) as { verifier_result: { rewards: { reward: number } } };
     result.verifier_result.rewards.reward = 0;
     writeFileSync(file, JSON.stringify(result));
-    const loaded = loadHarborReports(jobs, sessionsDir, view);
+    const loaded = loadHarborReports(join(jobs, "claude-code"), sessionsDir, view);
     expect(loaded.problems).toEqual([expect.stringContaining("Harbor's reward is 0, switch-swe's grading says resolved (1)")]);
     expect(loaded.reports[0]!.report.resolved).toBe(true);
   });
@@ -117,8 +120,42 @@ describe("report --harbor on a real Harbor job of claude-code (one trial per job
       expect(text.slice(at, at + 40)).toMatch(/^[0-9a-f]{40}$/);
       writeFileSync(listing, text.slice(0, at) + "0".repeat(40) + text.slice(at + 40));
     }
-    const behaviour = loadHarborReports(jobs, sessionsDir, view).reports[0]!.report.behaviour!;
+    const behaviour = loadHarborReports(join(jobs, "claude-code"), sessionsDir, view).reports[0]!.report.behaviour!;
     expect(behaviour.cross_task_write_requests).toBe(1);
     expect(behaviour.cross_task_write_files).toBe(1);
+  });
+});
+
+describe("report --harbor on a real job through switch-swe's context relay (claude-code-router: a job of one trial, the relay's state in the job's context-relay/)", () => {
+  it("adds the relay's routing decisions to its trial's behaviour, and its auxiliary calls (none here: routed by reference) to nothing else", () => {
+    const { jobs, sessionsDir, view } = setUp();
+    const loaded = loadHarborReports(jobs, sessionsDir, view);
+    expect(loaded.problems).toEqual([]);
+    const by = (c: string) => loaded.reports.find((r) => r.configuration === c)!.report;
+    const relayLog = readFileSync(join(jobs, "claude-code-router", TASK, "context-relay", "usage.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; by?: string });
+    const routed = relayLog.filter((e) => e.type === "routing");
+    expect(routed.length).toBe(by("claude-code-router").behaviour!.requests);
+    expect(by("claude-code-router").behaviour!.routing).toEqual({
+      reference: routed.filter((e) => e.by === "reference").length,
+      router: routed.filter((e) => e.by === "router").length,
+      fallback: routed.filter((e) => e.by === "fallback").length,
+    });
+    expect(relayLog.filter((e) => e.type === "step_finish")).toEqual([]);
+    expect(by("claude-code-router").behaviour!.usage).toEqual(by("claude-code").behaviour!.usage);
+    expect(by("claude-code").behaviour!.routing).toBeUndefined();
+  });
+
+  it("refuses to count one relay's log for a job of two trials (a relay serves one conversation)", () => {
+    const { jobs, sessionsDir, view } = setUp();
+    const job = join(jobs, "claude-code-router", TASK);
+    const trial = readdirSync(job).find((n) => n.startsWith(SESSION))!;
+    cpSync(join(job, trial), join(job, `${trial}-again`), { recursive: true });
+    const loaded = loadHarborReports(join(jobs, "claude-code-router"), sessionsDir, view);
+    expect(loaded.problems).toHaveLength(2);
+    for (const problem of loaded.problems) expect(problem).toMatch(/one relay's log for 2 trials .* a relay serves one conversation/);
+    for (const { report } of loaded.reports) expect(report.behaviour!.routing).toBeUndefined();
   });
 });
