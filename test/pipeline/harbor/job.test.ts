@@ -25,7 +25,8 @@ const FOCUS = "demo-org__ledger-35";
 function setUp(): { jobs: string; sessionsDir: string; view: HeldoutView; trial: string } {
   const dir = tempDir("harbor-job-");
   const jobs = join(dir, "jobs");
-  for (const configuration of ["claude-code", "claude-code-router"]) cpSync(join(FIXTURES, configuration), join(jobs, configuration), { recursive: true });
+  for (const configuration of ["claude-code", "claude-code-router", "claude-code-rcm"])
+    cpSync(join(FIXTURES, configuration), join(jobs, configuration), { recursive: true });
   const sessionsDir = join(dir, "sessions");
   mkdirSync(sessionsDir);
   const file = `${SESSION}.json`;
@@ -60,6 +61,7 @@ describe("report --harbor on a real Harbor job of claude-code (one trial per job
     const job = join(jobs, "claude-code", TASK);
     expect(harborJobs(jobs)).toEqual([
       { configuration: "claude-code", jobs: [job] },
+      { configuration: "claude-code-rcm", jobs: [join(jobs, "claude-code-rcm", TASK)] },
       { configuration: "claude-code-router", jobs: [join(jobs, "claude-code-router", TASK)] },
     ]);
     expect(harborJobs(join(jobs, "claude-code"))).toEqual([{ configuration: "claude-code", jobs: [job] }]);
@@ -146,6 +148,34 @@ describe("report --harbor on a real job through switch-swe's context relay (clau
     expect(relayLog.filter((e) => e.type === "step_finish")).toEqual([]);
     expect(by("claude-code-router").behaviour!.usage).toEqual(by("claude-code").behaviour!.usage);
     expect(by("claude-code").behaviour!.routing).toBeUndefined();
+  });
+
+  it("adds +RCM's memory calls (the relay's own, in its log) to the trial's usage: the agent's trajectory and the relay's calls are what the model served", () => {
+    const { jobs, sessionsDir, view } = setUp();
+    const report = loadHarborReports(join(jobs, "claude-code-rcm"), sessionsDir, view).reports[0]!.report;
+    const job = join(jobs, "claude-code-rcm", TASK);
+    const trial = join(
+      job,
+      readdirSync(job).find((n) => n.startsWith(SESSION))!,
+    );
+    const steps = readdirSync(join(trial, "steps")).sort();
+    const agent = atifUsage(trajectoryOf(trial, steps.at(-1)!).steps);
+    type Aux = { type: string; part?: { tokens: { input: number; output: number; cache: { read: number } } } };
+    const aux = readFileSync(join(job, "context-relay", "usage.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Aux)
+      .filter((e) => e.type === "step_finish")
+      .map((e) => e.part!.tokens);
+    expect(aux.length).toBeGreaterThan(0);
+    const sum = (f: (t: (typeof aux)[number]) => number) => aux.reduce((n, t) => n + f(t), 0);
+    expect(report.behaviour!.usage!.all).toEqual({
+      input_tokens: agent.input_tokens + sum((t) => t.input),
+      cached_input_tokens: agent.cached_input_tokens! + sum((t) => t.cache.read),
+      output_tokens: agent.output_tokens + sum((t) => t.output),
+      model_calls: agent.model_calls! + aux.length,
+      tool_calls: agent.tool_calls,
+    });
   });
 
   it("refuses to count one relay's log for a job of two trials (a relay serves one conversation)", () => {
