@@ -4,8 +4,9 @@
 // run with Harbor's local Docker environment: Harbor's oracle through the steps over every task (it
 // resolves each focus task), Harbor's nop agent over every task (nothing resolves), Harbor's own
 // installed agents (Claude Code, Codex CLI, OpenCode) resuming their conversation from step to
-// step against the scripted `solve` model on one switched session and its control, beside
-// `session run-all` of the same harness on the same session; and Claude Code and Codex CLI with
+// step against the scripted `solve` model on sampled sessions in both conditions (a job per trial,
+// each with its own endpoint, whose log shows the trial's one conversation growing), beside
+// `session run-all` of the same harness on the same sessions; and Claude Code and Codex CLI with
 // switch-swe's context relay (+Router, +RCM) between them and the model, so that Table 3 comes
 // from Harbor jobs. `report --harbor` builds the tables from each job. Harbor runs in a container
 // (bench/harbor-runner.ts); every step's seconds are printed.
@@ -14,6 +15,7 @@
 // Usage: npm run bench:harbor [-- --session ID --sessions N|ID,ID --agent-sessions ID,ID --tools-dir DIR --jobs 2
 //   --steps size,lint,oracle,nop,resume,agents,relays --harnesses claude-code,codex,opencode --keep DIR]
 // The agents run on --agent-sessions (default: --session), the relays on --session; both are exported.
+// --tools-dir: where `switch-swe agents install` put the harnesses (default .switch-swe/agents here).
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
