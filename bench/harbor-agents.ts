@@ -8,6 +8,7 @@
 import { chownSync, mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { harborAgentMount } from "../pipeline/harbor/agent-mounts.ts";
+import { RELAY_JOB } from "../pipeline/harbor/layout.ts";
 import type { Logger } from "../pipeline/logger.ts";
 import { readCall } from "../pipeline/model-endpoint/wire.ts";
 import { recogniseRequests, type EndpointKnowledge } from "../pipeline/model-endpoint/scripts.ts";
@@ -46,26 +47,41 @@ export interface AgentJobContext {
   log: Logger;
 }
 
-/** Runs one configuration's job(s) with its own endpoint; resolves to the endpoint (its calls) and Harbor's exit codes and seconds. */
-export async function runAgentJob(job: AgentJob, ctx: AgentJobContext): Promise<{ endpoint: ModelEndpoint; codes: number[]; seconds: number }> {
+/** One trial's job: its name (configuration/task) and the endpoint that served it alone. */
+export interface TrialJob {
+  jobName: string;
+  endpoint: ModelEndpoint;
+  code: number;
+}
+
+/**
+ * Runs one configuration: a job per task (named configuration/task, the task's pattern's `*` left
+ * out), `parallel` at a time, each with its own endpoint (its log: that trial's calls alone, so a
+ * trial's conversation is read apart from the others') and, with a relay, its own relay in the
+ * job's directory. Resolves to the trials' jobs and the seconds it took.
+ */
+export async function runAgentJob(job: AgentJob, ctx: AgentJobContext, parallel = 2): Promise<{ trials: TrialJob[]; seconds: number }> {
   const spec = HARBOR_AGENTS[job.harness];
   const mount = harborAgentMount(loadAgent(resolve("data/agents", spec.adapter)), ctx.toolsDir);
-  const endpoint = await ModelEndpoint.start({ script: "solve", knowledge: ctx.knowledge, logFile: join(ctx.cwd, `${job.configuration}.endpoint.jsonl`) });
-  const codes: number[] = [];
   const started = Date.now();
-  // Without a relay, one job of every task; with one, a job per task (and a relay of its own, in the job's directory).
-  const batches = job.relay ? job.tasks.map((t) => [t]) : [job.tasks];
   const gateway = bridgeGateway();
-  try {
-    for (const tasks of batches) {
-      // A job of one task is named for the task (its pattern's `*` left out).
-      const jobName = job.relay ? join(job.configuration, tasks[0]!.replaceAll("*", "")) : job.configuration;
-      codes.push(await runOneJob(job, spec, mount, tasks, jobName, endpoint, gateway, ctx));
+  const queue = [...job.tasks];
+  const trials: TrialJob[] = [];
+  const worker = async () => {
+    for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
+      const jobName = join(job.configuration, task.replaceAll("*", ""));
+      const logFile = join(ctx.cwd, `${jobName.replaceAll("/", "__")}.endpoint.jsonl`);
+      const endpoint = await ModelEndpoint.start({ script: "solve", knowledge: ctx.knowledge, logFile });
+      try {
+        trials.push({ jobName, endpoint, code: await runOneJob(job, spec, mount, [task], jobName, endpoint, gateway, ctx) });
+      } finally {
+        await endpoint.close();
+      }
     }
-  } finally {
-    await endpoint.close();
-  }
-  return { endpoint, codes, seconds: (Date.now() - started) / 1000 };
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, job.tasks.length) }, worker));
+  trials.sort((a, b) => (a.jobName < b.jobName ? -1 : 1));
+  return { trials, seconds: (Date.now() - started) / 1000 };
 }
 
 /** One Harbor job: a relay of its own in front of the endpoint when the configuration has one, the forwarder, Harbor. Resolves to Harbor's exit code. */
@@ -81,13 +97,14 @@ async function runOneJob(
 ): Promise<number> {
   const jobDir = join(ctx.jobsDir, jobName);
   mkdirSync(jobDir, { recursive: true });
-  chownSync(join(ctx.jobsDir, jobName.split("/")[0]!), HARBOR_UID, HARBOR_UID);
+  // Harbor runs as the agent's uid and writes the job's files: the configuration's directory and the job's are its.
+  for (const d of [join(ctx.jobsDir, jobName.split("/")[0]!), jobDir]) chownSync(d, HARBOR_UID, HARBOR_UID);
   const relay = job.relay
     ? await startContextRelay(
         { program: resolve("plugins/rcm/relay.ts"), mode: job.relay },
         endpoint.url,
-        join(jobDir, "context-relay"),
-        join(jobDir, "context-relay.log"),
+        join(jobDir, RELAY_JOB.dir),
+        join(jobDir, RELAY_JOB.log),
         ctx.log,
       )
     : undefined;
@@ -125,16 +142,37 @@ async function runOneJob(
 }
 
 /**
- * The conversations the endpoint saw, in the order of its calls: for each call, how many of the
- * schedule's requests its conversation carries. One conversation growing through a trial of n
- * requests reads 1, 1, …, 2, …, n and never drops; a fresh conversation per step would start
- * again at 1 at every step.
+ * The conversation one trial's endpoint saw, in the order of its calls: for each call, how many of
+ * the schedule's requests its conversation carries, cut into stretches where that count drops. One
+ * conversation growing through a trial of n requests reads 1, 1, …, 2, …, n in one stretch; a
+ * fresh conversation per step would drop back to 1 at every step.
  */
-export function conversationGrowth(endpoint: ModelEndpoint, knowledge: EndpointKnowledge): { requestsSeen: number[]; restarts: number } {
+export function conversationGrowth(endpoint: ModelEndpoint, knowledge: EndpointKnowledge): { requestsSeen: number[]; restarts: number; stretches: number[][] } {
   const requestsSeen = endpoint.calls
     .filter((c) => c.status === 200 && c.request)
     .map((c) => recogniseRequests(readCall(c.protocol, JSON.parse(c.body)), knowledge).requests.length);
-  // A drop is a new trial (or a conversation begun again): count them.
-  const restarts = requestsSeen.filter((n, i) => i > 0 && n < requestsSeen[i - 1]!).length;
-  return { requestsSeen, restarts };
+  const stretches: number[][] = [];
+  requestsSeen.forEach((n, i) => (i === 0 || n < requestsSeen[i - 1]! ? stretches.push([n]) : stretches.at(-1)!.push(n)));
+  // A stretch is shown by its distinct counts, in order (1 2 3 … n).
+  return { requestsSeen, restarts: Math.max(0, stretches.length - 1), stretches: stretches.map((s) => [...new Set(s)]) };
+}
+
+// Harbor's own answer to "which agents can resume": every agent its factory registers, with its
+// declared capabilities' `resume`, read from the installed package (Harbor 0.26's
+// trial/multi_step.py refuses a multi-step task with --resume-trajectory for the others).
+const RESUME_CAPABILITY = `
+from harbor.agents.factory import AgentFactory, _import_agent_class
+for name, path in AgentFactory._AGENT_MAP.items():
+    print(name.value, bool(getattr(_import_agent_class(path).capabilities, "resume", False)))
+`;
+
+/** The agents Harbor registers, split by whether they declare resume, as the installed Harbor says. */
+export async function harborResumeSupport(ctx: { mounts: string[]; cwd: string }): Promise<{ resume: string[]; without: string[] }> {
+  const ran = await harbor(["python3", "-c", RESUME_CAPABILITY], { ...ctx, env: { LITELLM_LOCAL_MODEL_COST_MAP: "True" } });
+  const rows = ran.output
+    .split("\n")
+    .map((l) => /^([a-z0-9-]+) (True|False)$/.exec(l.trim()))
+    .filter((m) => m !== null);
+  if (ran.code !== 0 || rows.length === 0) throw new Error(`reading Harbor's agents' capabilities failed: ${ran.output.slice(-2000)}`);
+  return { resume: rows.filter((m) => m[2] === "True").map((m) => m[1]!), without: rows.filter((m) => m[2] === "False").map((m) => m[1]!) };
 }

@@ -4,13 +4,19 @@
 // run with Harbor's local Docker environment: Harbor's oracle through the steps over every task (it
 // resolves each focus task), Harbor's nop agent over every task (nothing resolves), Harbor's own
 // installed agents (Claude Code, Codex CLI, OpenCode) resuming their conversation from step to
-// step against the scripted `solve` model on one switched session and its control, beside
-// `session run-all` of the same harness on the same session; and Claude Code and Codex CLI with
+// step against the scripted `solve` model on sampled sessions in both conditions (a job per trial,
+// each with its own endpoint, whose log shows the trial's one conversation growing), beside
+// `session run-all` of the same harness on the same sessions; and Claude Code and Codex CLI with
 // switch-swe's context relay (+Router, +RCM) between them and the model, so that Table 3 comes
 // from Harbor jobs. `report --harbor` builds the tables from each job. Harbor runs in a container
 // (bench/harbor-runner.ts); every step's seconds are printed.
-// Usage: npm run bench:harbor [-- --session ID --sessions N|ID,ID --jobs 2 --steps size,lint,oracle,nop,agents,relays --harnesses claude-code,codex,opencode --keep DIR]
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+// Harbor's resume capability is read from its installed package (the agents that qualify), and an
+// agent without it is shown refused (`resume` step).
+// Usage: npm run bench:harbor [-- --session ID --sessions N|ID,ID --agent-sessions ID,ID --tools-dir DIR --jobs 2
+//   --steps size,lint,oracle,nop,resume,agents,relays --harnesses claude-code,codex,opencode --keep DIR]
+// The agents run on --agent-sessions (default: --session), the relays on --session; both are exported.
+// --tools-dir: where `switch-swe agents install` put the harnesses (default .switch-swe/agents here).
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { BenchmarkLayout } from "../pipeline/benchmark-layout.ts";
@@ -31,18 +37,18 @@ import { installAgent } from "../pipeline/session/install.ts";
 import { runAllSessions } from "../pipeline/session/runs.ts";
 import { BUILT_STAGES } from "../stages/index.ts";
 import { prepareDemoCopy, withExecution } from "../test/helpers/demo-copy.ts";
-import { conversationGrowth, type Harness, HARBOR_AGENTS, runAgentJob } from "./harbor-agents.ts";
+import { conversationGrowth, type Harness, HARBOR_AGENTS, harborResumeSupport, runAgentJob, type TrialJob } from "./harbor-agents.ts";
 import { egressControlAvailable, ensureHarborImage, harbor, harborTaskImages, HARBOR_VERSION, removeImagesSince } from "./harbor-runner.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1]! : fallback;
 };
-const steps = new Set(arg("steps", "size,lint,oracle,nop,agents,relays").split(","));
+const steps = new Set(arg("steps", "size,lint,oracle,nop,resume,agents,relays").split(","));
 const harnesses = arg("harnesses", "claude-code,codex,opencode").split(",") as Harness[];
 const jobs = arg("jobs", "2");
 const keep = process.argv.includes("--keep") ? resolve(arg("keep", "")) : undefined;
-const toolsDir = resolve(DEFAULT_TOOLS_DIR);
+const toolsDir = resolve(arg("tools-dir", DEFAULT_TOOLS_DIR));
 const caBundle = buildNetworkSettings().caBundle;
 if (!caBundle) throw new Error("no CA bundle on this machine");
 const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
@@ -94,11 +100,13 @@ try {
   const sessionsDir = new BenchmarkLayout(manifest, join(manifest, "heldout")).sessionsDir;
   const sessions = SessionIndex.parse(JSON.parse(readFileSync(BenchmarkLayout.sessionIndexIn(sessionsDir), "utf8"))).sessions;
   const session = arg("session", sessions.find((s) => s.locality === "near")!.session_id);
-  const sample = sampleOf(
+  const agentSessions = arg("agent-sessions", session).split(",");
+  const sampled = sampleOf(
     sessions.map((s) => s.session_id),
     session,
     arg("sessions", ""),
   );
+  const sample = sampled && [...new Set([...sampled, ...agentSessions])];
   console.log(`demo built (${sessions.length} sessions) in ${seconds(t)} s; exporting ${sample ? `${sample.length}: ${sample.join(", ")}` : "all"}`);
   const bench = () => OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log });
 
@@ -205,37 +213,84 @@ try {
 
   const opened2 = bench();
   const knowledge = await benchmarkKnowledge(opened2).finally(() => opened2.close());
-  const sessionTasks = [taskDirName(session, "control"), taskDirName(session, "switched")].map((n) => `*${n}`);
+  const tasksOf = (ids: string[]) => ids.flatMap((id) => [taskDirName(id, "control"), taskDirName(id, "switched")].map((n) => `*${n}`));
+  const sessionTasks = tasksOf([session]);
+  if (steps.has("resume")) await resumeCapability(exported.tasks[0]!);
   const agentContext = { dataset, jobsDir, toolsDir, mounts, cwd: dir, knowledge, log };
-  if (steps.has("agents"))
-    for (const harness of harnesses) {
+  const agentTasks = tasksOf(agentSessions);
+  /** Each trial's conversation as its own endpoint saw it: the requests its calls carry, stretch by stretch (one stretch: one growing conversation). */
+  const growthLines = (trials: TrialJob[]) =>
+    trials.map((trial) => {
+      const growth = conversationGrowth(trial.endpoint, knowledge);
+      return `    ${trial.jobName}: exit ${trial.code}, ${trial.endpoint.calls.length} model calls, ${growth.stretches.length} stretch(es): ${growth.stretches.map((s) => s.join(" ")).join(" | ")}`;
+    });
+  // Harness by harness: natively (and beside run-all), then through each relay, so that a configuration's Table 3 is complete as early as it can be.
+  for (const harness of harnesses) {
+    if (steps.has("agents")) {
       rmSync(join(jobsDir, harness), { recursive: true, force: true });
-      const ran = await runAgentJob({ harness, configuration: harness, tasks: sessionTasks }, agentContext);
-      const growth = conversationGrowth(ran.endpoint, knowledge);
+      const ran = await runAgentJob({ harness, configuration: harness, tasks: agentTasks }, agentContext);
       const viaHarbor = await report(harness);
       console.log(
-        `Harbor's ${harness} (--resume-trajectory), session ${session}: exit ${ran.codes.join(",")} in ${ran.seconds.toFixed(1)} s, ${ran.endpoint.calls.length} model calls; ` +
-          `requests each call's conversation carries: ${growth.requestsSeen.join(" ")} (${growth.restarts} restart(s): 1 is the second trial's)`,
+        `Harbor's ${harness} (--resume-trajectory), sessions ${agentSessions.join(", ")}: ${ran.trials.length} trials in ${ran.seconds.toFixed(1)} s, each its own endpoint:\n${growthLines(ran.trials).join("\n")}`,
       );
       for (const problem of viaHarbor.problems) console.log(`  report problem: ${problem}`);
       await compareWithRunAll(harness, viaHarbor.reports);
       console.log(`\nreport --harbor (${harness}):\n${viaHarbor.table}`);
     }
-  if (steps.has("relays"))
-    for (const harness of harnesses.filter((h) => h !== "opencode"))
+    if (steps.has("relays") && harness !== "opencode")
       for (const relay of ["router", "rcm"] as const) {
         const configuration = `${harness}-${relay}`;
         rmSync(join(jobsDir, configuration), { recursive: true, force: true });
         const ran = await runAgentJob({ harness, configuration, relay, tasks: sessionTasks }, agentContext);
         const viaHarbor = await report(configuration);
         console.log(
-          `Harbor's ${harness} through switch-swe's relay (${relay}), session ${session}: exit ${ran.codes.join(",")} in ${ran.seconds.toFixed(1)} s, ${ran.endpoint.calls.length} model calls; resolved control ${resolvedOf(viaHarbor.reports, "control")}/1, switched ${resolvedOf(viaHarbor.reports, "switched")}/1; ${viaHarbor.problems.length} problem(s)`,
+          `Harbor's ${harness} through switch-swe's relay (${relay}), session ${session}: ${ran.trials.length} trials in ${ran.seconds.toFixed(1)} s; resolved control ${resolvedOf(viaHarbor.reports, "control")}/1, switched ${resolvedOf(viaHarbor.reports, "switched")}/1; ${viaHarbor.problems.length} problem(s)\n${growthLines(ran.trials).join("\n")}`,
         );
         for (const problem of viaHarbor.problems) console.log(`  report problem: ${problem}`);
       }
+  }
   if (steps.has("relays") || steps.has("agents")) {
     const all = await report(".");
     console.log(`\nreport --harbor over every job:\n${all.table}`);
+  }
+
+  /** Which agents Harbor 0.26 lets resume (its package's own declaration), and one without it refused on a multi-step task before any environment starts. */
+  async function resumeCapability(task: string) {
+    const support = await harborResumeSupport({ mounts, cwd: dir });
+    console.log(`Harbor ${HARBOR_VERSION}'s agents declaring resume (${support.resume.length}): ${support.resume.join(", ")}`);
+    console.log(`without (${support.without.length}): ${support.without.join(", ")}`);
+    rmSync(join(jobsDir, "refused"), { recursive: true, force: true });
+    const refused = await harbor(
+      [
+        "harbor",
+        "run",
+        "-p",
+        tasks,
+        "-i",
+        task,
+        "-a",
+        "terminus-2",
+        "-m",
+        "openai/scripted",
+        "--resume-trajectory",
+        "--jobs-dir",
+        jobsDir,
+        "--job-name",
+        "refused",
+        "-y",
+      ],
+      { mounts, cwd: dir, env: { OPENAI_API_KEY: "unused" }, log: join(dir, "refused.log") },
+    );
+    // Harbor's console draws its traceback in a box: the frame is taken out and the lines joined.
+    const text = refused.output.replace(/[│╭╮╰╯─]/g, " ").replace(/\s+/g, " ");
+    const message = /Agent '[^']+' does not support resume; cannot honor agent\.resume_trajectory/.exec(text)?.[0];
+    // A refused trial has a directory but no result: it never started an environment.
+    const refusedDir = join(jobsDir, "refused");
+    const trials = readdirSync(refusedDir).filter((n) => statSync(join(refusedDir, n)).isDirectory());
+    const results = trials.filter((n) => existsSync(join(refusedDir, n, "result.json"))).length;
+    console.log(
+      `harbor run -a terminus-2 --resume-trajectory on ${task}: exit ${refused.code}, ${message ?? "no refusal in its output (see refused.log)"}; ${trials.length} trial directory, ${results} with a result`,
+    );
   }
 
   /** The same session run by `session run-all` with the same harness in the focus task's environment, its own endpoint; verdicts and usage side by side. */
@@ -254,21 +309,22 @@ try {
         work: join(dir, `run-all-work-${harness}`),
         jobs: 1,
         log,
-        only: [session],
+        only: agentSessions,
         model: { url: endpoint.url, key: "switch-swe-loopback" },
         toolsDir,
       });
       console.log(`  session run-all (${agent.name}) in ${seconds(t)} s, ${endpoint.calls.length} model calls`);
-      for (const condition of ["control", "switched"] as const) {
-        const h = viaHarbor.find((r) => r.report.condition === condition)?.report;
-        const d = direct.ran.find((r) => r.condition === condition);
-        const usage = (r?: VerificationReport) => JSON.stringify(r?.behaviour?.usage?.all ?? null);
-        console.log(`  ${condition}: harbor ${h?.resolved ? "resolved" : "not resolved"}, run-all ${d?.resolved ? "resolved" : "not resolved"}`);
-        console.log(`    usage harbor  ${usage(h)}\n    usage run-all ${usage(d)}`);
-        console.log(
-          `    cross-task writes harbor ${h?.behaviour?.cross_task_write_requests ?? "-"}, run-all ${d?.behaviour?.cross_task_write_requests ?? "-"}; requests ${h?.behaviour?.requests ?? "-"} / ${d?.behaviour?.requests ?? "-"}`,
-        );
-      }
+      for (const id of agentSessions)
+        for (const condition of ["control", "switched"] as const) {
+          const h = viaHarbor.find((r) => r.report.session_id === id && r.report.condition === condition)?.report;
+          const d = direct.ran.find((r) => r.session_id === id && r.condition === condition);
+          const usage = (r?: VerificationReport) => JSON.stringify(r?.behaviour?.usage?.all ?? null);
+          console.log(`  ${id} ${condition}: harbor ${h?.resolved ? "resolved" : "not resolved"}, run-all ${d?.resolved ? "resolved" : "not resolved"}`);
+          console.log(`    usage harbor  ${usage(h)}\n    usage run-all ${usage(d)}`);
+          console.log(
+            `    cross-task writes harbor ${h?.behaviour?.cross_task_write_requests ?? "-"}, run-all ${d?.behaviour?.cross_task_write_requests ?? "-"}; requests ${h?.behaviour?.requests ?? "-"} / ${d?.behaviour?.requests ?? "-"}`,
+          );
+        }
       const runAllReport = await writeResultsReport(join(dir, `run-all-${harness}`), sessionsDir, join(dir, "reports", `run-all-${harness}`));
       console.log(`  report --results (run-all):\n${readFileSync(runAllReport.files[0]!, "utf8")}`);
     } finally {

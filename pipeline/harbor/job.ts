@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { LoadedReport } from "../report/aggregate.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
@@ -30,14 +30,36 @@ const subdirectories = (dir: string) =>
     .map((n) => join(dir, n))
     .filter(isDir);
 
-/** The jobs under `dir` by configuration: `dir` itself when it is a job; else each subdirectory that is a job, or that holds jobs. */
+/**
+ * The configuration a job records itself as part of: the first part of the job's name when Harbor
+ * was given one with a `/` (`--job-name claude-code-rcm/<task>`: a job per trial, kept under its
+ * configuration's directory), else none.
+ */
+function recordedConfiguration(job: string): string | undefined {
+  const name = (JSON.parse(readFileSync(join(job, HARBOR_JOB.config), "utf8")) as { job_name?: unknown }).job_name;
+  return typeof name === "string" && name.includes("/") ? name.split("/")[0] : undefined;
+}
+
+/**
+ * The jobs under `dir` by configuration: `dir` itself when it is a job; else each subdirectory that
+ * is a job, or that holds jobs. A job is its configuration's by the name it records (a job named
+ * `claude-code/<task>` is claude-code's, wherever `dir` starts), else by its directory's name or
+ * the name of the directory holding it.
+ */
 export function harborJobs(dir: string): { configuration: string; jobs: string[] }[] {
   if (!isDir(dir)) throw new InputError(`${dir}: no such directory of Harbor jobs`);
-  if (isJob(dir)) return [{ configuration: basename(dir), jobs: [dir] }];
-  return subdirectories(dir).flatMap((sub) => {
-    const jobs = isJob(sub) ? [sub] : subdirectories(sub).filter(isJob);
-    return jobs.length ? [{ configuration: basename(sub), jobs }] : [];
-  });
+  const found = isJob(dir)
+    ? [{ configuration: recordedConfiguration(dir) ?? basename(dir), job: dir }]
+    : subdirectories(dir).flatMap((sub) =>
+        isJob(sub)
+          ? [{ configuration: recordedConfiguration(sub) ?? basename(sub), job: sub }]
+          : subdirectories(sub)
+              .filter(isJob)
+              .map((job) => ({ configuration: recordedConfiguration(job) ?? basename(sub), job })),
+      );
+  const byConfiguration = new Map<string, string[]>();
+  for (const { configuration, job } of found) byConfiguration.set(configuration, [...(byConfiguration.get(configuration) ?? []), job]);
+  return [...byConfiguration].map(([configuration, jobs]) => ({ configuration, jobs }));
 }
 
 /** The benchmark's exported tasks by Harbor's name for them (the task's [task] name, or its directory's). */

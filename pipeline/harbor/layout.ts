@@ -93,3 +93,10 @@ export const HARBOR_JOB = {
   artifacts: "artifacts",
   trajectory: "trajectory.json",
 } as const;
+
+/**
+ * Where a job run through switch-swe's context relay keeps the relay's state (its `--dir`): in the
+ * job's own directory, beside its one trial, so that report --harbor finds the relay's log of
+ * auxiliary calls and routing decisions with the trial it served.
+ */
+export const RELAY_JOB = { dir: "context-relay", usage: "usage.jsonl", log: "context-relay.log" } as const;

@@ -15,6 +15,7 @@ import { pathsOfPatch, planSubmission, UnsafeSubmission } from "../verifier/subm
 import { requiredTests } from "../verifier/verify.ts";
 import { HARBOR_JOB, VERIFIER_OUTPUTS } from "./layout.ts";
 import { stepName } from "./steps.ts";
+import { withRelayLog } from "./relay-log.ts";
 import { harborTrialBehaviour } from "./trial-steps.ts";
 import { HarborTrialResult } from "./trial-result.ts";
 import { VerifierRunRecord } from "./verifier-program.ts";
@@ -134,7 +135,9 @@ export function loadHarborTrial(trialDir: string, configuration: string, view: B
     problems.push(
       `${trialDir}: Harbor's reward is ${reward ?? "missing"}, switch-swe's grading says ${graded.report.resolved ? "resolved (1)" : "not resolved (0)"}; switch-swe's counts`,
     );
-  const behaviour = harborTrialBehaviour(trialDir, spec, condition, steps, result.agent_info?.name ?? configuration);
+  const read = harborTrialBehaviour(trialDir, spec, condition, steps, result.agent_info?.name ?? configuration);
+  const relayed = withRelayLog(trialDir, read.behaviour);
+  const behaviour = { behaviour: relayed.behaviour, problems: [...read.problems, ...relayed.problems] };
   const report = VerificationReport.parse({ ...graded.report, ...(behaviour.behaviour ? { behaviour: behaviour.behaviour } : {}) });
   return { report: { file, configuration, report }, problems: [...problems, ...graded.problems, ...behaviour.problems] };
 }
