@@ -17,6 +17,46 @@ import { tempDir } from "../../helpers/tmp.ts";
 const Item = z.object({ id: z.string(), value: z.number() });
 type Item = z.infer<typeof Item>;
 
+type StageContext = Parameters<Parameters<typeof defineStage>[0]["run"]>[0];
+
+/**
+ * One stage over the lines of `file` in a project of its own (profiles from `dir/repos`): each
+ * line is a record whose item `work` makes. Returns the run's summary and the stage's rejects.
+ */
+async function runLineStage(dir: string, name: "mine" | "oracle", file: string, work: (ctx: StageContext, line: string) => Item) {
+  const stage = defineStage({
+    name,
+    summary: "",
+    example: "",
+    version: "1",
+    module: import.meta.url,
+    configSchema: z.strictObject({}),
+    settings: ["profiles"],
+    inputs: {},
+    outputs: [{ name: "items", schema: Item, key: (i: Item) => i.id }],
+    externalFiles: () => [file],
+    async run(ctx) {
+      const lines = ctx.files[0]!.text.split("\n").filter(Boolean);
+      return { items: await ctx.mapRecords(lines, { id: (line) => line.replace("/", "__"), work: (line) => work(ctx, line) }) };
+    },
+  });
+  const summary = await runProjectOnce({
+    workDir: join(dir, "work"),
+    baseDir: dir,
+    stages: [stage],
+    stageConfigs: {},
+    settings: PipelineSettings.parse({ profiles_dir: "repos" }),
+    seed: "1",
+    log: silentLogger,
+    progress: silentProgress,
+  });
+  const rejects = readFileSync(join(dir, "work", "artifacts", name, "rejects.jsonl"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));
+  return { summary, rejects };
+}
+
 describe("a task's resources", () => {
   it("a repository without a profile is the one unknown_repository reject, naming the field and the profile to write", async () => {
     const dir = tempDir();
@@ -26,41 +66,12 @@ describe("a task's resources", () => {
       JSON.stringify({ repo: "o/known", clone_url: "../nowhere", classification: { package_roots: ["known"] }, environment: { python: "3.11" } }),
     );
     writeFileSync(join(dir, "repos.txt"), "o/known\no/other\n");
-    const profiled = defineStage({
-      name: "mine",
-      summary: "",
-      example: "",
-      version: "1",
-      module: import.meta.url,
-      configSchema: z.strictObject({}),
-      settings: ["profiles"],
-      inputs: {},
-      outputs: [{ name: "items", schema: Item, key: (i: Item) => i.id }],
-      externalFiles: () => ["repos.txt"],
-      async run(ctx) {
-        const repos = ctx.files[0]!.text.split("\n").filter(Boolean);
-        const items = await ctx.mapRecords(repos, {
-          id: (repo) => repo.replace("/", "__"),
-          work: (repo) => ({ id: repo.replace("/", "__"), value: ctx.resources.cloneSource(ctx.resources.profileOf(repo).profile.repo).length }),
-        });
-        return { items };
-      },
-    });
-    const summary = await runProjectOnce({
-      workDir: join(dir, "work"),
-      baseDir: dir,
-      stages: [profiled],
-      stageConfigs: {},
-      settings: PipelineSettings.parse({ profiles_dir: "repos" }),
-      seed: "1",
-      log: silentLogger,
-      progress: silentProgress,
-    });
+    const { summary, rejects } = await runLineStage(dir, "mine", "repos.txt", (ctx, repo) => ({
+      id: repo.replace("/", "__"),
+      value: ctx.resources.cloneSource(ctx.resources.profileOf(repo).profile.repo).length,
+    }));
     expect(summary.stages[0], formatSummary(summary)).toMatchObject({ out: 1, rejected: 1, by_reason: { unknown_repository: 1 } });
-    const [reject] = readFileSync(join(dir, "work", "artifacts", "mine", "rejects.jsonl"), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
+    const [reject] = rejects;
     expect(reject).toMatchObject({
       record_id: "o__other",
       reason: "unknown_repository",
@@ -79,42 +90,13 @@ describe("a task's resources", () => {
     const records = new Map([record("o__r-1", "2020-01-01T00:00:00Z"), record("o__r-2", "2021-01-01T00:00:00Z")].map((q) => [q.task_id, q]));
     mkdirSync(join(dir, "repos"));
     writeFileSync(join(dir, "tasks.txt"), "o__r-1\no__r-2\n");
-    const reading = defineStage({
-      name: "oracle",
-      summary: "",
-      example: "",
-      version: "1",
-      module: import.meta.url,
-      configSchema: z.strictObject({}),
-      settings: ["profiles"],
-      inputs: {},
-      outputs: [{ name: "items", schema: Item, key: (i: Item) => i.id }],
-      externalFiles: () => ["tasks.txt"],
-      async run(ctx) {
-        const ids = ctx.files[0]!.text.split("\n").filter(Boolean);
-        const items = await ctx.mapRecords(ids, {
-          id: (id) => id,
-          work: (id) => ({ id, value: ctx.resources.environmentOf(task(id), records.get(id)).key === env.key ? 1 : 0 }),
-        });
-        return { items };
-      },
-    });
-    const summary = await runProjectOnce({
-      workDir: join(dir, "work"),
-      baseDir: dir,
-      stages: [reading],
-      stageConfigs: {},
-      settings: PipelineSettings.parse({ profiles_dir: "repos" }),
-      seed: "1",
-      log: silentLogger,
-      progress: silentProgress,
-    });
+    const { summary, rejects } = await runLineStage(dir, "oracle", "tasks.txt", (ctx, id) => ({
+      id,
+      value: ctx.resources.environmentOf(task(id), records.get(id)).key === env.key ? 1 : 0,
+    }));
     expect(summary.stages[0], formatSummary(summary)).toMatchObject({ out: 1, rejected: 1, by_reason: { malformed_record: 1 } });
     expect(readFileSync(join(dir, "work", "artifacts", "oracle", "items.jsonl"), "utf8")).toBe(`{"id":"o__r-1","value":1}\n`);
-    const [reject] = readFileSync(join(dir, "work", "artifacts", "oracle", "rejects.jsonl"), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
+    const [reject] = rejects;
     expect(reject).toMatchObject({ record_id: "o__r-2", reason: "malformed_record", field: "environment_key" });
     expect(reject.message).toMatch(/^o__r-2: qualify's qualifications, record o__r-2, field environment_key: qualified in environment [0-9a-f]{64}, but/);
   });
