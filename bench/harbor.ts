@@ -13,7 +13,10 @@
 // Harbor's resume capability is read from its installed package (the agents that qualify), and an
 // agent without it is shown refused (`resume` step).
 // Usage: npm run bench:harbor [-- --session ID --sessions N|ID,ID --agent-sessions ID,ID --tools-dir DIR --jobs 2
-//   --steps size,lint,oracle,nop,resume,agents,relays --harnesses claude-code,codex,opencode --keep DIR]
+//   --steps size,lint,oracle,nop,resume,agents,relays --harnesses claude-code,codex,opencode --conditions both --keep DIR]
+//        npm run bench:harbor -- --config CONFIG [--mirrors DIR] --steps size,lint,oracle,nop [--sessions …] [--conditions switched]
+// --config: a benchmark already built by `switch-swe run -c CONFIG` (a real one), exported instead of
+// the demo; only its size, Harbor's lint, oracle and nop are run (the agents need the demo's scripted model).
 // The agents run on --agent-sessions (default: --session), the relays on --session; both are exported.
 // --tools-dir: where `switch-swe agents install` put the harnesses (default .switch-swe/agents here).
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -30,7 +33,7 @@ import { ModelEndpoint } from "../pipeline/model-endpoint/server.ts";
 import { OpenedBenchmark } from "../pipeline/project/benchmark.ts";
 import { runProjectOnce } from "../pipeline/project/project.ts";
 import { writeReport, writeResultsReport } from "../pipeline/report/results.ts";
-import { SessionIndex } from "../pipeline/schemas/session.ts";
+import { Condition, SessionIndex } from "../pipeline/schemas/session.ts";
 import type { VerificationReport } from "../pipeline/schemas/verification.ts";
 import { DEFAULT_TOOLS_DIR, loadAgent } from "../pipeline/session/agents.ts";
 import { installAgent } from "../pipeline/session/install.ts";
@@ -49,6 +52,13 @@ const harnesses = arg("harnesses", "claude-code,codex,opencode").split(",") as H
 const jobs = arg("jobs", "2");
 const keep = process.argv.includes("--keep") ? resolve(arg("keep", "")) : undefined;
 const toolsDir = resolve(arg("tools-dir", DEFAULT_TOOLS_DIR));
+const builtConfig = process.argv.includes("--config") ? resolve(arg("config", "")) : undefined;
+const mirrors = process.argv.includes("--mirrors") ? resolve(arg("mirrors", "")) : undefined;
+const conditions = arg("conditions", "both") === "both" ? Condition.options : [Condition.parse(arg("conditions", ""))];
+if (builtConfig && ["resume", "agents", "relays"].some((s) => steps.has(s)))
+  throw new Error(
+    "--config exports a built benchmark for the size, lint, oracle and nop steps; the agents' steps need the demo's scripted model (--steps size,lint,oracle,nop)",
+  );
 const caBundle = buildNetworkSettings().caBundle;
 if (!caBundle) throw new Error("no CA bundle on this machine");
 const log = createLogger({ level: "warn", write: (line) => process.stderr.write(line + "\n") });
@@ -93,13 +103,26 @@ try {
   const built = ensureHarborImage(caBundle);
   console.log(`Harbor ${HARBOR_VERSION} in switch-swe-harbor: ${built ? `image built in ${built.toFixed(0)} s` : "image present"}`);
   t = Date.now();
-  const demo = await prepareDemoCopy(join(dir, "demo-copy"));
-  const run = await runProjectOnce(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
-  if (!run.ok) throw new Error("the demo pipeline did not finish");
-  const manifest = join(demo.workDir, "..", "..", "manifests", "demo");
-  const sessionsDir = new BenchmarkLayout(manifest, join(manifest, "heldout")).sessionsDir;
+  let configPath: string;
+  let executor: "local" | "docker";
+  if (builtConfig) {
+    // A benchmark already built (`switch-swe run -c CONFIG`): exported as it stands, its mirrors where the run had them.
+    configPath = builtConfig;
+    executor = "docker";
+  } else {
+    const demo = await prepareDemoCopy(join(dir, "demo-copy"));
+    const run = await runProjectOnce(withExecution(demo.options, { executor: "local" })).finally(() => demo.server.stop());
+    if (!run.ok) throw new Error("the demo pipeline did not finish");
+    configPath = demo.configPath;
+    executor = "local";
+  }
+  const bench = () => OpenedBenchmark.open(configPath, { stages: BUILT_STAGES, overrides: { executor, ...(mirrors ? { mirrors } : {}) }, log });
+  const first = bench();
+  const sessionsDir = first.sessionsDir;
+  const manifest = first.layout.outDir;
+  await first.close();
   const sessions = SessionIndex.parse(JSON.parse(readFileSync(BenchmarkLayout.sessionIndexIn(sessionsDir), "utf8"))).sessions;
-  const session = arg("session", sessions.find((s) => s.locality === "near")!.session_id);
+  const session = arg("session", (sessions.find((s) => s.locality === "near") ?? sessions[0]!).session_id);
   const agentSessions = arg("agent-sessions", session).split(",");
   const sampled = sampleOf(
     sessions.map((s) => s.session_id),
@@ -107,8 +130,9 @@ try {
     arg("sessions", ""),
   );
   const sample = sampled && [...new Set([...sampled, ...agentSessions])];
-  console.log(`demo built (${sessions.length} sessions) in ${seconds(t)} s; exporting ${sample ? `${sample.length}: ${sample.join(", ")}` : "all"}`);
-  const bench = () => OpenedBenchmark.open(demo.configPath, { stages: BUILT_STAGES, overrides: { executor: "local" }, log });
+  console.log(
+    `${builtConfig ? `benchmark of ${builtConfig}` : "demo built"} (${sessions.length} sessions) in ${seconds(t)} s; exporting ${sample ? `${sample.length}: ${sample.join(", ")}` : "all"}, conditions ${conditions.join(", ")}`,
+  );
 
   // Harbor's Docker environment refuses a no-network verifier it cannot enforce (its egress-control images come from Docker Hub).
   const verifierNetwork = egressControlAvailable() ? "no-network" : "public";
@@ -119,14 +143,14 @@ try {
   const exported = await exportHarbor(opened, {
     out: dataset,
     sessions: sample,
-    conditions: ["control", "switched"],
+    conditions,
     messages: loadAgent("data/agents/claude-code.yaml"),
     images: { caBundle: readFileSync(caBundle, "utf8") },
     agentUser: { name: "agent", uid: 1000 },
     verifierNetwork,
     log,
   }).finally(() => opened.close());
-  const exportedSessions = exported.tasks.length / 2;
+  const exportedSessions = exported.tasks.length / conditions.length;
   console.log(`export: ${exported.tasks.length} tasks (${exportedSessions} sessions) in ${seconds(t)} s`);
   if (steps.has("size")) {
     const all = sizes(dataset);
@@ -207,7 +231,7 @@ try {
     });
     const r = await report(agent);
     console.log(
-      `harbor run -a ${agent}, ${exported.tasks.length} tasks, -n ${jobs}: exit ${ran.code} in ${seconds(t)} s; resolved control ${resolvedOf(r.reports, "control")}/${exportedSessions}, switched ${resolvedOf(r.reports, "switched")}/${exportedSessions}; ${r.problems.length} problem(s)${r.problems.length ? `: ${r.problems.slice(0, 3).join(" | ")}` : ""}; ${trialTimes(agent)}`,
+      `harbor run -a ${agent}, ${exported.tasks.length} tasks, -n ${jobs}: exit ${ran.code} in ${seconds(t)} s; resolved ${conditions.map((c) => `${c} ${resolvedOf(r.reports, c)}/${exportedSessions}`).join(", ")}; ${r.problems.length} problem(s)${r.problems.length ? `: ${r.problems.slice(0, 3).join(" | ")}` : ""}; ${trialTimes(agent)}`,
     );
   }
 
@@ -303,7 +327,7 @@ try {
       t = Date.now();
       const direct = await runAllSessions(bench(), {
         manifest,
-        conditions: ["control", "switched"],
+        conditions,
         agent,
         out: join(dir, `run-all-${harness}`, harness),
         work: join(dir, `run-all-work-${harness}`),

@@ -5,6 +5,7 @@
  * `if len(x)==1:  # modified` quotes `if len(x) == 1:`. Lines too short to say anything of the fix
  * (`else:`, `return x`, `break`) are never counted.
  */
+import { linesOn, readDiff } from "./changes/hunks.ts";
 
 /** A code line reduced to what the fix is made of: no comment, no whitespace, no trailing semicolon. */
 export function normalizeCodeLine(line: string): string {
@@ -31,10 +32,8 @@ const MEANINGFUL = 12;
 /** The reference implementation's added lines, normalized, that are long enough to identify it. */
 export function referenceLines(implementationPatch: string): Set<string> {
   return new Set(
-    implementationPatch
-      .split("\n")
-      .filter((l) => l.startsWith("+") && !l.startsWith("+++"))
-      .map((l) => normalizeCodeLine(l.slice(1)))
+    linesOn(readDiff(implementationPatch), "added")
+      .map(normalizeCodeLine)
       .filter((l) => l.length >= MEANINGFUL),
   );
 }

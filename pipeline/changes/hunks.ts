@@ -20,6 +20,8 @@ export interface HunkLine {
   oldLine?: number;
   /** Its number in the new file (added and context lines). */
   newLine?: number;
+  /** Git's `\ No newline at end of file` follows it: the line ends its file without a newline (on its side). */
+  noNewline?: true;
 }
 
 /** One hunk of a file's diff, with its place on each side (1-based first lines, as the header gives them) and what git writes after the second `@@` (`scope`: the enclosing scope it found, if any). */
@@ -50,9 +52,16 @@ export function hunksOf(file: Pick<FileDiff, "raw" | "binary">): Hunk[] {
     const hunk: Hunk = { ...place, scope: section, lines: [] };
     let [oldLine, newLine] = [header.oldStart, header.newStart];
     let [oldLeft, newLeft] = [header.oldLines, header.newLines];
+    const markLast = () => {
+      const last = hunk.lines[hunk.lines.length - 1];
+      if (last) last.noNewline = true;
+    };
     for (i++; (oldLeft > 0 || newLeft > 0) && i < lines.length; i++) {
       const body = lines[i]!;
-      if (body.startsWith("\\")) continue;
+      if (body.startsWith("\\")) {
+        markLast();
+        continue;
+      }
       const side: Side = body[0] === "+" ? "added" : body[0] === "-" ? "removed" : "context";
       hunk.lines.push({
         side,
@@ -63,7 +72,7 @@ export function hunksOf(file: Pick<FileDiff, "raw" | "binary">): Hunk[] {
       if (side !== "added") oldLeft--;
       if (side !== "removed") newLeft--;
     }
-    while (i < lines.length && lines[i]!.startsWith("\\")) i++;
+    for (; i < lines.length && lines[i]!.startsWith("\\"); i++) markLast();
     hunks.push(hunk);
     if (!lines[i]?.startsWith("@@")) break;
   }

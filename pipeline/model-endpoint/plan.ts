@@ -6,6 +6,7 @@
  * the requests behind the first `from` units would write.
  */
 import { parseGitDiff, type FileDiff } from "../changes/diff.ts";
+import { hunksOf } from "../changes/hunks.ts";
 
 /** What one file is after some units: text, bytes, or gone. */
 export type FileState = { kind: "text"; text: string } | { kind: "binary"; bytes: Buffer } | { kind: "deleted" };
@@ -34,8 +35,6 @@ export interface ChangePlan {
   base: () => FileOperation[];
 }
 
-const HUNK = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/;
-
 /** Lines of a text with their newlines kept, so that a file without a final newline stays so. */
 function linesOf(text: string): string[] {
   return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
@@ -44,46 +43,33 @@ function linesOf(text: string): string[] {
 /** Applies a file's hunks to its base text, only its changed lines with index in [from, to). */
 function applyPartly(base: string, diff: FileDiff, from: number, to: number): string {
   const lines = linesOf(base);
-  const body = diff.raw.split("\n");
   const out: string[] = [];
   let cursor = 0; // the next base line (0-based) not yet copied
   let used = 0;
-  for (let i = 0; i < body.length; i++) {
-    const header = HUNK.exec(body[i]!);
-    if (!header) continue;
-    const oldStart = Number(header[1]);
-    const oldCount = header[2] === undefined ? 1 : Number(header[2]);
+  for (const hunk of hunksOf(diff)) {
     // A hunk of zero old lines is placed after line oldStart, otherwise at it.
-    const first = oldCount === 0 ? oldStart : oldStart - 1;
+    const first = hunk.oldLines === 0 ? hunk.oldStart : hunk.oldStart - 1;
     while (cursor < first) out.push(lines[cursor++]!);
-    for (i++; i < body.length && !HUNK.exec(body[i]!) && !body[i]!.startsWith("diff --git "); i++) {
-      const line = body[i]!;
-      const noNewline = body[i + 1]?.startsWith("\\ ");
-      const text = line.slice(1) + (noNewline ? "" : "\n");
-      if (line.startsWith(" ")) out.push(lines[cursor++]!);
-      else if (line.startsWith("-")) {
-        const applied = used >= from && used < to;
-        used++;
+    for (const line of hunk.lines) {
+      if (line.side === "context") {
+        out.push(lines[cursor++]!);
+        continue;
+      }
+      const applied = used >= from && used < to;
+      used++;
+      if (line.side === "removed") {
         if (!applied) out.push(lines[cursor]!);
         cursor++;
-      } else if (line.startsWith("+")) {
-        const applied = used >= from && used < to;
-        used++;
-        if (applied) out.push(text);
-      }
-      if (noNewline) i++;
+      } else if (applied) out.push(line.text + (line.noNewline ? "" : "\n"));
     }
-    i--;
   }
   while (cursor < lines.length) out.push(lines[cursor++]!);
   return out.join("");
 }
 
-/** The changed lines of a file's hunks (a one-file section: its `---` and `+++` header lines come before the first hunk). */
+/** The changed lines of a file's hunks: each one a unit of the change. */
 function changedLines(diff: FileDiff): number {
-  const lines = diff.raw.split("\n");
-  const first = lines.findIndex((l) => HUNK.test(l));
-  return first < 0 ? 0 : lines.slice(first).filter((l) => l.startsWith("+") || l.startsWith("-")).length;
+  return hunksOf(diff).reduce((n, hunk) => n + hunk.lines.filter((l) => l.side !== "context").length, 0);
 }
 
 /**

@@ -2,6 +2,7 @@ import { lstatSync, readlinkSync } from "node:fs";
 import { join, posix } from "node:path";
 import { classifyPath } from "../changes/classify.ts";
 import { parseGitDiff, type FileDiff } from "../changes/diff.ts";
+import { hunksOf } from "../changes/hunks.ts";
 import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import type { DroppedPath } from "../schemas/verification.ts";
 
@@ -71,11 +72,9 @@ export function assertInsideRepository(path: string): void {
 /** The target a symlink section creates (its one added line), or undefined if it creates none. */
 function symlinkTarget(file: FileDiff): string | undefined {
   if (file.newMode !== "120000" || file.status === "deleted") return undefined;
-  const lines = file.raw.split("\n");
-  const hunk = lines.findIndex((l) => l.startsWith("@@ "));
-  if (hunk < 0) return undefined;
-  const added = lines.slice(hunk + 1).find((l) => l.startsWith("+"));
-  return added === undefined ? "" : added.slice(1);
+  const hunks = hunksOf(file);
+  if (hunks.length === 0) return undefined;
+  return hunks.flatMap((h) => h.lines).find((l) => l.side === "added")?.text ?? "";
 }
 
 /** Refuses a symlink whose target resolves outside the repository (or into `.git`). */

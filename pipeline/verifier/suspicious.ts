@@ -1,4 +1,5 @@
 import type { FileDiff } from "../changes/diff.ts";
+import { hunksOf } from "../changes/hunks.ts";
 import type { SuspiciousFinding } from "../schemas/verification.ts";
 
 /**
@@ -54,17 +55,7 @@ export function staticFindings(applied: readonly FileDiff[]): SuspiciousFinding[
   const findings: SuspiciousFinding[] = [];
   for (const file of applied) {
     if (file.status === "deleted" || file.binary || !file.path.endsWith(".py")) continue;
-    const added: { line: number; text: string }[] = [];
-    let newLine = 0;
-    let inHunk = false;
-    for (const line of file.raw.split("\n")) {
-      const header = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
-      if (header) {
-        newLine = Number(header[1]);
-        inHunk = true;
-      } else if (inHunk && line.startsWith("+")) added.push({ line: newLine++, text: line.slice(1) });
-      else if (inHunk && line.startsWith(" ")) newLine++;
-    }
+    const added = hunksOf(file).flatMap((h) => h.lines.filter((l) => l.side === "added").map((l) => ({ line: l.newLine!, text: l.text })));
     const texts = added.map((a) => a.text);
     added.forEach(({ line, text }, i) => {
       const code = text.replace(/^\s*#.*$/, "");

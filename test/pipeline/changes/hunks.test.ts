@@ -55,6 +55,9 @@ describe("a diff read into files, hunks and sides", () => {
       ["context", 12, 13],
     ]);
     expect(tests!.hunks[1]!.lines.map((l) => l.text)).toEqual(["    x = 1", "    x = 2"]);
+    // The marker is no line, but what it says stays: each side's last line ends its file without a newline.
+    expect(tests!.hunks[1]!.lines.map((l) => l.noNewline)).toEqual([true, true]);
+    expect(tests!.hunks[0]!.lines.some((l) => l.noNewline)).toBe(false);
   });
 
   it("gives each side whole: indented context lines are context, `---` and `+++` content is content", () => {

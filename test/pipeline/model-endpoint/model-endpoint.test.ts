@@ -357,3 +357,43 @@ describe("the distracted script, and requests recognised in a context that leave
     void b1;
   });
 });
+
+describe("a change planned in units", () => {
+  it("applies a prefix of a file's changed lines in order, and a file that ends without a newline keeps that on each side", () => {
+    // Two hunks; the second rewrites the last line, which has no newline before the change and gains none after.
+    const base = "a = 1\nb = 1\nc = 1\nd = 1\ne = 1\nf = 1\ng = 1\nlast = 1";
+    const final = "a = 2\nb = 1\nc = 1\nd = 1\ne = 1\nf = 1\ng = 1\nlast = 2";
+    const change = [
+      "diff --git a/m.py b/m.py",
+      "--- a/m.py",
+      "+++ b/m.py",
+      "@@ -1,2 +1,2 @@",
+      "-a = 1",
+      "+a = 2",
+      " b = 1",
+      "@@ -7,2 +7,2 @@",
+      " g = 1",
+      "-last = 1",
+      "\\ No newline at end of file",
+      "+last = 2",
+      "\\ No newline at end of file",
+      "",
+    ].join("\n");
+    const planned = planChange(
+      change,
+      () => Buffer.from(base),
+      () => Buffer.from(final),
+    );
+    expect(planned.units).toBe(4);
+    const textAt = (units: number) => {
+      const op = planned.between(0, units)[0];
+      return op === undefined ? base : op.state.kind === "text" ? op.state.text : op.state.kind;
+    };
+    expect(textAt(0)).toBe(base);
+    // The first unit removes `a = 1`, the second adds `a = 2`; the third removes the last line (no newline to leave behind).
+    expect(textAt(1)).toBe(base.replace("a = 1\n", ""));
+    expect(textAt(2)).toBe(base.replace("a = 1", "a = 2"));
+    expect(textAt(3)).toBe("a = 2\nb = 1\nc = 1\nd = 1\ne = 1\nf = 1\ng = 1\n");
+    expect(textAt(4)).toBe(final);
+  });
+});
