@@ -6,7 +6,7 @@ import type { ClassificationRules } from "../schemas/repo-profile.ts";
 import { Condition, type SessionSpec } from "../schemas/session.ts";
 import { readListedSessions } from "../project/listed-sessions.ts";
 import { InputError } from "../validation.ts";
-import { HARBOR_JOB, taskDirName } from "./layout.ts";
+import { earlierTaskDirName, HARBOR_JOB, taskDirName } from "./layout.ts";
 import { type BenchmarkView, loadHarborTrial } from "./trial.ts";
 
 /*
@@ -66,11 +66,11 @@ export function harborJobs(dir: string): { configuration: string; jobs: string[]
 function tasksByName(sessionsDir: string): Map<string, { spec: SessionSpec; condition: Condition }> {
   const tasks = new Map<string, { spec: SessionSpec; condition: Condition }>();
   for (const { spec } of readListedSessions(sessionsDir))
-    for (const condition of Condition.options) {
-      const name = taskDirName(spec.session_id, condition);
-      tasks.set(name, { spec, condition });
-      tasks.set(`switch-swe/${name}`, { spec, condition });
-    }
+    for (const condition of Condition.options)
+      for (const name of [taskDirName(spec.session_id, condition), earlierTaskDirName(spec.session_id, condition)]) {
+        tasks.set(name, { spec, condition });
+        tasks.set(`switch-swe/${name}`, { spec, condition });
+      }
   return tasks;
 }
 

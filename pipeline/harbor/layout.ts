@@ -76,8 +76,21 @@ export const OBSERVED = {
 /** Where Harbor puts those artifacts in a step's artifacts/ (the convention: an absolute source's path without its leading /). */
 export const observedArtifact = (source: string): string => source.slice(1);
 
-/** The task directory's name for a session and condition (Harbor's task names allow letters, digits, `.`, `_` and `-`). */
-export const taskDirName = (sessionId: string, condition: string): string => `${sessionId}.${condition}`.replace(/[^A-Za-z0-9._-]/g, "_");
+/**
+ * The task directory's name for a session and condition, `<session>--<condition>`, of letters,
+ * digits, `_` and `-` only. Not `.`: Harbor 0.26 names a trial after its task's first 32
+ * characters (trailing `_` and `-` stripped) and its Docker environment's image after the trial,
+ * its `.` made `-`; a cut ending in `.` gave `…-__<id>`, which Docker refuses as an image name,
+ * so the trial never started (`session-sqlfluff__sqlfluff-2386.switched`).
+ */
+export const taskDirName = (sessionId: string, condition: string): string =>
+  `${sessionId}--${condition}`
+    .replace(/[^A-Za-z0-9_-]/g, "_")
+    // Docker joins a name's parts by one separator: `_`, `__` or dashes; any other run (`_-`, `___`) becomes a dash.
+    .replace(/[_-]{2,}/g, (run) => (run === "__" || /^-+$/.test(run) ? run : "-"));
+
+/** The name an export before `taskDirName` took its present form gave the task (its jobs are still read). */
+export const earlierTaskDirName = (sessionId: string, condition: string): string => `${sessionId}.${condition}`.replace(/[^A-Za-z0-9._-]/g, "_");
 
 /**
  * A Harbor job's layout, as far as switch-swe reads it (harbor/models/trial/paths.py): the job's

@@ -43,11 +43,11 @@ beforeAll(async () => {
   await exportHarbor(fixture.bench, exportOptions(out));
 });
 
-const taskDir = (condition: string) => join(out, "tasks", `${SESSION}.${condition}`);
+const taskDir = (condition: string) => join(out, "tasks", `${SESSION}--${condition}`);
 
 describe("switch-swe export harbor", () => {
   it("writes one multi-step task per session and condition: a step per scheduled request, named for it, its budget as the timeout, the last one scored", () => {
-    expect(readdirSync(join(out, "tasks")).sort()).toEqual([`${SESSION}.control`, `${SESSION}.switched`]);
+    expect(readdirSync(join(out, "tasks")).sort()).toEqual([`${SESSION}--control`, `${SESSION}--switched`]);
     const expected = {
       control: ["01-w02-stage1", "02-w02-final"],
       switched: ["01-w02-stage1", "02-w00-stage1", "03-w01-stage1", "04-w03-stage1", "05-w04-stage1", "06-w02-final"],
@@ -180,7 +180,7 @@ describe("switch-swe export harbor", () => {
       execFileSync("tar", [
         "--no-same-owner",
         "-xf",
-        join(dir, "harbor", "tasks", `${id}.control`, HARBOR_TASK.environment, "checkouts", `${path}.tar`),
+        join(dir, "harbor", "tasks", `${id}--control`, HARBOR_TASK.environment, "checkouts", `${path}.tar`),
         "-C",
         unpacked,
       ]);

@@ -55,7 +55,7 @@ beforeAll(async () => {
     agentUser: { name: "agent", uid: 1000 },
     log: silentLogger,
   });
-  task = join(dir, "harbor", "tasks", `${SESSION}.control`);
+  task = join(dir, "harbor", "tasks", `${SESSION}--control`);
   await buildImage(join(task, HARBOR_TASK.environment), agentImage);
   await buildImage(join(task, HARBOR_TASK.steps, "02-w02-final", HARBOR_TASK.tests), verifierImage);
 }, 1_800_000);
@@ -139,7 +139,7 @@ function writeTrial(job: string, name: string, reward: number, listings: string,
   }
   cpSync(verifierOutputs, step("02-w02-final", HARBOR_JOB.verifier), { recursive: true });
   const result = {
-    task_name: `switch-swe/${SESSION}.control`,
+    task_name: `switch-swe/${SESSION}--control`,
     agent_info: { name: "oracle", version: "1.0.0" },
     verifier_result: { rewards: { reward } },
     step_results: [
@@ -184,7 +184,7 @@ describe("an exported task's verifier and report --harbor", () => {
           { path: "conftest.py", reason: "test_configuration" },
           { path: "tests/test_shapes_square.py", reason: "held_out_test_path" },
         ]);
-      trials[c.name] = writeTrial(job, `${SESSION}.control__${c.name}`, c.resolved ? 1 : 0, listings, run.outputs);
+      trials[c.name] = writeTrial(job, `${SESSION}--control__${c.name}`, c.resolved ? 1 : 0, listings, run.outputs);
     }
     const view = {
       heldout: (id: string) => fixture.bench.heldout(id),
