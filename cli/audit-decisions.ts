@@ -23,7 +23,7 @@ function registerImport(audit: Command, io: Io, exit: ExitCode): void {
       "turn human annotations (SWE-bench Verified's columns) into decisions the gate follows: false_negative at the threshold or above, or filter_out, excludes; the notes are the reason",
     )
     .argument("<csv>", "the annotations")
-    .requiredOption("--out <yaml>", "where the decisions go (name it in the config's stages.audit.imported, or give it to audit --swebench --imported)")
+    .requiredOption("--out <yaml>", "where the decisions go (name it in the config's stages.audit.imported, or give it to audit swebench --imported)")
     .option("--threshold <score>", "the false_negative score from which a record is excluded", threshold, 2)
     .option("--annotators <text>", "who the annotators are, for the decisions' provenance")
     .addHelpText(
@@ -81,7 +81,7 @@ function registerDecide(audit: Command, io: Io, exit: ExitCode): void {
     .command("decide")
     .description("record an auditor's verdict on a task, with its reason, in the decisions file the gate reads first (the task's earlier decision is replaced)")
     .option("-c, --config <file>", "the pipeline config: its stages.audit.decisions file")
-    .option("--decisions <yaml>", "the decisions file itself (audit --swebench --decisions reads it)")
+    .option("--decisions <yaml>", "the decisions file itself (audit swebench --decisions reads it)")
     .requiredOption("--task <id>", "the task decided")
     .requiredOption("--verdict <verdict>", "approve (it stays, whatever the findings) or exclude")
     .requiredOption("--auditor <name>", "who decided")

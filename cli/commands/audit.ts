@@ -10,9 +10,10 @@ import { DEFAULT_FEATURES, DEFAULT_LAMBDA, fitRiskModel } from "../../stages/aud
 import { assess } from "../../stages/audit/risk/model.ts";
 import { loadProvenance } from "../../stages/audit/rules/provenance.ts";
 import { RULE_COLUMNS, ruleRows } from "../../stages/audit/rules/registry.ts";
-import { runAudit, swebenchInputs } from "../swebench-audit.ts";
+import { runAudit, swebenchInputs } from "../swebench-inputs.ts";
+import { stageCommand } from "../subcommands.ts";
 import { registerDecisionCommands } from "../audit-decisions.ts";
-import { type ExitCode, type Io, UsageError } from "../io.ts";
+import { type ExitCode, type Io, requirePath, UsageError } from "../io.ts";
 import { positiveWholeNumber, usageParser } from "../numeric-options.ts";
 
 /** An L2 penalty: a number of 0 or more. */
@@ -104,7 +105,8 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
           measurements?: string;
         }) => {
           const features = featureList(opts.features);
-          const { options, rejects } = swebenchInputs(opts, io);
+          requirePath("--swebench", opts.swebench, "file");
+          const { options, rejects } = swebenchInputs(opts.swebench, opts, io);
           const audit = await runAudit({ ...options, ...(opts.judge ? { judge: opts.judge } : {}) });
           for (const reject of rejects) io.err(`${reject}\n`);
           const provenance = loadProvenance();
@@ -145,14 +147,12 @@ function registerFitRisk(audit: Command, io: Io, exit: ExitCode): void {
     );
 }
 
-/** The audit's own subcommands, beside the stage's command: `audit rules`, `audit fit-risk`, `audit import-annotations` and `audit decide`. */
+/**
+ * The audit's own subcommands, beside the stage's command: `audit rules`, `audit fit-risk`,
+ * `audit import-annotations` and `audit decide` (`audit swebench` is a module of its own).
+ */
 export function registerAudit(program: Command, io: Io, exit: ExitCode): void {
-  const audit = program.commands.find((c) => c.name() === "audit");
-  if (!audit) throw new Error("the audit stage's command must be registered before its subcommands");
-  // Options after a subcommand's name are the subcommand's: `audit fit-risk --swebench F` is
-  // fit-risk's --swebench, not the stage command's (commander needs this of every ancestor).
-  program.enablePositionalOptions();
-  audit.enablePositionalOptions();
+  const audit = stageCommand(program, "audit");
   registerRules(audit, io, exit);
   registerFitRisk(audit, io, exit);
   registerDecisionCommands(audit, io, exit);

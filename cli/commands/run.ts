@@ -1,32 +1,10 @@
 import { Command } from "commander";
 import { BUILT_STAGES } from "../../stages/index.ts";
 import { orderStages } from "../../pipeline/engine/engine.ts";
-
-import { splitByHand } from "../by-hand-split.ts";
-import { qualifyTaskCommand } from "../by-hand-qualify.ts";
-import { swebenchAudit } from "../swebench-audit.ts";
 import { type ExitCode, type Io, UsageError } from "../io.ts";
 import { positiveWholeNumber } from "../numeric-options.ts";
-import { executorOption, gitServiceOption, redisOption } from "../execution-options.ts";
+import { executorOption, gitServiceOption, MIRRORS_HELP, redisOption } from "../execution-options.ts";
 import { flagOption, overridesFrom, runWithConfig, stageFlags, stageOption } from "../run-config.ts";
-
-/**
- * What a stage's command does by hand instead of running the stage, when its trigger option is
- * given (`split --diff`, `qualify --task`, `audit --swebench`): its own options and program.
- */
-interface ByHand {
-  stage: string;
-  /** The option (its attribute name) that asks for it. */
-  trigger: string;
-  /** How the trigger is written, for the usage error of a command given neither it nor --config. */
-  usage: string;
-  addOptions(command: Command): void;
-  run(io: Io, opts: any): number | Promise<number>;
-}
-const BY_HAND: ByHand[] = [splitByHand, qualifyTaskCommand, swebenchAudit];
-
-const MIRRORS_HELP =
-  "clone repositories from local copies here (OWNER__NAME.bundle, OWNER__NAME.git or OWNER__NAME) instead of their profiles' clone_url (default: $SWITCH_SWE_MIRRORS)";
 
 export function registerRun(program: Command, io: Io, exit: ExitCode): void {
   const run = program
@@ -76,14 +54,12 @@ export function registerStageCommands(program: Command, io: Io, exit: ExitCode):
         .addOption(redisOption())
         .addOption(gitServiceOption())
         .option("--jobs <n>", "tasks worked on at once", positiveWholeNumber);
-    const byHand = BY_HAND.find((b) => b.stage === stage.name);
-    byHand?.addOptions(command);
-    // audit's own --mirrors (with --swebench) names the same kind of directory, and serves a config's run as well.
-    if (!command.options.some((o) => o.long === "--mirrors")) command.option("--mirrors <dir>", MIRRORS_HELP);
+    command.option("--mirrors <dir>", MIRRORS_HELP);
     command.action(
       exit.act(async (opts) => {
-        if (byHand && opts[byHand.trigger]) return byHand.run(io, opts);
-        if (!opts.config) throw new UsageError(`'${stage.name}' needs --config FILE${byHand ? ` (or ${byHand.usage})` : ""}`);
+        // The commands of its own registered under it since (`split diff`, `audit rules`) are the other ways to call it.
+        const others = command.commands.map((c) => c.name());
+        if (!opts.config) throw new UsageError(`'${stage.name}' needs --config FILE${others.length ? ` (or one of its commands: ${others.join(", ")})` : ""}`);
         return runWithConfig(io, opts.config, { only: stage.name, force: opts.force }, Boolean(opts.quiet), overridesFrom(opts, [stage]));
       }),
     );

@@ -18,7 +18,7 @@ export type ExecutorKind = "settings" | "docker";
  * environments (`envs/`, through the executor), one executor per kind, made on first use from the
  * execution settings and closed with the workspace, and the process's Docker handle. Only the
  * project opens one (`check:deps` keeps it so): the engine builds every stage's context from it,
- * and every command working outside a run (qualify --task, images build, verify, the session
+ * and every command working outside a run (qualify task, images build, verify, the session
  * runner, fidelity) gets the same one. A write it makes that meets a full disk says so naming the
  * path (NoSpaceLeft), the one way the project says it.
  */

@@ -61,7 +61,7 @@ export class EnvironmentError extends Error {
 
 /**
  * The environments of a pipeline's tasks, planned once over all of them (planEnvironments): what
- * qualify runs each task in, and what `images build` and `qualify --task` build and run in too.
+ * qualify runs each task in, and what `images build` and `qualify task` build and run in too.
  * Later stages read the planned environment back from qualify's record (recordedEnvironment).
  */
 export class EnvironmentPlan {

@@ -61,7 +61,7 @@ export class TaskResources<P extends ProfileSet = ProfileSet> {
   /**
    * The environments of a pipeline's split tasks, planned once over all of them as qualify plans
    * them (the earliest pull request sharing a recipe dates it; the Python from what the executor
-   * offers). qualify, `images build` and `qualify --task` plan through it.
+   * offers). qualify, `images build` and `qualify task` plan through it.
    */
   planEnvironments(splits: SplitChange[], offer: PythonOffer): EnvironmentPlan {
     return environmentsForTasks(splits, this.profiles.profiles, offer);

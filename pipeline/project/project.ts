@@ -184,7 +184,7 @@ export class Project {
 
   /**
    * The same pipeline (config, settings, overrides) working in another directory, with further
-   * execution overrides: `qualify --task` builds environments and mirrors in a work directory of
+   * execution overrides: `qualify task` builds environments and mirrors in a work directory of
    * its own.
    */
   elsewhere(workDir: string, overrides: ExecutionOverrides = {}): Project {

@@ -5,7 +5,7 @@ import type { Project } from "./project.ts";
 
 /**
  * What a pipeline has split so far, for commands that work on its tasks outside the engine
- * (`images build`, `qualify --task`, `extend check`): its splits (which carry what planning their
+ * (`images build`, `qualify task`, `extend check`): its splits (which carry what planning their
  * environments needs of mine's candidates), and its profiles.
  */
 export async function readSplitArtifacts(project: Project) {

@@ -77,7 +77,7 @@ export interface QualifyTaskInput {
 
 /**
  * What qualifying a split task takes from its split record, with how it is run here (the stage, or
- * `qualify --task` by hand: both qualify the same states, benchmark-authored stages included).
+ * `qualify task` by hand: both qualify the same states, benchmark-authored stages included).
  */
 export function qualifyTaskInput(
   split: SplitChange,

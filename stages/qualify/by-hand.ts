@@ -106,7 +106,7 @@ async function resolveTask(options: ByHandOptions): Promise<
     const pipeline = Project.open(options.config, { stages: options.stages, log: options.log, overrides: mirrorsOverride(options) });
     const { splits, splitsPath, profiles, errors } = await readSplitArtifacts(pipeline);
     const split = existsSync(options.task) ? readSplitFile(options.task) : splits.find((s) => s.task_id === options.task);
-    if (!split) throw new InputError(`--task ${options.task}: no such task in ${splitsPath}`);
+    if (!split) throw new InputError(`<task> ${options.task}: no such task in ${splitsPath}`);
     // Planned over the pipeline's splits, its mirrors those of the work directory it is qualified in.
     const project = workingIn(pipeline, options);
     return { ...inPipeline(project, split, { splits, profiles, errors }), project };
@@ -142,8 +142,7 @@ async function resolveTask(options: ByHandOptions): Promise<
  */
 function workingIn(pipeline: Project, options: ByHandOptions): Project {
   const executor = options.executor ?? pipeline.settings.execution.executor;
-  if (executor === "queue")
-    options.log.warn("qualify --task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
+  if (executor === "queue") options.log.warn("qualify task runs on this machine, not through the queue: using the docker executor (pass --executor to choose)");
   return pipeline.elsewhere(options.workDir, { executor: executor === "queue" ? "docker" : executor });
 }
 

@@ -19,7 +19,7 @@ export type QualifyConfig = z.infer<typeof QualifyConfig>;
 export const qualifyStage = defineStage({
   name: "qualify",
   summary: "run the tests before and after the reference fix, several times; derive stable FAIL_TO_PASS / PASS_TO_PASS",
-  example: "switch-swe qualify --config data/demo/pipeline.yaml   |   switch-swe qualify --task split.json --executor docker --runs 3 --json",
+  example: "switch-swe qualify --config data/demo/pipeline.yaml   |   switch-swe qualify task split.json --executor docker --runs 3 --json",
   version: "1",
   module: import.meta.url,
   configSchema: QualifyConfig,

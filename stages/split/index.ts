@@ -26,7 +26,7 @@ export type SplitConfig = z.infer<typeof SplitConfig>;
 export const splitStage = defineStage({
   name: "split",
   summary: "classify changed files and split each reference change into implementation and test patches",
-  example: "switch-swe split --config data/demo/pipeline.yaml   |   switch-swe split --diff change.diff --profile data/repos/o__n.json --json",
+  example: "switch-swe split --config data/demo/pipeline.yaml   |   switch-swe split diff change.diff --profile data/repos/o__n.json --json",
   version: "1",
   module: import.meta.url,
   configSchema: SplitConfig,

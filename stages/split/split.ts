@@ -82,7 +82,7 @@ export function splitReferenceChange(diffText: string, rules: ClassificationRule
   };
 }
 
-/** The split in the artifact's field names, as the stage stores it and `split --diff --json` prints it. */
+/** The split in the artifact's field names, as the stage stores it and `split diff --json` prints it. */
 export function splitFields(result: SplitResult) {
   return {
     implementation_patch: result.implementationPatch,

@@ -136,31 +136,6 @@ describe("switch-swe CLI", () => {
     expect(report.checks.find((c: { name: string }) => c.name === "git").ok).toBe(true);
   });
 
-  it("split --diff prints the split of one diff as JSON", async () => {
-    const dir = tempDir();
-    const diff = join(dir, "change.diff");
-    await import("node:fs").then((fs) =>
-      fs.writeFileSync(
-        diff,
-        "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n" +
-          "diff --git a/tests/test_mod.py b/tests/test_mod.py\n--- a/tests/test_mod.py\n+++ b/tests/test_mod.py\n@@ -1 +1 @@\n-x\n+y\n" +
-          "diff --git a/docs/index.rst b/docs/index.rst\n--- a/docs/index.rst\n+++ b/docs/index.rst\n@@ -1 +1 @@\n-d\n+e\n",
-      ),
-    );
-    const result = await cli(["split", "--diff", diff, "--json"]);
-    expect(result.code).toBe(0);
-    const out = JSON.parse(result.stdout);
-    expect(out.source_files).toEqual(["pkg/mod.py"]);
-    expect(out.source_dirs).toEqual(["pkg"]);
-    expect(out.implementation_patch).toMatch(/^diff --git a\/pkg\/mod.py/);
-    expect(out.test_patch).toMatch(/^diff --git a\/tests\/test_mod.py/);
-    expect(out.files.map((f: { path: string; class: string }) => `${f.path}:${f.class}`)).toEqual([
-      "pkg/mod.py:source",
-      "tests/test_mod.py:test",
-      "docs/index.rst:docs",
-    ]);
-  });
-
   it("keeps the committed JSON Schemas in step with the zod schemas", async () => {
     expect(checkSchemaFiles(join(root, "manifests", "schema"))).toEqual([]);
     const result = await cli(["schemas", "--check", "--out", join(tempDir(), "none")]);
@@ -172,9 +147,9 @@ describe("switch-swe CLI", () => {
   it("says bad paths and unusable work directories in one line, before any work, exit 2", async () => {
     const dir = tempDir();
     const cases: [string[], RegExp][] = [
-      [["split", "--diff", join(dir, "missing.diff")], /^switch-swe: --diff .*missing\.diff: no such file\n$/],
-      [["split", "--diff", dir], /^switch-swe: --diff .*: is a directory, expected a file\n$/],
-      [["qualify", "--task", join(dir, "none.json")], /^switch-swe: --task .*none\.json: no such file\n$/],
+      [["split", "diff", join(dir, "missing.diff")], /^switch-swe: <diff> .*missing\.diff: no such file\n$/],
+      [["split", "diff", dir], /^switch-swe: <diff> .*: is a directory, expected a file\n$/],
+      [["qualify", "task", join(dir, "none.json")], /^switch-swe: <task> .*none\.json: no such file\n$/],
       [["repo", "init", "o/n", "--clone", join(dir, "nowhere")], /^switch-swe: --clone .*nowhere: no such directory\n$/],
       [["run", "--config", join(dir, "none.yaml")], /^switch-swe: --config .*none\.yaml: no such file\n$/],
     ];
@@ -184,7 +159,7 @@ describe("switch-swe CLI", () => {
     writeFileSync(join(dir, "task.json"), "{ not json");
     writeFileSync(join(dir, "profile.json"), "{}");
     cases.push([
-      ["qualify", "--task", join(dir, "task.json"), "--profile", join(dir, "profile.json")],
+      ["qualify", "task", join(dir, "task.json"), "--profile", join(dir, "profile.json")],
       /^switch-swe: .*task\.json: line 1: not valid JSON .*expected a split record/,
     ]);
     for (const [args, expected] of cases) {

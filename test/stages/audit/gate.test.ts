@@ -184,7 +184,7 @@ describe("decisions imported from annotations, and an auditor's", () => {
     expect(imported.decisions[2]!.annotators).toBe("false_negative by 18");
   });
 
-  it("audit --swebench follows imported decisions exactly, and with none excludes only on hard findings", async () => {
+  it("audit swebench follows imported decisions exactly, and with none excludes only on hard findings", async () => {
     const work = fileTempDir();
     const ids = ["django__django-12915", "django__django-14730", "sphinx-doc__sphinx-8273"];
     const { candidates } = importSwebench("r.jsonl", ids.map((id) => JSON.stringify(records.get(id))).join("\n") + "\n");

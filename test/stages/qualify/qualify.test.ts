@@ -1,4 +1,3 @@
-import { BUILT_STAGES } from "../../../stages/index.ts";
 import { demoExtensions } from "../../helpers/demo-extensions.ts";
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -18,7 +17,7 @@ import type { QualificationRecord } from "../../../pipeline/schemas/qualificatio
 import { RetriesExhausted, withInfrastructureRetries } from "../../../pipeline/executors/retries.ts";
 import { withExecution } from "../../helpers/demo-copy.ts";
 import { demoRunCopy, type DemoRunCopy } from "../../helpers/demo-run.ts";
-import { qualifyByHand } from "../../../stages/qualify/by-hand.ts";
+import { runCli } from "../../helpers/cli-in-process.ts";
 import { dockerForTests } from "../../helpers/docker.ts";
 import { fileTempDir } from "../../helpers/tmp.ts";
 
@@ -88,20 +87,14 @@ describe("qualify on the demo corpus", () => {
     expect(rejects.map((r) => r.reason).sort()).toEqual(["no_fail_to_pass", "regression", "regression", "regression"]);
   });
 
-  it("qualify --task with the config resolves the task's environment and qualifies the states exactly as the stage does, benchmark-authored stages included", async () => {
+  it("`qualify task ID --config` resolves the task's environment and qualifies the states exactly as the stage does, benchmark-authored stages included", async () => {
     const plain = local.records.find((r) => r.kept && !intents.get(r.task_id)!.flaky.length && !demoExtensions().has(r.task_id))!;
     const extended = local.records.find((r) => demoExtensions().has(r.task_id))!;
     for (const stage of [plain, extended]) {
-      const byHand = await qualifyByHand({
-        stages: BUILT_STAGES,
-        task: stage.task_id,
-        config: demo.configPath,
-        executor: "local",
-        runs: 3,
-        workDir: fileTempDir(),
-        fullSuite: false,
-        log: silentLogger,
-      });
+      const args = ["qualify", "task", stage.task_id, "--config", demo.configPath, "--executor", "local", "--runs", "3", "--work-dir", fileTempDir(), "--json"];
+      const run = await runCli(args);
+      expect(run.code, run.stderr).toBe(stage.kept ? 0 : 1);
+      const byHand = JSON.parse(run.stdout) as QualificationRecord;
       expect({ ...byHand, runs: byHand.runs.map((r) => r.outcomes) }, stage.task_id).toEqual({ ...stage, runs: stage.runs.map((r) => r.outcomes) });
     }
   });

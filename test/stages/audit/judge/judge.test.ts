@@ -45,7 +45,7 @@ function setUp(protocol: "anthropic" | "openai", url: string) {
   );
   const args = [
     "audit",
-    "--swebench",
+    "swebench",
     file,
     "--mirrors",
     join(SHARED_DATA, "mirrors"),

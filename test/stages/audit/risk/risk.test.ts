@@ -256,7 +256,7 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
 
   it("gives every record a risk, and a severity that is the band its risk falls in", async () => {
     const out = join(work, "out");
-    const run = await runCli(["audit", "--swebench", join(work, "records.jsonl"), "--risk-model", model(), "--out", out, "--work-dir", join(work, "w")]);
+    const run = await runCli(["audit", "swebench", join(work, "records.jsonl"), "--risk-model", model(), "--out", out, "--work-dir", join(work, "w")]);
     expect(run.code, run.stderr).toBe(0);
     const written = RiskModel.parse(JSON.parse(readFileSync(model(), "utf8")));
     const json = JSON.parse(readFileSync(join(out, "audit.json"), "utf8")) as { records: { severity: number; risk: number }[] };
@@ -277,7 +277,7 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
 
   it("with --risk-model none, gives the rules' own severities and no risk", async () => {
     const out = join(work, "plain");
-    const run = await runCli(["audit", "--swebench", join(work, "records.jsonl"), "--risk-model", "none", "--out", out, "--work-dir", join(work, "w")]);
+    const run = await runCli(["audit", "swebench", join(work, "records.jsonl"), "--risk-model", "none", "--out", out, "--work-dir", join(work, "w")]);
     expect(run.code, run.stderr).toBe(0);
     const json = JSON.parse(readFileSync(join(out, "audit.json"), "utf8")) as { records: { risk?: number }[] };
     expect(json.records.every((r) => r.risk === undefined)).toBe(true);
@@ -316,7 +316,7 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
       expect(endpoint.calls).toHaveLength(24 * 3);
       // The audit asks nothing again (the verdicts are cached) and scores each record with the judge's model.
       const out = join(work, "judged");
-      const run = await runCli(["audit", "--swebench", records, "--judge", adapter, "--risk-model", judged, "--out", out, "--work-dir", join(work, "w")]);
+      const run = await runCli(["audit", "swebench", records, "--judge", adapter, "--risk-model", judged, "--out", out, "--work-dir", join(work, "w")]);
       expect(run.code, run.stderr).toBe(0);
       expect(endpoint.calls).toHaveLength(24 * 3);
       const read = (dir: string) =>
@@ -326,7 +326,7 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
       for (const r of withJudge) expect(r.severity).toBe(model.with_judge!.thresholds.filter((t) => r.risk >= t).length);
       // Without the judge, the same file's first model scores them: other risks.
       const plain = join(work, "unjudged");
-      expect((await runCli(["audit", "--swebench", records, "--risk-model", judged, "--out", plain, "--work-dir", join(work, "w")])).code).toBe(0);
+      expect((await runCli(["audit", "swebench", records, "--risk-model", judged, "--out", plain, "--work-dir", join(work, "w")])).code).toBe(0);
       expect(read(plain).map((r) => r.risk)).not.toEqual(withJudge.map((r) => r.risk));
     } finally {
       delete process.env.SWITCH_SWE_TEST_JUDGE_KEY;
@@ -337,7 +337,7 @@ describe("switch-swe audit fit-risk, and an audit with its weights", () => {
   it("refuses a model file that is not one, naming the file and the field", async () => {
     const bad = join(work, "bad.json");
     writeFileSync(bad, JSON.stringify({ why: "x", model: { features: ["nonsense"] } }));
-    const run = await runCli(["audit", "--swebench", join(work, "records.jsonl"), "--risk-model", bad, "--out", join(work, "o")]);
+    const run = await runCli(["audit", "swebench", join(work, "records.jsonl"), "--risk-model", bad, "--out", join(work, "o")]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(`${bad}: `);
     expect(run.stderr).toContain("model.features");

@@ -46,7 +46,7 @@ describe("agreement with human annotations", () => {
   });
 });
 
-describe("switch-swe audit --swebench", () => {
+describe("switch-swe audit swebench", () => {
   let out: string;
   let result: Awaited<ReturnType<typeof runCli>>;
   beforeAll(async () => {
@@ -63,7 +63,7 @@ describe("switch-swe audit --swebench", () => {
     // The rules' own severities: what this checks is the command, not the risk model's weights (test/stages/audit/risk/risk.test.ts).
     result = await runCli([
       "audit",
-      "--swebench",
+      "swebench",
       file,
       "--mirrors",
       MIRRORS,
@@ -112,9 +112,9 @@ describe("switch-swe audit --swebench", () => {
     const again = join(work, "again");
     const annotations = join(work, "a.csv");
     writeFileSync(annotations, "instance_id,false_negative\ndjango__django-16527,0.0\n");
-    expect((await runCli(["audit", "--swebench", file, "--annotations", annotations, "--out", again, "--work-dir", join(work, "w")])).code).toBe(0);
+    expect((await runCli(["audit", "swebench", file, "--annotations", annotations, "--out", again, "--work-dir", join(work, "w")])).code).toBe(0);
     expect(existsSync(join(again, "agreement.md"))).toBe(true);
-    const plain = await runCli(["audit", "--swebench", file, "--out", again, "--work-dir", join(work, "w")]);
+    const plain = await runCli(["audit", "swebench", file, "--out", again, "--work-dir", join(work, "w")]);
     expect(plain.code, plain.stderr).toBe(0);
     expect(existsSync(join(again, "agreement.md"))).toBe(false);
     expect(JSON.parse(readFileSync(join(again, "audit.json"), "utf8"))).not.toHaveProperty("agreement");
@@ -126,7 +126,7 @@ describe("switch-swe audit --swebench", () => {
     writeFileSync(bad, "instance_id,false_negative\nx__y-1,7\n");
     const file = join(work, "r.jsonl");
     writeFileSync(file, JSON.stringify(records.get("django__django-16527")) + "\n");
-    const refused = await runCli(["audit", "--swebench", file, "--annotations", bad, "--out", join(work, "o")]);
+    const refused = await runCli(["audit", "swebench", file, "--annotations", bad, "--out", join(work, "o")]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain(`${bad} row 2, record x__y-1: field false_negative`);
   });
