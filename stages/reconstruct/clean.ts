@@ -1,10 +1,10 @@
-import { EXCERPT_REMOVED, normalizeCodeLine, removeReferenceExcerpts, type RemovedExcerpt } from "../../pipeline/reference-quotes.ts";
+import { EXCERPT_REMOVED, normalizeCodeLine, removeReferenceExcerpts, type RemovedExcerpt } from "../../pipeline/changes/reference-quotes.ts";
 
 /**
  * Cleans request text: drops HTML comments, issue-template checklists and their headings, and
  * code that spells out the fix (diff and suggestion blocks, code blocks most of whose lines the
  * implementation patch adds, and any block or run of lines reproducing two of its lines or more,
- * which a neutral sentence replaces: pipeline/reference-quotes.ts); keeps prose, public names,
+ * which a neutral sentence replaces: pipeline/changes/reference-quotes.ts); keeps prose, public names,
  * error messages and reproduction steps. `reference` is referenceLines of the implementation
  * patch; `removed` says what was taken out, for the request's provenance.
  */

@@ -8,7 +8,7 @@ import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { CommentClassRecord, Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input, RecordError } from "../../pipeline/engine/stage.ts";
 import { describeInvalid } from "../../pipeline/decode.ts";
-import { referenceLines } from "../../pipeline/reference-quotes.ts";
+import { referenceLines } from "../../pipeline/changes/reference-quotes.ts";
 import { applyCuration, CurationError, parseCuration } from "./curation.ts";
 import { reconstructRequests } from "./reconstruct.ts";
 import { withAuthoredStages } from "./authored.ts";

@@ -2,7 +2,7 @@ import type { Candidate, DiscussionItem } from "../../pipeline/schemas/candidate
 import type { Request } from "../../pipeline/schemas/task.ts";
 import { classifyDiscussion, REQUEST_CLASSES, type Classified } from "./classify.ts";
 import { cleanRequestText } from "./clean.ts";
-import type { RemovedExcerpt } from "../../pipeline/reference-quotes.ts";
+import type { RemovedExcerpt } from "../../pipeline/changes/reference-quotes.ts";
 
 /** The excerpts a request lost, for its provenance (nothing when none). */
 const excerpts = (removed: RemovedExcerpt[]) => (removed.length ? { excerpts_removed: removed } : {});

@@ -5,7 +5,7 @@ import type { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { SessionSpec } from "../../pipeline/schemas/session.ts";
 import type { ValidationReport } from "../../pipeline/schemas/validation.ts";
 import type { Request } from "../../pipeline/schemas/task.ts";
-import { quotedReferenceLines, referenceLines } from "../../pipeline/reference-quotes.ts";
+import { quotedReferenceLines, referenceLines } from "../../pipeline/changes/reference-quotes.ts";
 import type { Check } from "./validate.ts";
 
 type InterruptionAnswer = ValidationReport["interruption_answers"][number];

@@ -6,7 +6,7 @@ import { demoCorpus } from "../../helpers/demo-corpus.ts";
 import { runProjectOnce } from "../../../pipeline/project/project.ts";
 import type { Candidate } from "../../../pipeline/schemas/candidate.ts";
 import type { SplitChange } from "../../../pipeline/schemas/split.ts";
-import { referenceLines } from "../../../pipeline/reference-quotes.ts";
+import { referenceLines } from "../../../pipeline/changes/reference-quotes.ts";
 import { reconstructRequests } from "../../../stages/reconstruct/reconstruct.ts";
 import { prepareDemoCopy, type DemoCopy } from "../../helpers/demo-copy.ts";
 import { fileTempDir, tempDir } from "../../helpers/tmp.ts";

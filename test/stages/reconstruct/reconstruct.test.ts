@@ -3,7 +3,7 @@ import type { Candidate, DiscussionItem } from "../../../pipeline/schemas/candid
 import type { Request } from "../../../pipeline/schemas/task.ts";
 import { classifyDiscussion } from "../../../stages/reconstruct/classify.ts";
 import { cleanRequestText } from "../../../stages/reconstruct/clean.ts";
-import { EXCERPT_REMOVED, quotedReferenceLines, referenceLines } from "../../../pipeline/reference-quotes.ts";
+import { EXCERPT_REMOVED, quotedReferenceLines, referenceLines } from "../../../pipeline/changes/reference-quotes.ts";
 import { applyCuration, parseCuration } from "../../../stages/reconstruct/curation.ts";
 import { reconstructRequests } from "../../../stages/reconstruct/reconstruct.ts";
 

@@ -5,7 +5,7 @@
  * `if len(x)==1:  # modified` quotes `if len(x) == 1:`. Lines too short to say anything of the fix
  * (`else:`, `return x`, `break`) are never counted.
  */
-import { linesOn, readDiff } from "./changes/hunks.ts";
+import { linesOn, readDiff } from "./hunks.ts";
 
 /** A code line reduced to what the fix is made of: no comment, no whitespace, no trailing semicolon. */
 export function normalizeCodeLine(line: string): string {
