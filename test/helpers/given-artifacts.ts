@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { canonicalJson } from "../../pipeline/canonical.ts";
@@ -46,7 +46,7 @@ export interface StageOver {
  * test gives: its inputs validated by their schemas when the upstream stand-ins write them, its
  * context (profiles, session settings, executor) from the engine, and its outputs, rejects and
  * notes written as in a whole run. `settings` are the config's top level (`profiles_dir` relative
- * to `dir`).
+ * to `dir`, made empty when the test writes no profile).
  */
 export async function runStageOver(
   stage: AnyStage,
@@ -65,6 +65,8 @@ export async function runStageOver(
     writeFileSync(join(options.dir, `given-${name}.json`), JSON.stringify(given[name] ?? {}));
     stageConfigs[name] = { file: `given-${name}.json` };
   }
+  const settings = PipelineSettings.parse(options.settings ?? {});
+  mkdirSync(join(options.dir, settings.profiles_dir), { recursive: true });
   const workDir = join(options.dir, "work");
   const summary = await runProjectOnce(
     {
@@ -72,7 +74,7 @@ export async function runStageOver(
       baseDir: options.dir,
       stages: [...[...producers].map(([name, outputs]) => givenStage(name, outputs)), stage],
       stageConfigs,
-      settings: PipelineSettings.parse(options.settings ?? {}),
+      settings,
       seed: options.seed ?? "1",
       log: silentLogger,
       progress: silentProgress,
