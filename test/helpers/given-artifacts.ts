@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { canonicalJson } from "../../pipeline/canonical.ts";
 import type { RunOptions, RunSummary } from "../../pipeline/engine/engine.ts";
 import { PipelineSettings } from "../../pipeline/engine/settings.ts";
 import { defineStage, inputsOf, type AnyStage, type OutputSpec } from "../../pipeline/engine/stage.ts";
@@ -9,13 +8,15 @@ import { silentLogger } from "../../pipeline/logger.ts";
 import { silentProgress } from "../../pipeline/progress.ts";
 import { runProjectOnce } from "../../pipeline/project/project.ts";
 import type { StageName } from "../../pipeline/schemas/common.ts";
+import { BUILT_STAGES } from "../../stages/index.ts";
 
 /** Records a test gives for the stages a stage reads: stage → artifact → records. */
 export type GivenArtifacts = Partial<Record<StageName, Record<string, unknown[]>>>;
 
 /**
  * Stands for a stage upstream of the one under test: it writes the records a test gave for its
- * artifacts, read from a file so the engine hashes them as it hashes any input.
+ * artifacts (in the order the real stage's keys give them), read from a file so the engine hashes
+ * them as it hashes any input.
  */
 function givenStage(name: StageName, outputs: OutputSpec[]): AnyStage {
   return defineStage({
@@ -57,7 +58,8 @@ export async function runStageOver(
   const producers = new Map<StageName, OutputSpec[]>();
   for (const [, spec] of inputsOf(stage)) {
     const outputs = producers.get(spec.stage) ?? [];
-    if (!outputs.some((o) => o.name === spec.name)) outputs.push({ name: spec.name, schema: spec.schema, key: (r) => canonicalJson(r) });
+    const real = BUILT_STAGES.find((s) => s.name === spec.stage)!.outputs.find((o) => o.name === spec.name)!;
+    if (!outputs.some((o) => o.name === spec.name)) outputs.push({ name: spec.name, schema: spec.schema, key: real.key });
     producers.set(spec.stage, outputs);
   }
   const stageConfigs: Partial<Record<StageName, unknown>> = { [stage.name]: options.config ?? {} };

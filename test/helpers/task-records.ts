@@ -1,6 +1,10 @@
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
+import type { SelectedSession } from "../../pipeline/schemas/selection.ts";
+import type { SessionSpec } from "../../pipeline/schemas/session.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
+import { sessionSpec } from "../../stages/schedule/schedule.ts";
 import { parentDir } from "../../stages/split/split.ts";
+import { PATHS } from "./session-pool.ts";
 
 /** What a synthetic task is made of: its id, repository, source files (C_t), number of requests and base. */
 export interface TaskShape {
@@ -51,6 +55,27 @@ export function heldoutRecord(task: Task): HeldoutTask {
     environment: task.snapshot.environment,
     environment_as_of: null,
     upstream: { patch: "", pull_number: null, merge_commit: null },
+  });
+}
+
+/**
+ * A session's specification as schedule builds it over task records (its requests' texts, their
+ * bases), for benchmark "benchmark" and seed "1"; the repository is the focus's.
+ */
+export function sessionOver(
+  tasks: readonly Task[],
+  session: Pick<SelectedSession, "focus" | "interruptions"> & Partial<Pick<SelectedSession, "locality" | "case_seed" | "derived_checkouts">>,
+  checkoutPaths: string[] = PATHS,
+): SessionSpec {
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  return sessionSpec({
+    session: { repo: byId.get(session.focus)!.snapshot.repo, locality: "far", case_seed: `case-${session.focus}`, ...session },
+    benchmark: "benchmark",
+    seed: "1",
+    task: (id) => ({ stages: byId.get(id)!.requests.length, baseCommit: byId.get(id)!.snapshot.base_commit }),
+    text: (slot) => (slot.finalization ? "Finish." : byId.get(slot.task)!.requests[slot.stage! - 1]!.text),
+    checkoutPaths,
+    budget: { per_request_seconds: 900, timeout_continuations: 3 },
   });
 }
 

@@ -8,11 +8,9 @@ import { LocalityIndex } from "../../../pipeline/locality.ts";
 import { ManifestEntry } from "../../../pipeline/schemas/manifest.ts";
 import { SessionIndex, SessionSpec } from "../../../pipeline/schemas/session.ts";
 import { emitStage } from "../../../stages/emit/index.ts";
-import { sessionSpec } from "../../../stages/schedule/schedule.ts";
 import { runStageOver, type GivenArtifacts } from "../../helpers/given-artifacts.ts";
-import { heldoutRecord, taskRecord } from "../../helpers/task-records.ts";
+import { heldoutRecord, sessionOver, taskRecord } from "../../helpers/task-records.ts";
 import { tempDir } from "../../helpers/tmp.ts";
-import { PATHS } from "../../helpers/session-pool.ts";
 
 /**
  * The emit stage over validate's sessions and the tasks' records (SPEC §2.10): what it writes and
@@ -22,18 +20,8 @@ import { PATHS } from "../../helpers/session-pool.ts";
 const tasks = Array.from({ length: 7 }, (_, i) => taskRecord({ id: `o__r-${i + 1}`, repo: "o/r", files: [`d${i + 1}/m.py`], stages: i < 2 ? 3 : 2 }));
 const byId = new Map(tasks.map((t) => [t.id, t]));
 
-function session(focus: number, interruptions: number[]): SessionSpec {
-  const id = (n: number) => `o__r-${n}`;
-  return sessionSpec({
-    session: { focus: id(focus), repo: "o/r", locality: "far", interruptions: interruptions.map(id), case_seed: `case-${focus}` },
-    benchmark: "benchmark",
-    seed: "1",
-    task: (t) => ({ stages: byId.get(t)!.requests.length, baseCommit: byId.get(t)!.snapshot.base_commit }),
-    text: (slot) => (slot.finalization ? "Finish." : byId.get(slot.task)!.requests[slot.stage! - 1]!.text),
-    checkoutPaths: PATHS,
-    budget: { per_request_seconds: 900, timeout_continuations: 3 },
-  });
-}
+const session = (focus: number, interruptions: number[]) =>
+  sessionOver(tasks, { focus: `o__r-${focus}`, interruptions: interruptions.map((n) => `o__r-${n}`) });
 
 const specs = [session(1, [2, 3, 4, 5]), session(2, [1, 3, 4, 6])];
 const checks = (names: string[], failed: string[] = []) => names.map((check) => ({ check, passed: !failed.includes(check) }));

@@ -4,11 +4,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { derivedCommit } from "../../../pipeline/checkouts/derived.ts";
 import type { SessionSpec } from "../../../pipeline/schemas/session.ts";
 import type { ValidationReport } from "../../../pipeline/schemas/validation.ts";
-import { sessionSpec } from "../../../stages/schedule/schedule.ts";
 import { validateStage } from "../../../stages/validate/index.ts";
 import { answerHistory, FOCUS, heldoutOf, type AnswerHistory } from "../../helpers/answer-history.ts";
 import { runStageOver } from "../../helpers/given-artifacts.ts";
-import { taskRecord } from "../../helpers/task-records.ts";
+import { sessionOver, taskRecord } from "../../helpers/task-records.ts";
 import { fileTempDir, tempDir } from "../../helpers/tmp.ts";
 
 /**
@@ -35,25 +34,17 @@ const tasks = () => [
   taskRecord({ id: INTERRUPTION, repo: "o/r", files: history.candidates.independent.split.sourceFiles, stages: 1, base: history.candidates.independent.base }),
 ];
 
-function spec(derivedCheckout?: string): SessionSpec {
-  const byId = new Map(tasks().map((t) => [t.id, t]));
-  return sessionSpec({
-    session: {
+const spec = (derivedCheckout?: string): SessionSpec =>
+  sessionOver(
+    tasks(),
+    {
       focus: FOCUS,
-      repo: "o/r",
-      locality: "near",
       interruptions: [INTERRUPTION],
-      case_seed: "c",
+      locality: "near",
       ...(derivedCheckout ? { derived_checkouts: [{ task_id: INTERRUPTION, without: [FOCUS], commit: derivedCheckout }] } : {}),
     },
-    benchmark: "benchmark",
-    seed: "1",
-    task: (id) => ({ stages: byId.get(id)!.requests.length, baseCommit: byId.get(id)!.snapshot.base_commit }),
-    text: (slot) => (slot.finalization ? "Finish." : byId.get(slot.task)!.requests[slot.stage! - 1]!.text),
-    checkoutPaths: CHECKOUTS,
-    budget: { per_request_seconds: 900, timeout_continuations: 3 },
-  });
-}
+    CHECKOUTS,
+  );
 
 /** The stage over one session, the repository's profile naming the history's clone. */
 async function validate(session: SessionSpec) {
