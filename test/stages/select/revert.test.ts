@@ -44,7 +44,7 @@ beforeAll(async () => {
     },
     log: silentLogger,
   };
-}, 120_000);
+});
 
 /** The verdict for one candidate, with the sets its own qualification found on its own base. */
 function revert(candidate: HistoryTask, sets: { fail_to_pass: string[]; pass_to_pass: string[] }) {
@@ -91,7 +91,7 @@ describe("reverting the focus's fix out of an interruption's checkout", () => {
     const commit = (verdict as { commit: string }).commit;
     expect(await git([`--git-dir=${history.gitDir}`, "show", `${commit}:pkg/shapes.py`])).not.toContain("trim_span");
     expect(await git([`--git-dir=${history.gitDir}`, "show", `${commit}:pkg/other.py`])).toBe("X = 3\n");
-  }, 600_000);
+  });
 
   it("refuses a candidate whose own tests need the focus's fix: it does not qualify there", async () => {
     const verdict = await revert(history.candidates.dependent, { fail_to_pass: ["tests/test_other.py::test_span"], pass_to_pass: [] });
@@ -101,7 +101,7 @@ describe("reverting the focus's fix out of an interruption's checkout", () => {
         /^o__r-12 does not qualify with o__r-7's fix reversed out: no_fail_to_pass: no test fails before the fix and passes after it in every run/,
       ),
     });
-  }, 600_000);
+  });
 
   it("refuses a candidate that qualifies but loses a pass-to-pass test of its own base that is not the focus's", async () => {
     const verdict = await revert(history.candidates.laterTest, {
@@ -112,5 +112,5 @@ describe("reverting the focus's fix out of an interruption's checkout", () => {
       ok: false,
       reason: `with o__r-7's fix reversed out, o__r-15's tests no longer hold: pass-to-pass no more: ${SHAPES}::test_area_negative`,
     });
-  }, 600_000);
+  });
 });
