@@ -45,10 +45,8 @@ export interface HistoryTask {
  */
 export async function answerHistory(dir: string) {
   const run = (args: string[]) => git(args, { cwd: dir, env: GIT_IDENTITY });
-  const files: Record<string, string> = {};
   const write = (changes: Record<string, string>) => {
     for (const [path, text] of Object.entries(changes)) {
-      files[path] = text;
       mkdirSync(dirname(join(dir, path)), { recursive: true });
       writeFileSync(join(dir, path), text);
     }
@@ -85,12 +83,8 @@ export async function answerHistory(dir: string) {
   const merge = (await run(["rev-parse", "HEAD"])).trim();
   write({ "pkg/other.py": "X = 3\n" });
   const later = await commit("Later work");
-  const focus: HistoryTask = {
-    id: FOCUS,
-    base,
-    diff: await diff(base, head),
-    split: splitReferenceChange(await diff(base, head), ClassificationRules.parse({})),
-  };
+  const focusDiff = await diff(base, head);
+  const focus: HistoryTask = { id: FOCUS, base, diff: focusDiff, split: splitReferenceChange(focusDiff, ClassificationRules.parse({})) };
 
   const addDouble = (at: Record<string, string>) => ({
     "pkg/other.py": at["pkg/other.py"]! + DOUBLE,
