@@ -64,7 +64,7 @@ describe("validation catches every kind of broken session", () => {
 
 describe("validation refuses a message that quotes its task's reference", () => {
   const reference =
-    "diff --git a/pkg/f0.py b/pkg/f0.py\n--- a/pkg/f0.py\n+++ b/pkg/f0.py\n@@ -1 +1,3 @@\n-x = 1\n+total = sum(values) / len(values)\n+return round(total, precision)\n";
+    "diff --git a/pkg/f0.py b/pkg/f0.py\n--- a/pkg/f0.py\n+++ b/pkg/f0.py\n@@ -1 +1,2 @@\n-x = 1\n+total = sum(values) / len(values)\n+return round(total, precision)\n";
   const spec = (text: string) => {
     const s = specFor(validationSession, new Map(validationPool.map((t) => [t.id, t])));
     for (const r of s.conditions.switched) if (r.task_id === s.focus && r.stage === 1) r.message.text = text;
