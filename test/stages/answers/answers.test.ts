@@ -121,22 +121,3 @@ describe("no answer in the container, on the emitted demo", () => {
     );
   });
 });
-
-describe("select says what it could not do", () => {
-  it("warns of a shortfall against the configured counts, with why, in the run's summary; --strict makes it an error", async () => {
-    const config = readFileSync(demo.configPath, "utf8").replace(/near: 6\n/, "near: 40\n");
-    const greedy = join(demo.dir, "demo", "pipeline-greedy.yaml");
-    writeFileSync(greedy, config);
-    const warned = await runCli(["select", "-c", greedy]);
-    expect(warned.code, warned.stderr).toBe(0);
-    expect(warned.stdout + warned.stderr).toMatch(
-      /shortfall: \d+ near session\(s\) of the 40 configured: \d+ focus candidate\(s\) of \d+ task\(s\) lacked eligible interruptions/,
-    );
-    expect(warned.stdout + warned.stderr).toMatch(
-      /answer rule \(chronology\): \d+ candidate interruption\(s\) kept out over \d+ focus task\(s\) \(holds_focus_answer \d+\)/,
-    );
-    const strict = await runCli(["select", "-c", greedy, "--strict"]);
-    expect(strict.code).toBe(1);
-    expect(strict.stdout + strict.stderr).toMatch(/select \(--strict\): \d+ near session\(s\) of the 40 configured/);
-  });
-});
