@@ -48,7 +48,7 @@ describe("comment classes", () => {
 
 describe("cleaning", () => {
   it("drops HTML comments, checklists, empty template headings and code that spells out the fix", () => {
-    const added = referenceLines("+++ b/m.py\n+def area(r):\n+    return 3.14 * r * r\n");
+    const added = referenceLines("diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -0,0 +1,2 @@\n+def area(r):\n+    return 3.14 * r * r\n");
     const text =
       "<!-- template -->\nArea is wrong for `area(2)`: expected 12.56.\n\n```python\ndef area(r):\n    return 3.14 * r * r\n```\n\n```diff\n-a\n+b\n```\n\nSteps:\n```python\nprint(area(2))\n```\n\n### Checklist\n- [x] searched\n- [ ] can help\n";
     expect(cleanRequestText(text, added)).toEqual({
@@ -61,11 +61,16 @@ describe("cleaning", () => {
     // sympy__sympy-24152's problem statement proposes the fix in a block with "#added" comments and other spacing.
     const reference = referenceLines(
       [
+        "diff --git a/sympy/physics/quantum/tensorproduct.py b/sympy/physics/quantum/tensorproduct.py",
+        "--- a/sympy/physics/quantum/tensorproduct.py",
+        "+++ b/sympy/physics/quantum/tensorproduct.py",
+        "@@ -246,0 +247,5 @@ def _eval_expand_tensorproduct(self, **hints):",
         "+                    c_part, nc_part = tp.args_cnc()",
         "+                    # Check for TensorProduct object: is the one object in nc_part, if any:",
         "+                    if len(nc_part) == 1 and isinstance(nc_part[0], TensorProduct):",
         "+                        nc_part = (nc_part[0]._eval_expand_tensorproduct(), )",
         "+                    add_args.append(Mul(*c_part)*Mul(*nc_part))",
+        "",
       ].join("\n"),
     );
     const example = "```\nP = TensorProduct(2*U - V, U + V)\nprint(P.expand(tensorproduct=True))\n```";
