@@ -6,6 +6,7 @@ import type { SessionSpec } from "../../pipeline/schemas/session.ts";
 import type { ValidationReport } from "../../pipeline/schemas/validation.ts";
 import type { Request } from "../../pipeline/schemas/task.ts";
 import { quotedReferenceLines, referenceLines } from "../../pipeline/changes/reference-quotes.ts";
+import { DiffParseError } from "../../pipeline/changes/diff.ts";
 import type { Check } from "./validate.ts";
 
 type InterruptionAnswer = ValidationReport["interruption_answers"][number];
@@ -93,7 +94,16 @@ export function quoteCheck(spec: SessionSpec, heldout: ReadonlyMap<string, Heldo
     seen.add(`${r.task_id}#${r.stage}`);
     const reference = heldout.get(r.task_id);
     if (!reference) continue;
-    const quoted = quotedReferenceLines(r.message.text, referenceLines(reference.implementation_patch));
+    let lines: Set<string>;
+    try {
+      lines = referenceLines(reference.implementation_patch);
+    } catch (error) {
+      // A held-out file edited by hand (`session check` reads what it is given): the check fails, naming it.
+      if (!(error instanceof DiffParseError)) throw error;
+      quoting.push(`${r.task_id}: its held-out implementation_patch is not a diff (${error.message}), so its quotes cannot be checked`);
+      continue;
+    }
+    const quoted = quotedReferenceLines(r.message.text, lines);
     const approved = requests.get(r.task_id)?.find((q) => q.stage === r.stage)?.provenance.quote_approved;
     if (quoted.length >= 2 && !approved)
       quoting.push(`${r.task_id} stage ${r.stage} quotes ${quoted.length} lines of its reference implementation (first: ${quoted[0]})`);

@@ -96,4 +96,11 @@ describe("validation refuses a message that quotes its task's reference", () => 
     // One line, in prose, is no quote.
     expect(quoteCheck(spec("It should divide by `len(values)` as in total = sum(values) / len(values)."), heldout, requests(false)).passed).toBe(true);
   });
+
+  it("a held-out reference that is no diff fails the check, naming the task, and does not stop the other checks", () => {
+    const broken = new Map([[validationSession.focus, { implementation_patch: "+total = sum(values)\n" } as HeldoutTask]]);
+    const check = quoteCheck(spec("Please make mean() right."), broken, requests(false));
+    expect(check).toMatchObject({ check: "no_reference_quotes", passed: false });
+    expect(check.detail).toContain(`${validationSession.focus}: its held-out implementation_patch is not a diff`);
+  });
 });
