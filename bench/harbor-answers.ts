@@ -3,7 +3,7 @@
 // grepped over the whole image as the agent's uid, with no network. A hit counts only outside the
 // focus checkout, and only for a name the focus checkout lacks (one already at the focus's own
 // base is not its answer). Harbor names an environment's image after its trial:
-// `session-<id>-<co|sw…>__<trial>__env-main`.
+// `<the task's name cut to 32 characters>__<trial>__env-main`.
 //
 //   npm run bench:harbor-answers -- --manifests DIR [--uid 1000] [--limit N]
 //
@@ -14,7 +14,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { BenchmarkLayout } from "../pipeline/benchmark-layout.ts";
 import { HeldoutTask } from "../pipeline/schemas/heldout.ts";
-import { SessionSpec } from "../pipeline/schemas/session.ts";
+import { Condition, SessionSpec } from "../pipeline/schemas/session.ts";
+import { earlierTaskDirName, taskDirName } from "../pipeline/harbor/layout.ts";
 
 const { values } = parseArgs({ options: { manifests: { type: "string" }, uid: { type: "string", default: "1000" }, limit: { type: "string" } } });
 if (!values.manifests) throw new Error("--manifests DIR: the emitted benchmark (its sessions/ and heldout/) the Harbor dataset was exported from");
@@ -27,11 +28,25 @@ const sessions = new Map(
     .map((s) => [s.session_id, s]),
 );
 
-/** The session an image was built for: its name up to the condition's abbreviation. */
+/**
+ * The session an image was built for. Harbor 0.26 names a trial after its task's first 32
+ * characters (trailing `_` and `-` stripped) and `__<id>`, and the image after the trial, lowercased
+ * with every character but letters, digits, `_` and `-` made `-`: each exported task's prefix is
+ * computed the same way and matched.
+ */
+const trialPrefix = (taskName: string) =>
+  taskName
+    .slice(0, 32)
+    .replace(/[_-]+$/, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, "-");
+const byPrefix = new Map(
+  [...sessions.values()].flatMap((spec) =>
+    Condition.options.flatMap((c) => [taskDirName(spec.session_id, c), earlierTaskDirName(spec.session_id, c)].map((n) => [trialPrefix(n), spec] as const)),
+  ),
+);
 function sessionOf(image: string): SessionSpec | undefined {
-  const stem = image.split("__env-main")[0]!.replace(/__[a-z0-9]+$/, "");
-  const cut = stem.replace(/-[a-z]+$/, "");
-  return sessions.get(cut);
+  return byPrefix.get(image.split("__env-main")[0]!.replace(/__[a-z0-9]+$/, ""));
 }
 
 const images = execFileSync("docker", ["images", "--format", "{{.Repository}}"], { encoding: "utf8" })
