@@ -5,7 +5,7 @@ import { FileClass, RepoName } from "./common.ts";
  * One override: paths matching any glob get `class`. Overrides are tried in order, first match
  * wins, before the default path-segment rules.
  */
-export const ClassificationOverride = z.object({
+export const ClassificationOverride = z.strictObject({
   globs: z.array(z.string().min(1)).min(1),
   class: FileClass,
   why: z.string().optional(),
@@ -17,7 +17,7 @@ const CheckoutPath = z
   .min(1)
   .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "expected a path relative to the repository root, without '..'");
 
-export const ClassificationRules = z.object({
+export const ClassificationRules = z.strictObject({
   overrides: z.array(ClassificationOverride).default([]),
   /** Directory names (path segments) that hold tests. */
   test_dirs: z.array(z.string().min(1)).default(["test", "tests", "testing"]),

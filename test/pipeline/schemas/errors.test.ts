@@ -127,6 +127,8 @@ describe("a repository profile with a bad field", () => {
       (p) => (p.classification.test_runner_source = ["/usr/lib/pytest"]),
       "field classification.test_runner_source.0: expected a path relative to the repository root, without '..'",
     ],
+    // A misspelt classification key is refused, not dropped (the rule it meant would silently not apply).
+    [(p) => (p.classification.test_dir = ["tests"]), "field classification.test_dir: unknown key"],
     [(p) => (p.environment.python = "3"), "field environment.python: expected a Python minor version such as 3.11"],
     [(p) => (p.pypi_name = "not a name"), "field pypi_name: expected a package name such as setuptools"],
   ])("is refused naming the field: %#", (edit, expected) => {
