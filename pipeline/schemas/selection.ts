@@ -32,6 +32,8 @@ export const RevertRecord = z.object({
   task_id: TaskId,
   viable: z.boolean(),
   commit: CommitSha.optional(),
+  /** Tests taken out of test files whose reverse conflicted, instead of reversed (pytest node id prefixes); absent when none. */
+  removed_tests: z.array(z.string()).optional(),
   reason: z.string().optional(),
 });
 export type RevertRecord = z.infer<typeof RevertRecord>;

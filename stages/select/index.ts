@@ -110,7 +110,14 @@ async function reverter(
         ),
     });
     const outcome: RevertVerdict = verdict ?? { ok: false, reason: `the re-qualification of ${candidate} did not finish (see the stage's rejects)` };
-    given.reverts.push({ focus, task_id: candidate, viable: outcome.ok, ...(outcome.ok ? { commit: outcome.commit } : { reason: outcome.reason }) });
+    given.reverts.push({
+      focus,
+      task_id: candidate,
+      viable: outcome.ok,
+      ...(outcome.ok
+        ? { commit: outcome.commit, ...(outcome.removedTests.length ? { removed_tests: outcome.removedTests } : {}) }
+        : { reason: outcome.reason }),
+    });
     return outcome;
   };
 }

@@ -9,7 +9,7 @@ import { designatedTestFiles, qualifyTask, qualifyTaskInput } from "../../pipeli
 import type { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { SplitChange } from "../../pipeline/schemas/split.ts";
 
-export type RevertVerdict = { ok: true; commit: string } | { ok: false; reason: string };
+export type RevertVerdict = { ok: true; commit: string; removedTests: string[] } | { ok: false; reason: string };
 
 export interface RevertInput {
   focus: HeldoutTask;
@@ -32,7 +32,8 @@ export interface RevertRun {
 /**
  * The revert strategy of the answer rule (SPEC §2.7) for one candidate interruption whose base
  * holds the focus's answer: its base with the focus's upstream fix and tests reversed out, kept
- * only when (1) they reverse cleanly, (2) nothing of the focus's answer is left (no hunk, no name
+ * only when (1) they reverse cleanly (a test file whose reverse conflicts may instead have the
+ * focus's tests taken out of it: \`derivedCommit\`), (2) nothing of the focus's answer is left (no hunk, no name
  * only the focus defines: later code may build on it), and (3) the candidate still qualifies there
  * as it did on its own base: each of its fail-to-pass tests still fails before and passes after,
  * and each of its pass-to-pass tests, but those the focus's reversed tests took away, still passes.
@@ -74,11 +75,13 @@ export async function revertFocusOutOf(input: RevertInput, run: RevertRun): Prom
       ok: false,
       reason: `${candidate.task_id} does not qualify with ${focus.task_id}'s fix reversed out: ${result.decision.reason}: ${result.decision.detail}`,
     };
+  // Tests the focus's reference added, or that were taken out with its tests, are gone by design.
   const reversedTests = new Set(readTestPatch(focus.upstream.patch).added);
+  const takenOut = (test: string) => derived.removedTests.some((prefix) => test === prefix || test.startsWith(`${prefix}::`) || test.startsWith(`${prefix}[`));
   const f2p = new Set(result.sets.failToPass);
   const p2p = new Set(result.sets.passToPass);
   const lostF2p = candidate.fail_to_pass.filter((t) => !f2p.has(t));
-  const lostP2p = candidate.pass_to_pass.filter((t) => !reversedTests.has(t) && !p2p.has(t));
+  const lostP2p = candidate.pass_to_pass.filter((t) => !reversedTests.has(t) && !takenOut(t) && !p2p.has(t));
   if (lostF2p.length || lostP2p.length)
     return {
       ok: false,
@@ -89,5 +92,5 @@ export async function revertFocusOutOf(input: RevertInput, run: RevertRun): Prom
         .filter(Boolean)
         .join("; ")}`,
     };
-  return { ok: true, commit: derived.commit };
+  return { ok: true, commit: derived.commit, removedTests: derived.removedTests };
 }

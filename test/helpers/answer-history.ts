@@ -20,6 +20,8 @@ const FIXED = "def area(r):\n    if r < 0:\n        return 0\n    return 3 * r *
 const TRIM_TEST = "\n\ndef test_trim_span_basic():\n    from pkg.shapes import trim_span\n\n    assert trim_span(3, 1) == (1, 3)\n";
 /** A test written after the focus's fix that relies on it without naming anything only the fix defines: it passes on a later base, not once the fix is reversed out. */
 const NEGATIVE_TEST = "def test_area_negative():\n    assert area(-1) == 0\n\n\n";
+/** A test written after the focus's fix right after the focus's own: the test file's reverse conflicts, and the focus's test is taken out instead. */
+const ADJACENT_TEST = "\n\ndef test_area_one():\n    assert area(1) == 3\n";
 const DOUBLE = "\n\ndef double(x):\n    return 2 * x\n";
 const DOUBLE_TEST = "def test_double():\n    from pkg.other import double\n\n    assert double(2) == 4\n\n\n";
 
@@ -40,7 +42,9 @@ export interface HistoryTask {
  * - `o__r-12` adds `span`, which calls `trim_span`: without the fix its test cannot pass;
  * - `o__r-13`'s base has a module of its own that calls `trim_span`: reversing the fix leaves the name;
  * - `o__r-14`'s base rewrote `trim_span`'s lines: the fix does not reverse out;
- * - `o__r-15` is `o__r-11`'s change on a base with a later test of `area(-1)`, which needs the fix.
+ * - `o__r-15` is `o__r-11`'s change on a base with a later test of `area(-1)`, which needs the fix;
+ * - `o__r-16` is `o__r-11`'s change on a base with a later test right after the focus's: its test
+ *   file does not reverse, and the focus's test is taken out of it instead.
  * Fixed identities and dates: the same commit ids on every run.
  */
 export async function answerHistory(dir: string) {
@@ -107,12 +111,16 @@ export async function answerHistory(dir: string) {
   write({ "tests/test_shapes.py": (TESTS + TRIM_TEST).replace("\n\n\ndef test_area", `\n\n\n${NEGATIVE_TEST}def test_area`) });
   const laterTestBase = await commit("A later test of a negative radius");
   const laterTest = await task("o__r-15", laterTestBase, addDouble);
+  await run(["checkout", "--quiet", "--detach", later]);
+  write({ "tests/test_shapes.py": TESTS + TRIM_TEST + ADJACENT_TEST });
+  const adjacentTestBase = await commit("A later test right after trim_span's");
+  const adjacentTest = await task("o__r-16", adjacentTestBase, addDouble);
   return {
     dir,
     gitDir: join(dir, ".git"),
     commits: { base, head, merge, later },
     focus,
-    candidates: { independent, dependent, nameLeft, rewritten, laterTest },
+    candidates: { independent, dependent, nameLeft, rewritten, laterTest, adjacentTest },
   };
 }
 

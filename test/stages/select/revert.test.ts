@@ -93,6 +93,26 @@ describe("reverting the focus's fix out of an interruption's checkout", () => {
     expect(await git([`--git-dir=${history.gitDir}`, "show", `${commit}:pkg/other.py`])).toBe("X = 3\n");
   });
 
+  it("takes the focus's test out of a test file whose reverse conflicts with a later test beside it, and keeps the later test", async () => {
+    const verdict = await revert(history.candidates.adjacentTest, {
+      ...DOUBLE_SETS,
+      pass_to_pass: [...DOUBLE_SETS.pass_to_pass, `${SHAPES}::test_area_one`],
+    });
+    expect(verdict, JSON.stringify(verdict)).toEqual({
+      ok: true,
+      commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+      removedTests: [`${SHAPES}::test_trim_span_basic`],
+    });
+    const show = (path: string) => git([`--git-dir=${history.gitDir}`, "show", `${(verdict as { commit: string }).commit}:${path}`]);
+    expect(await show(SHAPES)).toBe(
+      "from pkg.shapes import area\n\n\ndef test_area():\n    assert area(1) == 3\n\n\ndef test_area_zero():\n    assert area(0) == 0\n\n\ndef test_area_one():\n    assert area(1) == 3\n",
+    );
+    expect(await show("pkg/shapes.py")).toBe("def area(r):\n    return 3 * r * r\n");
+    // The runners make the same commit from the same inputs.
+    const made = await derivedCommit(history.gitDir, history.candidates.adjacentTest.base, [{ taskId: focus.task_id, patch: focus.upstream.patch }]);
+    expect(made).toEqual(verdict);
+  });
+
   it("refuses a candidate whose own tests need the focus's fix: it does not qualify there", async () => {
     const verdict = await revert(history.candidates.dependent, { fail_to_pass: ["tests/test_other.py::test_span"], pass_to_pass: [] });
     expect(verdict).toEqual({

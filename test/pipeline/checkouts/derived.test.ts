@@ -1,0 +1,85 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { derivedCommit } from "../../../pipeline/checkouts/derived.ts";
+import { git } from "../../../pipeline/git.ts";
+import { GIT_IDENTITY, repoWithChange } from "../../helpers/git-repo.ts";
+
+/**
+ * A derived checkout (SPEC §2.7) where a later base changed the lines around a reference's tests,
+ * on real git: the reference's source is reversed, and from the test file whose reverse conflicts
+ * its tests are taken out by name (a test it changed, a class it added), while later tests stay.
+ */
+const TESTS = "import os\n\n\ndef test_one():\n    assert os.sep\n";
+const REFERENCE_TESTS =
+  "import os\nimport re\n\n\ndef test_one():\n    assert os.sep\n    assert re.escape('.') == '\\\\.'\n\n\nclass TestNew:\n    def test_new(self):\n        assert True\n";
+
+/** The reference's change, and later bases of it (a repository of each test's own). */
+async function history() {
+  const repo = await repoWithChange({ "pkg/m.py": "X = 1\n", "tests/test_a.py": TESTS }, { "pkg/m.py": "X = 2\n", "tests/test_a.py": REFERENCE_TESTS });
+  const run = (args: string[]) => git(args, { cwd: repo.dir, env: GIT_IDENTITY });
+  const later: Record<string, string> = {};
+  const commit = async (files: Record<string, string>) => {
+    for (const [path, text] of Object.entries(files)) writeFileSync(join(repo.dir, path), text);
+    await run(["commit", "--quiet", "-am", "later"]);
+    return (await run(["rev-parse", "HEAD"])).trim();
+  };
+  // A later test right after the reference's class, and a message added to the test it changed.
+  later.adjacent = await commit({
+    "tests/test_a.py": REFERENCE_TESTS.replace("assert os.sep\n", 'assert os.sep, "a separator"\n') + "\n\ndef test_two():\n    assert 2\n",
+  });
+  // The import line beside the reference's own, changed: a conflict outside any definition.
+  later.imports = await commit({ "tests/test_a.py": (await run(["show", `${later.adjacent}:tests/test_a.py`])).replace("import os\n", "import os.path\n") });
+  // The reference's test class renamed later, its tests unchanged.
+  await run(["checkout", "--quiet", later.adjacent!]);
+  later.renamed = await commit({ "tests/test_a.py": (await run(["show", `${later.adjacent}:tests/test_a.py`])).replace("class TestNew:", "class TestNewer:") });
+  // The source line the reference changed, changed again.
+  await run(["checkout", "--quiet", repo.head]);
+  later.source = await commit({ "pkg/m.py": "X = 3\n" });
+  const show = (commit: string, path: string) => git([`--git-dir=${repo.gitDir}`, "show", `${commit}:${path}`]);
+  return { repo, later, show };
+}
+
+describe("a derived checkout whose test file does not reverse", () => {
+  it("takes out the tests the reference added or changed, keeps the later ones, and reverses the source", async () => {
+    const { repo, later, show } = await history();
+    const made = await derivedCommit(repo.gitDir, later.adjacent!, [{ taskId: "o__r-1", patch: repo.diff }]);
+    expect(made).toEqual({
+      ok: true,
+      commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+      removedTests: ["tests/test_a.py::test_one", "tests/test_a.py::TestNew"],
+    });
+    const commit = (made as { commit: string }).commit;
+    // `import re`, outside any definition, reversed strictly once the tests are out.
+    expect(await show(commit, "tests/test_a.py")).toBe("import os\n\n\ndef test_two():\n    assert 2\n");
+    expect(await show(commit, "pkg/m.py")).toBe("X = 1\n");
+    // The same inputs, the same commit.
+    expect(await derivedCommit(repo.gitDir, later.adjacent!, [{ taskId: "o__r-1", patch: repo.diff }])).toEqual(made);
+  });
+
+  it("refuses where a later change conflicts outside the reference's definitions, where its test lives on under another name, or in a source file, naming the file", async () => {
+    const { repo, later } = await history();
+    expect(await derivedCommit(repo.gitDir, later.imports!, [{ taskId: "o__r-1", patch: repo.diff }])).toEqual({
+      ok: false,
+      taskId: "o__r-1",
+      error: "the reverse conflicts with later changes to tests/test_a.py outside its tests",
+    });
+    expect(await derivedCommit(repo.gitDir, later.renamed!, [{ taskId: "o__r-1", patch: repo.diff }])).toEqual({
+      ok: false,
+      taskId: "o__r-1",
+      error: "the reverse conflicts with later changes to tests/test_a.py, and the reference's TestNew is still there under another name",
+    });
+    expect(await derivedCommit(repo.gitDir, later.source!, [{ taskId: "o__r-1", patch: repo.diff }])).toEqual({
+      ok: false,
+      taskId: "o__r-1",
+      error: "the reverse conflicts with later changes to pkg/m.py",
+    });
+  });
+
+  it("reverses a reference whose files merge back as one, as before: nothing taken out", async () => {
+    const { repo, show } = await history();
+    const made = await derivedCommit(repo.gitDir, repo.head, [{ taskId: "o__r-1", patch: repo.diff }]);
+    expect(made).toEqual({ ok: true, commit: expect.stringMatching(/^[0-9a-f]{40}$/), removedTests: [] });
+    expect(await show((made as { commit: string }).commit, "tests/test_a.py")).toBe(TESTS);
+  });
+});
