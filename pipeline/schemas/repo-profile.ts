@@ -15,7 +15,8 @@ export const ClassificationOverride = z.strictObject({
 const CheckoutPath = z
   .string()
   .min(1)
-  .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "expected a path relative to the repository root, without '..'");
+  // A pattern, not a refinement, so the exported JSON Schemas say it too: no leading "/", no ".." segment.
+  .regex(/^(?!\/)(?!(?:.*\/)?\.\.(?:\/|$))/, "expected a path relative to the repository root, without '..'");
 
 export const ClassificationRules = z.strictObject({
   overrides: z.array(ClassificationOverride).default([]),
@@ -61,7 +62,7 @@ const PackageName = z.string().regex(/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$
 const Requirement = z
   .string()
   .min(1)
-  .refine((r) => !/[;&|`$'"\\\n]/.test(r), "expected a requirement such as pytest>=6 (no quotes or shell characters)");
+  .regex(/^[^;&|`$'"\\\n]*$/, "expected a requirement such as pytest>=6 (no quotes or shell characters)");
 /**
  * The test runner a repository's suite needs. Every runner's results come from a structured
  * report (JUnit XML), never from log text.

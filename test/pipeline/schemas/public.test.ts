@@ -90,6 +90,8 @@ const CASES: [name: string, value: unknown, edits: [field: string, edit: Edit][]
     [
       ["fail_to_pass", (h) => (h.fail_to_pass = [])],
       ["environment.test_runner", (h) => (h.environment.test_runner = "nose")],
+      ["environment.requirements_files: a path leaving the checkout", (h) => (h.environment.requirements_files = ["../requirements.txt"])],
+      ["environment.pip_requirements: a shell character", (h) => (h.environment.pip_requirements = ["pytest; rm -rf /"])],
       ["environment_as_of", (h) => delete h.environment_as_of],
       ["upstream.merge_commit", (h) => (h.upstream.merge_commit = "merge")],
     ],
