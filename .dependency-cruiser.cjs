@@ -12,7 +12,7 @@
  *       → engine (the stage engine), verifier, machine (what this machine has for a run)
  *       → profiles
  *         → executors
- *           → checkouts, changes, test-results
+ *           → checkouts → changes; test-results
  *             → pipeline/*.ts (the utilities: files, hashes, git, logging, failures, GitHub)
  *               → schemas
  *
@@ -25,7 +25,8 @@
 const LAYERS = {
   "test-results": [],
   changes: [],
-  checkouts: [],
+  // A derived checkout reads the reference it reverses (its diff, and the Python definitions of its test files).
+  checkouts: ["changes"],
   executors: ["checkouts", "changes", "test-results"],
   profiles: ["executors", "checkouts", "changes", "test-results"],
   verifier: ["profiles", "executors", "checkouts", "changes", "test-results"],

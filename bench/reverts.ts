@@ -11,23 +11,23 @@
 // DIR is the built benchmark's work directory: its artifacts/answers and artifacts/oracle, and the
 // repositories' copies under git/ where select makes its derived commits.
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { derivedCommit } from "../pipeline/checkouts/derived.ts";
 import { localCopyOf } from "../pipeline/git.ts";
 import { AnswerExposure } from "../pipeline/schemas/answers.ts";
 import { HeldoutTask } from "../pipeline/schemas/heldout.ts";
+import { WorkLayout } from "../pipeline/work-layout.ts";
 
 const { values } = parseArgs({ options: { "work-dir": { type: "string" } } });
 if (!values["work-dir"]) throw new Error("--work-dir DIR: a built benchmark's work directory");
-const artifacts = join(values["work-dir"], "artifacts");
+const work = new WorkLayout(values["work-dir"]);
 const jsonl = <T>(path: string, parse: (v: unknown) => T): T[] =>
   readFileSync(path, "utf8")
     .split("\n")
     .filter(Boolean)
     .map((line) => parse(JSON.parse(line)));
-const heldout = new Map(jsonl(join(artifacts, "oracle", "heldout.jsonl"), (v) => HeldoutTask.parse(v)).map((h) => [h.task_id, h]));
-const exposed = jsonl(join(artifacts, "answers", "exposures.jsonl"), (v) => AnswerExposure.parse(v)).filter((e) => e.held);
+const heldout = new Map(jsonl(work.artifact("oracle", "heldout"), (v) => HeldoutTask.parse(v)).map((h) => [h.task_id, h]));
+const exposed = jsonl(work.artifact("answers", "exposures"), (v) => AnswerExposure.parse(v)).filter((e) => e.held);
 
 type Tally = { whole: number; takenOut: number; refused: number; testsTakenOut: number };
 const tallies = new Map<string, Tally>();
@@ -36,8 +36,8 @@ for (const pair of exposed) {
   const focus = heldout.get(pair.task_id);
   const candidate = heldout.get(pair.checkout_task);
   if (!focus || !candidate) continue; // a task the oracle did not keep is in no session
-  const gitDir = localCopyOf(join(values["work-dir"], "git"), focus.repo);
-  if (!gitDir) throw new Error(`${focus.repo}: no copy in ${join(values["work-dir"], "git")}`);
+  const gitDir = localCopyOf(work.mirrors, focus.repo);
+  if (!gitDir) throw new Error(`${focus.repo}: no copy in ${work.mirrors}`);
   const tally = tallies.get(focus.repo) ?? { whole: 0, takenOut: 0, refused: 0, testsTakenOut: 0 };
   tallies.set(focus.repo, tally);
   const made = await derivedCommit(gitDir, candidate.base_commit, [{ taskId: focus.task_id, patch: focus.upstream.patch }]);
