@@ -106,12 +106,15 @@ export function gateVerdict(record: Omit<AuditRecord, "exclusion">, decided: Tas
   if (local?.verdict === "exclude")
     return { reason: "audit_excluded", by: "local decision", message: `${record.task_id}: excluded by ${local.auditor} (${local.file}): ${local.reason}` };
   if (local?.verdict === "approve") return undefined;
-  if (imported?.verdict === "exclude")
+  if (imported?.verdict === "exclude") {
+    // Annotations imported as the config reads them are named after their file already ("the annotators of FILE").
+    const file = imported.annotatorsOf.includes(imported.file) ? "" : `${imported.file}; `;
     return {
       reason: "audit_excluded",
       by: "imported decision",
-      message: `${record.task_id}: excluded by ${imported.annotatorsOf} (${imported.file}; false_negative ${imported.scores.false_negative}${imported.scores.filter_out ? ", filter_out" : ""}): ${imported.reason}`,
+      message: `${record.task_id}: excluded by ${imported.annotatorsOf} (${file}false_negative ${imported.scores.false_negative}${imported.scores.filter_out ? ", filter_out" : ""}): ${imported.reason}`,
     };
+  }
   const found = byFindings(record, decided, setup);
   if (found) return found;
   const judged = record.judge;

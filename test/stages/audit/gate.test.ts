@@ -111,6 +111,26 @@ describe("the gate: human decisions and hard findings exclude, the risk only ran
     );
     expect(covered.exclusion).toBeUndefined();
     expect(covered.imported).toMatchObject({ verdict: "approve", file: "i.yaml" });
+    // An imported exclusion names the annotators and the file once, whichever names the other.
+    const excluding = {
+      ...imported,
+      verdict: "exclude" as const,
+      reason: "tests check more than asked",
+      scores: { ...imported.scores, false_negative: 3, filter_out: true },
+    };
+    const messages: [string, string][] = [
+      ["them", "excluded by them (i.yaml; false_negative 3, filter_out)"],
+      ["the annotators of i.yaml", "excluded by the annotators of i.yaml (false_negative 3, filter_out)"],
+    ];
+    for (const [annotatorsOf, said] of messages)
+      expect(
+        (
+          await auditTask(
+            { ...folding("`fold` must refuse negative input.", false), decisions: { imported: { ...excluding, file: "i.yaml", annotatorsOf } } },
+            setup,
+          )
+        ).exclusion,
+      ).toEqual({ reason: "audit_excluded", by: "imported decision", message: `o__r-1: ${said}: tests check more than asked` });
     const local = { task: "o__r-1", verdict: "exclude" as const, auditor: "ann", reason: "ambiguous", contracts: {}, file: "d.yaml" };
     expect((await auditTask({ ...folding("`fold` must raise FoldError for negative input.", false), decisions: { local } }, setup)).exclusion).toEqual({
       reason: "audit_excluded",
