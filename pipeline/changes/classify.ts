@@ -9,6 +9,11 @@ export interface Classification {
 }
 
 const TEST_FILE = /^(test_.*\.py|.*_test\.py|tests\.py)$/;
+
+/** A file name Python test runners collect by default (`test_*.py`, `*_test.py`, `tests.py`). */
+export function isTestFileName(path: string): boolean {
+  return TEST_FILE.test(path.slice(path.lastIndexOf("/") + 1));
+}
 const CHANGELOG = /^(changes|changelog|history|news|release[-_]?notes|whatsnew)(\.[a-z]+)?$/i;
 /**
  * Directories of news fragments (towncrier and friends: pytest's `changelog/`, `newsfragments/`,

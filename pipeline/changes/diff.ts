@@ -17,6 +17,8 @@ export interface FileDiff {
    */
   raw: string;
   hunks: number;
+  /** The blob ids of its `index` line, where git wrote one (whole with --full-index, else abbreviated; all zeros for a side that does not exist). */
+  blobs?: { before: string; after: string };
 }
 
 export class DiffParseError extends Error {
@@ -188,6 +190,7 @@ interface ExtendedHeader {
   /** A `GIT binary patch` was read whole, up to `next`. */
   binaryPatch: boolean;
   next: number;
+  blobs?: { before: string; after: string };
 }
 
 function readExtendedHeader(lines: string[], start: number, name: string): ExtendedHeader {
@@ -207,7 +210,9 @@ function readExtendedHeader(lines: string[], start: number, name: string): Exten
     else if (line.startsWith("similarity index ")) h.similarity = parseInt(line.slice(17), 10);
     else if (line.startsWith("dissimilarity index ")) h.similarity = 100 - parseInt(line.slice(20), 10);
     else if (line.startsWith("index ")) {
-      // Blob ids (and the mode of an unchanged file): nothing the split needs.
+      // Blob ids (and the mode of an unchanged file): a derived checkout reads the reference's versions of a file by them.
+      const ids = /^index ([0-9a-f]+)\.\.([0-9a-f]+)/.exec(line);
+      if (ids) h.blobs = { before: ids[1]!, after: ids[2]! };
     } else if (line.startsWith("Binary files ")) h.binary = true;
     else if (line === "GIT binary patch") {
       [h.binary, h.binaryPatch] = [true, true];
@@ -251,7 +256,21 @@ function readGitSection(lines: string[], start: number): { file: FileDiff; next:
   const status = statusOf(h, hunks);
   if (status === "modified" && !hunks && !h.binary) throw new DiffParseError(`the file ${path} has a header but no change (truncated?)`, start + 1);
   const raw = lines.slice(start, i).join("\n") + "\n";
-  return { file: { path, oldPath, status, binary: h.binary, similarity: h.similarity, oldMode: h.oldMode, newMode: h.newMode, raw, hunks }, next: i };
+  return {
+    file: {
+      path,
+      oldPath,
+      status,
+      binary: h.binary,
+      similarity: h.similarity,
+      oldMode: h.oldMode,
+      newMode: h.newMode,
+      raw,
+      hunks,
+      ...(h.blobs ? { blobs: h.blobs } : {}),
+    },
+    next: i,
+  };
 }
 
 /** A plain unified diff's path: timestamps dropped, and its first component stripped as `git apply -p1` does. */

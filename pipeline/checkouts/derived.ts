@@ -1,6 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { isTestFileName } from "../changes/classify.ts";
 import { type FileDiff, DiffParseError, parseGitDiff } from "../changes/diff.ts";
 import { hunksOf } from "../changes/hunks.ts";
 import { definitionAt, type PythonDefinition, pythonDefinitions, withoutDefinitions } from "../changes/python-definitions.ts";
@@ -75,7 +76,7 @@ export async function derivedCommit(mirror: string, base: string, reversed: read
         const file = await reverseMerged(run, section.raw);
         if (file.ok) continue;
         await run(["read-tree", state]);
-        const taken = isPytestFile(section.path) ? await testsTakenOut(run, scratch, section) : { ok: false as const, error: "" };
+        const taken = isTestFileName(section.path) ? await testsTakenOut(run, scratch, section) : { ok: false as const, error: "" };
         if (!taken.ok) return { ok: false, taskId, error: taken.error || file.error };
         removedTests.push(...taken.removed);
       }
@@ -110,12 +111,6 @@ async function reverseMerged(run: Run, patch: string): Promise<{ ok: true } | { 
   return { ok: true };
 }
 
-/** A file pytest collects by its default naming (`test_*.py`, `*_test.py`). */
-function isPytestFile(path: string): boolean {
-  const name = path.slice(path.lastIndexOf("/") + 1);
-  return /^test_.*\.py$|_test\.py$/.test(name);
-}
-
 /**
  * The reference's tests taken out of a later version of a test file whose reverse conflicts. What
  * is taken out is read from the reference's own versions of the file (the blobs its full-index
@@ -128,9 +123,9 @@ function isPytestFile(path: string): boolean {
  */
 async function testsTakenOut(run: Run, scratch: string, section: FileDiff): Promise<{ ok: true; removed: string[] } | { ok: false; error: string }> {
   const path = section.path;
-  const ids = /^index ([0-9a-f]+)\.\.([0-9a-f]+)/m.exec(section.raw);
+  const ids = section.blobs;
   const conflict = `the reverse conflicts with later changes to ${path}`;
-  if (section.binary || !ids || /^0+$/.test(ids[2]!) || section.status === "deleted") return { ok: false, error: conflict };
+  if (section.binary || !ids || /^0+$/.test(ids.after) || section.status === "deleted") return { ok: false, error: conflict };
   const entry = (await run(["ls-files", "-s", "--", path])).trim();
   if (!entry) return { ok: true, removed: [] }; // the later base no longer has the file: nothing of the reference is left in it
   const [mode, blob] = entry.split(/\s+/) as [string, string];
@@ -143,7 +138,7 @@ async function testsTakenOut(run: Run, scratch: string, section: FileDiff): Prom
       return undefined;
     }
   };
-  const [before, after] = [await blobText(ids[1]!), await blobText(ids[2]!)];
+  const [before, after] = [await blobText(ids.before), await blobText(ids.after)];
   if (before === undefined || after === undefined) return { ok: false, error: `${conflict}, and the reference's versions of it are not in the repository` };
   const [definitionsBefore, definitionsAfter] = [pythonDefinitions(before), pythonDefinitions(after)];
   const kept = new Set(definitionsAfter.map((d) => d.qualifiedName));
