@@ -134,7 +134,8 @@ async function testsTakenOut(run: Run, scratch: string, section: FileDiff): Prom
     try {
       return await run(["cat-file", "blob", id]);
     } catch (error) {
-      if (!(error instanceof GitError)) throw error;
+      // Only git's own "no such object" (exit 128) is a fact about the repository; a killed git is no verdict.
+      if (!(error instanceof GitError) || error.code !== 128) throw error;
       return undefined;
     }
   };
@@ -164,7 +165,8 @@ async function testsTakenOut(run: Run, scratch: string, section: FileDiff): Prom
       merged = { text: await run(["merge-file", "-p", files.later, files.after, files.before]), removed: later.removed };
       break;
     } catch (error) {
-      if (!(error instanceof GitError)) throw error;
+      // merge-file exits with its number of conflicts (1 to 127); anything else (killed, a full disk) is no verdict and must not be cached as one.
+      if (!(error instanceof GitError) || error.code < 1 || error.code > 127) throw error;
     }
   }
   if (!merged) return { ok: false, error: `${conflict} outside its tests` };
