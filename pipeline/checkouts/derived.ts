@@ -98,7 +98,10 @@ async function reverseMerged(run: Run, patch: string): Promise<{ ok: true } | { 
   try {
     await run(["apply", "--cached", "-R", "--3way", "--whitespace=nowarn", "--binary", "-"], patch);
   } catch (error) {
-    if (!(error instanceof GitError)) throw error;
+    // git apply's own verdict on the patch is exit 1 (a conflict, a hunk that does not apply) or
+    // 128 said as `error:` (a patch it cannot read). A `fatal:` (an index it cannot write, a full
+    // disk) or a killed git says nothing about the pair, and select would cache it as a refusal.
+    if (!(error instanceof GitError) || !(error.code === 1 || (error.code === 128 && !/^fatal:/m.test(error.stderr)))) throw error;
     const lines = error.stderr.trim().split("\n");
     const conflicted = lines.filter((l) => l.startsWith("U ")).map((l) => l.slice(2));
     if (conflicted.length) return { ok: false, error: `the reverse conflicts with later changes to ${conflicted.join(", ")}` };
