@@ -60,8 +60,11 @@ export function registerQualifyTask(program: Command, io: Io, exit: ExitCode): v
     )
     .option("-c, --config <file>", "the pipeline config whose task this is")
     .option("--profile <file>", "with a split record file: the repository profile (default data/repos/OWNER__NAME.json)")
-    .option("--version <v>", "with a split record file: the task's SWE-bench version, for the profile's version overrides")
-    .option("--as-of <date>", "with a split record file: resolve dependencies as of this date")
+    .option("--version <v>", "with a split record file: the task's SWE-bench version, for the profile's version overrides (default: the record's)")
+    .option(
+      "--as-of <date>",
+      "with a split record file: resolve dependencies as of this date (default: the record's created_at, or the recipe's as_of_not_before if later)",
+    )
     .addOption(
       new Option("--executor <kind>", "docker, local, or auto (Docker when an engine answers); default: the config's, else auto").choices([
         "docker",

@@ -1,6 +1,6 @@
 import type { AnyStage } from "../../pipeline/engine/stage.ts";
 import { existsSync, readFileSync } from "node:fs";
-import { EnvironmentError } from "../../pipeline/profiles/environments.ts";
+import { effectiveAsOf, EnvironmentError } from "../../pipeline/profiles/environments.ts";
 import type { EnvironmentSpec, PythonOffer } from "../../pipeline/executors/types.ts";
 
 import { RecordError } from "../../pipeline/engine/stage.ts";
@@ -93,8 +93,8 @@ function asRecordError<T>(taskId: string, plan: () => T): T {
 /**
  * The task, its profile and its environment. With a config, exactly as the qualify stage resolves
  * them (the same function over the pipeline's splits and candidates: overrides by version, the
- * as-of date of the earliest pull request sharing the recipe); without, from the split file, a
- * profile, and --version / --as-of as given.
+ * as-of date of the earliest pull request sharing the recipe); without, from the split file and
+ * a profile, its version and as-of date the record's own unless --version / --as-of say otherwise.
  */
 async function resolveTask(options: ByHandOptions): Promise<
   PlannedTask & {
@@ -116,11 +116,15 @@ async function resolveTask(options: ByHandOptions): Promise<
   const { profiles, errors } = loadProfiles([{ path: basename(profilePath), text: readFileSync(profilePath, "utf8") }]);
   const loaded = profiles.get(split.repo);
   if (!loaded) throw new InputError(errors.values().next().value ?? `${profilePath}: not the profile of ${split.repo}`);
-  const task = { id: split.task_id, ...(options.version ? { version: options.version } : {}) };
+  // The record's own version and date unless given: its environment is then the stage's for a
+  // task alone (the stage dates an environment by the earliest task sharing its recipe).
+  const version = options.version ?? split.version;
+  const task = { id: split.task_id, ...(version ? { version } : {}) };
   const envFor = (offer: PythonOffer) =>
-    asRecordError(split.task_id, () =>
-      environmentSpec(split.repo, recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer)), options.asOf ?? null),
-    );
+    asRecordError(split.task_id, () => {
+      const recipe = recipeFor(loaded.profile, task, choosePython(acceptedPythons(loaded.profile, task), offer));
+      return environmentSpec(split.repo, recipe, options.asOf ?? effectiveAsOf(split.created_at, recipe.as_of_not_before));
+    });
   const project = workingIn(
     Project.of(
       { name: "qualify", seed: "qualify", workDir: options.workDir, baseDir: ".", stageConfigs: {} },

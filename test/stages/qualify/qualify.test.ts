@@ -1,7 +1,7 @@
 import { demoExtensions } from "../../helpers/demo-extensions.ts";
 import { spawn } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -97,6 +97,33 @@ describe("qualify on the demo corpus", () => {
       const byHand = JSON.parse(run.stdout) as QualificationRecord;
       expect({ ...byHand, runs: byHand.runs.map((r) => r.outcomes) }, stage.task_id).toEqual({ ...stage, runs: stage.runs.map((r) => r.outcomes) });
     }
+  });
+
+  it("`qualify task FILE` without a config takes the record's own version and date: for the earliest task of its environment, the stage's environment and sets", async () => {
+    const splits = readRecords<{ task_id: string; repo: string; created_at: string }>(join(demo.workDir, "artifacts", "split", "splits.jsonl"));
+    // The stage dates an environment by the earliest task sharing it: that task's own date is the stage's.
+    const stage = local.records.find(
+      (r) =>
+        r.kept &&
+        !intents.get(r.task_id)!.flaky.length &&
+        !demoExtensions().has(r.task_id) &&
+        splits.find((s) => s.task_id === r.task_id)!.created_at === r.as_of,
+    )!;
+    expect(stage).toBeDefined();
+    const split = splits.find((s) => s.task_id === stage.task_id)!;
+    const file = join(fileTempDir(), "split.json");
+    writeFileSync(file, JSON.stringify(split) + "\n");
+    const profile = join(dirname(demo.configPath), "repos", `${split.repo.replace("/", "__")}.json`);
+    const args = ["qualify", "task", file, "--profile", profile, "--executor", "local", "--runs", "3", "--work-dir", fileTempDir(), "--json"];
+    const run = await runCli(args);
+    expect(run.code, run.stderr).toBe(0);
+    const byHand = JSON.parse(run.stdout) as QualificationRecord;
+    expect(byHand).toMatchObject({
+      as_of: stage.as_of,
+      environment_key: stage.environment_key,
+      fail_to_pass: stage.fail_to_pass,
+      pass_to_pass: stage.pass_to_pass,
+    });
   });
 
   it("gives byte-identical records when SIGKILLed mid-run and run again", async () => {
