@@ -12,6 +12,7 @@ import { registerExport } from "./commands/export.ts";
 import { registerExtend } from "./commands/extend.ts";
 import { registerFidelity } from "./commands/fidelity.ts";
 import { registerImages } from "./commands/images.ts";
+import { registerMirrors } from "./commands/mirrors.ts";
 import { registerRepoInit } from "./commands/repo-init.ts";
 import { registerRepoCheck } from "./commands/repo-check.ts";
 import { registerRepoLint } from "./commands/repo-lint.ts";
@@ -57,6 +58,7 @@ export function buildProgram(io: Io = processIo, exit = new ExitCode()): Command
   registerDoctor(program, io, exit);
   registerSchemas(program, io, exit);
   registerImages(program, io, exit);
+  registerMirrors(program, io, exit);
   const repo = program.command("repo").description("manage repository profiles: draft one, lint them, check one against its records");
   registerRepoInit(repo, io, exit);
   registerRepoCheck(repo, io, exit);

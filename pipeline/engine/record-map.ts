@@ -56,7 +56,8 @@ export async function mapRecords<T, R>(ctx: RecordMapContext, records: readonly 
       const cacheKey = hashValue({ stage: ctx.stage, base: ctx.keyBase, record, dependsOn: map.dependsOn?.(record) ?? null });
       const useCache = map.cache !== false;
       const cached = ctx.force || !useCache ? undefined : ((await store.readRecordCache(ctx.stage, cacheKey)) as CachedRecord<R> | undefined);
-      if (cached) {
+      // An incomplete source is looked at again on every run (see factReject); one cached by an older switch-swe too.
+      if (cached && cached.reject?.reason !== "incomplete_source") {
         tally.reused++;
         results[index] = cached.results;
         recordRejects[index] = cached.reject;
@@ -70,7 +71,7 @@ export async function mapRecords<T, R>(ctx: RecordMapContext, records: readonly 
         }
         results[index] = outcome.results;
         recordRejects[index] = outcome.reject;
-        if (!outcome.cacheable && outcome.reject) tally.transient.add(outcome.reject);
+        if (!outcome.cacheable && outcome.reject && !outcome.recheck) tally.transient.add(outcome.reject);
         if (outcome.cacheable && useCache) await store.writeRecordCache(ctx.stage, cacheKey, { results: outcome.results, reject: outcome.reject });
       }
       tally.processed++;
@@ -88,7 +89,7 @@ async function runRecord<T, R>(
   id: string,
   record: T,
   map: MapOptions<T, R>,
-): Promise<CachedRecord<R> & { cacheable: boolean; abort?: boolean }> {
+): Promise<CachedRecord<R> & { cacheable: boolean; abort?: boolean; recheck?: boolean }> {
   try {
     const value = await map.work(record);
     const results = value === undefined ? [] : Array.isArray(value) ? value : [value];
@@ -114,7 +115,12 @@ async function runRecord<T, R>(
         cacheable: false,
       };
     const fact = factReject(error, id);
-    if (fact) return { results: [], reject: Reject.parse({ stage, record_id: id, ...where, ...fact }), cacheable: true };
+    if (fact) {
+      // A source lacking file contents is completed by hand (switch-swe mirrors complete), which no
+      // input of the stage shows, and is found again at the cost of one checkout: not cached.
+      const recheck = error instanceof IncompleteSource;
+      return { results: [], reject: Reject.parse({ stage, record_id: id, ...where, ...fact }), cacheable: !recheck, recheck };
+    }
     if (error instanceof RunAbort)
       return {
         results: [],
@@ -132,14 +138,18 @@ async function runRecord<T, R>(
 }
 
 /**
- * A fact about the record's repository, not a bug: no profile, no environment, or a commit its
- * clone source does not have. Remembered (cached) like any reject; the message says what to do.
+ * A fact about the record's repository, not a bug: no profile, no environment, a commit its clone
+ * source does not have, or file contents it lacks. Remembered (cached) like any reject, but for the
+ * contents, which are looked at again; the message says what to do.
  */
 function factReject(error: unknown, id: string): { reason: Reject["reason"]; message: string; field?: string } | undefined {
   if (error instanceof UnknownRepository) return { reason: error.reason, message: `${id}: field ${error.field}: ${error.message}`, field: error.field };
   if (error instanceof EnvironmentError) return { reason: error.reason, message: `${id}: ${error.message}`, field: error.field };
   if (error instanceof IncompleteSource)
-    return { reason: "incomplete_source", message: `${id}: ${error.message} (remembered: after completing the source, run again with --force)` };
+    return {
+      reason: "incomplete_source",
+      message: `${id}: ${error.message} (looked at again on every run: complete it, from a release's archive with 'switch-swe mirrors complete', and run again)`,
+    };
   if (error instanceof CommitNotInSource)
     return {
       reason: "commits_not_in_git",
