@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { git } from "../git.ts";
 import { InputError } from "../validation.ts";
 
@@ -44,6 +45,8 @@ export async function missingBlobs(mirror: string, commits: readonly string[]): 
   return missing;
 }
 
+const execFileAsync = promisify(execFile);
+
 const ARCHIVE = /\.(tar|tar\.gz|tgz|tar\.bz2|tbz2|tar\.xz|txz)$/;
 
 /** Every regular file under a directory (symbolic links not followed: a link's target is not a file of the archive). */
@@ -64,14 +67,11 @@ async function filesOf(source: string, scratch: string): Promise<string> {
     throw new InputError(`--from ${source}: not a directory or a tar archive (.tar, .tar.gz, .tgz, .tar.bz2, .tar.xz); unpack it and give the directory`);
   const into = await mkdtemp(join(scratch, "archive-"));
   try {
-    await new Promise<void>((resolve, reject) =>
-      execFile("tar", ["-xf", source, "-C", into, "--no-same-owner", "--no-same-permissions"], { maxBuffer: 1 << 26 }, (error, _out, stderr) =>
-        error ? reject(new InputError(`--from ${source}: tar could not unpack it: ${stderr.trim().split("\n")[0] || error.message}`)) : resolve(),
-      ),
-    );
+    await execFileAsync("tar", ["-xf", source, "-C", into, "--no-same-owner", "--no-same-permissions"]);
   } catch (error) {
     await rm(into, { recursive: true, force: true });
-    throw error;
+    const said = (error as { stderr?: string }).stderr?.trim().split("\n")[0];
+    throw new InputError(`--from ${source}: tar could not unpack it: ${said || (error as Error).message}`);
   }
   return into;
 }
@@ -85,33 +85,47 @@ export interface SourceCompletion {
 }
 
 /**
- * Writes into `mirror` every blob of `commits` it lacks that a file under `sources` holds (matched
- * by blob id, wherever the file lies). Nothing else is written; a run with nothing missing reads
- * no source.
+ * Writes into each mirror every blob of its commits it lacks that a file under `sources` holds
+ * (matched by blob id, wherever the file lies). The sources are unpacked and read once for all
+ * the mirrors, and not at all when none lacks anything. Nothing else is written.
  */
-export async function completeSource(mirror: string, commits: readonly string[], sources: readonly string[]): Promise<SourceCompletion> {
-  const missing = await missingBlobs(mirror, commits);
-  const filled: SourceCompletion["filled"] = [];
-  if (missing.size) {
-    const scratch = await mkdtemp(join(tmpdir(), "switch-swe-complete-"));
-    try {
-      for (const source of sources) {
-        const root = await filesOf(source, scratch);
-        for await (const file of filesUnder(root)) {
-          const content = await readFile(file);
-          const id = blobId(content);
-          const paths = missing.get(id);
-          if (!paths) continue;
-          const written = (await git([`--git-dir=${mirror}`, "hash-object", "-w", "--no-filters", "--stdin"], { input: content })).trim();
-          if (written !== id) throw new Error(`git wrote ${file} as ${written}, not as ${id}`);
-          missing.delete(id);
-          filled.push({ id, paths: [...paths].sort(), from: source });
-        }
+export async function completeSources(
+  mirrors: readonly { mirror: string; commits: readonly string[] }[],
+  sources: readonly string[],
+): Promise<SourceCompletion[]> {
+  const lacking = await Promise.all(mirrors.map(async ({ mirror, commits }) => ({ mirror, missing: await missingBlobs(mirror, commits) })));
+  const wanted = new Set(lacking.flatMap(({ missing }) => [...missing.keys()]));
+  const found = new Map<string, { file: string; from: string }>();
+  const scratch = wanted.size ? await mkdtemp(join(tmpdir(), "switch-swe-complete-")) : undefined;
+  try {
+    for (const source of scratch ? sources : []) {
+      for await (const file of filesUnder(await filesOf(source, scratch!))) {
+        const id = blobId(await readFile(file));
+        if (wanted.has(id) && !found.has(id)) found.set(id, { file, from: source });
       }
-    } finally {
-      await rm(scratch, { recursive: true, force: true });
     }
+    const done: SourceCompletion[] = [];
+    for (const { mirror, missing } of lacking) {
+      const filled: SourceCompletion["filled"] = [];
+      for (const [id, paths] of missing) {
+        const at = found.get(id);
+        if (!at) continue;
+        const written = (await git([`--git-dir=${mirror}`, "hash-object", "-w", "--no-filters", "--stdin"], { input: await readFile(at.file) })).trim();
+        if (written !== id) throw new Error(`git wrote ${at.file} as ${written}, not as ${id}`);
+        missing.delete(id);
+        filled.push({ id, paths: [...paths].sort(), from: at.from });
+      }
+      const left = [...missing].map(([id, paths]) => ({ id, paths: [...paths].sort() }));
+      const byPath = (a: { paths: string[] }, b: { paths: string[] }) => a.paths[0]!.localeCompare(b.paths[0]!);
+      done.push({ mirror, missing: filled.length + left.length, filled: filled.sort(byPath), left: left.sort(byPath) });
+    }
+    return done;
+  } finally {
+    if (scratch) await rm(scratch, { recursive: true, force: true });
   }
-  const left = [...missing].map(([id, paths]) => ({ id, paths: [...paths].sort() })).sort((a, b) => a.paths[0]!.localeCompare(b.paths[0]!));
-  return { mirror, missing: filled.length + left.length, filled: filled.sort((a, b) => a.paths[0]!.localeCompare(b.paths[0]!)), left };
+}
+
+/** One mirror completed (see completeSources). */
+export async function completeSource(mirror: string, commits: readonly string[], sources: readonly string[]): Promise<SourceCompletion> {
+  return (await completeSources([{ mirror, commits }], sources))[0]!;
 }

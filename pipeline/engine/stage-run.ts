@@ -333,10 +333,9 @@ export async function runStage(
   const previous = store.readLock().stages[stage.name];
   // A record that met a source lacking file contents is looked at again (record-map.ts): the
   // source may have been completed since, which none of the stage's inputs shows.
-  const sourceIncomplete = (previous?.counts.by_reason.incomplete_source ?? 0) > 0;
-  if (sourceIncomplete && !force && !recheck)
-    log.info(`${previous!.counts.by_reason.incomplete_source} record(s) met an incomplete source last time: looking again`);
-  if (!force && !recheck && !sourceIncomplete && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
+  const incompleteSources = previous?.counts.by_reason.incomplete_source ?? 0;
+  if (incompleteSources && !force && !recheck) log.info(`${incompleteSources} record(s) met an incomplete source last time: looking again`);
+  if (!force && !recheck && !incompleteSources && previous && previous.key === key.key && outputsIntact(store, stage, previous, run.baseDir)) {
     log.info("up to date: inputs, config, settings and code unchanged; no work done");
     const listed = stage.gate?.list ? (await store.readRecords(stage.name, REJECTS)).records.map((r) => listedLine(Reject.parse(r))) : [];
     return {

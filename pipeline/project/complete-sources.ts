@@ -1,4 +1,4 @@
-import { completeSource, type SourceCompletion } from "../checkouts/complete-source.ts";
+import { completeSources, type SourceCompletion } from "../checkouts/complete-source.ts";
 import type { Project } from "./project.ts";
 import { readSplitArtifacts } from "./split-artifacts.ts";
 
@@ -20,11 +20,16 @@ export async function completePipelineSources(project: Project, sources: readonl
   const resources = project.resources();
   const byRepo = new Map<string, Set<string>>();
   for (const split of splits) byRepo.set(split.repo, (byRepo.get(split.repo) ?? new Set()).add(split.base_commit));
-  const done: RepositoryCompletion[] = [];
-  for (const [repo, commits] of [...byRepo].sort(([a], [b]) => a.localeCompare(b))) {
+  const repos = [...byRepo].sort(([a], [b]) => a.localeCompare(b));
+  const held = [];
+  for (const [repo, commits] of repos) {
     const { path, missing } = await resources.mirrorWith(repo, [...commits].sort());
-    const present = [...commits].filter((c) => !missing.includes(c)).sort();
-    done.push({ repo, commits: commits.size, absentCommits: missing, ...(await completeSource(path, present, sources)) });
+    held.push({ repo, commits: commits.size, absentCommits: missing, mirror: path, present: [...commits].filter((c) => !missing.includes(c)).sort() });
   }
-  return done;
+  // One pass over the sources for every repository.
+  const completed = await completeSources(
+    held.map((h) => ({ mirror: h.mirror, commits: h.present })),
+    sources,
+  );
+  return held.map(({ repo, commits, absentCommits }, i) => ({ repo, commits, absentCommits, ...completed[i]! }));
 }
