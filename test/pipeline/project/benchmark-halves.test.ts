@@ -1,0 +1,42 @@
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../../pipeline/project/config.ts";
+import { BUILT_STAGES } from "../../../stages/index.ts";
+
+const load = (name: string) => loadConfig(fileURLToPath(new URL(`../../../data/benchmarks/${name}.yaml`, import.meta.url)), BUILT_STAGES);
+
+/**
+ * docs/BENCHMARKS.md adds the dev half's sessions to the whole build's: that holds only while the
+ * half is the same benchmark over fewer records (the same seed, session rules, extension files,
+ * curation, audit decisions and select settings). An edit to one config and not the other fails here.
+ */
+describe("switch-swe-lite-dev.yaml, the dev-split half of switch-swe-lite.yaml", () => {
+  const whole = load("switch-swe-lite");
+  const half = load("switch-swe-lite-dev");
+
+  it("validates, and builds in a work directory and an output of its own", () => {
+    expect(half.workDir).not.toBe(whole.workDir);
+    const out = (c: typeof whole) => (c.config.stages.emit as { out_dir: string }).out_dir;
+    expect(out(half)).not.toBe(out(whole));
+  });
+
+  it("mines the whole benchmark's dev-split records, and none of the test half", () => {
+    type Mine = { swebench: { file: string; repos: string[] }[] };
+    const dev = (c: typeof whole) => (c.config.stages.mine as Mine).swebench.filter((s) => s.file.endsWith("swebench-lite-dev.jsonl"));
+    expect((half.config.stages.mine as Mine).swebench).toEqual(dev(half));
+    expect(dev(half)).toEqual(dev(whole));
+    expect(dev(half)[0]!.repos.length).toBeGreaterThan(0);
+  });
+
+  it("keeps the whole benchmark's seed, sessions, stages' settings and reviewed files", () => {
+    expect(half.config.seed).toBe(whole.config.seed);
+    expect(half.config.session).toEqual(whole.config.session);
+    for (const stage of ["split", "qualify", "reconstruct", "oracle", "locality", "select", "schedule", "validate"])
+      expect(half.config.stages[stage], stage).toEqual(whole.config.stages[stage]);
+    const audit = (c: typeof whole) => {
+      const { report_dir: _, ...rest } = c.config.stages.audit as { report_dir: string };
+      return rest;
+    };
+    expect(audit(half)).toEqual(audit(whole));
+  });
+});
