@@ -31,7 +31,7 @@ describe("switch-swe-lite-dev.yaml, the dev-split half of switch-swe-lite.yaml",
   it("keeps the whole benchmark's seed, sessions, stages' settings and reviewed files", () => {
     expect(half.config.seed).toBe(whole.config.seed);
     expect(half.config.session).toEqual(whole.config.session);
-    for (const stage of ["split", "qualify", "reconstruct", "oracle", "locality", "select", "schedule", "validate"])
+    for (const stage of ["split", "qualify", "reconstruct", "oracle", "locality", "select", "schedule", "validate"] as const)
       expect(half.config.stages[stage], stage).toEqual(whole.config.stages[stage]);
     const audit = (c: typeof whole) => {
       const { report_dir: _, ...rest } = c.config.stages.audit as { report_dir: string };
