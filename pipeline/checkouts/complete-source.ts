@@ -95,15 +95,16 @@ export async function completeSources(
 ): Promise<SourceCompletion[]> {
   const lacking = await Promise.all(mirrors.map(async ({ mirror, commits }) => ({ mirror, missing: await missingBlobs(mirror, commits) })));
   const wanted = new Set(lacking.flatMap(({ missing }) => [...missing.keys()]));
+  if (!wanted.size) return lacking.map(({ mirror }) => ({ mirror, missing: 0, filled: [], left: [] }));
   const found = new Map<string, { file: string; from: string }>();
-  const scratch = wanted.size ? await mkdtemp(join(tmpdir(), "switch-swe-complete-")) : undefined;
+  const scratch = await mkdtemp(join(tmpdir(), "switch-swe-complete-"));
   try {
-    for (const source of scratch ? sources : []) {
-      for await (const file of filesUnder(await filesOf(source, scratch!))) {
+    for (const source of sources)
+      for await (const file of filesUnder(await filesOf(source, scratch))) {
         const id = blobId(await readFile(file));
         if (wanted.has(id) && !found.has(id)) found.set(id, { file, from: source });
       }
-    }
+    const byPath = (a: { paths: string[] }, b: { paths: string[] }) => a.paths[0]!.localeCompare(b.paths[0]!);
     const done: SourceCompletion[] = [];
     for (const { mirror, missing } of lacking) {
       const filled: SourceCompletion["filled"] = [];
@@ -116,16 +117,10 @@ export async function completeSources(
         filled.push({ id, paths: [...paths].sort(), from: at.from });
       }
       const left = [...missing].map(([id, paths]) => ({ id, paths: [...paths].sort() }));
-      const byPath = (a: { paths: string[] }, b: { paths: string[] }) => a.paths[0]!.localeCompare(b.paths[0]!);
       done.push({ mirror, missing: filled.length + left.length, filled: filled.sort(byPath), left: left.sort(byPath) });
     }
     return done;
   } finally {
-    if (scratch) await rm(scratch, { recursive: true, force: true });
+    await rm(scratch, { recursive: true, force: true });
   }
-}
-
-/** One mirror completed (see completeSources). */
-export async function completeSource(mirror: string, commits: readonly string[], sources: readonly string[]): Promise<SourceCompletion> {
-  return (await completeSources([{ mirror, commits }], sources))[0]!;
 }

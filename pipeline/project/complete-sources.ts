@@ -2,7 +2,7 @@ import { completeSources, type SourceCompletion } from "../checkouts/complete-so
 import type { Project } from "./project.ts";
 import { readSplitArtifacts } from "./split-artifacts.ts";
 
-/** One repository of a pipeline, its work directory's mirror completed (see completeSource). */
+/** One repository of a pipeline, its work directory's mirror completed (see completeSources). */
 export interface RepositoryCompletion extends SourceCompletion {
   repo: string;
   /** Base commits of split tasks, and those of them its source does not have (nothing to complete there). */

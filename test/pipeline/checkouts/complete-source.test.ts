@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { formatSummary } from "../../../pipeline/engine/engine.ts";
 import { freshCheckout } from "../../../pipeline/checkouts/checkout.ts";
-import { blobId, completeSource } from "../../../pipeline/checkouts/complete-source.ts";
+import { blobId, completeSources } from "../../../pipeline/checkouts/complete-source.ts";
 import { git } from "../../../pipeline/git.ts";
 import { repoWithChange } from "../../helpers/git-repo.ts";
 import { runLineStage } from "../../helpers/line-stage.ts";
@@ -43,29 +43,49 @@ async function sdist() {
   return archive;
 }
 
+/** One mirror completed: completeSources over it alone. */
+const completeOne = async (mirror: string, commits: string[], sources: string[]) => (await completeSources([{ mirror, commits }], sources))[0]!;
+
 describe("completing a source that lacks file contents", () => {
   it("writes from an archive only the file whose blob id the commits name, after which the commit checks out whole", async () => {
     const { repo, mirror, blob } = await incompleteMirror();
     expect(blobId(DATA)).toBe(blob);
-    const before = await completeSource(mirror, [repo.base, repo.head], [tempDir()]);
+    const before = await completeOne(mirror, [repo.base, repo.head], [tempDir()]);
     expect(before).toMatchObject({ missing: 1, filled: [], left: [{ id: blob, paths: ["pkg/data/table.bin"] }] });
 
     const archive = await sdist();
-    const done = await completeSource(mirror, [repo.base, repo.head], [archive]);
+    const done = await completeOne(mirror, [repo.base, repo.head], [archive]);
     expect(done).toEqual({ mirror, missing: 1, filled: [{ id: blob, paths: ["pkg/data/table.bin"], from: archive }], left: [] });
     expect(Buffer.from(await git([`--git-dir=${mirror}`, "cat-file", "blob", blob]), "latin1")).toHaveLength(DATA.length);
     const checkout = await freshCheckout(mirror, repo.base, [], tempDir());
     await checkout.dispose();
     // Nothing missing any more: no source is read (this one does not exist).
-    expect(await completeSource(mirror, [repo.base], [join(tempDir(), "absent.tar.gz")])).toMatchObject({ missing: 0, filled: [], left: [] });
+    expect(await completeOne(mirror, [repo.base], [join(tempDir(), "absent.tar.gz")])).toMatchObject({ missing: 0, filled: [], left: [] });
+  });
+
+  it("completes every mirror from one reading of the sources, each only with what it lacks", async () => {
+    const [first, second] = [await incompleteMirror(), await incompleteMirror()];
+    const whole = await incompleteMirror();
+    await git([`--git-dir=${whole.mirror}`, "hash-object", "-w", "--stdin"], { input: DATA });
+    const archive = await sdist();
+    const done = await completeSources(
+      [first, whole, second].map(({ mirror, repo }) => ({ mirror, commits: [repo.base] })),
+      [archive],
+    );
+    expect(done.map((d) => [d.mirror, d.missing, d.filled.length, d.left.length])).toEqual([
+      [first.mirror, 1, 1, 0],
+      [whole.mirror, 0, 0, 0],
+      [second.mirror, 1, 1, 0],
+    ]);
+    for (const { mirror, repo } of [first, second]) await (await freshCheckout(mirror, repo.base, [], tempDir())).dispose();
   });
 
   it("refuses a source that is neither a directory nor a tar archive, naming it", async () => {
     const { repo, mirror } = await incompleteMirror();
     const wheel = join(tempDir(), "pkg-1.0-py3-none-any.whl");
     writeFileSync(wheel, "PK");
-    await expect(completeSource(mirror, [repo.base], [wheel])).rejects.toThrow(`--from ${wheel}: not a directory or a tar archive`);
-    await expect(completeSource(mirror, [repo.base], [join(tempDir(), "none")])).rejects.toThrow(/no such file or directory/);
+    await expect(completeOne(mirror, [repo.base], [wheel])).rejects.toThrow(`--from ${wheel}: not a directory or a tar archive`);
+    await expect(completeOne(mirror, [repo.base], [join(tempDir(), "none")])).rejects.toThrow(/no such file or directory/);
   });
 
   it("a stage's record that met the incomplete source is rejected and tried again on the next run, taken up once the source is complete", async () => {
@@ -84,7 +104,7 @@ describe("completing a source that lacks file contents", () => {
     expect(first.rejects[0].message).toContain("switch-swe mirrors complete");
     // Not a transient failure: the stage is complete, its reject said.
     expect(first.summary.stages[0]!.status).not.toBe("incomplete");
-    await completeSource(mirror, [repo.base], [await sdist()]);
+    await completeOne(mirror, [repo.base], [await sdist()]);
     const second = await run();
     expect(second.summary.stages[0], formatSummary(second.summary)).toMatchObject({ out: 1, rejected: 0 });
   });
