@@ -11,6 +11,12 @@ import { git, GitError } from "../git.ts";
 export interface ReversedReference {
   taskId: string;
   patch: string;
+  /**
+   * Files of the reference set back whole to their version at `to` (the commit before the task's
+   * fix) instead of reversed, with every later change to them: where later work on a source file
+   * makes its reverse conflict (`stages.select.roll_back: files`). A path `to` lacks is removed.
+   */
+  rolledBack?: { to: string; paths: string[] };
 }
 
 /** The fixed identity of a derived commit, so every machine that makes it gets the same id. */
@@ -33,7 +39,13 @@ export type DerivedCommit =
        */
       removedTests: string[];
     }
-  | { ok: false; taskId: string; error: string };
+  | {
+      ok: false;
+      taskId: string;
+      error: string;
+      /** The file whose reverse failed, where one did (not when the reference cannot be read at all). */
+      path?: string;
+    };
 
 /**
  * A commit of `base`'s files with each given task's upstream reference reversed out of them (git
@@ -57,32 +69,38 @@ export async function derivedCommit(mirror: string, base: string, reversed: read
   const removedTests: string[] = [];
   try {
     await run(["read-tree", base]);
-    for (const { taskId, patch } of reversed) {
-      const before = (await run(["write-tree"])).trim();
-      // Three-way, from the blobs the full-index patch names: the later base's lines around the
-      // change may have moved (tests appended after it), which a strict reverse would refuse.
-      const whole = await reverseMerged(run, patch);
-      if (whole.ok) continue;
-      await run(["read-tree", before]);
+    for (const { taskId, patch: whole, rolledBack } of reversed) {
       let sections;
       try {
-        sections = parseGitDiff(patch);
+        sections = parseGitDiff(whole);
       } catch (error) {
         if (error instanceof DiffParseError) return { ok: false, taskId, error: `its reference cannot be read: ${error.message}` };
         throw error;
       }
+      const rolled = new Set(rolledBack?.paths ?? []);
+      if (rolledBack) {
+        for (const path of rolledBack.paths) await rollBack(run, rolledBack.to, path);
+        sections = sections.filter((s) => !rolled.has(s.path));
+      }
+      const patch = rolled.size ? sections.map((s) => s.raw).join("") : whole;
+      const before = (await run(["write-tree"])).trim();
+      // Three-way, from the blobs the full-index patch names: the later base's lines around the
+      // change may have moved (tests appended after it), which a strict reverse would refuse.
+      if (!patch || (await reverseMerged(run, patch)).ok) continue;
+      await run(["read-tree", before]);
       for (const section of sections) {
         const state = (await run(["write-tree"])).trim();
         const file = await reverseMerged(run, section.raw);
         if (file.ok) continue;
         await run(["read-tree", state]);
         const taken = isTestFileName(section.path) ? await testsTakenOut(run, scratch, section) : { ok: false as const, error: "" };
-        if (!taken.ok) return { ok: false, taskId, error: taken.error || file.error };
+        if (!taken.ok) return { ok: false, taskId, error: taken.error || file.error, path: section.path };
         removedTests.push(...taken.removed);
       }
     }
     const tree = (await run(["write-tree"])).trim();
-    const message = `switch-swe: ${base} without the upstream reference of ${reversed.map((r) => r.taskId).join(", ")}\n`;
+    const rolled = reversed.filter((r) => r.rolledBack?.paths.length).map((r) => `${r.taskId}: ${r.rolledBack!.paths.join(", ")} as at ${r.rolledBack!.to}`);
+    const message = `switch-swe: ${base} without the upstream reference of ${reversed.map((r) => r.taskId).join(", ")}\n${rolled.length ? `\nset back whole: ${rolled.join("; ")}\n` : ""}`;
     const commit = (await run(["commit-tree", tree, "-p", base], message)).trim();
     await run(["update-ref", `refs/switch-swe/derived/${commit}`, commit]);
     return { ok: true, commit, removedTests };
@@ -92,6 +110,17 @@ export async function derivedCommit(mirror: string, base: string, reversed: read
 }
 
 type Run = (args: string[], input?: string) => Promise<string>;
+
+/** Sets `path` in the index to its version at `commit`, or removes it where `commit` has none. */
+async function rollBack(run: Run, commit: string, path: string): Promise<void> {
+  const entry = (await run(["ls-tree", "-z", commit, "--", path])).replace(/\0$/, "");
+  if (!entry) {
+    await run(["update-index", "--force-remove", "--", path]);
+    return;
+  }
+  const [mode, , blob] = entry.split("\t")[0]!.split(" ") as [string, string, string];
+  await run(["update-index", "--add", "--cacheinfo", `${mode},${blob},${path}`]);
+}
 
 /** Reverses a patch into the index three ways; a conflict leaves the index unmerged and is said. */
 async function reverseMerged(run: Run, patch: string): Promise<{ ok: true } | { ok: false; error: string }> {
@@ -190,7 +219,24 @@ export interface SessionCheckout {
   path: string;
   task_id: string;
   base_commit: string;
-  derived?: { without: string[]; commit: string };
+  derived?: DerivedCheckout;
+}
+
+/** A derived checkout as select records it: the tasks reversed out, files set back whole (where any), and the commit that gives. */
+export interface DerivedCheckout {
+  without: string[];
+  commit: string;
+  rolled_back?: { task_id: string; to: string; paths: string[] }[];
+}
+
+/** The references a derived checkout reverses, each with the files it sets back whole; a task whose upstream patch is not at hand is an error. */
+export function reversalsOf(derived: DerivedCheckout, upstreamPatch: (taskId: string) => string | undefined, where: string): ReversedReference[] {
+  return derived.without.map((taskId) => {
+    const patch = upstreamPatch(taskId);
+    if (patch === undefined) throw new Error(`${where} reverses ${taskId}'s fix, but no held-out asset of ${taskId} is at hand`);
+    const rolled = derived.rolled_back?.find((r) => r.task_id === taskId);
+    return { taskId, patch, ...(rolled ? { rolledBack: { to: rolled.to, paths: rolled.paths } } : {}) };
+  });
 }
 
 /**
@@ -201,11 +247,7 @@ export interface SessionCheckout {
  */
 export async function checkoutCommit(mirror: string, checkout: SessionCheckout, upstreamPatch: (taskId: string) => string | undefined): Promise<string> {
   if (!checkout.derived) return checkout.base_commit;
-  const reversed = checkout.derived.without.map((taskId) => {
-    const patch = upstreamPatch(taskId);
-    if (patch === undefined) throw new Error(`${checkout.path} (${checkout.task_id}) reverses ${taskId}'s fix, but no held-out asset of ${taskId} is at hand`);
-    return { taskId, patch };
-  });
+  const reversed = reversalsOf(checkout.derived, upstreamPatch, `${checkout.path} (${checkout.task_id})`);
   const made = await derivedCommit(mirror, checkout.base_commit, reversed);
   if (!made.ok) throw new Error(`${checkout.path} (${checkout.task_id}): ${made.taskId}'s fix does not reverse out of ${checkout.base_commit}: ${made.error}`);
   if (made.commit !== checkout.derived.commit)

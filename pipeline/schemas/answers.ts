@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CommitSha, RepoName, TaskId } from "./common.ts";
+import { DerivedCheckout } from "./selection.ts";
 
 /**
  * The commit that brought a task's upstream fix into the repository's history, and how it was
@@ -43,7 +44,7 @@ export type AnswerEvidence = z.infer<typeof AnswerEvidence>;
 export const CheckoutTree = z.object({
   base_commit: CommitSha,
   /** Set for a derived checkout: the tasks whose upstream fix and tests were reversed out of the base, and the commit that gives its files (made the same way everywhere: fixed author, date and message). */
-  derived: z.object({ without: z.array(TaskId).min(1), commit: CommitSha }).optional(),
+  derived: DerivedCheckout.optional(),
 });
 export type CheckoutTree = z.infer<typeof CheckoutTree>;
 

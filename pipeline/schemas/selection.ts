@@ -1,6 +1,22 @@
 import { z } from "zod";
 import { CommitSha, LocalityClass, RepoName, TaskId } from "./common.ts";
 
+/**
+ * An interruption checkout made from its base with other tasks' upstream fixes reversed out (the
+ * answer rule's revert strategy, SPEC §2.7): the tasks reversed, the commit that gives its files,
+ * and, where the fix alone would not reverse, the fix's files set back whole to their version
+ * before it (`to`, the fix commit's first parent), with every later change to them.
+ */
+export const DerivedCheckout = z.object({
+  without: z.array(TaskId).min(1),
+  commit: CommitSha,
+  rolled_back: z
+    .array(z.object({ task_id: TaskId, to: CommitSha, paths: z.array(z.string().min(1)).min(1) }))
+    .min(1)
+    .optional(),
+});
+export type DerivedCheckout = z.infer<typeof DerivedCheckout>;
+
 /** One session chosen by select: its focus, locality group, interruptions and case seed. */
 export const SelectedSession = z.object({
   focus: TaskId,
@@ -11,7 +27,7 @@ export const SelectedSession = z.object({
   /** How many of the interruptions have a single request (taken because too few eligible ones had two or more): they cannot be resumed. */
   single_request_interruptions: z.number().int().min(0),
   /** Interruption checkouts made from their base with the focus's upstream fix reversed out (the answer rule's revert strategy, SPEC §2.7). */
-  derived_checkouts: z.array(z.object({ task_id: TaskId, without: z.array(TaskId).min(1), commit: CommitSha })),
+  derived_checkouts: z.array(DerivedCheckout.extend({ task_id: TaskId })),
   /** Where a checkout of the session holds an interruption's answer (reported; kept out when the config's rule says so). */
   interruption_answers: z.array(z.object({ task_id: TaskId, checkout_task: TaskId })),
 });
@@ -34,6 +50,8 @@ export const RevertRecord = z.object({
   commit: CommitSha.optional(),
   /** Tests taken out of test files whose reverse conflicted, instead of reversed (pytest node id prefixes); absent when none. */
   removed_tests: z.array(z.string()).optional(),
+  /** The focus's files set back whole to their version before its fix, where its reverse alone conflicted (`stages.select.roll_back: files`). */
+  rolled_back: z.object({ to: CommitSha, paths: z.array(z.string().min(1)).min(1) }).optional(),
   reason: z.string().optional(),
 });
 export type RevertRecord = z.infer<typeof RevertRecord>;

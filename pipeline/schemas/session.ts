@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { CommitSha, LocalityClass, RepoName, TaskId } from "./common.ts";
+import { DerivedCheckout } from "./selection.ts";
 
 /**
  * What the agent is sent: the repository, the active checkout and the cleaned requirement text,
@@ -48,10 +49,11 @@ export const SessionSpec = z.object({
       /**
        * A checkout whose base holds the focus's fix, with that fix reversed out (SPEC §2.7, the
        * revert strategy): its files are `commit`, the base with the upstream change of each task
-       * of `without` reversed (their held-out `upstream.patch`), which a runner makes again and
-       * checks against this id (pipeline/checkouts/derived.ts).
+       * of `without` reversed (their held-out `upstream.patch`; files named in `rolled_back` set
+       * back whole to their version at its `to`), which a runner makes again and checks against
+       * this id (pipeline/checkouts/derived.ts).
        */
-      derived: z.object({ without: z.array(TaskId).min(1), commit: CommitSha }).optional(),
+      derived: DerivedCheckout.optional(),
     }),
   ),
   budget: z.object({

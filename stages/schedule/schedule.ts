@@ -186,7 +186,9 @@ export function sessionSpec({ session, benchmark, seed, task, text, checkoutPath
           path: checkout.get(id)!,
           task_id: id,
           base_commit: task(id).baseCommit,
-          ...(derived ? { derived: { without: derived.without, commit: derived.commit } } : {}),
+          ...(derived
+            ? { derived: { without: derived.without, commit: derived.commit, ...(derived.rolled_back ? { rolled_back: derived.rolled_back } : {}) } }
+            : {}),
         };
       })
       .sort((a, b) => (a.path < b.path ? -1 : 1)),

@@ -1,13 +1,15 @@
 import { z } from "zod";
 import { describeEvidence } from "../../pipeline/answers/index.ts";
 import { openRepositoryAnswers } from "../../pipeline/answers/open.ts";
+import type { RepositoryAnswers } from "../../pipeline/answers/repository.ts";
+import { git, GitError } from "../../pipeline/git.ts";
 import { AnswerExposure } from "../../pipeline/schemas/answers.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { RevertRecord, RuleExclusionRecord, SelectedSession } from "../../pipeline/schemas/selection.ts";
 import { SplitChange } from "../../pipeline/schemas/split.ts";
 import { Task } from "../../pipeline/schemas/task.ts";
 import { defineStage, input, type StageContext } from "../../pipeline/engine/stage.ts";
-import { revertFocusOutOf, type RevertVerdict } from "./revert.ts";
+import { NOTHING_TO_ROLL_BACK, revertFocusOutOf, type RevertVerdict } from "./revert.ts";
 import { selectSessions, type AnswerRuleView } from "./select.ts";
 
 export { caseSeed, NO_ANSWERS_HELD, selectSessions } from "./select.ts";
@@ -20,6 +22,14 @@ export const SelectConfig = z.strictObject({
   min_interruption_stages: z.number().int().min(1).default(1),
   /** Runs of each state when an interruption is qualified again on a base with the focus's fix reversed out (session.answer_rule.strategy: revert). */
   requalify_runs: z.number().int().min(1).default(3),
+  /**
+   * With the revert strategy, where the focus's fix does not reverse out of a source file because
+   * later work built on it. never: that interruption is not viable. files: that file is set back
+   * whole to its version before the fix (with every later change to it), kept only if no other
+   * file of the checkout uses a definition this takes away and the interruption still qualifies
+   * there; the session names the files (`derived.rolled_back`).
+   */
+  roll_back: z.enum(["never", "files"]).default("never"),
   /** A shortfall of near or far sessions against the counts above fails the stage, instead of a warning. */
   strict: z.boolean().default(false),
 });
@@ -32,6 +42,8 @@ export const selectStage = defineStage({
   version: "2",
   module: import.meta.url,
   configSchema: SelectConfig,
+  // A revert's verdict depends on its runs alone of this config (rolling back joins its own record's key): new counts or a new roll_back reuse every verdict.
+  recordConfig: (config) => ({ requalify_runs: config.requalify_runs }),
   usesSeed: true,
   settings: ["session", "profiles", "execution"],
   flags: [{ flag: "--strict", description: "fewer near or far sessions than configured is an error, not a warning", key: "strict" }],
@@ -92,34 +104,61 @@ async function reverter(
     const split = splits.get(candidate);
     const repository = repositories.get(c.repo);
     if (!split || !repository) return { ok: false, reason: `${candidate} has no split record or its repository cannot be read` };
-    const [verdict] = await ctx.mapRecords([{ focus, candidate }], {
-      id: () => `${candidate} without ${focus}`,
-      dependsOn: () => ({ focus: f, candidate: c, split, executor: executor.kind }),
-      work: async (): Promise<RevertVerdict> =>
-        revertFocusOutOf(
-          {
-            focus: f,
-            candidate: c,
-            split,
-            repository: repository.answers,
-            mirror: repository.mirror,
-            testModules: ctx.profiles.profiles.get(c.repo)?.profile.classification.test_modules,
-            runs: ctx.config.requalify_runs,
-          },
-          { executor, checkout: ctx.checkout.bind(ctx), saveLog: ctx.saveLog.bind(ctx), log: ctx.log },
-        ),
-    });
-    const outcome: RevertVerdict = verdict ?? { ok: false, reason: `the re-qualification of ${candidate} did not finish (see the stage's rejects)` };
+    const attempt = async (rollBackTo?: string): Promise<RevertVerdict> => {
+      const [verdict] = await ctx.mapRecords([{ focus, candidate }], {
+        // Rolling back is a record of its own, so that the verdicts without it stay cached as they were.
+        id: () => `${candidate} without ${focus}${rollBackTo ? ", files set back" : ""}`,
+        dependsOn: () => ({ focus: f, candidate: c, split, executor: executor.kind, ...(rollBackTo ? { rollBackTo } : {}) }),
+        work: async (): Promise<RevertVerdict> =>
+          revertFocusOutOf(
+            {
+              focus: f,
+              candidate: c,
+              split,
+              repository: repository.answers,
+              mirror: repository.mirror,
+              testModules: ctx.profiles.profiles.get(c.repo)?.profile.classification.test_modules,
+              runs: ctx.config.requalify_runs,
+              ...(rollBackTo ? { rollBackTo } : {}),
+            },
+            { executor, checkout: ctx.checkout.bind(ctx), saveLog: ctx.saveLog.bind(ctx), log: ctx.log },
+          ),
+      });
+      return verdict ?? { ok: false, reason: `the re-qualification of ${candidate} did not finish (see the stage's rejects)` };
+    };
+    let outcome = await attempt();
+    if (!outcome.ok && ctx.config.roll_back === "files") {
+      const before = await fixParent(repository, f);
+      const rolled = before ? await attempt(before) : undefined;
+      if (rolled && !(!rolled.ok && rolled.reason === NOTHING_TO_ROLL_BACK)) outcome = rolled;
+    }
     given.reverts.push({
       focus,
       task_id: candidate,
       viable: outcome.ok,
       ...(outcome.ok
-        ? { commit: outcome.commit, ...(outcome.removedTests.length ? { removed_tests: outcome.removedTests } : {}) }
+        ? {
+            commit: outcome.commit,
+            ...(outcome.removedTests.length ? { removed_tests: outcome.removedTests } : {}),
+            ...(outcome.rolledBack ? { rolled_back: outcome.rolledBack } : {}),
+          }
         : { reason: outcome.reason }),
     });
     return outcome;
   };
+}
+
+/** The commit before `task`'s fix (its first parent), which files are set back to; none where the repository holds no fix. */
+async function fixParent(repository: { answers: RepositoryAnswers; mirror: string }, task: HeldoutTask): Promise<string | undefined> {
+  const { facts } = await repository.answers.of(task);
+  if (!facts.fix) return undefined;
+  try {
+    return (await git([`--git-dir=${repository.mirror}`, "rev-parse", "--verify", `${facts.fix}^1^{commit}`])).trim();
+  } catch (error) {
+    // A root commit has no parent: nothing to set back to.
+    if (error instanceof GitError && error.code === 128) return undefined;
+    throw error;
+  }
 }
 
 /** The stage's rejects and log: foci skipped with the rule's part in it, shortfalls, and what the rule cost. */

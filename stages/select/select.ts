@@ -19,7 +19,10 @@ export interface AnswerRuleView {
   /** Why it holds it, for people. */
   why(task: string, checkoutTask: string): string;
   /** The revert strategy: `candidate`'s base with `focus`'s upstream fix reversed out, re-qualified (slow; asked only when needed). */
-  revert?: (focus: string, candidate: string) => Promise<{ ok: true; commit: string } | { ok: false; reason: string }>;
+  revert?: (
+    focus: string,
+    candidate: string,
+  ) => Promise<{ ok: true; commit: string; rolledBack?: { to: string; paths: string[] } } | { ok: false; reason: string }>;
   /** Interruptions' answers are kept out of every other checkout too, not only reported. */
   exclusive: boolean;
 }
@@ -151,7 +154,12 @@ async function sessionFor(focus: SelectableTask, group: LocalityClass, drawing: 
       continue;
     }
     chosen.push(id);
-    derived.push({ task_id: id, without: [focus.id], commit: reverted.commit });
+    derived.push({
+      task_id: id,
+      without: [focus.id],
+      commit: reverted.commit,
+      ...(reverted.rolledBack ? { rolled_back: [{ task_id: focus.id, ...reverted.rolledBack }] } : {}),
+    });
   }
   result.exclusions.push(...exclusions);
   if (chosen.length < options.interruptions) {

@@ -1,5 +1,5 @@
 import { answerEvidence, describeEvidence, type RepositoryAnswers } from "../../pipeline/answers/index.ts";
-import { derivedCommit } from "../../pipeline/checkouts/derived.ts";
+import { derivedCommit, reversalsOf } from "../../pipeline/checkouts/derived.ts";
 import type { AnswerRuleSettings } from "../../pipeline/engine/settings.ts";
 import type { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import type { SessionSpec } from "../../pipeline/schemas/session.ts";
@@ -36,7 +36,7 @@ export async function answerChecks(
       trees.set(c.path, c.base_commit);
       continue;
     }
-    const reversed = c.derived.without.map((id) => ({ taskId: id, patch: heldout.get(id)?.upstream.patch ?? "" }));
+    const reversed = reversalsOf(c.derived, (id) => heldout.get(id)?.upstream.patch ?? "", `${c.path} (${c.task_id})`);
     const made = await derivedCommit(repository.mirror, c.base_commit, reversed);
     if (!made.ok || made.commit !== c.derived.commit)
       rebuilt.push(

@@ -1,7 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { derivedCommit } from "../../../pipeline/checkouts/derived.ts";
+import { checkoutCommit, derivedCommit } from "../../../pipeline/checkouts/derived.ts";
+import { takenAwayUse } from "../../../pipeline/checkouts/roll-back.ts";
 import { git } from "../../../pipeline/git.ts";
 import { GIT_IDENTITY, repoWithChange } from "../../helpers/git-repo.ts";
 
@@ -63,16 +64,19 @@ describe("a derived checkout whose test file does not reverse", () => {
       ok: false,
       taskId: "o__r-1",
       error: "the reverse conflicts with later changes to tests/test_a.py outside its tests",
+      path: "tests/test_a.py",
     });
     expect(await derivedCommit(repo.gitDir, later.renamed!, [{ taskId: "o__r-1", patch: repo.diff }])).toEqual({
       ok: false,
       taskId: "o__r-1",
       error: "the reverse conflicts with later changes to tests/test_a.py, and the reference's TestNew is still there under another name",
+      path: "tests/test_a.py",
     });
     expect(await derivedCommit(repo.gitDir, later.source!, [{ taskId: "o__r-1", patch: repo.diff }])).toEqual({
       ok: false,
       taskId: "o__r-1",
       error: "the reverse conflicts with later changes to pkg/m.py",
+      path: "pkg/m.py",
     });
   });
 
@@ -81,5 +85,79 @@ describe("a derived checkout whose test file does not reverse", () => {
     const made = await derivedCommit(repo.gitDir, repo.head, [{ taskId: "o__r-1", patch: repo.diff }]);
     expect(made).toEqual({ ok: true, commit: expect.stringMatching(/^[0-9a-f]{40}$/), removedTests: [] });
     expect(await show((made as { commit: string }).commit, "tests/test_a.py")).toBe(TESTS);
+  });
+});
+
+describe("a derived checkout whose source file is set back whole (select's roll_back: files)", () => {
+  it("sets the file back to its version before the fix, reverses the rest, names the files in its message, and is made again the same", async () => {
+    const { repo, later, show } = await history();
+    const reversal = [{ taskId: "o__r-1", patch: repo.diff, rolledBack: { to: repo.base, paths: ["pkg/m.py"] } }];
+    const made = await derivedCommit(repo.gitDir, later.source!, reversal);
+    expect(made).toEqual({ ok: true, commit: expect.stringMatching(/^[0-9a-f]{40}$/), removedTests: [] });
+    const commit = (made as { commit: string }).commit;
+    expect(await show(commit, "pkg/m.py")).toBe("X = 1\n");
+    expect(await show(commit, "tests/test_a.py")).toBe(TESTS);
+    expect(await git([`--git-dir=${repo.gitDir}`, "log", "-1", "--format=%B", commit])).toContain(`set back whole: o__r-1: pkg/m.py as at ${repo.base}`);
+    expect(await derivedCommit(repo.gitDir, later.source!, reversal)).toEqual(made);
+    // A runner makes it from the session's record of it, and refuses one that does not name the files it set back.
+    const checkout = { path: "/work/b", task_id: "o__r-2", base_commit: later.source! };
+    const derived = { without: ["o__r-1"], commit };
+    const patch = () => repo.diff;
+    expect(
+      await checkoutCommit(
+        repo.gitDir,
+        { ...checkout, derived: { ...derived, rolled_back: [{ task_id: "o__r-1", to: repo.base, paths: ["pkg/m.py"] }] } },
+        patch,
+      ),
+    ).toBe(commit);
+    await expect(checkoutCommit(repo.gitDir, { ...checkout, derived }, patch)).rejects.toThrow(/o__r-1's fix does not reverse out of .*pkg\/m\.py/);
+  });
+
+  it("removes a file the fix added where the commit before it has none", async () => {
+    const repo = await repoWithChange({ "pkg/m.py": "X = 1\n" }, { "pkg/new.py": "def f():\n    return 1\n" });
+    const run = (args: string[]) => git(args, { cwd: repo.dir, env: GIT_IDENTITY });
+    writeFileSync(join(repo.dir, "pkg/new.py"), "def f():\n    return 2\n");
+    await run(["commit", "--quiet", "-am", "later"]);
+    const later = (await run(["rev-parse", "HEAD"])).trim();
+    expect(await derivedCommit(repo.gitDir, later, [{ taskId: "o__r-1", patch: repo.diff }])).toMatchObject({ ok: false, path: "pkg/new.py" });
+    const made = await derivedCommit(repo.gitDir, later, [{ taskId: "o__r-1", patch: repo.diff, rolledBack: { to: repo.base, paths: ["pkg/new.py"] } }]);
+    expect(made.ok).toBe(true);
+    expect(await git([`--git-dir=${repo.gitDir}`, "ls-tree", "-r", "--name-only", (made as { commit: string }).commit])).toBe("pkg/m.py\n");
+  });
+});
+
+describe("what setting a file back takes away from the rest of the checkout", () => {
+  /** A fix to pkg/m.py, then later work: a helper added to it and used by another module, and a helper no other file names. */
+  async function built() {
+    const repo = await repoWithChange({ "pkg/m.py": "def f():\n    return 1\n" }, { "pkg/m.py": "def f():\n    return 2\n" });
+    const run = (args: string[]) => git(args, { cwd: repo.dir, env: GIT_IDENTITY });
+    writeFileSync(
+      join(repo.dir, "pkg/m.py"),
+      "def f():\n    return 2\n\n\nclass Box:\n    def unpack(self):\n        return 3\n\n    def __repr__(self):\n        return 'Box'\n",
+    );
+    writeFileSync(join(repo.dir, "pkg/use.py"), "from pkg.m import f\n\nprint(f())\n");
+    await run(["add", "--all"]);
+    await run(["commit", "--quiet", "-m", "a class no one else uses"]);
+    const unused = (await run(["rev-parse", "HEAD"])).trim();
+    writeFileSync(join(repo.dir, "pkg/use.py"), "from pkg.m import Box, f\n\nprint(f(), Box().unpack())\n");
+    writeFileSync(join(repo.dir, "pkg/notes.txt"), "Box unpack\n");
+    await run(["add", "--all"]);
+    await run(["commit", "--quiet", "-m", "used"]);
+    const used = (await run(["rev-parse", "HEAD"])).trim();
+    const derive = async (later: string) => {
+      const made = await derivedCommit(repo.gitDir, later, [{ taskId: "o__r-1", patch: repo.diff, rolledBack: { to: repo.base, paths: ["pkg/m.py"] } }]);
+      return (made as { commit: string }).commit;
+    };
+    return { repo, unused, used, derive };
+  }
+
+  it("finds the first Python file that still names a definition the older version lacks, and only Python files", async () => {
+    const { repo, used, derive } = await built();
+    expect(await takenAwayUse(repo.gitDir, used, await derive(used), ["pkg/m.py"])).toEqual({ name: "Box", definedIn: "pkg/m.py", usedIn: "pkg/use.py" });
+  });
+
+  it("finds nothing where no other file names what went, dunder methods aside", async () => {
+    const { repo, unused, derive } = await built();
+    expect(await takenAwayUse(repo.gitDir, unused, await derive(unused), ["pkg/m.py"])).toBeUndefined();
   });
 });

@@ -8,7 +8,7 @@ import { LocalExecutor } from "../../../pipeline/executors/local.ts";
 import { git } from "../../../pipeline/git.ts";
 import { silentLogger } from "../../../pipeline/logger.ts";
 import type { HeldoutTask } from "../../../pipeline/schemas/heldout.ts";
-import { revertFocusOutOf, type RevertRun } from "../../../stages/select/revert.ts";
+import { NOTHING_TO_ROLL_BACK, revertFocusOutOf, type RevertRun } from "../../../stages/select/revert.ts";
 import { answerHistory, heldoutOf, splitOf, type AnswerHistory, type HistoryTask } from "../../helpers/answer-history.ts";
 import { fileTempDir } from "../../helpers/tmp.ts";
 
@@ -46,8 +46,8 @@ beforeAll(async () => {
   };
 });
 
-/** The verdict for one candidate, with the sets its own qualification found on its own base. */
-function revert(candidate: HistoryTask, sets: { fail_to_pass: string[]; pass_to_pass: string[] }) {
+/** The verdict for one candidate, with the sets its own qualification found on its own base (rolling back to `rollBackTo` where given). */
+function revert(candidate: HistoryTask, sets: { fail_to_pass: string[]; pass_to_pass: string[] }, rollBackTo?: string) {
   return revertFocusOutOf(
     {
       focus,
@@ -57,6 +57,7 @@ function revert(candidate: HistoryTask, sets: { fail_to_pass: string[]; pass_to_
       mirror: history.gitDir,
       testModules: undefined,
       runs: 1,
+      ...(rollBackTo ? { rollBackTo } : {}),
     },
     run,
   );
@@ -132,5 +133,31 @@ describe("reverting the focus's fix out of an interruption's checkout", () => {
       ok: false,
       reason: `with o__r-7's fix reversed out, o__r-15's tests no longer hold: pass-to-pass no more: ${SHAPES}::test_area_negative`,
     });
+  });
+
+  it("with roll_back: files, sets a source file whose reverse conflicts back to its version before the fix, and keeps the candidate that still qualifies there", async () => {
+    const before = (await git([`--git-dir=${history.gitDir}`, "rev-parse", `${history.commits.merge}^1`])).trim();
+    const verdict = await revert(history.candidates.rewritten, DOUBLE_SETS, before);
+    expect(verdict, JSON.stringify(verdict)).toEqual({
+      ok: true,
+      commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+      removedTests: [],
+      rolledBack: { to: before, paths: ["pkg/shapes.py"] },
+    });
+    const show = (path: string) => git([`--git-dir=${history.gitDir}`, "show", `${(verdict as { commit: string }).commit}:${path}`]);
+    // The file as it was before the fix, later rewrite and all gone; the candidate's other work stays.
+    expect(await show("pkg/shapes.py")).toBe(await git([`--git-dir=${history.gitDir}`, "show", `${before}:pkg/shapes.py`]));
+    expect(await show("pkg/other.py")).toBe("X = 3\n");
+    // A runner makes the same commit from what the session records.
+    const made = await derivedCommit(history.gitDir, history.candidates.rewritten.base, [
+      { taskId: focus.task_id, patch: focus.upstream.patch, rolledBack: { to: before, paths: ["pkg/shapes.py"] } },
+    ]);
+    expect(made).toEqual({ ok: true, commit: (verdict as { commit: string }).commit, removedTests: [] });
+  });
+
+  it("with roll_back: files, leaves a verdict that no file's setting back would change as it was", async () => {
+    const before = (await git([`--git-dir=${history.gitDir}`, "rev-parse", `${history.commits.merge}^1`])).trim();
+    // Its fix reverses; what keeps it out is a module that uses the fix's name.
+    expect(await revert(history.candidates.nameLeft, DOUBLE_SETS, before)).toEqual({ ok: false, reason: NOTHING_TO_ROLL_BACK });
   });
 });

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { derivedCommit } from "../../../pipeline/checkouts/derived.ts";
+import { git } from "../../../pipeline/git.ts";
 import type { SessionSpec } from "../../../pipeline/schemas/session.ts";
 import type { ValidationReport } from "../../../pipeline/schemas/validation.ts";
 import { validateStage } from "../../../stages/validate/index.ts";
@@ -34,14 +35,20 @@ const tasks = () => [
   taskRecord({ id: INTERRUPTION, repo: "o/r", files: history.candidates.independent.split.sourceFiles, stages: 1, base: history.candidates.independent.base }),
 ];
 
-const spec = (derivedCheckout?: string): SessionSpec =>
+const spec = (derivedCheckout?: string, rolledBack?: { to: string; paths: string[] }): SessionSpec =>
   sessionOver(
     tasks(),
     {
       focus: FOCUS,
       interruptions: [INTERRUPTION],
       locality: "near",
-      ...(derivedCheckout ? { derived_checkouts: [{ task_id: INTERRUPTION, without: [FOCUS], commit: derivedCheckout }] } : {}),
+      ...(derivedCheckout
+        ? {
+            derived_checkouts: [
+              { task_id: INTERRUPTION, without: [FOCUS], commit: derivedCheckout, ...(rolledBack ? { rolled_back: [{ task_id: FOCUS, ...rolledBack }] } : {}) },
+            ],
+          }
+        : {}),
     },
     CHECKOUTS,
   );
@@ -102,5 +109,18 @@ describe("validate and the answer rule", () => {
     const path = session.checkouts.find((c) => c.task_id === INTERRUPTION)!.path;
     expect(failed(report).map((c) => c.check)).toEqual(["derived_checkouts"]);
     expect(failed(report)[0]!.detail).toBe(`${path} (${INTERRUPTION}): made again it is ${derived}, not ${history.commits.later}`);
+  });
+
+  it("makes a checkout with a file set back whole as the session records it, and refuses one whose record leaves the setting back out", async () => {
+    const rolledBack = { to: (await git([`--git-dir=${history.gitDir}`, "rev-parse", `${history.commits.merge}^1`])).trim(), paths: ["pkg/shapes.py"] };
+    const made = await derivedCommit(history.gitDir, history.candidates.independent.base, [{ taskId: FOCUS, patch: history.focus.diff, rolledBack }]);
+    if (!made.ok) throw new Error(made.error);
+    const session = spec(made.commit, rolledBack);
+    const { report, passed } = await validate(session);
+    expect(failed(report)).toEqual([]);
+    expect(passed).toEqual([session]);
+    const path = session.checkouts.find((c) => c.task_id === INTERRUPTION)!.path;
+    const { report: without } = await validate(spec(made.commit));
+    expect(failed(without)[0]!.detail).toBe(`${path} (${INTERRUPTION}): made again it is ${derived}, not ${made.commit}`);
   });
 });
