@@ -18,6 +18,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { RepositoryAnswers } from "../pipeline/answers/index.ts";
+import { parseGitDiff } from "../pipeline/changes/diff.ts";
 import { derivedCommit } from "../pipeline/checkouts/derived.ts";
 import { derivedSettingBack, takenAwayUse } from "../pipeline/checkouts/roll-back.ts";
 import { git, localCopyOf } from "../pipeline/git.ts";
@@ -56,7 +57,12 @@ for (const pair of exposed) {
     const { facts } = await answers.of(focus);
     const before = facts.fix ? (await git([`--git-dir=${gitDir}`, "rev-parse", `${facts.fix}^1`]).catch(() => "")).trim() : "";
     if (!before) continue;
-    const again = await derivedSettingBack(gitDir, candidate.base_commit, { taskId: focus.task_id, patch: focus.upstream.patch }, before);
+    const again = await derivedSettingBack(
+      gitDir,
+      candidate.base_commit,
+      { taskId: focus.task_id, patch: focus.upstream.patch, sourceFiles: new Set(parseGitDiff(focus.implementation_patch).map((s) => s.path)) },
+      before,
+    );
     if (!again.made.ok || !again.rolled.length) continue;
     if (await takenAwayUse(gitDir, candidate.base_commit, again.made.commit, again.rolled)) tally.takesAway++;
     else {

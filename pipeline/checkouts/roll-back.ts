@@ -1,4 +1,3 @@
-import { isTestFileName } from "../changes/classify.ts";
 import { pythonDefinitions } from "../changes/python-definitions.ts";
 import { git, GitError } from "../git.ts";
 import { type DerivedCommit, derivedCommit } from "./derived.ts";
@@ -7,19 +6,21 @@ import { type DerivedCommit, derivedCommit } from "./derived.ts";
  * A task's upstream reference reversed out of `base`, and where `rollBackTo` is given (the commit
  * before its fix), each Python source file whose reverse conflicts set back whole to its version
  * there, one file at a time in the order the reverse meets them, until the rest reverses or a
- * file that cannot be set back (a test file, a file that is not Python) stops it. `rolled` names
- * the files set back, in that order.
+ * file that cannot be set back stops it: a file that is not Python, or not of `sourceFiles` (the
+ * task's implementation files as split classified them with the repository's profile: astroid's
+ * `unittest_*.py` are tests there, not sources). `rolled` names the files set back, in that order.
  */
 export async function derivedSettingBack(
   mirror: string,
   base: string,
-  reference: { taskId: string; patch: string },
+  reference: { taskId: string; patch: string; sourceFiles: ReadonlySet<string> },
   rollBackTo: string | undefined,
 ): Promise<{ made: DerivedCommit; rolled: string[] }> {
   const rolled: string[] = [];
-  const attempt = () => derivedCommit(mirror, base, [{ ...reference, ...(rolled.length ? { rolledBack: { to: rollBackTo!, paths: [...rolled] } } : {}) }]);
+  const { taskId, patch, sourceFiles } = reference;
+  const attempt = () => derivedCommit(mirror, base, [{ taskId, patch, ...(rolled.length ? { rolledBack: { to: rollBackTo!, paths: [...rolled] } } : {}) }]);
   let made = await attempt();
-  while (!made.ok && rollBackTo && made.path?.endsWith(".py") && !isTestFileName(made.path) && !rolled.includes(made.path)) {
+  while (!made.ok && rollBackTo && made.path?.endsWith(".py") && sourceFiles.has(made.path) && !rolled.includes(made.path)) {
     rolled.push(made.path);
     made = await attempt();
   }

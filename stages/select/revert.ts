@@ -1,5 +1,6 @@
 import { answerEvidence, describeEvidence, type RepositoryAnswers } from "../../pipeline/answers/index.ts";
 import { readTestPatch } from "../../pipeline/changes/added-tests.ts";
+import { parseGitDiff } from "../../pipeline/changes/diff.ts";
 import { derivedSettingBack, takenAwayUse } from "../../pipeline/checkouts/roll-back.ts";
 import { RecordError } from "../../pipeline/engine/stage.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
@@ -51,12 +52,17 @@ export interface RevertRun {
  * definition that takes away (`takenAwayUse`); the checks above then hold as well. Asked so and no
  * file needs it, the answer is NOTHING_TO_ROLL_BACK (the verdict without rolling back stands).
  */
+/** The files a patch changes (split's implementation patch: the task's source files). */
+function patchFiles(patch: string): Set<string> {
+  return new Set(parseGitDiff(patch).map((section) => section.path));
+}
+
 export async function revertFocusOutOf(input: RevertInput, run: RevertRun): Promise<RevertVerdict> {
   const { focus, candidate } = input;
   const { made: derived, rolled } = await derivedSettingBack(
     input.mirror,
     candidate.base_commit,
-    { taskId: focus.task_id, patch: focus.upstream.patch },
+    { taskId: focus.task_id, patch: focus.upstream.patch, sourceFiles: patchFiles(focus.implementation_patch) },
     input.rollBackTo,
   );
   if (input.rollBackTo && !rolled.length) return { ok: false, reason: NOTHING_TO_ROLL_BACK };

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkoutCommit, derivedCommit } from "../../../pipeline/checkouts/derived.ts";
-import { takenAwayUse } from "../../../pipeline/checkouts/roll-back.ts";
+import { derivedSettingBack, takenAwayUse } from "../../../pipeline/checkouts/roll-back.ts";
 import { git } from "../../../pipeline/git.ts";
 import { GIT_IDENTITY, repoWithChange } from "../../helpers/git-repo.ts";
 
@@ -111,6 +111,21 @@ describe("a derived checkout whose source file is set back whole (select's roll_
       ),
     ).toBe(commit);
     await expect(checkoutCommit(repo.gitDir, { ...checkout, derived }, patch)).rejects.toThrow(/o__r-1's fix does not reverse out of .*pkg\/m\.py/);
+  });
+
+  it("sets back only the task's source files as split classified them, one conflicting file after another", async () => {
+    const { repo, later } = await history();
+    const reference = { taskId: "o__r-1", patch: repo.diff };
+    const sources = await derivedSettingBack(repo.gitDir, later.source!, { ...reference, sourceFiles: new Set(["pkg/m.py"]) }, repo.base);
+    expect(sources).toMatchObject({ made: { ok: true }, rolled: ["pkg/m.py"] });
+    // A file the repository's profile calls a test (astroid's unittest_*.py) is never a source to set back.
+    const notSource = await derivedSettingBack(repo.gitDir, later.source!, { ...reference, sourceFiles: new Set() }, repo.base);
+    expect(notSource).toEqual({
+      made: { ok: false, taskId: "o__r-1", error: "the reverse conflicts with later changes to pkg/m.py", path: "pkg/m.py" },
+      rolled: [],
+    });
+    // No commit to set back to: the reverse alone.
+    expect((await derivedSettingBack(repo.gitDir, later.source!, { ...reference, sourceFiles: new Set(["pkg/m.py"]) }, undefined)).rolled).toEqual([]);
   });
 
   it("removes a file the fix added where the commit before it has none", async () => {
