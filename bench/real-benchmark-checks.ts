@@ -116,17 +116,25 @@ export function checkBuiltBenchmark(
  * each package root of the profile imports from the checkout at its base (/work), and no other
  * copy of it is anywhere in the image (a release a dependency pulled in, a cache).
  */
-export async function checkEnvironmentImages(packages: ReadonlyMap<string, string[]>): Promise<boolean> {
+export async function checkEnvironmentImages(packages: ReadonlyMap<string, string[]>, used: ReadonlySet<string>): Promise<boolean> {
   const run = (args: string[]) => execFileAsync("docker", args, { maxBuffer: 1 << 26 }).then((r) => r.stdout.trim());
   const images = (await run(["images", "--filter", "label=org.switch-swe.repo", "--format", "{{.Repository}}:{{.Tag}}"]))
     .split("\n")
     .filter((i) => i.startsWith("switch-swe-rev:"));
   let checked = 0;
+  let unused = 0;
   const problems: string[] = [];
   for (const image of images) {
-    const repo = await run(["inspect", image, "--format", '{{index .Config.Labels "org.switch-swe.repo"}}']);
-    const roots = packages.get(repo);
+    const [repo, commit] = (
+      await run(["inspect", image, "--format", '{{index .Config.Labels "org.switch-swe.repo"}} {{index .Config.Labels "org.switch-swe.base-commit"}}'])
+    ).split(" ");
+    const roots = packages.get(repo!);
     if (!roots) continue;
+    // An image of a checkout no task or session uses (a revert select tried and refused: its package may not even import) is no part of the benchmark.
+    if (!used.has(commit!)) {
+      unused++;
+      continue;
+    }
     checked++;
     // Package directories only: a root that is one module (pytest's src/py.py shim) shares its name with a dependency.
     for (const pkg of roots.filter((r) => !r.endsWith(".py"))) {
@@ -142,7 +150,7 @@ export async function checkEnvironmentImages(packages: ReadonlyMap<string, strin
     }
   }
   console.log(
-    `${problems.length ? "FAIL" : "ok  "}  environment images hold their repository at the task's base only: ${checked - new Set(problems.map((p) => p.split(" ")[0])).size} of ${checked} revision image(s)`,
+    `${problems.length ? "FAIL" : "ok  "}  environment images hold their repository at the task's base only: ${checked - new Set(problems.map((p) => p.split(" ")[0])).size} of ${checked} revision image(s) of the benchmark's tasks and checkouts${unused ? ` (${unused} of checkouts no session uses not checked)` : ""}`,
   );
   for (const p of problems) console.log(`      ${p}`);
   return !problems.length && checked > 0;

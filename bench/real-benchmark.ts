@@ -53,10 +53,18 @@ const packagesOf = (artifacts: string) => {
   const { profiles } = loadProfilesDir(join(root, "data", "repos"), root);
   return new Map([...repos].map((repo) => [repo, profiles.get(repo)?.profile.classification.package_roots ?? [repo.split("/")[1]!]]));
 };
+/** Every commit the built benchmark checks out: each task's base (the oracle's tasks) and each session checkout's base and derived commit. */
+const commitsOf = (artifacts: string) =>
+  new Set([
+    ...readJsonl<{ snapshot: { base_commit: string } }>(join(artifacts, "oracle", "tasks.jsonl")).map((t) => t.snapshot.base_commit),
+    ...readJsonl<{ checkouts: { base_commit: string; derived?: { commit: string } }[] }>(join(artifacts, "validate", "sessions.jsonl")).flatMap((s) =>
+      s.checkouts.flatMap((c) => [c.base_commit, ...(c.derived ? [c.derived.commit] : [])]),
+    ),
+  ]);
 if (values.check) {
   const artifacts = new WorkLayout(resolve(values.check)).artifacts;
   const held = checkBuiltBenchmark(artifacts, configured.stages.select);
-  process.exit(held && (await checkEnvironmentImages(packagesOf(artifacts))) ? 0 : 1);
+  process.exit(held && (await checkEnvironmentImages(packagesOf(artifacts), commitsOf(artifacts))) ? 0 : 1);
 }
 
 const recordsDir = resolve(values["records-dir"] ?? join(root, "..", "shared", "data"));
@@ -90,7 +98,8 @@ let ok = false;
 try {
   const first = await timed("build");
   const artifacts = new WorkLayout(join(dir, "work")).artifacts;
-  ok = first.summary.ok && checkBuiltBenchmark(artifacts, configured.stages.select) && (await checkEnvironmentImages(packagesOf(artifacts)));
+  ok =
+    first.summary.ok && checkBuiltBenchmark(artifacts, configured.stages.select) && (await checkEnvironmentImages(packagesOf(artifacts), commitsOf(artifacts)));
   if (!values["no-reruns"]) {
     const again = await timed("re-run, nothing changed");
     console.log(`re-run unchanged: ${again.seconds.toFixed(1)} s, ${((100 * again.seconds) / first.seconds).toFixed(1)} % of the build`);
