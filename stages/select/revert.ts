@@ -38,6 +38,11 @@ export interface RevertRun {
   log: Logger;
 }
 
+/** The files a patch changes (split's implementation patch: the task's source files). */
+function patchFiles(patch: string): Set<string> {
+  return new Set(parseGitDiff(patch).map((section) => section.path));
+}
+
 /**
  * The revert strategy of the answer rule (SPEC §2.7) for one candidate interruption whose base
  * holds the focus's answer: its base with the focus's upstream fix and tests reversed out, kept
@@ -52,11 +57,6 @@ export interface RevertRun {
  * definition that takes away (`takenAwayUse`); the checks above then hold as well. Asked so and no
  * file needs it, the answer is NOTHING_TO_ROLL_BACK (the verdict without rolling back stands).
  */
-/** The files a patch changes (split's implementation patch: the task's source files). */
-function patchFiles(patch: string): Set<string> {
-  return new Set(parseGitDiff(patch).map((section) => section.path));
-}
-
 export async function revertFocusOutOf(input: RevertInput, run: RevertRun): Promise<RevertVerdict> {
   const { focus, candidate } = input;
   const { made: derived, rolled } = await derivedSettingBack(
