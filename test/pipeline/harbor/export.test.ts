@@ -145,20 +145,25 @@ describe("switch-swe export harbor", () => {
     expect(caBundleFromEnvironment({})).toBeUndefined();
   });
 
-  it("makes a derived checkout as the session runner does: the later base with the reversed fix taken out, at the commit the session names", async () => {
-    // A checkout at the commit that merged the focus's fix must have it reversed out (the answer rule).
+  /**
+   * A session whose /workspace/w04 is the commit that merged the focus's fix with that fix
+   * reversed out (the answer rule), exported; the tree of each of two checkouts in the export
+   * against the commit the session runner provisions. `setBack`: the fix's files set back whole
+   * to `to` instead (select's roll_back: files), as the session records it.
+   */
+  async function exportDerived(setBack?: (mirror: string, later: string) => Promise<{ to: string; paths: string[] }>) {
     const source = join(fixture.sessionsDir, fixture.spec.clone_url!);
     const later = fixture.heldout.upstream.merge_commit!;
     const mirror = await fixture.bench.workspace.mirrors.ensure(fixture.spec.repo, fixture.bench.cloneSource(fixture.spec.repo, source), later);
-    const made = await derivedCommit(mirror, later, [{ taskId: FOCUS, patch: fixture.heldout.upstream.patch }]);
+    const rolledBack = setBack ? await setBack(mirror, later) : undefined;
+    const made = await derivedCommit(mirror, later, [{ taskId: FOCUS, patch: fixture.heldout.upstream.patch, ...(rolledBack ? { rolledBack } : {}) }]);
     if (!made.ok) throw new Error(made.error);
     const id = `${SESSION}-derived`;
+    const derived = { without: [FOCUS], commit: made.commit, ...(rolledBack ? { rolled_back: [{ task_id: FOCUS, ...rolledBack }] } : {}) };
     const spec = SessionSpec.parse({
       ...fixture.spec,
       session_id: id,
-      checkouts: fixture.spec.checkouts.map((c) =>
-        c.path === "/workspace/w04" ? { ...c, base_commit: later, derived: { without: [FOCUS], commit: made.commit } } : c,
-      ),
+      checkouts: fixture.spec.checkouts.map((c) => (c.path === "/workspace/w04" ? { ...c, base_commit: later, derived } : c)),
     });
     const index = join(fixture.sessionsDir, "index.json");
     const listed = readFileSync(index, "utf8");
@@ -188,5 +193,19 @@ describe("switch-swe export harbor", () => {
       expect((await git(["rev-parse", "HEAD^{tree}"], { cwd: unpacked })).trim(), path).toBe(await tree(commit));
     }
     expect(await tree(made.commit)).not.toBe(await tree(later));
+    return { mirror, made: made.commit };
+  }
+
+  it("makes a derived checkout as the session runner does: the later base with the reversed fix taken out, at the commit the session names", async () => {
+    await exportDerived();
+  });
+
+  it("makes a derived checkout whose fix's source files are set back whole, from the session's record of them", async () => {
+    const { mirror, made } = await exportDerived(async (at, later) => ({
+      to: (await git([`--git-dir=${at}`, "rev-parse", `${later}^1`])).trim(),
+      paths: [...new Set(fixture.heldout.implementation_patch.match(/^diff --git a\/(\S+)/gm)!.map((l) => l.slice("diff --git a/".length)))],
+    }));
+    // The commit names what it set back: a record without it would not make this commit (checkoutCommit refuses that).
+    expect(await git([`--git-dir=${mirror}`, "log", "-1", "--format=%B", made])).toContain("set back whole:");
   });
 });
