@@ -70,24 +70,32 @@ export async function derivedCommit(mirror: string, base: string, reversed: read
   try {
     await run(["read-tree", base]);
     for (const { taskId, patch: whole, rolledBack } of reversed) {
-      let sections;
-      try {
-        sections = parseGitDiff(whole);
-      } catch (error) {
-        if (error instanceof DiffParseError) return { ok: false, taskId, error: `its reference cannot be read: ${error.message}` };
-        throw error;
-      }
-      const rolled = new Set(rolledBack?.paths ?? []);
+      // Read only where needed (files set back, or a reverse that fails whole): a patch git applies whole is never refused for our reading of it.
+      const sectionsOf = (): FileDiff[] | { error: string } => {
+        try {
+          return parseGitDiff(whole);
+        } catch (error) {
+          if (error instanceof DiffParseError) return { error: `its reference cannot be read: ${error.message}` };
+          throw error;
+        }
+      };
+      let sections: FileDiff[] | { error: string } | undefined;
+      let patch = whole;
       if (rolledBack) {
+        sections = sectionsOf();
+        if (!Array.isArray(sections)) return { ok: false, taskId, error: sections.error };
         for (const path of rolledBack.paths) await rollBack(run, rolledBack.to, path);
+        const rolled = new Set(rolledBack.paths);
         sections = sections.filter((s) => !rolled.has(s.path));
+        patch = sections.map((s) => s.raw).join("");
       }
-      const patch = rolled.size ? sections.map((s) => s.raw).join("") : whole;
       const before = (await run(["write-tree"])).trim();
       // Three-way, from the blobs the full-index patch names: the later base's lines around the
       // change may have moved (tests appended after it), which a strict reverse would refuse.
       if (!patch || (await reverseMerged(run, patch)).ok) continue;
       await run(["read-tree", before]);
+      sections ??= sectionsOf();
+      if (!Array.isArray(sections)) return { ok: false, taskId, error: sections.error };
       for (const section of sections) {
         const state = (await run(["write-tree"])).trim();
         const file = await reverseMerged(run, section.raw);
