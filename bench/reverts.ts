@@ -18,9 +18,9 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { RepositoryAnswers } from "../pipeline/answers/index.ts";
-import { parseGitDiff } from "../pipeline/changes/diff.ts";
 import { derivedCommit } from "../pipeline/checkouts/derived.ts";
-import { derivedSettingBack, takenAwayUse } from "../pipeline/checkouts/roll-back.ts";
+import { derivedSettingBack } from "../pipeline/checkouts/roll-back.ts";
+import { takenAwayUse } from "../stages/select/taken-away.ts";
 import { git, localCopyOf } from "../pipeline/git.ts";
 import { AnswerExposure } from "../pipeline/schemas/answers.ts";
 import { HeldoutTask } from "../pipeline/schemas/heldout.ts";
@@ -54,17 +54,16 @@ for (const pair of exposed) {
     tally.refused++;
     const answers = repositories.get(gitDir) ?? new RepositoryAnswers((args) => git([`--git-dir=${gitDir}`, ...args]));
     repositories.set(gitDir, answers);
-    const { facts } = await answers.of(focus);
-    const before = facts.fix ? (await git([`--git-dir=${gitDir}`, "rev-parse", `${facts.fix}^1`]).catch(() => "")).trim() : "";
+    const before = await answers.beforeFix(focus);
     if (!before) continue;
     const again = await derivedSettingBack(
       gitDir,
       candidate.base_commit,
-      { taskId: focus.task_id, patch: focus.upstream.patch, sourceFiles: new Set(parseGitDiff(focus.implementation_patch).map((s) => s.path)) },
+      { taskId: focus.task_id, patch: focus.upstream.patch, implementationPatch: focus.implementation_patch },
       before,
     );
     if (!again.made.ok || !again.rolled.length) continue;
-    if (await takenAwayUse(gitDir, candidate.base_commit, again.made.commit, again.rolled)) tally.takesAway++;
+    if (await takenAwayUse(answers.reader, candidate.base_commit, again.made.commit, again.rolled)) tally.takesAway++;
     else {
       tally.setBack++;
       tally.filesSetBack += again.rolled.length;

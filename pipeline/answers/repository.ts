@@ -1,3 +1,4 @@
+import { GitError } from "../git.ts";
 import type { FixCommit } from "../schemas/answers.ts";
 import type { HeldoutTask } from "../schemas/heldout.ts";
 import { answerFacts, type AnswerFacts } from "./answer.ts";
@@ -28,6 +29,19 @@ export class RepositoryAnswers {
       this.facts.set(task.task_id, found);
     }
     return found;
+  }
+
+  /** The commit before a task's fix (its first parent): what select's roll_back sets files back to; undefined where history holds no fix, or the fix has no parent. */
+  async beforeFix(task: HeldoutTask): Promise<string | undefined> {
+    const { facts } = await this.of(task);
+    if (!facts.fix) return undefined;
+    try {
+      return (await this.git(["rev-parse", "--verify", `${facts.fix}^1^{commit}`])).trim();
+    } catch (error) {
+      // A root commit has no parent: nothing to set back to.
+      if (error instanceof GitError && error.code === 128) return undefined;
+      throw error;
+    }
   }
 
   private async read(task: HeldoutTask): Promise<{ fix: FixCommit; facts: AnswerFacts }> {

@@ -47,15 +47,18 @@ export class TreeReader {
   }
 
   /**
-   * For each name, a file of the commit's tree where it occurs as a whole word (undefined: none).
-   * Names already asked of this commit are not searched again.
+   * For each name, a file of the commit's tree where it occurs as a whole word (undefined: none),
+   * the first in path order; only among the files `pathspecs` give where any are given (git's
+   * pathspecs: `*.py`, `:(exclude)pkg/m.py`). Names already asked of this commit and pathspecs are
+   * not searched again.
    */
-  async whereNames(commit: string, names: readonly string[]): Promise<Map<string, string | undefined>> {
-    const known = this.names.get(commit) ?? new Map<string, Promise<string | undefined>>();
-    this.names.set(commit, known);
+  async whereNames(commit: string, names: readonly string[], pathspecs: readonly string[] = []): Promise<Map<string, string | undefined>> {
+    const key = pathspecs.length ? `${commit}\0${pathspecs.join("\0")}` : commit;
+    const known = this.names.get(key) ?? new Map<string, Promise<string | undefined>>();
+    this.names.set(key, known);
     const wanted = [...new Set(names)].filter((n) => !known.has(n));
     if (wanted.length) {
-      const search = this.grep(commit, wanted);
+      const search = this.grep(commit, wanted, pathspecs);
       for (const name of wanted)
         known.set(
           name,
@@ -67,10 +70,10 @@ export class TreeReader {
     return result;
   }
 
-  private async grep(commit: string, names: string[]): Promise<Map<string, string>> {
+  private async grep(commit: string, names: string[], pathspecs: readonly string[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     // Whole words, fixed strings, text files only; `--null` ends the path with NUL so a ':' in a path cannot confuse the parse.
-    const args = ["grep", "-I", "-F", "-w", "-o", "--null", "--no-color", ...names.flatMap((n) => ["-e", n]), commit, "--"];
+    const args = ["grep", "-I", "-F", "-w", "-o", "--null", "--no-color", ...names.flatMap((n) => ["-e", n]), commit, "--", ...pathspecs];
     let out = "";
     try {
       out = await this.git(args);

@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { describeEvidence } from "../../pipeline/answers/index.ts";
 import { openRepositoryAnswers } from "../../pipeline/answers/open.ts";
-import type { RepositoryAnswers } from "../../pipeline/answers/repository.ts";
-import { git, GitError } from "../../pipeline/git.ts";
 import { AnswerExposure } from "../../pipeline/schemas/answers.ts";
 import { HeldoutTask } from "../../pipeline/schemas/heldout.ts";
 import { RevertRecord, RuleExclusionRecord, SelectedSession } from "../../pipeline/schemas/selection.ts";
@@ -128,7 +126,7 @@ async function reverter(
     };
     let outcome = await attempt();
     if (!outcome.ok && ctx.config.roll_back === "files") {
-      const before = await fixParent(repository, f);
+      const before = await repository.answers.beforeFix(f);
       const rolled = before ? await attempt(before) : undefined;
       if (rolled && !(!rolled.ok && rolled.reason === NOTHING_TO_ROLL_BACK)) outcome = rolled;
     }
@@ -146,19 +144,6 @@ async function reverter(
     });
     return outcome;
   };
-}
-
-/** The commit before `task`'s fix (its first parent), which files are set back to; none where the repository holds no fix. */
-async function fixParent(repository: { answers: RepositoryAnswers; mirror: string }, task: HeldoutTask): Promise<string | undefined> {
-  const { facts } = await repository.answers.of(task);
-  if (!facts.fix) return undefined;
-  try {
-    return (await git([`--git-dir=${repository.mirror}`, "rev-parse", "--verify", `${facts.fix}^1^{commit}`])).trim();
-  } catch (error) {
-    // A root commit has no parent: nothing to set back to.
-    if (error instanceof GitError && error.code === 128) return undefined;
-    throw error;
-  }
 }
 
 /** The stage's rejects and log: foci skipped with the rule's part in it, shortfalls, and what the rule cost. */

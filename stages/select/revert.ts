@@ -1,7 +1,7 @@
 import { answerEvidence, describeEvidence, type RepositoryAnswers } from "../../pipeline/answers/index.ts";
 import { readTestPatch } from "../../pipeline/changes/added-tests.ts";
-import { parseGitDiff } from "../../pipeline/changes/diff.ts";
-import { derivedSettingBack, takenAwayUse } from "../../pipeline/checkouts/roll-back.ts";
+import { derivedSettingBack } from "../../pipeline/checkouts/roll-back.ts";
+import { takenAwayUse } from "./taken-away.ts";
 import { RecordError } from "../../pipeline/engine/stage.ts";
 import { environmentSpec } from "../../pipeline/executors/environment.ts";
 import type { Executor } from "../../pipeline/executors/types.ts";
@@ -38,11 +38,6 @@ export interface RevertRun {
   log: Logger;
 }
 
-/** The files a patch changes (split's implementation patch: the task's source files). */
-function patchFiles(patch: string): Set<string> {
-  return new Set(parseGitDiff(patch).map((section) => section.path));
-}
-
 /**
  * The revert strategy of the answer rule (SPEC §2.7) for one candidate interruption whose base
  * holds the focus's answer: its base with the focus's upstream fix and tests reversed out, kept
@@ -62,14 +57,14 @@ export async function revertFocusOutOf(input: RevertInput, run: RevertRun): Prom
   const { made: derived, rolled } = await derivedSettingBack(
     input.mirror,
     candidate.base_commit,
-    { taskId: focus.task_id, patch: focus.upstream.patch, sourceFiles: patchFiles(focus.implementation_patch) },
+    { taskId: focus.task_id, patch: focus.upstream.patch, implementationPatch: focus.implementation_patch },
     input.rollBackTo,
   );
   if (input.rollBackTo && !rolled.length) return { ok: false, reason: NOTHING_TO_ROLL_BACK };
   const setBack = rolled.length ? ` with ${rolled.join(", ")} set back to ${input.rollBackTo!.slice(0, 12)}` : "";
   if (!derived.ok) return { ok: false, reason: `${focus.task_id}'s fix does not reverse out of ${candidate.task_id}'s base${setBack}: ${derived.error}` };
   if (rolled.length) {
-    const use = await takenAwayUse(input.mirror, candidate.base_commit, derived.commit, rolled);
+    const use = await takenAwayUse(input.repository.reader, candidate.base_commit, derived.commit, rolled);
     if (use)
       return {
         ok: false,

@@ -2,7 +2,10 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkoutCommit, derivedCommit } from "../../../pipeline/checkouts/derived.ts";
-import { derivedSettingBack, takenAwayUse } from "../../../pipeline/checkouts/roll-back.ts";
+import { parseGitDiff } from "../../../pipeline/changes/diff.ts";
+import { TreeReader } from "../../../pipeline/answers/tree-reader.ts";
+import { derivedSettingBack } from "../../../pipeline/checkouts/roll-back.ts";
+import { takenAwayUse } from "../../../stages/select/taken-away.ts";
 import { git } from "../../../pipeline/git.ts";
 import { GIT_IDENTITY, repoWithChange } from "../../helpers/git-repo.ts";
 
@@ -116,16 +119,21 @@ describe("a derived checkout whose source file is set back whole (select's roll_
   it("sets back only the task's source files as split classified them, one conflicting file after another", async () => {
     const { repo, later } = await history();
     const reference = { taskId: "o__r-1", patch: repo.diff };
-    const sources = await derivedSettingBack(repo.gitDir, later.source!, { ...reference, sourceFiles: new Set(["pkg/m.py"]) }, repo.base);
+    // The implementation patch as split writes it: the source files alone.
+    const implementation = parseGitDiff(repo.diff)
+      .filter((s) => s.path === "pkg/m.py")
+      .map((s) => s.raw)
+      .join("");
+    const sources = await derivedSettingBack(repo.gitDir, later.source!, { ...reference, implementationPatch: implementation }, repo.base);
     expect(sources).toMatchObject({ made: { ok: true }, rolled: ["pkg/m.py"] });
     // A file the repository's profile calls a test (astroid's unittest_*.py) is never a source to set back.
-    const notSource = await derivedSettingBack(repo.gitDir, later.source!, { ...reference, sourceFiles: new Set() }, repo.base);
+    const notSource = await derivedSettingBack(repo.gitDir, later.source!, { ...reference, implementationPatch: "" }, repo.base);
     expect(notSource).toEqual({
       made: { ok: false, taskId: "o__r-1", error: "the reverse conflicts with later changes to pkg/m.py", path: "pkg/m.py" },
       rolled: [],
     });
     // No commit to set back to: the reverse alone.
-    expect((await derivedSettingBack(repo.gitDir, later.source!, { ...reference, sourceFiles: new Set(["pkg/m.py"]) }, undefined)).rolled).toEqual([]);
+    expect((await derivedSettingBack(repo.gitDir, later.source!, { ...reference, implementationPatch: implementation }, undefined)).rolled).toEqual([]);
   });
 
   it("removes a file the fix added where the commit before it has none", async () => {
@@ -168,11 +176,17 @@ describe("what setting a file back takes away from the rest of the checkout", ()
 
   it("finds the first Python file that still names a definition the older version lacks, and only Python files", async () => {
     const { repo, used, derive } = await built();
-    expect(await takenAwayUse(repo.gitDir, used, await derive(used), ["pkg/m.py"])).toEqual({ name: "Box", definedIn: "pkg/m.py", usedIn: "pkg/use.py" });
+    expect(await takenAwayUse(new TreeReader((args) => git([`--git-dir=${repo.gitDir}`, ...args])), used, await derive(used), ["pkg/m.py"])).toEqual({
+      name: "Box",
+      definedIn: "pkg/m.py",
+      usedIn: "pkg/use.py",
+    });
   });
 
   it("finds nothing where no other file names what went, dunder methods aside", async () => {
     const { repo, unused, derive } = await built();
-    expect(await takenAwayUse(repo.gitDir, unused, await derive(unused), ["pkg/m.py"])).toBeUndefined();
+    expect(
+      await takenAwayUse(new TreeReader((args) => git([`--git-dir=${repo.gitDir}`, ...args])), unused, await derive(unused), ["pkg/m.py"]),
+    ).toBeUndefined();
   });
 });
